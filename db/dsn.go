@@ -1,0 +1,414 @@
+package db
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// This file turns the string an operator copies from ironic.conf
+// ([database]connection, a SQLAlchemy URL) into a dialect: the Go driver and
+// its configuration. The SQLAlchemy URL grammar is shared by every backend;
+// what the parts mean (query options, default host, ...) belongs to the
+// dialect, one file per backend (postgres.go; mysql.go and sqlite.go later).
+//
+// Error messages built here never quote the DSN or any of its values, only
+// scheme and option names, so that they cannot carry a password.
+
+// dialect is one SQL backend: how to connect and how to run the snapshot.
+// Implementations do no I/O when they are built.
+type dialect interface {
+	// backend names the kind of server.
+	backend() Backend
+	// driverName is the database/sql driver name, used by sqlx for bind
+	// variables.
+	driverName() string
+	// connector returns the driver connector; it must not connect.
+	connector() driver.Connector
+	// txOptions are the options of the snapshot transaction.
+	txOptions() *sql.TxOptions
+	// secrets are the values that must never appear in an error or a log
+	// line (password, key passphrase).
+	secrets() []string
+	// ignored lists, by name, the options of the DSN that the Go driver has
+	// no use for and that were dropped.
+	ignored() []string
+}
+
+// dialectFromURL builds a dialect from a parsed SQLAlchemy URL.
+type dialectFromURL func(u *sqlaURL) (dialect, error)
+
+// dialects maps the SQLAlchemy dialect name (the scheme before any "+driver")
+// to its implementation. MySQL ("mysql", "mysql+pymysql") and SQLite
+// ("sqlite:///rel", "sqlite:////abs") register here when they are written.
+var dialects = map[string]dialectFromURL{
+	"postgresql": newPostgresFromURL,
+	"postgres":   newPostgresFromURL, // libpq's alias; SQLAlchemy < 1.4 too
+}
+
+// plannedDialects are SQLAlchemy dialects Ironic supports that the exporter
+// does not read yet: they get a clearer error than an unknown scheme.
+var plannedDialects = map[string]Backend{
+	"mysql":   BackendMySQL,
+	"mariadb": BackendMySQL,
+	"sqlite":  BackendSQLite,
+}
+
+// parseDSN picks the dialect of dsn: a SQLAlchemy URL (scheme://...) or a
+// libpq key=value connection string (PostgreSQL).
+func parseDSN(dsn string) (dialect, error) {
+	if strings.TrimSpace(dsn) == "" {
+		return nil, errors.New("invalid database DSN: empty")
+	}
+	isURL := strings.Contains(dsn, "://")
+	if strings.IndexFunc(dsn, func(r rune) bool { return isControl(r) && (isURL || !strings.ContainsRune("\t\n\v\f\r", r)) }) >= 0 {
+		return nil, errors.New("invalid database DSN: contains a control character")
+	}
+	if !isURL {
+		if strings.Contains(dsn, "=") {
+			return newPostgresFromConninfo(dsn)
+		}
+		return nil, errors.New(`invalid database DSN: neither a URL (scheme://...) nor key=value pairs`)
+	}
+	u, err := parseSQLAlchemyURL(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := dialects[u.Dialect]; ok {
+		return f(u)
+	}
+	if b, ok := plannedDialects[u.Dialect]; ok {
+		return nil, fmt.Errorf("database URL scheme %q: backend %s is not supported yet (only PostgreSQL)", u.Scheme, b)
+	}
+	return nil, fmt.Errorf("database URL scheme %q: unknown database dialect %q", u.Scheme, u.Dialect)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// sqlaURL is a parsed SQLAlchemy URL:
+//
+//	dialect[+driver]://[user[:password]@][host[:port]][/database][?key=value&...]
+//
+// The split of scheme and user information is SQLAlchemy's own regular
+// expression (sqlalchemy.engine.url._parse_rfc1738_args): the password may
+// contain anything but '@', user and password are percent-decoded, query
+// values are form-decoded ('+' is a space). The host part additionally
+// accepts libpq's comma-separated list of host[:port] and percent-encoded
+// socket directories, so that plain libpq URLs parse too.
+type sqlaURL struct {
+	Scheme  string // "postgresql+psycopg2"
+	Dialect string // "postgresql"
+	Driver  string // "psycopg2", or "" when the scheme names none
+
+	User, Password       string
+	HasUser, HasPassword bool
+
+	Hosts []hostPort // in order; empty when the URL names no host
+
+	Database    string
+	HasDatabase bool
+
+	Query []queryOption // in order, repeated keys kept
+}
+
+type hostPort struct {
+	Host string // decoded; IPv6 without brackets
+	Port string // digits, or "" for the default
+}
+
+type queryOption struct {
+	Key, Value string
+}
+
+// sqlaUserinfo is the start of SQLAlchemy's URL pattern, up to the host.
+var sqlaUserinfo = regexp.MustCompile(`^([\w+]+)://(?:([^:/]*)(?::([^@]*))?@)?`)
+
+func parseSQLAlchemyURL(s string) (*sqlaURL, error) {
+	m := sqlaUserinfo.FindStringSubmatchIndex(s)
+	if m == nil {
+		return nil, errors.New("invalid database URL: cannot parse the scheme (expected dialect[+driver]://...)")
+	}
+	u := &sqlaURL{Scheme: s[m[2]:m[3]]}
+	u.Dialect, u.Driver, _ = strings.Cut(strings.ToLower(u.Scheme), "+")
+	if u.Dialect == "" || strings.Contains(u.Driver, "+") || (strings.Contains(u.Scheme, "+") && u.Driver == "") {
+		return nil, fmt.Errorf("invalid database URL: malformed scheme %q", u.Scheme)
+	}
+	if m[4] >= 0 && m[5] > m[4] {
+		u.User, u.HasUser = pyUnquote(s[m[4]:m[5]], false), true
+	}
+	if m[6] >= 0 && m[7] > m[6] {
+		u.Password, u.HasPassword = pyUnquote(s[m[6]:m[7]], false), true
+	}
+	rest := s[m[1]:]
+	if q := strings.IndexByte(rest, '?'); strings.Contains(rest[:max(q, 0)], "@") || q < 0 && strings.Contains(rest, "@") {
+		// SQLAlchemy would read "user:p@ss@host" as password "p" and host
+		// "ss@host": a password with a raw '@' is the usual cause.
+		return nil, errors.New("invalid database URL: '@' after the user information (percent-encode '@' in the user or password as %40)")
+	}
+
+	// host[:port][,host[:port]...] up to the path or the query.
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	if err := u.parseHosts(rest[:end]); err != nil {
+		return nil, err
+	}
+	rest = rest[end:]
+	if strings.HasPrefix(rest, "/") {
+		db, _, _ := strings.Cut(rest[1:], "?")
+		u.Database, u.HasDatabase = pyUnquote(db, false), db != ""
+		rest = rest[1+len(db):]
+	}
+	if strings.HasPrefix(rest, "?") {
+		for _, pair := range strings.Split(rest[1:], "&") {
+			if pair == "" {
+				continue
+			}
+			k, v, _ := strings.Cut(pair, "=")
+			u.Query = append(u.Query, queryOption{Key: pyUnquote(k, true), Value: pyUnquote(v, true)})
+		}
+	}
+	return u, nil
+}
+
+func (u *sqlaURL) parseHosts(spec string) error {
+	if spec == "" {
+		return nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		var hp hostPort
+		host, port := item, ""
+		if strings.HasPrefix(item, "[") {
+			i := strings.IndexByte(item, ']')
+			if i < 0 {
+				return errors.New("invalid database URL: unterminated '[' in an IPv6 host")
+			}
+			host, rest := item[1:i], item[i+1:]
+			if rest != "" && !strings.HasPrefix(rest, ":") {
+				return errors.New("invalid database URL: unexpected characters after an IPv6 host")
+			}
+			hp.Host, port = host, strings.TrimPrefix(rest, ":")
+		} else {
+			if i := strings.IndexByte(item, ':'); i >= 0 {
+				host, port = item[:i], item[i+1:]
+			}
+			hp.Host = pyUnquote(host, false)
+		}
+		if port != "" {
+			n, err := strconv.ParseUint(port, 10, 16)
+			if err != nil || n == 0 {
+				return errors.New("invalid database URL: the port must be a number from 1 to 65535")
+			}
+		}
+		hp.Port = port
+		u.Hosts = append(u.Hosts, hp)
+	}
+	return nil
+}
+
+// pyUnquote decodes %XX escapes like Python's urllib.parse.unquote (and
+// unquote_plus when plus is set): an invalid escape is kept as it is.
+func pyUnquote(s string, plus bool) string {
+	if !strings.ContainsAny(s, "%+") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '+' && plus:
+			b.WriteByte(' ')
+		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// redactedPassword replaces every password in Redact's output.
+const redactedPassword = "xxxxx"
+
+// secretOptions are the query or key=value options whose value is a secret.
+var secretOptions = map[string]bool{"password": true, "sslpassword": true, "passwd": true}
+
+// Redact returns dsn with any password replaced by "xxxxx", keeping the rest
+// as written: the password of a URL's user information, and the value of a
+// password (or sslpassword) option in a URL query or a key=value string. It
+// works on strings that Open rejects too, so that it is safe for any log
+// line.
+func Redact(dsn string) string {
+	if !strings.Contains(dsn, "://") {
+		if strings.Contains(dsn, "=") {
+			return redactConninfo(dsn)
+		}
+		// Not a DSN at all; "user:password@host" still gets masked.
+		if i, j := strings.IndexByte(dsn, ':'), strings.LastIndex(dsn, "@"); i >= 0 && j > i {
+			return dsn[:i+1] + redactedPassword + dsn[j:]
+		}
+		return dsn
+	}
+	out := dsn
+	if m := sqlaUserinfo.FindStringSubmatchIndex(dsn); m != nil {
+		if m[6] >= 0 && m[7] > m[6] {
+			// A raw '@' in the password ends SQLAlchemy's password early;
+			// mask up to the last '@' so that no part of it shows (this may
+			// mask more than the password, never less).
+			end := m[7]
+			if i := strings.LastIndex(dsn, "@"); i > end {
+				end = i
+			}
+			out = dsn[:m[6]] + redactedPassword + dsn[end:]
+		}
+	} else if i := strings.LastIndex(dsn, "@"); i >= 0 {
+		// Not even a scheme we can read: mask all user information.
+		start := strings.Index(dsn, "://") + 3
+		if start <= i {
+			out = dsn[:start] + redactedPassword + dsn[i:]
+		}
+	}
+	// Query options. The query starts at the first '?' after the host.
+	hostStart := strings.Index(out, "://") + 3
+	if m := sqlaUserinfo.FindStringSubmatchIndex(out); m != nil {
+		hostStart = m[1]
+	}
+	q := strings.IndexByte(out[hostStart:], '?')
+	if q < 0 {
+		return out
+	}
+	q += hostStart + 1
+	pairs := strings.Split(out[q:], "&")
+	for i, pair := range pairs {
+		k, _, ok := strings.Cut(pair, "=")
+		if ok && secretOptions[strings.ToLower(pyUnquote(k, true))] {
+			pairs[i] = k + "=" + redactedPassword
+		}
+	}
+	return out[:q] + strings.Join(pairs, "&")
+}
+
+// conninfoPair is one key=value of a libpq connection string, with the byte
+// span of the value as written (quotes included).
+type conninfoPair struct {
+	Key, Value         string
+	valStart, valEnd   int
+	keyStart, keyEnd   int
+	quoted, terminated bool
+}
+
+// parseConninfo splits a libpq key=value connection string the way libpq's
+// conninfo_parse does: values may be single-quoted, a backslash escapes the
+// next character. It returns the pairs read before any error.
+func parseConninfo(s string) ([]conninfoPair, error) {
+	var pairs []conninfoPair
+	i, n := 0, len(s)
+	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+	for {
+		for i < n && space(s[i]) {
+			i++
+		}
+		if i >= n {
+			return pairs, nil
+		}
+		p := conninfoPair{keyStart: i}
+		for i < n && !space(s[i]) && s[i] != '=' {
+			i++
+		}
+		p.keyEnd = i
+		p.Key = s[p.keyStart:p.keyEnd]
+		for i < n && space(s[i]) {
+			i++
+		}
+		if i >= n || s[i] != '=' {
+			return pairs, fmt.Errorf("invalid connection string: missing \"=\" after %q", p.Key)
+		}
+		i++
+		for i < n && space(s[i]) {
+			i++
+		}
+		p.valStart = i
+		var v strings.Builder
+		if i < n && s[i] == '\'' {
+			p.quoted = true
+			i++
+			for i < n {
+				c := s[i]
+				if c == '\\' && i+1 < n {
+					v.WriteByte(s[i+1])
+					i += 2
+					continue
+				}
+				i++
+				if c == '\'' {
+					p.terminated = true
+					break
+				}
+				v.WriteByte(c)
+			}
+			if !p.terminated {
+				p.valEnd = n
+				pairs = append(pairs, p)
+				return pairs, errors.New("invalid connection string: unterminated quoted value")
+			}
+		} else {
+			for i < n && !space(s[i]) {
+				if s[i] == '\\' {
+					if i+1 >= n {
+						p.valEnd = n
+						pairs = append(pairs, p)
+						return pairs, errors.New("invalid connection string: backslash at the end")
+					}
+					i++
+				}
+				v.WriteByte(s[i])
+				i++
+			}
+		}
+		p.valEnd = i
+		p.Value = v.String()
+		pairs = append(pairs, p)
+	}
+}
+
+func redactConninfo(s string) string {
+	pairs, _ := parseConninfo(s)
+	var b strings.Builder
+	last := 0
+	for _, p := range pairs {
+		if secretOptions[strings.ToLower(p.Key)] && p.valEnd > p.valStart {
+			b.WriteString(s[last:p.valStart])
+			b.WriteString(redactedPassword)
+			last = p.valEnd
+		}
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// quoteConninfo renders one value for a key=value connection string.
+func quoteConninfo(v string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}

@@ -1,0 +1,278 @@
+package db
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lib/pq"
+)
+
+// The PostgreSQL dialect, on github.com/lib/pq.
+//
+// Ironic reaches PostgreSQL through psycopg2, that is libpq: the URL's parts
+// and query options become libpq connection keywords. This dialect keeps
+// libpq's meaning where lib/pq differs:
+//   - no host (and no $PGHOST) is libpq's default unix socket directory
+//     (/var/run/postgresql on Debian, Ubuntu and Red Hat; /tmp upstream),
+//     where lib/pq would use TCP to localhost;
+//   - no sslmode (and no $PGSSLMODE) is "prefer", where lib/pq would use
+//     "require".
+//
+// Options that lib/pq takes as connection keywords pass through; options
+// that only mean something to SQLAlchemy, psycopg2 or oslo.db, and libpq's
+// TCP keepalive settings (Go keeps TCP connections alive by itself), are
+// dropped and reported by (*DB).IgnoredOptions; any other option is an error,
+// because lib/pq would send it to the server as a run-time parameter.
+
+// pgKeywords are the libpq (and lib/pq) connection keywords lib/pq
+// implements.
+var pgKeywords = map[string]bool{
+	"host": true, "hostaddr": true, "port": true, "dbname": true, "user": true,
+	"password": true, "passfile": true, "options": true,
+	"application_name": true, "fallback_application_name": true,
+	"sslmode": true, "sslnegotiation": true, "sslcert": true, "sslkey": true,
+	"sslrootcert": true, "sslsni": true, "ssl_min_protocol_version": true,
+	"ssl_max_protocol_version": true, "krbsrvname": true, "connect_timeout": true,
+	"target_session_attrs": true, "load_balance_hosts": true,
+	"min_protocol_version": true, "max_protocol_version": true, "service": true,
+	// lib/pq extensions, for plain lib/pq connection strings.
+	"krbspn": true, "sslinline": true, "binary_parameters": true,
+	"disable_prepared_binary_result": true,
+}
+
+// pgIgnored are options that are safe to drop.
+var pgIgnored = map[string]bool{
+	// SQLAlchemy, oslo.db and MySQL-minded settings seen in ironic.conf.
+	"client_encoding": true, // lib/pq always speaks UTF8; the server converts
+	"charset":         true,
+	"plugin":          true, // SQLAlchemy engine plugins (devstack's dbcounter)
+	// libpq TCP settings with no lib/pq equivalent.
+	"keepalives": true, "keepalives_idle": true, "keepalives_interval": true,
+	"keepalives_count": true, "tcp_user_timeout": true,
+	"sslcompression": true, // a no-op since OpenSSL 1.1 disabled compression
+	"requiressl":     true, // deprecated; mapped to sslmode=require
+	"gssencmode":     true, // only "require" cannot be honoured
+}
+
+// defaultApplicationName is what pg_stat_activity shows unless the DSN names
+// an application_name.
+const defaultApplicationName = "ironic-conductor-exporter"
+
+type postgres struct {
+	// params are the libpq keywords handed to lib/pq (tests read them).
+	params  map[string]string
+	conn    *pq.Connector
+	secret  []string
+	dropped []string
+}
+
+// pgParams collects libpq keywords; later values override earlier ones, as
+// psycopg2.connect(**kwargs) lets URL query options override URL parts.
+type pgParams struct {
+	vals    map[string]string
+	dropped []string
+}
+
+func (p *pgParams) set(k, v string) { p.vals[k] = v }
+
+func (p *pgParams) has(k string) bool { _, ok := p.vals[k]; return ok }
+
+// option applies one option given by name in a URL query or a key=value
+// string.
+func (p *pgParams) option(k, v string) error {
+	switch {
+	case pgKeywords[k]:
+		p.set(k, v)
+	case k == "gssencmode" && v == "require":
+		return errors.New(`database option "gssencmode=require": GSSAPI encryption is not supported by the exporter's PostgreSQL driver`)
+	case k == "requiressl":
+		if v == "1" && !p.has("sslmode") {
+			p.set("sslmode", "require")
+		}
+		p.dropped = append(p.dropped, k)
+	case pgIgnored[k]:
+		p.dropped = append(p.dropped, k)
+	case k == "sslpassword" || k == "sslcrl" || k == "sslcrldir" || k == "sslcertmode" ||
+		k == "channel_binding" || k == "require_auth" || k == "requirepeer" ||
+		k == "gsslib" || k == "gssdelegation" || k == "replication":
+		return fmt.Errorf("database option %q is not supported by the exporter's PostgreSQL driver", k)
+	default:
+		return fmt.Errorf("unknown database option %q (not a libpq connection keyword)", k)
+	}
+	return nil
+}
+
+func newPostgresFromURL(u *sqlaURL) (dialect, error) {
+	p := &pgParams{vals: map[string]string{}}
+	if u.HasUser {
+		p.set("user", u.User)
+	}
+	if u.HasPassword {
+		p.set("password", u.Password)
+	}
+	switch len(u.Hosts) {
+	case 0:
+	case 1:
+		if u.Hosts[0].Host != "" {
+			p.set("host", u.Hosts[0].Host)
+		}
+		if u.Hosts[0].Port != "" {
+			p.set("port", u.Hosts[0].Port)
+		}
+	default: // libpq's postgresql://h1:p1,h2:p2/db
+		setHostList(p, u.Hosts)
+	}
+	if u.HasDatabase {
+		p.set("dbname", u.Database)
+	}
+
+	var queryHosts []string
+	seen := map[string]bool{}
+	for _, q := range u.Query {
+		if q.Key == "host" {
+			queryHosts = append(queryHosts, q.Value)
+			continue
+		}
+		if seen[q.Key] {
+			return nil, fmt.Errorf("database URL option %q given more than once", q.Key)
+		}
+		seen[q.Key] = true
+		if err := p.option(q.Key, q.Value); err != nil {
+			return nil, err
+		}
+	}
+	switch len(queryHosts) {
+	case 0:
+	case 1:
+		// SQLAlchemy's unix socket syntax: ?host=/var/run/postgresql; also a
+		// libpq comma list. Passed verbatim, as psycopg2 does.
+		p.set("host", queryHosts[0])
+	default:
+		// SQLAlchemy's multihost syntax: ?host=h1:p1&host=h2:p2.
+		if seen["port"] {
+			return nil, errors.New(`database URL: cannot mix "host=h1:p1&host=h2:p2" with a "port" option`)
+		}
+		hosts := make([]hostPort, len(queryHosts))
+		for i, h := range queryHosts {
+			hosts[i].Host, hosts[i].Port, _ = strings.Cut(h, ":")
+		}
+		delete(p.vals, "port")
+		setHostList(p, hosts)
+	}
+	return finishPostgres(p)
+}
+
+func setHostList(p *pgParams, hosts []hostPort) {
+	hs := make([]string, len(hosts))
+	ps := make([]string, len(hosts))
+	anyPort := false
+	for i, h := range hosts {
+		hs[i], ps[i] = h.Host, h.Port
+		anyPort = anyPort || h.Port != ""
+	}
+	p.set("host", strings.Join(hs, ","))
+	if anyPort {
+		for i := range ps {
+			if ps[i] == "" {
+				ps[i] = "5432"
+			}
+		}
+		p.set("port", strings.Join(ps, ","))
+	}
+}
+
+func newPostgresFromConninfo(s string) (dialect, error) {
+	pairs, err := parseConninfo(s)
+	if err != nil {
+		return nil, err
+	}
+	p := &pgParams{vals: map[string]string{}}
+	for _, kv := range pairs {
+		if err := p.option(kv.Key, kv.Value); err != nil {
+			return nil, err
+		}
+	}
+	return finishPostgres(p)
+}
+
+func finishPostgres(p *pgParams) (dialect, error) {
+	if !p.has("host") && !p.has("hostaddr") && os.Getenv("PGHOST") == "" && os.Getenv("PGHOSTADDR") == "" {
+		port, _, _ := strings.Cut(p.vals["port"], ",")
+		if port == "" {
+			port = os.Getenv("PGPORT")
+		}
+		if port == "" {
+			port = "5432"
+		}
+		p.set("host", defaultSocketDir(port))
+	}
+	if !p.has("sslmode") && os.Getenv("PGSSLMODE") == "" {
+		p.set("sslmode", "prefer")
+	}
+	if !p.has("application_name") && !p.has("fallback_application_name") {
+		p.set("fallback_application_name", defaultApplicationName)
+	}
+
+	keys := make([]string, 0, len(p.vals))
+	for k := range p.vals {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(quoteConninfo(p.vals[k]))
+	}
+
+	secrets := []string{p.vals["password"]}
+	cfg, err := pq.NewConfig(b.String())
+	if err != nil {
+		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
+	}
+	secrets = append(secrets, cfg.Password)
+	conn, err := pq.NewConnectorConfig(cfg)
+	if err != nil {
+		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
+	}
+	return &postgres{params: p.vals, conn: conn, secret: secrets, dropped: p.dropped}, nil
+}
+
+// socketDirs are where libpq builds look for the server's socket by default.
+var socketDirs = []string{"/var/run/postgresql", "/run/postgresql", "/tmp"}
+
+// defaultSocketDir is the directory holding .s.PGSQL.port, or else the first
+// of socketDirs that exists (the server may be down when the exporter
+// starts).
+func defaultSocketDir(port string) string {
+	for _, d := range socketDirs {
+		if _, err := os.Stat(filepath.Join(d, ".s.PGSQL."+port)); err == nil {
+			return d
+		}
+	}
+	for _, d := range socketDirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	return "/tmp"
+}
+
+func (*postgres) backend() Backend              { return BackendPostgreSQL }
+func (*postgres) driverName() string            { return "postgres" }
+func (d *postgres) connector() driver.Connector { return d.conn }
+func (d *postgres) secrets() []string           { return d.secret }
+func (d *postgres) ignored() []string           { return d.dropped }
+
+func (*postgres) txOptions() *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+}

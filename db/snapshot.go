@@ -1,0 +1,92 @@
+// Package db reads a consistent, read-only snapshot of the Ironic tables the
+// exporter needs (conductors, conductor_hardware_interfaces and nodes).
+//
+// The package knows nothing about Prometheus, HTTP or the hash ring: it turns
+// rows into plain values. Timestamps are naive UTC in every backend, exactly
+// as Ironic stores them, and are returned as time.Time values in time.UTC.
+package db
+
+import "time"
+
+// Backend names the kind of SQL server behind Ironic's [database]connection.
+// It matters beyond the driver: Ironic drops the heartbeat check from ring
+// membership when it runs on SQLite.
+type Backend string
+
+// The backends the exporter knows.
+const (
+	BackendPostgreSQL Backend = "postgresql"
+	BackendMySQL      Backend = "mysql"
+	BackendSQLite     Backend = "sqlite"
+)
+
+// Snapshot is everything one refresh reads, taken in a single read-only
+// transaction so that conductors, their hardware types and nodes agree.
+type Snapshot struct {
+	// Backend is the kind of database the snapshot came from.
+	Backend Backend
+	// Conductors are the rows of the conductors table, ordered by id.
+	Conductors []Conductor
+	// Nodes are the rows of the nodes table, ordered by id.
+	Nodes []Node
+	// Warnings describe rows that could not be fully decoded and were kept
+	// with the undecodable value left empty (e.g. a conductor whose drivers
+	// column is not JSON: Drivers nil). One human-readable line each; they
+	// contain hostnames, never database credentials.
+	Warnings []string
+}
+
+// Conductor is one row of the conductors table with the hardware types it
+// registered in conductor_hardware_interfaces.
+type Conductor struct {
+	// ID is the primary key; Ironic's default sort order for conductors.
+	ID int64
+	// Hostname is the conductor's [DEFAULT]host, exactly as stored.
+	Hostname string
+	// ConductorGroup is the group, exactly as stored ("" is the default group).
+	ConductorGroup string
+	// Online is the online column; NULL reads as false, as in Ironic's
+	// online.is_(True) filter.
+	Online bool
+	// CreatedAt is the row's creation time (UTC); zero when NULL.
+	CreatedAt time.Time
+	// UpdatedAt is the last heartbeat (UTC); zero when NULL.
+	UpdatedAt time.Time
+	// Drivers is the decoded JSON list in the drivers column (what Ironic's
+	// API shows as "drivers"); nil when NULL.
+	Drivers []string
+	// HardwareTypes are the distinct hardware types of this conductor in
+	// conductor_hardware_interfaces, sorted.
+	HardwareTypes []string
+}
+
+// Node is one row of the nodes table, limited to the columns the exporter
+// uses. Nullable text columns are *string: nil is SQL NULL.
+type Node struct {
+	// ID is the primary key; Ironic's default sort order for nodes.
+	ID int64
+	// UUID is the node's UUID, the key hashed onto the ring.
+	UUID string
+	// Name is the node's logical name, or nil.
+	Name *string
+	// Driver is the node's hardware type.
+	Driver string
+	// ConductorGroup is the node's conductor group, exactly as stored.
+	ConductorGroup string
+	// Reservation is the hostname holding the node's lock, or nil.
+	Reservation *string
+	// InstanceUUID is the instance deployed on the node, or nil.
+	InstanceUUID *string
+	// PowerState is the current power state, or nil.
+	PowerState *string
+	// ProvisionState is the current provision state, or nil.
+	ProvisionState *string
+	// Maintenance is the maintenance flag.
+	Maintenance bool
+	// ResourceClass is the node's resource class, or nil.
+	ResourceClass *string
+	// CreatedAt is the row's creation time (UTC); zero when NULL.
+	CreatedAt time.Time
+	// UpdatedAt is the row's last update (UTC); zero when NULL.
+	UpdatedAt time.Time
+}

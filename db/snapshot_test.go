@@ -1,0 +1,449 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
+)
+
+func sp(s string) *string { return &s }
+
+func ts(s string) time.Time {
+	t, err := time.ParseInLocation("2006-01-02 15:04:05.999999", s, time.UTC)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// fixture rows: the awkward cases Ironic databases hold.
+var fixtureSQL = []string{
+	`INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at) VALUES
+	 (1, 'cond-a.example.com', '["ipmi", "redfish"]', true, '', '2024-01-02 03:04:05.123456', '2024-03-10 02:30:00'),
+	 (2, 'cond-b.example.com:6385', NULL, NULL, 'rack1', '2023-06-30 23:59:59', NULL),
+	 (3, 'kondüktör-ß.例え.jp', 'not json{', false, 'grüppe', '2024-11-03 01:30:00', '2024-11-03 01:30:00.5'),
+	 (4, '[2001:db8::1]:8080', '[1, 2]', true, 'rack1', '1999-12-31 23:59:59.999999', '2000-01-01 00:00:00'),
+	 (7, 'cond-z', '[]', true, 'Rack2', '2024-07-01 12:00:00', '2024-07-01 12:00:00')`,
+	// Several interface rows per (conductor, hardware type): DISTINCT matters.
+	`INSERT INTO conductor_hardware_interfaces (conductor_id, hardware_type, interface_type, interface_name, "default") VALUES
+	 (1, 'redfish', 'boot', 'redfish-virtual-media', true),
+	 (1, 'redfish', 'boot', 'ipxe', false),
+	 (1, 'redfish', 'power', 'redfish', true),
+	 (1, 'ipmi', 'boot', 'ipxe', true),
+	 (1, 'ipmi', 'boot', 'pxe', false),
+	 (1, 'ipmi', 'deploy', 'direct', true),
+	 (1, 'ipmi', 'power', 'ipmitool', true),
+	 (3, 'manual-management', 'power', 'fake', true),
+	 (3, 'Ipmi', 'power', 'ipmitool', true),
+	 (3, 'Ipmi', 'boot', 'pxe', true),
+	 (7, 'idrac', 'power', 'idrac-redfish', true)`,
+	`INSERT INTO nodes (id, uuid, name, driver, conductor_group, reservation, instance_uuid, power_state,
+	                   provision_state, maintenance, resource_class, created_at, updated_at) VALUES
+	 (1, '1be26c0b-03f2-4d2e-ae87-c02d7f33c123', 'node-1', 'ipmi', '', 'cond-a.example.com',
+	  '8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11', 'power on', 'active', true, 'baremetal',
+	  '2024-03-10 02:30:00', '2024-03-10 07:00:00.000001'),
+	 (2, '2be26c0b-03f2-4d2e-ae87-c02d7f33c123', NULL, 'redfish', 'rack1', NULL, NULL, NULL,
+	  NULL, NULL, NULL, NULL, NULL),
+	 (10, '3be26c0b-03f2-4d2e-ae87-c02d7f33c123', 'nœud-3', 'idrac', 'grüppe', 'cond-gone', NULL, 'power off',
+	  'enroll', false, '', '2020-02-29 00:00:00', '2020-02-29 23:59:59')`,
+}
+
+var fixtureWant = &Snapshot{
+	Backend: BackendPostgreSQL,
+	Conductors: []Conductor{
+		{ID: 1, Hostname: "cond-a.example.com", ConductorGroup: "", Online: true,
+			CreatedAt: ts("2024-01-02 03:04:05.123456"), UpdatedAt: ts("2024-03-10 02:30:00"),
+			Drivers: []string{"ipmi", "redfish"}, HardwareTypes: []string{"ipmi", "redfish"}},
+		{ID: 2, Hostname: "cond-b.example.com:6385", ConductorGroup: "rack1", Online: false,
+			CreatedAt: ts("2023-06-30 23:59:59")},
+		{ID: 3, Hostname: "kondüktör-ß.例え.jp", ConductorGroup: "grüppe", Online: false,
+			CreatedAt: ts("2024-11-03 01:30:00"), UpdatedAt: ts("2024-11-03 01:30:00.5"),
+			HardwareTypes: []string{"Ipmi", "manual-management"}},
+		{ID: 4, Hostname: "[2001:db8::1]:8080", ConductorGroup: "rack1", Online: true,
+			CreatedAt: ts("1999-12-31 23:59:59.999999"), UpdatedAt: ts("2000-01-01 00:00:00")},
+		{ID: 7, Hostname: "cond-z", ConductorGroup: "Rack2", Online: true,
+			CreatedAt: ts("2024-07-01 12:00:00"), UpdatedAt: ts("2024-07-01 12:00:00"),
+			Drivers: []string{}, HardwareTypes: []string{"idrac"}},
+	},
+	Nodes: []Node{
+		{ID: 1, UUID: "1be26c0b-03f2-4d2e-ae87-c02d7f33c123", Name: sp("node-1"), Driver: "ipmi",
+			ConductorGroup: "", Reservation: sp("cond-a.example.com"),
+			InstanceUUID: sp("8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11"), PowerState: sp("power on"),
+			ProvisionState: sp("active"), Maintenance: true, ResourceClass: sp("baremetal"),
+			CreatedAt: ts("2024-03-10 02:30:00"), UpdatedAt: ts("2024-03-10 07:00:00.000001")},
+		{ID: 2, UUID: "2be26c0b-03f2-4d2e-ae87-c02d7f33c123", Driver: "redfish", ConductorGroup: "rack1"},
+		{ID: 10, UUID: "3be26c0b-03f2-4d2e-ae87-c02d7f33c123", Name: sp("nœud-3"), Driver: "idrac",
+			ConductorGroup: "grüppe", Reservation: sp("cond-gone"), PowerState: sp("power off"),
+			ProvisionState: sp("enroll"), ResourceClass: sp(""),
+			CreatedAt: ts("2020-02-29 00:00:00"), UpdatedAt: ts("2020-02-29 23:59:59")},
+	},
+	Warnings: []string{
+		`conductor "kondüktör-ß.例え.jp" (id 3): drivers column is not a JSON list of strings, read as empty: invalid character 'o' in literal null (expecting 'u')`,
+		`conductor "[2001:db8::1]:8080" (id 4): drivers column is not a JSON list of strings, read as empty: json: cannot unmarshal number into Go value of type string`,
+	},
+}
+
+// timeCmp compares instants, wall clock and location: a value that reads
+// the same instant in another zone is still a failure.
+var timeCmp = cmp.Comparer(func(a, b time.Time) bool {
+	return a.Equal(b) && a.Location() == b.Location() && a.String() == b.String()
+})
+
+func loadFixture(t *testing.T) {
+	t.Helper()
+	conn := testDBConn(t, testDBName)
+	resetTables(t, conn)
+	mustExec(t, conn, fixtureSQL...)
+}
+
+func TestSnapshot(t *testing.T) {
+	loadFixture(t)
+	d := openTest(t, testDSN, Options{})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fixtureWant, got, timeCmp); diff != "" {
+		t.Errorf("snapshot (-want +got):\n%s", diff)
+	}
+	// Every timestamp is in time.UTC, the zero value included.
+	for _, c := range got.Conductors {
+		for _, tm := range []time.Time{c.CreatedAt, c.UpdatedAt} {
+			if tm.Location() != time.UTC {
+				t.Errorf("conductor %d: time %v not in time.UTC", c.ID, tm)
+			}
+		}
+	}
+	if got.Conductors[1].UpdatedAt != (time.Time{}) {
+		t.Errorf("NULL updated_at read as %v", got.Conductors[1].UpdatedAt)
+	}
+
+	// A second snapshot on the same pool gives the same thing.
+	again, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, again, timeCmp); diff != "" {
+		t.Errorf("second snapshot differs:\n%s", diff)
+	}
+}
+
+func TestSnapshotEmpty(t *testing.T) {
+	resetTables(t, testDBConn(t, testDBName))
+	d := openTest(t, testDSN, Options{})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Conductors) != 0 || len(got.Nodes) != 0 || len(got.Warnings) != 0 || got.Backend != BackendPostgreSQL {
+		t.Errorf("empty database: %+v", got)
+	}
+}
+
+// TestSnapshotTimeZones checks the conditions TestSnapshot ran under and
+// that other session time zones do not shift timestamps either.
+func TestSnapshotTimeZones(t *testing.T) {
+	loadFixture(t)
+	if time.Local.String() != goTZ {
+		t.Fatalf("time.Local is %s, want %s", time.Local, goTZ)
+	}
+	for _, tc := range []struct{ name, dsn, wantTZ string }{
+		{"database default", testDSN, testTZ},
+		{"session option", testDSN + "?options=-c%20timezone%3DPacific/Chatham", "Pacific/Chatham"},
+		{"negative offset", testDSN + "?options=-c+TimeZone%3DAmerica/St_Johns", "America/St_Johns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+				if stage != "begin" {
+					return nil
+				}
+				var tz string
+				if err := tx.GetContext(ctx, &tz, `SHOW timezone`); err != nil {
+					return err
+				}
+				if tz != tc.wantTZ {
+					t.Errorf("session TimeZone %q, want %q", tz, tc.wantTZ)
+				}
+				return nil
+			})
+			d := openTest(t, tc.dsn, Options{})
+			got, err := d.Snapshot(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fixtureWant, got, timeCmp); diff != "" {
+				t.Errorf("snapshot (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func setHook(t *testing.T, h func(ctx context.Context, stage string, tx *sqlx.Tx) error) {
+	t.Helper()
+	testHook = h
+	t.Cleanup(func() { testHook = nil })
+}
+
+func TestSnapshotReadOnlyRepeatableRead(t *testing.T) {
+	loadFixture(t)
+	d := openTest(t, testDSN, Options{})
+	var checked bool
+	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+		if stage != "begin" {
+			return nil
+		}
+		checked = true
+		for q, want := range map[string]string{
+			`SHOW transaction_read_only`: "on",
+			`SHOW transaction_isolation`: "repeatable read",
+		} {
+			var got string
+			if err := tx.GetContext(ctx, &got, q); err != nil {
+				return err
+			}
+			if got != want {
+				t.Errorf("%s = %q, want %q", q, got, want)
+			}
+		}
+		// A write fails; the savepoint keeps the transaction usable.
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE nodes SET maintenance = false`)
+		if pq.As(err, pqerror.ReadOnlySQLTransaction) == nil {
+			t.Errorf("write in the snapshot transaction: err = %v, want SQLSTATE 25006 read_only_sql_transaction", err)
+		}
+		_, err = tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT w`)
+		return err
+	})
+	if _, err := d.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !checked {
+		t.Fatal("hook did not run")
+	}
+	var maint bool
+	if err := testDBConn(t, testDBName).QueryRow(`SELECT maintenance FROM nodes WHERE id = 1`).Scan(&maint); err != nil || !maint {
+		t.Errorf("node 1 maintenance = %v, %v; the write must not have happened", maint, err)
+	}
+}
+
+// TestSnapshotConsistent commits changes between the queries of a snapshot:
+// the snapshot must not see them (one REPEATABLE READ transaction), the next
+// one must.
+func TestSnapshotConsistent(t *testing.T) {
+	loadFixture(t)
+	admin := testDBConn(t, testDBName)
+	d := openTest(t, testDSN, Options{})
+	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+		if stage == "conductors" {
+			mustExec(t, admin,
+				`INSERT INTO conductor_hardware_interfaces (conductor_id, hardware_type, interface_type, interface_name, "default")
+				 VALUES (2, 'late-type', 'power', 'fake', true)`,
+				`INSERT INTO nodes (id, uuid, driver) VALUES (99, 'late', 'late-type')`,
+				`DELETE FROM nodes WHERE id = 2`)
+		}
+		return nil
+	})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fixtureWant, got, timeCmp); diff != "" {
+		t.Errorf("snapshot saw changes committed after it started (-want +got):\n%s", diff)
+	}
+	testHook = nil
+	got, err = d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.Nodes); n != 3 || got.Nodes[2].ID != 99 || len(got.Conductors[1].HardwareTypes) != 1 {
+		t.Errorf("next snapshot: %d nodes, conductor 2 types %v", n, got.Conductors[1].HardwareTypes)
+	}
+}
+
+// TestSnapshotQueryTimeout holds an ACCESS EXCLUSIVE lock on a table from
+// another connection: the query that needs it must fail at its deadline,
+// saying which query, and the pool must work again afterwards.
+func TestSnapshotQueryTimeout(t *testing.T) {
+	loadFixture(t)
+	admin := testDBConn(t, testDBName)
+	const timeout = 300 * time.Millisecond
+	d := openTest(t, testDSN, Options{QueryTimeout: timeout})
+	for _, tc := range []struct{ table, want string }{
+		{"nodes", "reading nodes: timed out after 300ms"},
+		{"conductors", "reading conductors: timed out after 300ms"},
+		{"conductor_hardware_interfaces", "reading conductor hardware types: timed out after 300ms"},
+	} {
+		t.Run(tc.table, func(t *testing.T) {
+			ctx := context.Background()
+			lock, err := admin.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lock.Exec(`LOCK TABLE ` + tc.table + ` IN ACCESS EXCLUSIVE MODE`); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err = d.Snapshot(ctx)
+			elapsed := time.Since(start)
+			if err := lock.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if err == nil {
+				t.Fatal("snapshot succeeded through an exclusive lock")
+			}
+			t.Logf("error after %s: %v", elapsed.Round(time.Millisecond), err)
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %q, want prefix %q", err, tc.want)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", err)
+			}
+			if elapsed < timeout || elapsed > timeout+2*time.Second {
+				t.Errorf("snapshot took %s with a %s query timeout", elapsed, timeout)
+			}
+			if _, err := d.Snapshot(ctx); err != nil {
+				t.Errorf("snapshot after the lock was released: %v", err)
+			}
+		})
+	}
+}
+
+func TestSnapshotCanceled(t *testing.T) {
+	loadFixture(t)
+	d := openTest(t, testDSN, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Snapshot(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("snapshot with a canceled context: %v, want context.Canceled", err)
+	}
+}
+
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+func TestServerDown(t *testing.T) {
+	const password = "s3cr3t-PW/with@chars"
+	dsn := "postgresql+psycopg2://ironic:" + "s3cr3t-PW%2Fwith%40chars" + "@127.0.0.1:" + itoa(closedPort(t)) + "/ironic?sslmode=disable"
+	start := time.Now()
+	d := openTest(t, dsn, Options{QueryTimeout: 2 * time.Second})
+	if time.Since(start) > 100*time.Millisecond {
+		t.Errorf("Open took %s: it must not connect", time.Since(start))
+	}
+	if s := d.String(); strings.Contains(s, "s3cr3t") || !strings.Contains(s, ":xxxxx@127.0.0.1") {
+		t.Errorf("String() = %q", s)
+	}
+	_, err := d.Snapshot(context.Background())
+	if err == nil {
+		t.Fatal("snapshot of a down server succeeded")
+	}
+	t.Logf("snapshot: %v", err)
+	t.Logf("ping: %v", d.Ping(context.Background()))
+	for _, e := range []error{err, d.Ping(context.Background())} {
+		msg := e.Error()
+		if strings.Contains(msg, "s3cr3t") || strings.Contains(msg, password) {
+			t.Errorf("error contains the password: %q", msg)
+		}
+		if !strings.Contains(msg, "connection refused") {
+			t.Errorf("error %q does not say the connection was refused", msg)
+		}
+	}
+	if !strings.HasPrefix(err.Error(), "connecting to database: ") {
+		t.Errorf("snapshot error %q does not say the connection failed", err)
+	}
+	if !strings.HasPrefix(d.Ping(context.Background()).Error(), "pinging database: ") {
+		t.Errorf("ping error does not say ping")
+	}
+}
+
+// TestSteinSchema reads a database migrated only up to the revision that
+// added conductor_group: the snapshot queries use no later column.
+func TestSteinSchema(t *testing.T) {
+	conn := testDBConn(t, steinDBName)
+	var rev string
+	if err := conn.QueryRow(`SELECT version_num FROM alembic_version`).Scan(&rev); err != nil || rev != steinRevision {
+		t.Fatalf("alembic version %q, %v; want %s", rev, err, steinRevision)
+	}
+	resetTables(t, conn)
+	mustExec(t, conn,
+		`INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at)
+		 VALUES (1, 'old', '["ipmi"]', true, 'g', '2019-04-10 10:00:00', '2019-04-10 10:00:10')`,
+		`INSERT INTO conductor_hardware_interfaces (conductor_id, hardware_type, interface_type, interface_name, "default")
+		 VALUES (1, 'ipmi', 'power', 'ipmitool', true), (1, 'ipmi', 'boot', 'pxe', true)`,
+		`INSERT INTO nodes (id, uuid, driver, conductor_group, maintenance, resource_class, provision_state)
+		 VALUES (1, 'u1', 'ipmi', 'g', false, 'bm', 'available')`)
+	d := openTest(t, steinDSN, Options{})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Snapshot{
+		Backend: BackendPostgreSQL,
+		Conductors: []Conductor{{ID: 1, Hostname: "old", ConductorGroup: "g", Online: true,
+			CreatedAt: ts("2019-04-10 10:00:00"), UpdatedAt: ts("2019-04-10 10:00:10"),
+			Drivers: []string{"ipmi"}, HardwareTypes: []string{"ipmi"}}},
+		Nodes: []Node{{ID: 1, UUID: "u1", Driver: "ipmi", ConductorGroup: "g",
+			ResourceClass: sp("bm"), ProvisionState: sp("available")}},
+	}
+	if diff := cmp.Diff(want, got, timeCmp); diff != "" {
+		t.Errorf("snapshot (-want +got):\n%s", diff)
+	}
+}
+
+// TestConnectForms connects with the DSN forms an operator may copy from
+// ironic.conf, including a role whose name and password need percent-encoding
+// and that has nothing but SELECT on the three tables.
+func TestConnectForms(t *testing.T) {
+	loadFixture(t)
+	admin := testDBConn(t, testDBName)
+	role := "ice ro@" + itoa(closedPort(t))
+	qrole := `"` + role + `"`
+	mustExec(t, admin,
+		`CREATE ROLE `+qrole+` LOGIN PASSWORD 'p@ss:w/rd%'`,
+		`GRANT SELECT ON conductors, conductor_hardware_interfaces, nodes TO `+qrole)
+	t.Cleanup(func() {
+		mustExec(t, admin, `REVOKE ALL ON conductors, conductor_hardware_interfaces, nodes FROM `+qrole, `DROP ROLE `+qrole)
+	})
+	encRole := strings.NewReplacer(" ", "%20", "@", "%40").Replace(role)
+	for _, dsn := range []string{
+		testDSN,
+		"postgresql://" + encRole + ":p%40ss%3Aw%2Frd%25@127.0.0.1:5432/" + testDBName + "?sslmode=disable&application_name=ice-test&client_encoding=utf8",
+		"postgres://" + encRole + ":p%40ss%3Aw%2Frd%25@127.0.0.1/" + testDBName + "?connect_timeout=5",
+		"postgresql+psycopg2://" + encRole + "@/" + testDBName, // default unix socket
+		"postgresql+psycopg2://" + encRole + ":pw@/" + testDBName + "?host=/var/run/postgresql",
+		"postgresql://" + encRole + "@localhost,127.0.0.1:5432/" + testDBName,
+		"host=/var/run/postgresql dbname=" + testDBName + " user='" + role + "' password='p@ss:w/rd%'",
+		"host=127.0.0.1 port=5432 dbname=" + testDBName + " user='" + role + "' sslmode=require",
+	} {
+		t.Run(Redact(dsn), func(t *testing.T) {
+			d := openTest(t, dsn, Options{QueryTimeout: 5 * time.Second})
+			got, err := d.Snapshot(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fixtureWant, got, timeCmp); diff != "" {
+				t.Errorf("snapshot (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
