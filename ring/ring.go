@@ -1,0 +1,308 @@
+package ring
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// MaxPartitionExponent is the largest partition exponent New accepts:
+// 2**16 partitions per host.
+const MaxPartitionExponent = 16
+
+// Ring is a tooz-compatible consistent hash ring. It is immutable after New
+// and safe for concurrent use.
+type Ring struct {
+	alg  algID
+	size int // digest length in bytes
+
+	hosts []string // sorted, unique
+
+	// Partitions in ascending digest order. first[i] is the big-endian first
+	// eight bytes of digest i, digests[i*size:(i+1)*size] the whole digest,
+	// owner[i] the index in hosts of the host the partition belongs to.
+	first   []uint64
+	digests []byte
+	owner   []int32
+
+	// index[b] is the first partition whose first word, shifted right by
+	// shift, is >= b: the partitions sharing the key's top bits are
+	// first[index[b]:index[b+1]], about one of them, as digests are uniform.
+	index []int32
+	shift uint8
+}
+
+// New builds the ring tooz's HashRing(hosts, partitions=2**partitionExponent,
+// hash_function=alg) builds. Duplicate hosts count once, as with set(); the
+// order of hosts does not matter. A host is hashed as the bytes of its name
+// (tooz encodes it to UTF-8, which a Go string from Ironic's database already
+// is). An empty host list gives an empty ring.
+// It fails for an algorithm not listed by Algorithms and for a partition
+// exponent outside 0..MaxPartitionExponent.
+func New(hosts []string, partitionExponent int, alg Algorithm) (*Ring, error) {
+	spec, ok := algorithms[alg]
+	if !ok {
+		return nil, unknownAlgorithm(string(alg))
+	}
+	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
+		return nil, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
+			partitionExponent, MaxPartitionExponent)
+	}
+	uniq := slices.Clone(hosts)
+	slices.Sort(uniq)
+	uniq = slices.Compact(uniq)
+
+	size := spec.size
+	parts := 1 << partitionExponent
+	total := len(uniq) * parts
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("ring: %d hosts x 2**%d partitions is too many",
+			len(uniq), partitionExponent)
+	}
+	raw := make([]byte, total*size)
+
+	type entry struct {
+		first uint64
+		host  int32 // index in uniq
+		pos   int32 // index of the digest in raw
+	}
+	entries := make([]entry, 0, total)
+	scratch := make([]byte, 0, maxDigest)
+	for hi, h := range uniq {
+		// tooz: key_hash = hashlib.new(alg, key); then per partition
+		// key_hash.update(key) and hexdigest(). Sum does not reset the state.
+		key := []byte(h)
+		st := spec.newHash()
+		st.Write(key)
+		for range parts {
+			st.Write(key)
+			pos := len(entries)
+			copy(raw[pos*size:], st.Sum(scratch[:0]))
+			entries = append(entries, entry{binary.BigEndian.Uint64(raw[pos*size:]), int32(hi), int32(pos)})
+		}
+	}
+	digest := func(pos int32) []byte { return raw[int(pos)*size : (int(pos)+1)*size] }
+	slices.SortFunc(entries, func(a, b entry) int {
+		if c := cmp.Compare(a.first, b.first); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(digest(a.pos), digest(b.pos)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.host, b.host)
+	})
+
+	// Equal digests are one partition, as in tooz's dict. Entries with equal
+	// digests are adjacent and ordered by host, so the last one of a run is
+	// the host that sorts last: tooz with hosts inserted in sorted order.
+	r := &Ring{alg: spec.id, size: size, hosts: uniq}
+	n := 0
+	for i := range entries {
+		if i+1 < len(entries) && entries[i+1].first == entries[i].first &&
+			bytes.Equal(digest(entries[i+1].pos), digest(entries[i].pos)) {
+			continue
+		}
+		entries[n] = entries[i]
+		n++
+	}
+	entries = entries[:n]
+	r.first = make([]uint64, n)
+	r.digests = make([]byte, n*size)
+	r.owner = make([]int32, n)
+	for i, e := range entries {
+		r.first[i] = e.first
+		copy(r.digests[i*size:], digest(e.pos))
+		r.owner[i] = e.host
+	}
+	r.buildIndex()
+	return r, nil
+}
+
+// maxIndexBits bounds the index at 2**16+1 entries (256 KiB).
+const maxIndexBits = 16
+
+// buildIndex sets index and shift from first: about two buckets per
+// partition.
+func (r *Ring) buildIndex() {
+	n := len(r.first)
+	if n == 0 {
+		r.index, r.shift = nil, 0
+		return
+	}
+	nbits := min(bits.Len(uint(n))+1, maxIndexBits)
+	r.shift = uint8(64 - nbits)
+	r.index = make([]int32, 1<<nbits+1)
+	j := 0
+	for b := range r.index {
+		for j < n && r.first[j]>>r.shift < uint64(b) {
+			j++
+		}
+		r.index[b] = int32(j)
+	}
+}
+
+// Get returns the host the key maps to, as Ironic's get_conductor_for does
+// with tooz's get_nodes(key) (one replica, nothing ignored). ok is false when
+// the ring has no hosts. Get does not allocate.
+func (r *Ring) Get(key []byte) (host string, ok bool) {
+	if len(r.first) == 0 {
+		return "", false
+	}
+	return r.hosts[r.owner[r.position(key)]], true
+}
+
+// GetNodes returns what tooz's get_nodes(key, ignore_nodes=ignore,
+// replicas=replicas) returns, sorted: min(replicas, hosts not ignored)
+// distinct hosts not in ignore, met walking the ring from the key's
+// position. Names in ignore that are not in the ring are allowed. The result
+// is empty (nil) for an empty ring, replicas <= 0, or everything ignored.
+func (r *Ring) GetNodes(key []byte, ignore []string, replicas int) []string {
+	if len(r.first) == 0 || replicas <= 0 {
+		return nil
+	}
+	// taken marks ignored hosts and hosts already chosen.
+	taken := make([]bool, len(r.hosts))
+	candidates := len(r.hosts)
+	for _, h := range ignore {
+		if i, found := slices.BinarySearch(r.hosts, h); found && !taken[i] {
+			taken[i] = true
+			candidates--
+		}
+	}
+	want := min(replicas, candidates)
+	if want <= 0 {
+		return nil
+	}
+	chosen := make([]int32, 0, want)
+	p := r.position(key)
+	// Every host owns at least one partition (see the package doc), so one
+	// turn of the ring always finds want hosts; the bound is only a guard.
+	for range len(r.first) {
+		if o := r.owner[p]; !taken[o] {
+			taken[o] = true
+			chosen = append(chosen, o)
+			if len(chosen) == want {
+				break
+			}
+		}
+		if p++; p == len(r.first) {
+			p = 0
+		}
+	}
+	slices.Sort(chosen) // hosts is sorted, so this sorts the names
+	out := make([]string, len(chosen))
+	for i, o := range chosen {
+		out[i] = r.hosts[o]
+	}
+	return out
+}
+
+// Hosts returns the ring's members, sorted and without duplicates.
+func (r *Ring) Hosts() []string {
+	return slices.Clone(r.hosts)
+}
+
+// Len returns the number of partitions, like tooz's len(ring): hosts times
+// 2**partitionExponent, less digests shared by hosts whose names repeat one
+// word (see the package doc).
+func (r *Ring) Len() int {
+	return len(r.first)
+}
+
+// position is tooz's _get_partition: bisect_right of the key's digest in the
+// partitions, wrapped to 0 past the end. The ring must not be empty.
+func (r *Ring) position(key []byte) int {
+	var d [maxDigest]byte
+	sum(r.alg, key, &d)
+	return r.search(&d)
+}
+
+// Prefix returns the first 64 bits (big-endian) of the digest of key under
+// the ring's algorithm: where key falls on this ring and on every ring of
+// the same algorithm, up to the rare ties that LocatePrefix reports.
+// Hashing each key once and then locating keys ring by ring keeps each
+// ring's tables in cache when mapping many keys over many rings.
+func (r *Ring) Prefix(key []byte) uint64 {
+	var d [maxDigest]byte
+	sum(r.alg, key, &d)
+	return binary.BigEndian.Uint64(d[:8])
+}
+
+// Locate returns the index in Hosts() of the host Get returns, or -1 for
+// an empty ring.
+func (r *Ring) Locate(key []byte) int {
+	if len(r.first) == 0 {
+		return -1
+	}
+	return int(r.owner[r.position(key)])
+}
+
+// LocatePrefix is Locate for a key whose Prefix is p. When p equals the prefix of a partition the whole digest decides,
+// and LocatePrefix returns tie true: call Locate with the key instead. An
+// empty ring gives -1.
+func (r *Ring) LocatePrefix(p uint64) (host int, tie bool) {
+	if len(r.first) == 0 {
+		return -1, false
+	}
+	i := r.upper(p)
+	if i > 0 && r.first[i-1] == p {
+		return -1, true
+	}
+	if i == len(r.first) {
+		i = 0
+	}
+	return int(r.owner[i]), false
+}
+
+// search returns the index of the first partition whose digest is greater
+// than d, or 0 if there is none. The ring must not be empty.
+func (r *Ring) search(d *[maxDigest]byte) int {
+	k := binary.BigEndian.Uint64(d[:8])
+	i := r.upper(k)
+	if i > 0 && r.first[i-1] == k {
+		i = r.resolveTie(i, d)
+	}
+	if i == len(r.first) {
+		i = 0
+	}
+	return i
+}
+
+// upper returns the number of partitions whose first word is <= k.
+func (r *Ring) upper(k uint64) int {
+	a := r.first
+	// Partitions before the key's bucket are smaller than k and those after
+	// it greater, so the upper bound of k is in [lo, hi].
+	b := k >> r.shift
+	lo, hi := int(r.index[b]), int(r.index[b+1])
+	// Branch-free upper bound of k in a[lo:hi]: a[:i] <= k < a[i:].
+	base, n := lo, hi-lo
+	for n > 1 {
+		half := n >> 1
+		if a[base+half] <= k {
+			base += half
+		}
+		n -= half
+	}
+	i := base
+	if n == 1 && a[base] <= k {
+		i++
+	}
+	return i
+}
+
+// resolveTie handles partitions whose first word equals the key's: they end
+// at i-1, and the answer is the first of them whose whole digest is greater.
+func (r *Ring) resolveTie(i int, d *[maxDigest]byte) int {
+	k := r.first[i-1]
+	key := d[:r.size]
+	for i > 0 && r.first[i-1] == k &&
+		bytes.Compare(r.digests[(i-1)*r.size:i*r.size], key) > 0 {
+		i--
+	}
+	return i
+}
