@@ -1,0 +1,188 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Source yields database snapshots. *db.DB is the production Source.
+type Source interface {
+	Snapshot(ctx context.Context) (*db.Snapshot, error)
+}
+
+// CacheConfig configures a Cache. Zero values take the documented defaults.
+type CacheConfig struct {
+	// Source is where snapshots come from. Required.
+	Source Source
+	// Settings are the Ironic options the topology is computed with.
+	Settings Settings
+	// MinInterval is how old the cached topology may be before a request
+	// triggers a refresh. Zero refreshes on every request.
+	MinInterval time.Duration
+	// RefreshTimeout bounds one refresh, whoever waits for it. Default 30s.
+	RefreshTimeout time.Duration
+	// Now is the clock; default time.Now. Liveness is judged in UTC.
+	Now func() time.Time
+	// Logger receives refresh failures and recoveries; default discards.
+	Logger *slog.Logger
+	// Registerer receives the cache's own refresh metrics; nil skips them.
+	Registerer prometheus.Registerer
+}
+
+// View is what a reader gets from the cache: the newest good topology and
+// the outcome of the latest refresh.
+type View struct {
+	// Topology is the last successfully built topology, nil before the
+	// first success.
+	Topology *Topology
+	// Err is the error of the latest refresh, nil when it succeeded.
+	Err error
+	// LastSuccess is when Topology was read; zero before the first success.
+	LastSuccess time.Time
+	// Remapped is the cumulative count of nodes remapped per conductor
+	// group since the process started.
+	Remapped map[string]float64
+}
+
+// Up reports whether the latest refresh succeeded.
+func (v View) Up() bool { return v.Err == nil && v.Topology != nil }
+
+// ErrNoData is returned while no refresh has ever succeeded.
+var ErrNoData = errors.New("no topology read from the database yet")
+
+// Cache holds the current topology and refreshes it from the Source at most
+// once per MinInterval. Concurrent callers share a single refresh, which is
+// bounded by RefreshTimeout and not cancelled when one caller gives up.
+type Cache struct {
+	cfg CacheConfig
+
+	duration prometheus.Histogram
+	errors   prometheus.Counter
+
+	mu        sync.Mutex
+	view      View
+	attempted time.Time     // start of the latest finished refresh
+	inflight  chan struct{} // closed when the running refresh ends
+}
+
+// NewCache returns a Cache; it reads nothing until the first Get.
+func NewCache(cfg CacheConfig) (*Cache, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("collector: CacheConfig.Source is nil")
+	}
+	if cfg.RefreshTimeout <= 0 {
+		cfg.RefreshTimeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Cache{
+		cfg: cfg,
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Subsystem: "exporter", Name: "refresh_duration_seconds",
+			Help:    "Time taken to read the database and rebuild the topology.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "exporter", Name: "refresh_errors_total",
+			Help: "Refreshes from the database that failed.",
+		}),
+		view: View{Err: ErrNoData, Remapped: map[string]float64{}},
+	}
+	if cfg.Registerer != nil {
+		for _, m := range []prometheus.Collector{c.duration, c.errors} {
+			if err := cfg.Registerer.Register(m); err != nil {
+				return nil, fmt.Errorf("registering cache metrics: %w", err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// Get returns a view no older than MinInterval, refreshing first when the
+// cached one is older. If ctx ends before the refresh does, the current view
+// is returned: a slow database never blanks a scrape.
+func (c *Cache) Get(ctx context.Context) View {
+	c.mu.Lock()
+	if c.inflight == nil && !c.attempted.IsZero() && c.cfg.Now().Sub(c.attempted) < c.cfg.MinInterval {
+		v := c.view
+		c.mu.Unlock()
+		return v
+	}
+	done := c.inflight
+	if done == nil {
+		done = make(chan struct{})
+		c.inflight = done
+		go c.refresh(done)
+	}
+	c.mu.Unlock()
+
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return c.Current()
+}
+
+// Current returns the cached view without refreshing.
+func (c *Cache) Current() View {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.view
+}
+
+func (c *Cache) refresh(done chan struct{}) {
+	start := c.cfg.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RefreshTimeout)
+	defer cancel()
+
+	c.mu.Lock()
+	prev := c.view.Topology
+	c.mu.Unlock()
+
+	topo, err := c.build(ctx, prev, start)
+	c.duration.Observe(time.Since(start).Seconds())
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer close(done)
+	c.inflight = nil
+	c.attempted = start
+	wasUp := c.view.Up()
+	if err != nil {
+		c.errors.Inc()
+		c.view.Err = err
+		c.cfg.Logger.Error("refresh failed; serving the last good topology", "err", err,
+			"last_success", c.view.LastSuccess)
+		return
+	}
+	remapped := make(map[string]float64, len(c.view.Remapped))
+	for g, n := range c.view.Remapped {
+		remapped[g] = n
+	}
+	for g, n := range topo.Remapped {
+		remapped[g] += float64(n)
+	}
+	if !wasUp && c.view.Err != ErrNoData {
+		c.cfg.Logger.Info("refresh recovered", "down_since_success", c.view.LastSuccess)
+	}
+	c.view = View{Topology: topo, LastSuccess: start, Remapped: remapped}
+}
+
+func (c *Cache) build(ctx context.Context, prev *Topology, now time.Time) (*Topology, error) {
+	snap, err := c.cfg.Source.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading snapshot: %w", err)
+	}
+	return Build(snap, c.cfg.Settings, now.UTC(), prev)
+}

@@ -1,0 +1,188 @@
+package collector
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const namespace = "ironic"
+
+var (
+	hostLabels = []string{"hostname", "conductor_group"}
+
+	upDesc = prometheus.NewDesc("ironic_up",
+		"1 when the latest refresh from Ironic's database worked, 0 otherwise.", nil, nil)
+	conductorAliveDesc = prometheus.NewDesc("ironic_conductor_alive",
+		"Ironic's API 'alive' for the conductor: its heartbeat is not older than heartbeat_timeout (1) or is (0).",
+		hostLabels, nil)
+	conductorOnlineDesc = prometheus.NewDesc("ironic_conductor_online",
+		"The conductor's online column: 1 while registered, 0 after a clean stop.", hostLabels, nil)
+	conductorStateDesc = prometheus.NewDesc("ironic_conductor_state",
+		"1 for the conductor's current state (alive, draining, stopped, dead), 0 for the others.",
+		append(hostLabels[:2:2], "state"), nil)
+	conductorHeartbeatDesc = prometheus.NewDesc("ironic_conductor_heartbeat_timestamp_seconds",
+		"The conductor's last heartbeat (updated_at) as a Unix timestamp.", hostLabels, nil)
+	conductorRingMemberDesc = prometheus.NewDesc("ironic_conductor_hash_ring_member",
+		"1 when the conductor is a member of its hash rings (online with a heartbeat Ironic accepts), 0 otherwise.",
+		hostLabels, nil)
+	conductorHardwareTypeDesc = prometheus.NewDesc("ironic_conductor_hardware_type_info",
+		"1 for each hardware type the conductor registered.",
+		append(hostLabels[:2:2], "hardware_type"), nil)
+	conductorNodesDesc = prometheus.NewDesc("ironic_conductor_nodes",
+		"Nodes the hash rings map to this conductor now.", hostLabels, nil)
+	reservedNodesDesc = prometheus.NewDesc("ironic_conductor_reserved_nodes",
+		"Nodes whose reservation (lock) names this host, whether or not a conductor of that name exists.",
+		[]string{"hostname"}, nil)
+	nodeInfoDesc = prometheus.NewDesc("ironic_node_conductor_info",
+		"1 per node; conductor is the hostname the hash ring maps it to, empty when no conductor can serve it.",
+		[]string{"node_uuid", "node_name", "conductor_group", "driver", "conductor"}, nil)
+	ringConductorsDesc = prometheus.NewDesc("ironic_hash_ring_conductors",
+		"Active conductors in the hash ring of a conductor group and hardware type.",
+		[]string{"conductor_group", "hardware_type"}, nil)
+	ringNodesDesc = prometheus.NewDesc("ironic_hash_ring_nodes",
+		"Nodes served by the hash ring of a conductor group and hardware type.",
+		[]string{"conductor_group", "hardware_type"}, nil)
+	nodesWithoutConductorDesc = prometheus.NewDesc("ironic_nodes_without_conductor",
+		"Nodes that no hash ring can serve, by conductor group and driver.",
+		[]string{"conductor_group", "driver"}, nil)
+	nodesDesc = prometheus.NewDesc("ironic_nodes",
+		"Nodes in Ironic's database.", nil, nil)
+	changesDesc = prometheus.NewDesc("ironic_node_conductor_changes_total",
+		"Nodes whose conductor changed between two refreshes since the exporter started (ring churn).",
+		[]string{"conductor_group"}, nil)
+	lastSuccessDesc = prometheus.NewDesc("ironic_exporter_last_refresh_success_timestamp_seconds",
+		"When the served topology was read from the database, as a Unix timestamp.", nil, nil)
+	dataAgeDesc = prometheus.NewDesc("ironic_exporter_data_age_seconds",
+		"Age of the served topology; grows while the database cannot be read.", nil, nil)
+)
+
+// ExporterOptions tunes what the exporter renders.
+type ExporterOptions struct {
+	// NodeInfo enables the per-node ironic_node_conductor_info series. Turn
+	// it off on very large fleets to save series.
+	NodeInfo bool
+}
+
+// Exporter renders the cached topology as constant metrics. Build one per
+// scrape with the scrape's context, as mysqld_exporter does, so that the
+// scrape deadline bounds the refresh it may trigger.
+type Exporter struct {
+	ctx   context.Context
+	cache *Cache
+	opts  ExporterOptions
+}
+
+var _ prometheus.Collector = (*Exporter)(nil)
+
+// NewExporter returns an Exporter reading cache within ctx.
+func NewExporter(ctx context.Context, cache *Cache, opts ExporterOptions) *Exporter {
+	return &Exporter{ctx: ctx, cache: cache, opts: opts}
+}
+
+// Describe implements prometheus.Collector.
+func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{upDesc, conductorAliveDesc, conductorOnlineDesc,
+		conductorStateDesc, conductorHeartbeatDesc, conductorRingMemberDesc, conductorHardwareTypeDesc,
+		conductorNodesDesc, reservedNodesDesc, nodeInfoDesc, ringConductorsDesc, ringNodesDesc,
+		nodesWithoutConductorDesc, nodesDesc, changesDesc, lastSuccessDesc, dataAgeDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	v := e.cache.Get(e.ctx)
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, boolValue(v.Up()))
+	for _, g := range sortedKeys(v.Remapped) {
+		ch <- prometheus.MustNewConstMetric(changesDesc, prometheus.CounterValue, v.Remapped[g], g)
+	}
+	t := v.Topology
+	if t == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, unixSeconds(v.LastSuccess))
+	ch <- prometheus.MustNewConstMetric(dataAgeDesc, prometheus.GaugeValue,
+		e.cache.cfg.Now().Sub(v.LastSuccess).Seconds())
+	collectTopology(ch, t, e.opts)
+}
+
+func collectTopology(ch chan<- prometheus.Metric, t *Topology, opts ExporterOptions) {
+	for i := range t.Conductors {
+		c := &t.Conductors[i]
+		labels := []string{c.Hostname, c.ConductorGroup}
+		ch <- prometheus.MustNewConstMetric(conductorAliveDesc, prometheus.GaugeValue, boolValue(c.Alive), labels...)
+		ch <- prometheus.MustNewConstMetric(conductorOnlineDesc, prometheus.GaugeValue, boolValue(c.Online), labels...)
+		ch <- prometheus.MustNewConstMetric(conductorRingMemberDesc, prometheus.GaugeValue, boolValue(c.Active), labels...)
+		for _, s := range States {
+			ch <- prometheus.MustNewConstMetric(conductorStateDesc, prometheus.GaugeValue,
+				boolValue(c.State == s), c.Hostname, c.ConductorGroup, string(s))
+		}
+		if !c.UpdatedAt.IsZero() {
+			ch <- prometheus.MustNewConstMetric(conductorHeartbeatDesc, prometheus.GaugeValue,
+				unixSeconds(c.UpdatedAt), labels...)
+		}
+		for _, hw := range c.HardwareTypes {
+			ch <- prometheus.MustNewConstMetric(conductorHardwareTypeDesc, prometheus.GaugeValue, 1,
+				c.Hostname, c.ConductorGroup, hw)
+		}
+		ch <- prometheus.MustNewConstMetric(conductorNodesDesc, prometheus.GaugeValue, float64(len(c.Nodes)), labels...)
+	}
+	for _, h := range sortedKeys(t.Reservations) {
+		ch <- prometheus.MustNewConstMetric(reservedNodesDesc, prometheus.GaugeValue, float64(t.Reservations[h]), h)
+	}
+	for i := range t.Rings {
+		r := &t.Rings[i]
+		ch <- prometheus.MustNewConstMetric(ringConductorsDesc, prometheus.GaugeValue,
+			float64(len(r.Ring.Hosts())), r.ConductorGroup, r.HardwareType)
+		ch <- prometheus.MustNewConstMetric(ringNodesDesc, prometheus.GaugeValue,
+			float64(r.Nodes), r.ConductorGroup, r.HardwareType)
+	}
+	orphans := make([]GroupDriver, 0, len(t.Orphans))
+	for k := range t.Orphans {
+		orphans = append(orphans, k)
+	}
+	sort.Slice(orphans, func(i, j int) bool {
+		if orphans[i].ConductorGroup != orphans[j].ConductorGroup {
+			return orphans[i].ConductorGroup < orphans[j].ConductorGroup
+		}
+		return orphans[i].Driver < orphans[j].Driver
+	})
+	for _, k := range orphans {
+		ch <- prometheus.MustNewConstMetric(nodesWithoutConductorDesc, prometheus.GaugeValue,
+			float64(t.Orphans[k]), k.ConductorGroup, k.Driver)
+	}
+	ch <- prometheus.MustNewConstMetric(nodesDesc, prometheus.GaugeValue, float64(len(t.Nodes)))
+	if !opts.NodeInfo {
+		return
+	}
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		name := ""
+		if n.Name != nil {
+			name = *n.Name
+		}
+		ch <- prometheus.MustNewConstMetric(nodeInfoDesc, prometheus.GaugeValue, 1,
+			n.UUID, name, n.ConductorGroup, n.Driver, n.Conductor)
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

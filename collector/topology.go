@@ -1,0 +1,423 @@
+// Package collector turns database snapshots into Ironic's conductor topology
+// (liveness, hash rings, node-to-conductor mapping), caches it with its
+// refresh policy, and renders it as Prometheus metrics.
+package collector
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+)
+
+// Settings are the Ironic options that decide liveness and the rings. They
+// must equal the deployment's ironic.conf for the answers to be Ironic's.
+type Settings struct {
+	// HeartbeatTimeout is [conductor]heartbeat_timeout.
+	HeartbeatTimeout time.Duration
+	// PartitionExponent is [DEFAULT]hash_partition_exponent.
+	PartitionExponent int
+	// Algorithm is [DEFAULT]hash_ring_algorithm.
+	Algorithm ring.Algorithm
+}
+
+// State is the operational state of a conductor, derived from its online
+// column and the age of its heartbeat.
+type State string
+
+// The conductor states. See README.md for how each is derived.
+const (
+	// StateAlive: online with a fresh heartbeat.
+	StateAlive State = "alive"
+	// StateDraining: offline (stopping gracefully) but still heartbeating.
+	StateDraining State = "draining"
+	// StateStopped: offline with a stale heartbeat (a clean stop).
+	StateStopped State = "stopped"
+	// StateDead: online with a stale heartbeat (a crash or a hang).
+	StateDead State = "dead"
+)
+
+// States lists every State in a fixed order, for one series per state.
+var States = []State{StateAlive, StateDraining, StateStopped, StateDead}
+
+// ConductorInfo is a conductor row with what the topology derives from it.
+type ConductorInfo struct {
+	db.Conductor
+	// Alive is the "alive" field of Ironic's API: the heartbeat is not
+	// older than heartbeat_timeout. Like Ironic (convert_with_links in
+	// ironic/api/controllers/v1/conductor.py) it ignores the online column.
+	Alive bool
+	// Active is ring membership as in Ironic's _filter_active_conductors
+	// (ironic/db/sqlalchemy/api.py).
+	Active bool
+	// State is the derived operational state.
+	State State
+	// Nodes are indexes into Topology.Nodes of the nodes mapped here, in
+	// node id order.
+	Nodes []int
+}
+
+// NodeInfo is a node row with the conductor the rings map it to.
+type NodeInfo struct {
+	*db.Node
+	// Conductor is the hostname Ironic's get_conductor_for returns, or ""
+	// when no ring serves the node's group and driver (NoValidHost).
+	Conductor string
+}
+
+// RingInfo describes one hash ring, keyed "<conductor_group>:<hardware_type>".
+type RingInfo struct {
+	// ConductorGroup and HardwareType make up the ring key.
+	ConductorGroup, HardwareType string
+	// Ring holds the active conductors registered for the key.
+	Ring *ring.Ring
+	// Nodes is the number of nodes the ring serves.
+	Nodes int
+}
+
+// Key returns the ring key as Ironic formats it: "%s:%s" % (group, type).
+func (r *RingInfo) Key() string { return ringKey(r.ConductorGroup, r.HardwareType) }
+
+// GroupDriver is a conductor group and driver pair.
+type GroupDriver struct {
+	ConductorGroup, Driver string
+}
+
+// Topology is the state of one Ironic deployment at one instant. It is
+// immutable once built and safe for concurrent readers.
+type Topology struct {
+	// Settings are the Ironic options the topology was computed with.
+	Settings Settings
+	// Backend is the database kind, which changes ring membership.
+	Backend db.Backend
+	// Now is the instant liveness was judged at.
+	Now time.Time
+	// Conductors in id order.
+	Conductors []ConductorInfo
+	// Nodes in id order, each UUID once.
+	Nodes []NodeInfo
+	// Rings sorted by key.
+	Rings []RingInfo
+	// Orphans counts nodes no ring can serve, by group and driver.
+	Orphans map[GroupDriver]int
+	// Reservations counts nodes locked by each reservation hostname, whether
+	// or not a conductor of that name exists.
+	Reservations map[string]int
+	// Remapped counts, per node conductor group, the nodes present in the
+	// previous topology whose conductor changed in this one.
+	Remapped map[string]int
+
+	byHost map[string]int
+	byRing map[GroupDriver]int // the ring of a node's (conductor_group, driver)
+
+	indexOnce sync.Once
+	byUUID    map[string]int
+	byName    map[string]int
+}
+
+func ringKey(group, hardwareType string) string { return group + ":" + hardwareType }
+
+// fresh reports whether a heartbeat is not older than the timeout, as
+// oslo.utils timeutils.is_older_than does: now - updatedAt > timeout is old.
+func fresh(updatedAt, now time.Time, timeout time.Duration) bool {
+	if updatedAt.IsZero() {
+		return false
+	}
+	return now.Sub(updatedAt) <= timeout
+}
+
+// active mirrors Ironic's _filter_active_conductors: online is required;
+// the heartbeat must also be within the timeout unless Ironic runs on
+// SQLite or the timeout is not positive.
+func active(c *db.Conductor, backend db.Backend, now time.Time, timeout time.Duration) bool {
+	if !c.Online {
+		return false
+	}
+	if backend == db.BackendSQLite || timeout <= 0 {
+		return true
+	}
+	// updated_at >= utcnow() - timedelta(seconds=heartbeat_timeout); NULL
+	// compares false in SQL.
+	return !c.UpdatedAt.IsZero() && !c.UpdatedAt.Before(now.Add(-timeout))
+}
+
+func stateOf(online, isFresh bool) State {
+	switch {
+	case online && isFresh:
+		return StateAlive
+	case !online && isFresh:
+		return StateDraining
+	case !online:
+		return StateStopped
+	default:
+		return StateDead
+	}
+}
+
+// Build computes the topology of snap at now. When prev is not nil, rings
+// whose membership and settings are unchanged are reused, and so is the
+// conductor of every node whose ring is unchanged: a rebuild over an
+// unchanged snapshot hashes nothing. prev also yields Remapped.
+func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topology, error) {
+	if snap == nil {
+		return nil, fmt.Errorf("building topology: nil snapshot")
+	}
+	t := &Topology{
+		Settings:     s,
+		Backend:      snap.Backend,
+		Now:          now,
+		Conductors:   make([]ConductorInfo, 0, len(snap.Conductors)),
+		Orphans:      map[GroupDriver]int{},
+		Reservations: map[string]int{},
+		Remapped:     map[string]int{},
+		byHost:       make(map[string]int, len(snap.Conductors)),
+		byRing:       map[GroupDriver]int{},
+	}
+
+	// Liveness, and ring membership as get_active_hardware_type_dict builds
+	// it: every (active conductor, hardware type) pair adds the hostname to
+	// the set for "group:hardware_type".
+	type ringMembers struct {
+		group, hw string
+		hosts     []string
+	}
+	members := map[string]*ringMembers{}
+	for _, c := range snap.Conductors {
+		if _, dup := t.byHost[c.Hostname]; dup {
+			continue // hostname is unique in Ironic's schema; never trust a join
+		}
+		ci := ConductorInfo{Conductor: c}
+		ci.HardwareTypes = slices.Compact(slices.Sorted(slices.Values(c.HardwareTypes)))
+		ci.Alive = fresh(c.UpdatedAt, now, s.HeartbeatTimeout)
+		ci.Active = active(&c, snap.Backend, now, s.HeartbeatTimeout)
+		ci.State = stateOf(c.Online, ci.Alive)
+		t.byHost[c.Hostname] = len(t.Conductors)
+		t.Conductors = append(t.Conductors, ci)
+		if !ci.Active {
+			continue
+		}
+		for _, hw := range ci.HardwareTypes {
+			k := ringKey(c.ConductorGroup, hw)
+			m := members[k]
+			if m == nil {
+				m = &ringMembers{group: c.ConductorGroup, hw: hw}
+				members[k] = m
+			}
+			m.hosts = append(m.hosts, c.Hostname)
+		}
+	}
+
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	unchanged := make([]bool, len(keys)) // by ring index: identical to prev's
+	sameSettings := prev != nil && prev.Settings == s
+	for _, k := range keys {
+		m := members[k]
+		slices.Sort(m.hosts)
+		hosts := slices.Compact(m.hosts)
+		var r *ring.Ring
+		if sameSettings {
+			if i, ok := prev.byRing[GroupDriver{m.group, m.hw}]; ok && slices.Equal(prev.Rings[i].Ring.Hosts(), hosts) {
+				r = prev.Rings[i].Ring
+				unchanged[len(t.Rings)] = true
+			}
+		}
+		if r == nil {
+			var err error
+			if r, err = ring.New(hosts, s.PartitionExponent, s.Algorithm); err != nil {
+				return nil, fmt.Errorf("building hash ring %q: %w", k, err)
+			}
+		}
+		t.byRing[GroupDriver{m.group, m.hw}] = len(t.Rings)
+		t.Rings = append(t.Rings, RingInfo{ConductorGroup: m.group, HardwareType: m.hw, Ring: r})
+	}
+
+	// The node-to-conductor mapping, as get_conductor_for: the ring of
+	// "node.conductor_group:node.driver", key node.uuid.encode('utf-8').
+	// Nodes whose ring did not change keep prev's answer; the others are
+	// hashed in one sequential pass and then located ring by ring, so that
+	// each ring's tables stay in cache.
+	t.Nodes = make([]NodeInfo, 0, len(snap.Nodes))
+	owner := make([]int32, 0, len(snap.Nodes)) // index in t.Conductors, or -1
+	todo := make([]pendingNode, 0, len(snap.Nodes))
+	var key []byte // reused: converting each UUID to []byte would allocate
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		if i > 0 && n.ID == snap.Nodes[i-1].ID {
+			continue // rows come ordered by id: a repeated row is adjacent
+		}
+		gd := GroupDriver{n.ConductorGroup, n.Driver}
+		ri, served := t.byRing[gd]
+		o := int32(-1)
+		switch {
+		case !served:
+			t.Orphans[gd]++
+		case unchanged[ri]:
+			if old := prev.nodeAt(len(t.Nodes), n.UUID); old != nil &&
+				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver {
+				o = int32(t.byHost[old.Conductor])
+				break
+			}
+			fallthrough
+		default:
+			key = append(key[:0], n.UUID...)
+			todo = append(todo, pendingNode{prefix: t.Rings[ri].Ring.Prefix(key),
+				node: int32(len(t.Nodes)), ring: int32(ri)})
+		}
+		if served {
+			t.Rings[ri].Nodes++
+		}
+		if n.Reservation != nil {
+			t.Reservations[*n.Reservation]++
+		}
+		owner = append(owner, o)
+		t.Nodes = append(t.Nodes, NodeInfo{Node: n})
+	}
+	t.locate(todo, owner)
+
+	perConductor := make([]int, len(t.Conductors))
+	for i, o := range owner {
+		if o >= 0 {
+			t.Nodes[i].Conductor = t.Conductors[o].Hostname
+			perConductor[o]++
+		}
+	}
+	backing := make([]int, 0, len(t.Nodes)) // one allocation for all lists
+	for ci := range t.Conductors {
+		end := len(backing) + perConductor[ci]
+		t.Conductors[ci].Nodes = backing[len(backing):len(backing):end]
+		backing = backing[:end]
+	}
+	for i, o := range owner {
+		if o >= 0 {
+			c := &t.Conductors[o]
+			c.Nodes = append(c.Nodes, i)
+		}
+	}
+
+	if prev != nil {
+		for i := range t.Nodes {
+			n := &t.Nodes[i]
+			if old := prev.nodeAt(i, n.UUID); old != nil && old.Conductor != n.Conductor {
+				t.Remapped[n.ConductorGroup]++
+			}
+		}
+	}
+	return t, nil
+}
+
+// pendingNode is a node still to be located: its key's ring prefix, its
+// index in Topology.Nodes and its ring's index in Topology.Rings.
+type pendingNode struct {
+	prefix     uint64
+	node, ring int32
+}
+
+// locate sets owner[node] for every pending node, ring by ring.
+func (t *Topology) locate(todo []pendingNode, owner []int32) {
+	if len(todo) == 0 {
+		return
+	}
+	start := make([]int, len(t.Rings)+1) // counting sort by ring
+	for _, p := range todo {
+		start[p.ring+1]++
+	}
+	for ri := 1; ri < len(start); ri++ {
+		start[ri] += start[ri-1]
+	}
+	sorted := make([]pendingNode, len(todo))
+	next := slices.Clone(start[:len(t.Rings)])
+	for _, p := range todo {
+		sorted[next[p.ring]] = p
+		next[p.ring]++
+	}
+	var key []byte
+	for ri := range t.Rings {
+		r := t.Rings[ri].Ring
+		hosts := r.Hosts()
+		conductorOf := make([]int32, len(hosts))
+		for h, name := range hosts {
+			conductorOf[h] = int32(t.byHost[name])
+		}
+		for _, p := range sorted[start[ri]:start[ri+1]] {
+			h, tie := r.LocatePrefix(p.prefix)
+			if tie {
+				key = append(key[:0], t.Nodes[p.node].UUID...)
+				h = r.Locate(key)
+			}
+			owner[p.node] = conductorOf[h]
+		}
+	}
+}
+
+// index builds the node lookups on first use: metrics never need them, and
+// building them costs more than the mapping itself.
+func (t *Topology) index() {
+	t.indexOnce.Do(func() {
+		t.byUUID = make(map[string]int, len(t.Nodes))
+		t.byName = map[string]int{}
+		for i := range t.Nodes {
+			n := t.Nodes[i].Node
+			if _, dup := t.byUUID[n.UUID]; !dup {
+				t.byUUID[n.UUID] = i
+			}
+			if n.Name != nil && *n.Name != "" {
+				if _, dup := t.byName[*n.Name]; !dup {
+					t.byName[*n.Name] = i
+				}
+			}
+		}
+	})
+}
+
+// nodeAt finds a node of the topology by UUID, trying index i first since
+// consecutive snapshots mostly list the same nodes in the same order.
+func (t *Topology) nodeAt(i int, uuid string) *NodeInfo {
+	if i < len(t.Nodes) && t.Nodes[i].UUID == uuid {
+		return &t.Nodes[i]
+	}
+	t.index()
+	if j, ok := t.byUUID[uuid]; ok {
+		return &t.Nodes[j]
+	}
+	return nil
+}
+
+// Conductor returns the conductor with the given hostname.
+func (t *Topology) Conductor(hostname string) (*ConductorInfo, bool) {
+	i, ok := t.byHost[hostname]
+	if !ok {
+		return nil, false
+	}
+	return &t.Conductors[i], true
+}
+
+// Node returns the node with the given UUID or, failing that, name, as
+// Ironic resolves a node_ident.
+func (t *Topology) Node(ident string) (*NodeInfo, bool) {
+	t.index()
+	i, ok := t.byUUID[ident]
+	if !ok {
+		i, ok = t.byName[ident]
+	}
+	if !ok {
+		return nil, false
+	}
+	return &t.Nodes[i], true
+}
+
+// Ring returns the ring for a conductor group and hardware type.
+func (t *Topology) Ring(group, hardwareType string) (*RingInfo, bool) {
+	i, ok := t.byRing[GroupDriver{group, hardwareType}]
+	if !ok {
+		return nil, false
+	}
+	return &t.Rings[i], true
+}

@@ -1,0 +1,369 @@
+package collector
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+)
+
+var (
+	testNow      = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	testSettings = Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5, Algorithm: mustAlg("md5")}
+)
+
+func mustAlg(name string) ring.Algorithm {
+	a, err := ring.ParseAlgorithm(name)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func ptr(s string) *string { return &s }
+
+// ago returns the time d before testNow.
+func ago(d time.Duration) time.Time { return testNow.Add(-d) }
+
+func cond(id int64, host, group string, online bool, heartbeat time.Time, hw ...string) db.Conductor {
+	return db.Conductor{ID: id, Hostname: host, ConductorGroup: group, Online: online,
+		CreatedAt: ago(time.Hour), UpdatedAt: heartbeat, HardwareTypes: hw}
+}
+
+func node(id int64, uuid, group, driver string) db.Node {
+	return db.Node{ID: id, UUID: uuid, ConductorGroup: group, Driver: driver}
+}
+
+func mustBuild(t *testing.T, snap *db.Snapshot, s Settings, prev *Topology) *Topology {
+	t.Helper()
+	topo, err := Build(snap, s, testNow, prev)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	return topo
+}
+
+// TestAliveMirrorsConductorAPI mirrors convert_with_links in
+// ironic/api/controllers/v1/conductor.py: alive = not
+// timeutils.is_older_than(updated_at, heartbeat_timeout), online ignored.
+func TestAliveMirrorsConductorAPI(t *testing.T) {
+	cases := []struct {
+		name      string
+		online    bool
+		heartbeat time.Time
+		timeout   time.Duration
+		want      bool
+	}{
+		{"fresh online", true, ago(10 * time.Second), time.Minute, true},
+		{"exactly at the timeout is not older", true, ago(time.Minute), time.Minute, true},
+		{"one microsecond past the timeout", true, ago(time.Minute + time.Microsecond), time.Minute, false},
+		{"offline but fresh is alive for the API", false, ago(time.Second), time.Minute, true},
+		{"offline and stale", false, ago(time.Hour), time.Minute, false},
+		{"heartbeat in the future", true, testNow.Add(time.Minute), time.Minute, true},
+		{"NULL updated_at", true, time.Time{}, time.Minute, false},
+		{"zero timeout, heartbeat now", true, testNow, 0, true},
+		{"zero timeout, heartbeat a second ago", true, ago(time.Second), 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSettings
+			s.HeartbeatTimeout = tc.timeout
+			topo := mustBuild(t, &db.Snapshot{Backend: db.BackendPostgreSQL,
+				Conductors: []db.Conductor{cond(1, "c1", "", tc.online, tc.heartbeat, "ipmi")}}, s, nil)
+			if got := topo.Conductors[0].Alive; got != tc.want {
+				t.Errorf("alive = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestActiveMirrorsFilterActiveConductors mirrors _filter_active_conductors
+// in ironic/db/sqlalchemy/api.py (current Ironic): online is required; the
+// heartbeat check applies unless the database is SQLite or the timeout <= 0.
+func TestActiveMirrorsFilterActiveConductors(t *testing.T) {
+	cases := []struct {
+		name      string
+		backend   db.Backend
+		online    bool
+		heartbeat time.Time
+		timeout   time.Duration
+		want      bool
+	}{
+		{"postgres online fresh", db.BackendPostgreSQL, true, ago(time.Second), time.Minute, true},
+		{"postgres updated_at == limit is >= limit", db.BackendPostgreSQL, true, ago(time.Minute), time.Minute, true},
+		{"postgres online stale", db.BackendPostgreSQL, true, ago(time.Minute + time.Microsecond), time.Minute, false},
+		{"postgres offline fresh", db.BackendPostgreSQL, false, ago(time.Second), time.Minute, false},
+		{"postgres NULL updated_at", db.BackendPostgreSQL, true, time.Time{}, time.Minute, false},
+		{"mysql online stale", db.BackendMySQL, true, ago(time.Hour), time.Minute, false},
+		{"sqlite online stale: time check disabled", db.BackendSQLite, true, ago(time.Hour), time.Minute, true},
+		{"sqlite offline fresh", db.BackendSQLite, false, ago(time.Second), time.Minute, false},
+		{"timeout 0: online only", db.BackendPostgreSQL, true, ago(time.Hour), 0, true},
+		{"negative timeout: online only", db.BackendMySQL, true, ago(time.Hour), -time.Second, true},
+		{"timeout 0 offline", db.BackendPostgreSQL, false, ago(time.Second), 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSettings
+			s.HeartbeatTimeout = tc.timeout
+			topo := mustBuild(t, &db.Snapshot{Backend: tc.backend,
+				Conductors: []db.Conductor{cond(1, "c1", "g", tc.online, tc.heartbeat, "ipmi")}}, s, nil)
+			if got := topo.Conductors[0].Active; got != tc.want {
+				t.Errorf("active = %v, want %v", got, tc.want)
+			}
+			_, inRing := topo.Ring("g", "ipmi")
+			if inRing != tc.want {
+				t.Errorf("ring g:ipmi exists = %v, want %v", inRing, tc.want)
+			}
+		})
+	}
+}
+
+// TestStates checks the four states of the metric contract
+// (ironic_conductor_state): alive, draining, stopped, dead.
+func TestStates(t *testing.T) {
+	cases := []struct {
+		online    bool
+		heartbeat time.Time
+		want      State
+	}{
+		{true, ago(time.Second), StateAlive},
+		{false, ago(time.Second), StateDraining},
+		{false, ago(time.Hour), StateStopped},
+		{true, ago(time.Hour), StateDead},
+		{true, time.Time{}, StateDead},
+		{false, time.Time{}, StateStopped},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("online=%v,age=%v", tc.online, testNow.Sub(tc.heartbeat)), func(t *testing.T) {
+			topo := mustBuild(t, &db.Snapshot{Conductors: []db.Conductor{cond(1, "c", "", tc.online, tc.heartbeat)}}, testSettings, nil)
+			if got := topo.Conductors[0].State; got != tc.want {
+				t.Errorf("state = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRingsMirrorGetActiveHardwareTypeDict mirrors
+// get_active_hardware_type_dict(use_groups=True) in
+// ironic/db/sqlalchemy/api.py: one set of hostnames per
+// "conductor_group:hardware_type" over active conductors.
+func TestRingsMirrorGetActiveHardwareTypeDict(t *testing.T) {
+	fresh := ago(5 * time.Second)
+	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+		cond(1, "a", "", true, fresh, "ipmi", "redfish"),
+		cond(2, "b", "", true, fresh, "ipmi"),
+		cond(3, "c", "Rack1", true, fresh, "ipmi"),
+		cond(4, "d", "rack1", true, fresh, "ipmi", "ipmi"), // duplicate type from a join
+		cond(5, "e", "", true, ago(time.Hour), "ipmi"),     // stale: not a member
+		cond(6, "f", "", false, fresh, "redfish"),          // offline: not a member
+		cond(7, "g", "", true, fresh),                      // no hardware types: in no ring
+		cond(8, "h:6385", "rack1", true, fresh, "idrac"),
+	}}
+	topo := mustBuild(t, snap, testSettings, nil)
+	got := map[string][]string{}
+	for _, r := range topo.Rings {
+		got[r.Key()] = r.Ring.Hosts()
+	}
+	want := map[string][]string{
+		":ipmi":       {"a", "b"},
+		":redfish":    {"a"},
+		"Rack1:ipmi":  {"c"},
+		"rack1:ipmi":  {"d"},
+		"rack1:idrac": {"h:6385"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("rings = %v, want %v", got, want)
+	}
+	var keys []string
+	for _, r := range topo.Rings {
+		keys = append(keys, r.Key())
+	}
+	if !slices.IsSorted(keys) {
+		t.Errorf("rings not sorted by key: %v", keys)
+	}
+}
+
+// TestMappingMirrorsGetConductorFor mirrors get_conductor_for in
+// ironic/conductor/rpcapi.py: the ring of "node.conductor_group:node.driver"
+// hashes node.uuid; no ring means NoValidHost (no conductor).
+func TestMappingMirrorsGetConductorFor(t *testing.T) {
+	fresh := ago(5 * time.Second)
+	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+		cond(1, "a", "", true, fresh, "ipmi"),
+		cond(2, "b", "", true, fresh, "ipmi"),
+		cond(3, "c", "g1", true, fresh, "redfish"),
+		cond(4, "dead", "g2", true, ago(time.Hour), "ipmi"),
+	}}
+	var uuids []string
+	for i := 0; i < 200; i++ {
+		u := fmt.Sprintf("%08x-0000-4000-8000-%012x", i*7919, i)
+		uuids = append(uuids, u)
+		snap.Nodes = append(snap.Nodes, node(int64(i+1), u, "", "ipmi"))
+	}
+	snap.Nodes = append(snap.Nodes,
+		node(1001, "10000000-0000-4000-8000-000000000001", "g1", "redfish"),
+		node(1002, "10000000-0000-4000-8000-000000000002", "g1", "ipmi"),    // group g1 has no ipmi conductor
+		node(1003, "10000000-0000-4000-8000-000000000003", "g2", "ipmi"),    // only conductor is dead
+		node(1004, "10000000-0000-4000-8000-000000000004", "G1", "redfish"), // case matters
+	)
+	topo := mustBuild(t, snap, testSettings, nil)
+
+	ref, err := ring.New([]string{"b", "a"}, testSettings.PartitionExponent, testSettings.Algorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perHost := map[string]int{}
+	for i, u := range uuids {
+		want, _ := ref.Get([]byte(u))
+		if got := topo.Nodes[i].Conductor; got != want {
+			t.Errorf("node %s: conductor %q, want %q", u, got, want)
+		}
+		perHost[want]++
+	}
+	if perHost["a"] == 0 || perHost["b"] == 0 {
+		t.Errorf("200 nodes all on one conductor: %v", perHost)
+	}
+	for _, h := range []string{"a", "b"} {
+		c, _ := topo.Conductor(h)
+		if len(c.Nodes) != perHost[h] {
+			t.Errorf("conductor %s has %d nodes, want %d", h, len(c.Nodes), perHost[h])
+		}
+	}
+	tail := map[string]string{}
+	for _, n := range topo.Nodes[200:] {
+		tail[n.UUID] = n.Conductor
+	}
+	wantTail := map[string]string{
+		"10000000-0000-4000-8000-000000000001": "c",
+		"10000000-0000-4000-8000-000000000002": "",
+		"10000000-0000-4000-8000-000000000003": "",
+		"10000000-0000-4000-8000-000000000004": "",
+	}
+	if !reflect.DeepEqual(tail, wantTail) {
+		t.Errorf("conductors = %v, want %v", tail, wantTail)
+	}
+	wantOrphans := map[GroupDriver]int{{"g1", "ipmi"}: 1, {"g2", "ipmi"}: 1, {"G1", "redfish"}: 1}
+	if !reflect.DeepEqual(topo.Orphans, wantOrphans) {
+		t.Errorf("orphans = %v, want %v", topo.Orphans, wantOrphans)
+	}
+	r, _ := topo.Ring("", "ipmi")
+	if r.Nodes != 200 {
+		t.Errorf("ring :ipmi serves %d nodes, want 200", r.Nodes)
+	}
+}
+
+// TestRebuildReusesUnchangedRings checks that a rebuild with the previous
+// topology gives the same answers as one from scratch, reuses rings whose
+// membership is unchanged, and counts remapped nodes per group.
+func TestRebuildReusesUnchangedRings(t *testing.T) {
+	fresh := ago(5 * time.Second)
+	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+		cond(1, "a", "", true, fresh, "ipmi"),
+		cond(2, "b", "", true, fresh, "ipmi"),
+		cond(3, "c", "", true, fresh, "ipmi"),
+		cond(4, "x", "g", true, fresh, "redfish"),
+	}}
+	for i := 0; i < 300; i++ {
+		snap.Nodes = append(snap.Nodes, node(int64(i), fmt.Sprintf("%036d", i), "", "ipmi"))
+		snap.Nodes = append(snap.Nodes, node(int64(1000+i), fmt.Sprintf("g%035d", i), "g", "redfish"))
+	}
+	first := mustBuild(t, snap, testSettings, nil)
+	again := mustBuild(t, snap, testSettings, first)
+	for i := range first.Rings {
+		if first.Rings[i].Ring != again.Rings[i].Ring {
+			t.Errorf("ring %s rebuilt although unchanged", first.Rings[i].Key())
+		}
+	}
+	if len(again.Remapped) != 0 {
+		t.Errorf("remapped %v on an unchanged snapshot", again.Remapped)
+	}
+
+	// Conductor c dies: ring ":ipmi" changes, ring "g:redfish" does not.
+	changed := *snap
+	changed.Conductors = slices.Clone(snap.Conductors)
+	changed.Conductors[2].UpdatedAt = ago(time.Hour)
+	incremental := mustBuild(t, &changed, testSettings, again)
+	scratch := mustBuild(t, &changed, testSettings, nil)
+	moved := 0
+	for i := range scratch.Nodes {
+		if incremental.Nodes[i].Conductor != scratch.Nodes[i].Conductor {
+			t.Fatalf("node %s: incremental %q, from scratch %q", scratch.Nodes[i].UUID,
+				incremental.Nodes[i].Conductor, scratch.Nodes[i].Conductor)
+		}
+		if again.Nodes[i].Conductor != scratch.Nodes[i].Conductor {
+			moved++
+			if again.Nodes[i].Conductor != "c" {
+				t.Errorf("node %s moved from %q although only c left", scratch.Nodes[i].UUID, again.Nodes[i].Conductor)
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no node moved when conductor c died")
+	}
+	if want := map[string]int{"": moved}; !reflect.DeepEqual(incremental.Remapped, want) {
+		t.Errorf("remapped = %v, want %v", incremental.Remapped, want)
+	}
+	gi, _ := incremental.Ring("g", "redfish")
+	ga, _ := again.Ring("g", "redfish")
+	if gi.Ring != ga.Ring {
+		t.Error("unchanged ring g:redfish was rebuilt")
+	}
+
+	// Other settings: nothing may be reused.
+	s := testSettings
+	s.PartitionExponent = 6
+	other := mustBuild(t, snap, s, first)
+	if r, _ := other.Ring("", "ipmi"); r.Ring == first.Rings[0].Ring {
+		t.Error("ring reused across a change of hash_partition_exponent")
+	}
+}
+
+// TestDuplicatesAndReservations checks that rows a join could repeat are
+// counted once, and that reservations count per host even for hosts that
+// are not conductors.
+func TestDuplicatesAndReservations(t *testing.T) {
+	fresh := ago(time.Second)
+	n1 := node(1, "u1", "", "ipmi")
+	n1.Reservation = ptr("a")
+	n1.Name = ptr("one")
+	n2 := node(2, "u2", "", "ipmi")
+	n2.Reservation = ptr("gone-host")
+	snap := &db.Snapshot{Conductors: []db.Conductor{
+		cond(1, "a", "", true, fresh, "ipmi"),
+		cond(1, "a", "", true, fresh, "ipmi"),
+	}, Nodes: []db.Node{n1, n1, n2}}
+	topo := mustBuild(t, snap, testSettings, nil)
+	if len(topo.Conductors) != 1 || len(topo.Nodes) != 2 {
+		t.Fatalf("got %d conductors and %d nodes, want 1 and 2", len(topo.Conductors), len(topo.Nodes))
+	}
+	if c, _ := topo.Conductor("a"); len(c.Nodes) != 2 {
+		t.Errorf("conductor a has %d nodes, want 2", len(c.Nodes))
+	}
+	if want := map[string]int{"a": 1, "gone-host": 1}; !reflect.DeepEqual(topo.Reservations, want) {
+		t.Errorf("reservations = %v, want %v", topo.Reservations, want)
+	}
+	for _, ident := range []string{"u1", "one"} {
+		if n, ok := topo.Node(ident); !ok || n.UUID != "u1" {
+			t.Errorf("Node(%q) = %v, %v", ident, n, ok)
+		}
+	}
+	if _, ok := topo.Node("missing"); ok {
+		t.Error("Node(missing) found")
+	}
+}
+
+func TestBuildRejectsBadInput(t *testing.T) {
+	if _, err := Build(nil, testSettings, testNow, nil); err == nil {
+		t.Error("nil snapshot accepted")
+	}
+	s := testSettings
+	s.PartitionExponent = -1
+	snap := &db.Snapshot{Conductors: []db.Conductor{cond(1, "a", "", true, ago(time.Second), "ipmi")}}
+	if _, err := Build(snap, s, testNow, nil); err == nil {
+		t.Error("negative exponent accepted")
+	}
+}
