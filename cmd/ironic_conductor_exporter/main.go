@@ -1,0 +1,190 @@
+// Command ironic_conductor_exporter reads OpenStack Ironic's database
+// read-only and exports its conductors, their liveness and the
+// node-to-conductor mapping of Ironic's hash rings as Prometheus metrics and
+// as Ironic-compatible JSON.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+)
+
+const exporterName = "ironic_conductor_exporter"
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// config is everything the command line sets.
+type config struct {
+	dsn, dsnFile        string
+	queryTimeout        time.Duration
+	maxOpenConns        int
+	heartbeatTimeout    time.Duration
+	partitionExponent   int
+	algorithm           string
+	telemetryPath       string
+	minInterval         time.Duration
+	refreshTimeout      time.Duration
+	nodeInfo            bool
+	shutdownGracePeriod time.Duration
+}
+
+func run(args []string) int {
+	app := kingpin.New(exporterName, "Prometheus exporter and Ironic-compatible JSON API for OpenStack Ironic conductors and hash rings.")
+	var cfg config
+	app.Flag("db.dsn", "Ironic's database connection string, as in ironic.conf [database]connection (SQLAlchemy URL) or a libpq URL / key=value DSN.").
+		Envar("IRONIC_EXPORTER_DB_DSN").StringVar(&cfg.dsn)
+	app.Flag("db.dsn-file", "File holding the connection string (for secrets mounted as files).").StringVar(&cfg.dsnFile)
+	app.Flag("db.query-timeout", "Deadline of each database query.").Default("10s").DurationVar(&cfg.queryTimeout)
+	app.Flag("db.max-open-conns", "Connections the exporter may hold open.").Default("2").IntVar(&cfg.maxOpenConns)
+	app.Flag("ironic.heartbeat-timeout", "Ironic's [conductor]heartbeat_timeout.").Default("60s").DurationVar(&cfg.heartbeatTimeout)
+	app.Flag("ironic.hash-partition-exponent", "Ironic's [DEFAULT]hash_partition_exponent.").Default("5").IntVar(&cfg.partitionExponent)
+	app.Flag("ironic.hash-ring-algorithm", "Ironic's [DEFAULT]hash_ring_algorithm: "+strings.Join(ring.Algorithms(), ", ")+".").
+		Default("md5").StringVar(&cfg.algorithm)
+	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.telemetryPath)
+	app.Flag("refresh.min-interval", "A scrape or lookup reads the database only when the cached topology is older than this.").
+		Default("5s").DurationVar(&cfg.minInterval)
+	app.Flag("refresh.timeout", "Deadline of one refresh (all queries and the topology).").Default("30s").DurationVar(&cfg.refreshTimeout)
+	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
+		Default("true").BoolVar(&cfg.nodeInfo)
+	app.Flag("web.shutdown-grace-period", "Time given to in-flight requests on SIGTERM.").Default("10s").DurationVar(&cfg.shutdownGracePeriod)
+	toolkitFlags := kingpinflag.AddFlags(app, ":9608")
+	promslogConfig := &promslog.Config{}
+	flag.AddFlags(app, promslogConfig)
+	app.Version(version.Print(exporterName))
+	app.HelpFlag.Short('h')
+	if _, err := app.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
+		return 2
+	}
+	logger := promslog.New(promslogConfig)
+
+	if err := serve(cfg, toolkitFlags, logger); err != nil {
+		logger.Error("exiting", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
+	dsn, err := resolveDSN(cfg.dsn, cfg.dsnFile)
+	if err != nil {
+		return err
+	}
+	alg, err := ring.ParseAlgorithm(cfg.algorithm)
+	if err != nil {
+		return fmt.Errorf("--ironic.hash-ring-algorithm: %w", err)
+	}
+	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
+		return fmt.Errorf("--ironic.hash-partition-exponent: %w", err)
+	}
+	database, err := db.Open(dsn, db.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns})
+	if err != nil {
+		return fmt.Errorf("--db.dsn: %w", err)
+	}
+	defer database.Close()
+	logger.Info("starting", "version", version.Info(), "build_context", version.BuildContext(),
+		"database", database.String(), "heartbeat_timeout", cfg.heartbeatTimeout,
+		"hash_partition_exponent", cfg.partitionExponent, "hash_ring_algorithm", cfg.algorithm)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(versioncollector.NewCollector("ironic_exporter"),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cache, err := collector.NewCache(collector.CacheConfig{
+		Source: database,
+		Settings: collector.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
+			PartitionExponent: cfg.partitionExponent, Algorithm: alg},
+		MinInterval:    cfg.minInterval,
+		RefreshTimeout: cfg.refreshTimeout,
+		Logger:         logger,
+		Registerer:     reg,
+	})
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(cfg.telemetryPath, collector.NewHandler(cache, collector.HandlerOptions{
+		ExporterOptions: collector.ExporterOptions{NodeInfo: cfg.nodeInfo},
+		Gatherer:        reg,
+		Logger:          logger,
+	}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		v := cache.Get(r.Context())
+		if v.Topology == nil {
+			http.Error(w, "not ready: "+v.Err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("/", api.NewHandler(cache, api.Options{Logger: logger}))
+
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go cache.Get(ctx) // warm the cache; failures are logged and exported
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, toolkitFlags, logger) }()
+	select {
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "grace_period", cfg.shutdownGracePeriod)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	return nil
+}
+
+// resolveDSN picks the connection string from the flag (or its environment
+// variable) or the file; exactly one must be given.
+func resolveDSN(dsn, file string) (string, error) {
+	switch {
+	case dsn != "" && file != "":
+		return "", errors.New("give --db.dsn (or IRONIC_EXPORTER_DB_DSN) or --db.dsn-file, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--db.dsn-file: %w", err)
+		}
+		dsn = strings.TrimSpace(string(b))
+		if dsn == "" {
+			return "", fmt.Errorf("--db.dsn-file: %s is empty", file)
+		}
+		return dsn, nil
+	case dsn == "":
+		return "", errors.New("no database: set --db.dsn, IRONIC_EXPORTER_DB_DSN or --db.dsn-file")
+	}
+	return dsn, nil
+}

@@ -1,0 +1,416 @@
+package main
+
+// Fault tests of the whole binary against a real PostgreSQL holding the
+// schema Ironic's own migrations create (scripts/ironic-schema.sh, Debian
+// python3-ironic). They build the binary once and run it as a process.
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/lib/pq"
+)
+
+var (
+	binary   string
+	adminDSN = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
+	adminURL = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
+	dbName   string
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "FAIL: "+format+"\n", args...)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "ice-bin-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "ironic_conductor_exporter")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		return fail("building the binary: %v\n%s", err, out)
+	}
+
+	admin, err := sql.Open("postgres", adminDSN)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer admin.Close()
+	dbName = fmt.Sprintf("ice_cmd_test_%d", os.Getpid())
+	if _, err := admin.Exec("CREATE DATABASE " + dbName); err != nil {
+		return fail("creating database (is PostgreSQL running on 127.0.0.1:5432?): %v", err)
+	}
+	defer admin.Exec("DROP DATABASE IF EXISTS " + dbName + " WITH (FORCE)")
+	script := filepath.Join("..", "..", "scripts", "ironic-schema.sh")
+	if out, err := exec.Command(script, adminURL+"/"+dbName).CombinedOutput(); err != nil {
+		return fail("Ironic's migrations (needs Debian python3-ironic and python3-psycopg2): %v\n%s", err, out)
+	}
+	return m.Run()
+}
+
+// testDB connects to the test database as a superuser, for fixtures.
+func testDB(t *testing.T) *sql.DB {
+	t.Helper()
+	d, err := sql.Open("postgres", strings.Replace(adminDSN, "dbname=postgres", "dbname="+dbName, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// fixture empties the tables and adds two conductors and three nodes.
+func fixture(t *testing.T, d *sql.DB) {
+	t.Helper()
+	for _, q := range []string{
+		`DELETE FROM nodes`, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM conductors`,
+		`INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at)
+		 VALUES (1, 'c1', '["ipmi"]', true, '', now() at time zone 'utc', now() at time zone 'utc'),
+		        (2, 'c2', '["ipmi"]', true, '', now() at time zone 'utc', now() at time zone 'utc')`,
+		`INSERT INTO conductor_hardware_interfaces (conductor_id, hardware_type, interface_type, interface_name, "default", created_at)
+		 VALUES (1, 'ipmi', 'power', 'ipmitool', true, now()), (2, 'ipmi', 'power', 'ipmitool', true, now())`,
+		`INSERT INTO nodes (uuid, name, driver, conductor_group, created_at)
+		 VALUES ('11111111-1111-4111-8111-111111111111', 'n1', 'ipmi', '', now()),
+		        ('22222222-2222-4222-8222-222222222222', 'n2', 'ipmi', '', now()),
+		        ('33333333-3333-4333-8333-333333333333', 'n3', 'ipmi', '', now())`,
+	} {
+		if _, err := d.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// proc is a running exporter.
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex
+	logs strings.Builder
+	done chan error
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs the exporter with the DSN and extra flags and waits until it
+// answers /healthz.
+func start(t *testing.T, dsn string, flags ...string) *proc {
+	t.Helper()
+	p := &proc{addr: freePort(t), done: make(chan error, 1)}
+	args := append([]string{"--web.listen-address=" + p.addr, "--refresh.min-interval=0s", "--log.level=debug"}, flags...)
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN="+dsn)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.logs.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+		}
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("exporter logs:\n%s", p.log())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exporter did not start: %v\n%s", err, p.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+func (p *proc) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.addr + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// metric returns the value of one exact series line of /metrics, or "".
+func (p *proc) metric(t *testing.T, series string) string {
+	t.Helper()
+	_, body := p.get(t, "/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func dsnFor(hostport string) string {
+	return fmt.Sprintf("postgresql+psycopg2://postgres:s3cret-pw@%s/%s?sslmode=disable", hostport, dbName)
+}
+
+// TestDatabaseDownAtStart: the process runs, ironic_up is 0, the JSON API
+// answers 503 with Ironic's error body, and the password is never logged.
+func TestDatabaseDownAtStart(t *testing.T) {
+	p := start(t, dsnFor(freePort(t)))
+	if v := p.metric(t, "ironic_up"); v != "0" {
+		t.Errorf("ironic_up = %q, want 0", v)
+	}
+	code, body := p.get(t, "/v1/conductors")
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("/v1/conductors: %d, want 503", code)
+	}
+	var envelope struct {
+		ErrorMessage string `json:"error_message"`
+	}
+	if err := json.Unmarshal([]byte(body), &envelope); err != nil || !strings.Contains(envelope.ErrorMessage, `"faultstring"`) {
+		t.Errorf("error body %q is not Ironic's (%v)", body, err)
+	}
+	if code, _ := p.get(t, "/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz: %d, want 503", code)
+	}
+	if strings.Contains(p.log(), "s3cret-pw") {
+		t.Errorf("password in the logs:\n%s", p.log())
+	}
+}
+
+// proxy is a TCP proxy to PostgreSQL that the test can cut and restore, to
+// lose the database without stopping the shared server.
+type proxy struct {
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+	target string
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{addr: freePort(t), target: target}
+	p.up(t)
+	t.Cleanup(p.down)
+	return p
+}
+
+func (p *proxy) up(t *testing.T) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() { io.Copy(c, s); c.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestDatabaseLostAndRecovered: after the database goes away the last good
+// topology is still served (JSON and metrics), ironic_up is 0 and the data
+// age grows; when it comes back the exporter recovers by itself.
+func TestDatabaseLostAndRecovered(t *testing.T) {
+	fixture(t, testDB(t))
+	px := newProxy(t, "127.0.0.1:5432")
+	p := start(t, dsnFor(px.addr), "--db.query-timeout=1s", "--refresh.timeout=2s")
+	if v := p.metric(t, "ironic_up"); v != "1" {
+		t.Fatalf("ironic_up = %q before the loss, want 1\n%s", v, p.log())
+	}
+	if v := p.metric(t, `ironic_conductor_nodes{conductor_group="",hostname="c1"}`); v == "" {
+		t.Fatal("no ironic_conductor_nodes for c1")
+	}
+
+	px.down()
+	time.Sleep(1100 * time.Millisecond)
+	if v := p.metric(t, "ironic_up"); v != "0" {
+		t.Errorf("ironic_up = %q after the loss, want 0", v)
+	}
+	if v := p.metric(t, `ironic_conductor_alive{conductor_group="",hostname="c1"}`); v != "1" {
+		t.Errorf("last good topology not served: alive = %q", v)
+	}
+	if age := p.metric(t, "ironic_exporter_data_age_seconds"); age == "" || age == "0" {
+		t.Errorf("data age = %q, want > 0", age)
+	}
+	code, body := p.get(t, "/v1/nodes/n1/conductor")
+	if code != http.StatusOK || !strings.Contains(body, `"hostname"`) {
+		t.Errorf("lookup during the outage: %d %s", code, body)
+	}
+	if !strings.Contains(p.log(), "refresh failed") || strings.Contains(p.log(), "s3cret-pw") {
+		t.Errorf("want a logged failure without the password:\n%s", p.log())
+	}
+
+	px.up(t)
+	deadline := time.Now().Add(15 * time.Second)
+	for p.metric(t, "ironic_up") != "1" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery after the database came back\n%s", p.log())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestHungQuery: a lock that blocks the snapshot's query makes the refresh
+// hit its deadline; scrapes still answer in time with the stale topology,
+// and the exporter recovers once the lock is gone.
+func TestHungQuery(t *testing.T) {
+	d := testDB(t)
+	fixture(t, d)
+	p := start(t, dsnFor("127.0.0.1:5432"), "--db.query-timeout=500ms", "--refresh.timeout=3s")
+	if v := p.metric(t, "ironic_up"); v != "1" {
+		t.Fatalf("ironic_up = %q, want 1", v)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tx, err := d.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	v := p.metric(t, "ironic_up")
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("scrape took %v with a hung query and a 500ms query timeout", took)
+	}
+	if v != "0" {
+		t.Errorf("ironic_up = %q during the hang, want 0", v)
+	}
+	if got := p.metric(t, `ironic_conductor_nodes{conductor_group="",hostname="c1"}`); got == "" {
+		t.Error("stale topology not served during the hang")
+	}
+	if !strings.Contains(p.log(), "reading nodes") {
+		t.Errorf("the error does not name the query:\n%s", p.log())
+	}
+	tx.Rollback()
+	if v := p.metric(t, "ironic_up"); v != "1" {
+		t.Errorf("ironic_up = %q after the lock went, want 1", v)
+	}
+}
+
+// TestSIGTERM: the process shuts down gracefully and exits 0.
+func TestSIGTERM(t *testing.T) {
+	fixture(t, testDB(t))
+	p := start(t, dsnFor("127.0.0.1:5432"))
+	p.metric(t, "ironic_up")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", err, p.log())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no exit 15s after SIGTERM")
+	}
+	if !strings.Contains(p.log(), "shutting down") {
+		t.Errorf("no shutdown log:\n%s", p.log())
+	}
+}
+
+// TestBadFlags: start-up errors are clear and exit non-zero, without
+// echoing secrets.
+func TestBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--ironic.hash-ring-algorithm=shake_128"}, "postgresql://u:pw-secret@127.0.0.1/x", "shake_128"},
+		{[]string{"--ironic.hash-partition-exponent=40"}, "postgresql://u:pw-secret@127.0.0.1/x", "exponent"},
+		{nil, "", "no database"},
+		{nil, "oracle://u:pw-secret@h/x", "oracle"},
+		{[]string{"--db.dsn-file=/nonexistent/dsn"}, "", "/nonexistent/dsn"},
+	}
+	for _, tc := range cases {
+		cmd := exec.Command(binary, append([]string{"--web.listen-address=" + freePort(t)}, tc.args...)...)
+		cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN="+tc.env)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%v %q: exit 0, want an error", tc.args, tc.env)
+			continue
+		}
+		if !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "pw-secret") {
+			t.Errorf("%v %q: output %q should name %q and never the password", tc.args, tc.env, out, tc.want)
+		}
+	}
+}
