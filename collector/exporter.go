@@ -2,10 +2,13 @@ package collector
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 const namespace = "ironic"
@@ -94,7 +97,20 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	v := e.cache.Get(e.ctx)
+	collectView(ch, e.cache.Get(e.ctx), e.cache.cfg.Now(), e.opts)
+}
+
+// viewCollector renders a view already taken from the cache.
+type viewCollector struct {
+	view View
+	now  time.Time
+	opts ExporterOptions
+}
+
+func (c viewCollector) Describe(ch chan<- *prometheus.Desc) { (&Exporter{}).Describe(ch) }
+func (c viewCollector) Collect(ch chan<- prometheus.Metric) { collectView(ch, c.view, c.now, c.opts) }
+
+func collectView(ch chan<- prometheus.Metric, v View, now time.Time, opts ExporterOptions) {
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, boolValue(v.Up()))
 	for _, g := range sortedKeys(v.Remapped) {
 		ch <- prometheus.MustNewConstMetric(changesDesc, prometheus.CounterValue, v.Remapped[g], g)
@@ -104,9 +120,8 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, unixSeconds(v.LastSuccess))
-	ch <- prometheus.MustNewConstMetric(dataAgeDesc, prometheus.GaugeValue,
-		e.cache.cfg.Now().Sub(v.LastSuccess).Seconds())
-	collectTopology(ch, t, e.opts)
+	ch <- prometheus.MustNewConstMetric(dataAgeDesc, prometheus.GaugeValue, now.Sub(v.LastSuccess).Seconds())
+	collectTopology(ch, t, opts)
 }
 
 func collectTopology(ch chan<- prometheus.Metric, t *Topology, opts ExporterOptions) {
@@ -158,15 +173,75 @@ func collectTopology(ch chan<- prometheus.Metric, t *Topology, opts ExporterOpti
 	if !opts.NodeInfo {
 		return
 	}
-	for i := range t.Nodes {
+	collectNodeInfo(ch, t)
+}
+
+func collectNodeInfo(ch chan<- prometheus.Metric, t *Topology) {
+	for _, i := range t.nodeInfoOrder() {
 		n := &t.Nodes[i]
-		name := ""
-		if n.Name != nil {
-			name = *n.Name
-		}
 		ch <- prometheus.MustNewConstMetric(nodeInfoDesc, prometheus.GaugeValue, 1,
-			n.UUID, name, n.ConductorGroup, n.Driver, n.Conductor)
+			n.UUID, nodeName(n), n.ConductorGroup, n.Driver, n.Conductor)
 	}
+}
+
+// nodeInfoCollector emits ironic_node_conductor_info of one topology.
+type nodeInfoCollector struct{ t *Topology }
+
+func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoDesc }
+func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInfo(ch, c.t) }
+
+// nodeInfoFamily returns ironic_node_conductor_info gathered once per
+// topology (and carried over by Build while no node's labels change): on a
+// large fleet it is nearly all of the exposition, and gathering it is the
+// bulk of a scrape's cost.
+func (t *Topology) nodeInfoFamily() ([]*dto.MetricFamily, error) {
+	t.familyOnce.Do(func() {
+		reg := prometheus.NewPedanticRegistry()
+		if t.familyErr = reg.Register(nodeInfoCollector{t}); t.familyErr == nil {
+			t.family, t.familyErr = reg.Gather()
+		}
+	})
+	return t.family, t.familyErr
+}
+
+func nodeName(n *NodeInfo) string {
+	if n.Name == nil {
+		return ""
+	}
+	return *n.Name
+}
+
+// nodeInfoOrder returns the node indexes in the order the registry sorts
+// ironic_node_conductor_info: by label values, labels sorted by name
+// (conductor, conductor_group, driver, node_name, node_uuid). Emitting
+// them presorted lets the registry's sort run in linear time, which on
+// 100,000 nodes saves most of a second per scrape. Computed once per
+// topology, and carried over by Build while no node's labels change.
+func (t *Topology) nodeInfoOrder() []int32 {
+	t.orderOnce.Do(func() {
+		order := make([]int32, len(t.Nodes))
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortFunc(order, func(a, b int32) int {
+			x, y := &t.Nodes[a], &t.Nodes[b]
+			if c := strings.Compare(x.Conductor, y.Conductor); c != 0 {
+				return c
+			}
+			if c := strings.Compare(x.ConductorGroup, y.ConductorGroup); c != 0 {
+				return c
+			}
+			if c := strings.Compare(x.Driver, y.Driver); c != 0 {
+				return c
+			}
+			if c := strings.Compare(nodeName(x), nodeName(y)); c != 0 {
+				return c
+			}
+			return strings.Compare(x.UUID, y.UUID)
+		})
+		t.order = order
+	})
+	return t.order
 }
 
 func boolValue(b bool) float64 {

@@ -2,13 +2,17 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // HandlerOptions configures the /metrics handler.
@@ -41,13 +45,20 @@ func NewHandler(cache *Cache, opts HandlerOptions) http.Handler {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
+		view := cache.Get(ctx)
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(NewExporter(ctx, cache, opts.ExporterOptions))
+		perScrape := opts.ExporterOptions
+		perScrape.NodeInfo = false // added below from the topology's cache
+		reg.MustRegister(viewCollector{view: view, now: cache.cfg.Now(), opts: perScrape})
 		gatherers := prometheus.Gatherers{reg}
 		if opts.Gatherer != nil {
 			gatherers = append(gatherers, opts.Gatherer)
 		}
-		promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{
+		var g prometheus.Gatherer = gatherers
+		if opts.NodeInfo && view.Topology != nil {
+			g = withFamilies{gatherers, view.Topology.nodeInfoFamily}
+		}
+		promhttp.HandlerFor(g, promhttp.HandlerOpts{
 			ErrorLog:      slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
 			ErrorHandling: promhttp.ContinueOnError,
 		}).ServeHTTP(w, r)
@@ -69,4 +80,20 @@ func scrapeTimeout(r *http.Request, offset time.Duration) (time.Duration, bool) 
 		d -= offset
 	}
 	return d, true
+}
+
+// withFamilies adds families gathered once per topology to a gatherer's.
+// Unlike prometheus.Gatherers it does not re-check every metric of them:
+// they came from a registry already, and their names are their own.
+type withFamilies struct {
+	prometheus.Gatherer
+	extra func() ([]*dto.MetricFamily, error)
+}
+
+func (w withFamilies) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := w.Gatherer.Gather()
+	extra, extraErr := w.extra()
+	mfs = append(mfs, extra...)
+	slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return mfs, errors.Join(err, extraErr)
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 )
@@ -117,6 +119,13 @@ type Topology struct {
 	indexOnce sync.Once
 	byUUID    map[string]int
 	byName    map[string]int
+
+	orderOnce sync.Once
+	order     []int32 // see nodeInfoOrder
+
+	familyOnce sync.Once
+	family     []*dto.MetricFamily // see nodeInfoFamily
+	familyErr  error
 }
 
 func ringKey(group, hardwareType string) string { return group + ":" + hardwareType }
@@ -303,10 +312,23 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	}
 
 	if prev != nil {
+		sameLabels := len(prev.Nodes) == len(t.Nodes)
 		for i := range t.Nodes {
 			n := &t.Nodes[i]
-			if old := prev.nodeAt(i, n.UUID); old != nil && old.Conductor != n.Conductor {
+			old := prev.nodeAt(i, n.UUID)
+			if old != nil && old.Conductor != n.Conductor {
 				t.Remapped[n.ConductorGroup]++
+			}
+			sameLabels = sameLabels && old == &prev.Nodes[i] && old.Conductor == n.Conductor &&
+				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver && nodeName(old) == nodeName(n)
+		}
+		if sameLabels {
+			t.order = prev.nodeInfoOrder()
+			t.orderOnce.Do(func() {})
+			prev.familyOnce.Do(func() {}) // only a family already gathered is carried over
+			if prev.family != nil {
+				t.family, t.familyErr = prev.family, prev.familyErr
+				t.familyOnce.Do(func() {})
 			}
 		}
 	}
