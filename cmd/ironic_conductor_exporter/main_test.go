@@ -414,3 +414,29 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsPromtool runs the real exposition of the binary, on a real
+// database, through `promtool check metrics` (Debian prometheus).
+func TestMetricsPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool not found: install Debian's prometheus package (.ci/run does)")
+	}
+	fixture(t, testDB(t))
+	p := start(t, dsnFor("127.0.0.1:5432"))
+	code, body := p.get(t, "/metrics")
+	if code != http.StatusOK || !strings.Contains(body, "ironic_up 1") {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
+	for _, want := range []string{"ironic_conductor_state{", "ironic_node_conductor_info{", "ironic_exporter_build_info{",
+		"ironic_exporter_refresh_duration_seconds_bucket{", "ironic_hash_ring_conductors{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
