@@ -1,0 +1,454 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+)
+
+// Options configures the handler. Zero values take the documented defaults.
+type Options struct {
+	// Logger receives server-side errors; default discards.
+	Logger *slog.Logger
+	// MaxLimit is Ironic's [api]max_limit: the page size when a request
+	// has no limit, and the cap of a larger one. Default 1000.
+	MaxLimit int
+	// MaxMicroversion is the minor number of the newest 1.x microversion
+	// served, answered for "latest" and for requests without a version
+	// header. Default (0) DefaultMaxMicroversion, 49; values are clamped to
+	// [49, 82] (82 is the newest of Ironic 21.4; no microversion between
+	// changes what the sidecar serves).
+	MaxMicroversion int
+	// PublicEndpoint is Ironic's [api]public_endpoint: the base URL of
+	// links, e.g. "https://ironic.example.com:6385". Default: the scheme
+	// and Host of each request.
+	PublicEndpoint string
+}
+
+type handler struct {
+	cache    *collector.Cache
+	log      *slog.Logger
+	maxLimit int
+	maxMinor int
+	vh       versionHeaders
+	public   string
+}
+
+// NewHandler returns the Ironic-compatible JSON API, rendered from cache:
+// GET (and HEAD) of /, /v1, /v1/conductors, /v1/conductors/{hostname},
+// /v1/nodes, /v1/nodes/detail, /v1/nodes/{node_ident} and
+// /v1/nodes/{node_ident}/conductor. It never reads the database itself.
+func NewHandler(cache *collector.Cache, opts Options) http.Handler {
+	h := &handler{cache: cache, log: opts.Logger, maxLimit: opts.MaxLimit, maxMinor: opts.MaxMicroversion,
+		public: strings.TrimRight(opts.PublicEndpoint, "/")}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.maxLimit <= 0 {
+		h.maxLimit = 1000
+	}
+	switch {
+	case h.maxMinor == 0:
+		h.maxMinor = DefaultMaxMicroversion
+	case h.maxMinor < minor49Conductors:
+		h.log.Warn("api: MaxMicroversion below 1.49 (conductors); using 1.49", "requested", h.maxMinor)
+		h.maxMinor = minor49Conductors
+	case h.maxMinor > highestMicroversion:
+		h.log.Warn("api: MaxMicroversion above Ironic 21.4's 1.82; using 1.82", "requested", h.maxMinor)
+		h.maxMinor = highestMicroversion
+	}
+	h.vh = newVersionHeaders(h.maxMinor)
+	return h
+}
+
+var (
+	ctJSON       = []string{"application/json"}
+	allowGetHead = []string{"GET, HEAD"}
+)
+
+// reserved are the node sub-controllers of Ironic; used as a node ident
+// they are a routing 404 (NodesController._lookup).
+var reserved = map[string]bool{
+	"ports": true, "portgroups": true, "vifs": true, "volume": true, "traits": true,
+	"bios": true, "allocation": true, "history": true, "inventory": true,
+}
+
+// request is one request being answered.
+type request struct {
+	h     *handler
+	w     http.ResponseWriter
+	r     *http.Request
+	minor int
+	// jsonSuffix is set when the path ended in ".json", which Ironic strips
+	// (JsonExtensionMiddleware) and retries node lookups with.
+	jsonSuffix bool
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rq := &request{h: h, w: w, r: r}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.log.Error("api: panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v))
+			rq.fail(&apiError{status: http.StatusInternalServerError, msg: "Internal error."})
+		}
+	}()
+	hdr := w.Header()
+	hdr[hdrMinVersion] = h.vh.min
+	hdr[hdrMaxVersion] = h.vh.max
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		hdr["Allow"] = allowGetHead
+		rq.fail(errMethodNotAllowed)
+		return
+	}
+	// Without RawPath the decoded Path is the path as sent (net/http keeps
+	// RawPath when the encoding matters, e.g. for %2F).
+	path, escaped := r.URL.Path, r.URL.RawPath != ""
+	if escaped {
+		path = r.URL.EscapedPath()
+	}
+	if len(path) > maxPathLen || len(r.URL.RawQuery) > maxQueryLen {
+		rq.fail(badRequest("The request URI is too long."))
+		return
+	}
+	var segs [4]string
+	n, ok := rq.split(path, escaped, &segs)
+	if !ok {
+		rq.fail(errRouteNotFound)
+		return
+	}
+	if n == 0 {
+		// The service root: Ironic parses no version here.
+		if m, err := h.negotiate(r, false); err == nil {
+			hdr[hdrVersion] = h.vh.byMinor[m]
+		}
+		rq.root()
+		return
+	}
+	rest := segs[:n]
+	if rest[0] == "v1" {
+		rest = rest[1:]
+		if len(rest) == 0 {
+			if !rq.version(false) {
+				return
+			}
+			rq.v1()
+			return
+		}
+	} // else: Ironic routes paths without "v1" (the bookmark links) to v1
+	if !rq.version(true) {
+		return
+	}
+	switch rest[0] {
+	case "conductors":
+		switch len(rest) {
+		case 1:
+			rq.listConductors()
+			return
+		case 2:
+			rq.getConductor(rest[1])
+			return
+		}
+	case "nodes":
+		switch {
+		case len(rest) == 1:
+			rq.listNodes(false)
+			return
+		case len(rest) == 2 && rest[1] == "detail":
+			rq.listNodes(true)
+			return
+		}
+		ident := rest[1]
+		if reserved[ident] {
+			break
+		}
+		if !isValidLogicalName(ident) && !isUUIDLike(ident) {
+			rq.fail(routingError(http.StatusBadRequest, "Expected UUID or name for node: "+ident))
+			return
+		}
+		switch {
+		case len(rest) == 2:
+			rq.getNode(ident)
+			return
+		case len(rest) == 3 && rest[2] == "conductor":
+			rq.nodeConductor(ident)
+			return
+		}
+	}
+	rq.fail(errRouteNotFound)
+}
+
+// split cuts the path into at most len(segs) segments, unescaping them when
+// escaped, after dropping trailing slashes and a ".json" extension as Ironic
+// does. It reports false for more segments or an empty one ("//").
+func (rq *request) split(path string, escaped bool, segs *[4]string) (int, bool) {
+	path = strings.TrimRight(path, "/")
+	if p, ok := strings.CutSuffix(path, ".json"); ok {
+		path = strings.TrimRight(p, "/")
+		rq.jsonSuffix = true
+	}
+	path = strings.TrimPrefix(path, "/")
+	if path == "" {
+		return 0, true
+	}
+	n := 0
+	for path != "" {
+		if n == len(segs) {
+			return 0, false
+		}
+		seg, tail, _ := strings.Cut(path, "/")
+		if seg == "" {
+			return 0, false
+		}
+		if escaped && strings.IndexByte(seg, '%') >= 0 {
+			seg = unquote(seg)
+		}
+		segs[n] = seg
+		n++
+		path = tail
+	}
+	return n, true
+}
+
+// unquote decodes %XX escapes, keeping invalid ones literally.
+func unquote(s string) string {
+	return unquotePlus(strings.ReplaceAll(s, "+", "%2B"))
+}
+
+// version negotiates the request's microversion and sets the response
+// header; on failure it answers the error and reports false.
+func (rq *request) version(routing bool) bool {
+	m, err := rq.h.negotiate(rq.r, routing)
+	if err != nil {
+		rq.fail(err)
+		return false
+	}
+	rq.minor = m
+	rq.w.Header()[hdrVersion] = rq.h.vh.byMinor[m]
+	return true
+}
+
+// base returns the base URL of links, like Ironic's request.public_url.
+func (rq *request) base() string {
+	if rq.h.public != "" {
+		return rq.h.public
+	}
+	host := rq.r.Host
+	if host == "" {
+		host = "localhost"
+	}
+	if rq.r.TLS != nil {
+		return "https://" + host
+	}
+	return "http://" + host
+}
+
+// topology returns the cached topology, or the 503 to answer while none was
+// ever read. A stale topology (the last refresh failed) is served: the
+// metrics expose the staleness.
+func (rq *request) topology() (*collector.Topology, *apiError) {
+	v := rq.h.cache.Get(rq.r.Context())
+	if v.Topology == nil {
+		rq.h.log.Debug("api: no topology to serve yet", "err", v.Err)
+		return nil, &apiError{status: http.StatusServiceUnavailable,
+			msg: "The exporter has not read Ironic's database yet; retry later."}
+	}
+	return v.Topology, nil
+}
+
+// reply writes a 200 JSON body.
+func (rq *request) reply(body []byte) {
+	hdr := rq.w.Header()
+	hdr["Content-Type"] = ctJSON
+	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
+	rq.w.WriteHeader(http.StatusOK)
+	if rq.r.Method != http.MethodHead {
+		_, _ = rq.w.Write(body)
+	}
+}
+
+// fail writes an error in Ironic's shape.
+func (rq *request) fail(e *apiError) {
+	if e.status >= 500 {
+		rq.h.log.Warn("api: server error", "path", rq.r.URL.Path, "status", e.status, "msg", e.msg)
+	}
+	body := e.body()
+	hdr := rq.w.Header()
+	hdr["Content-Type"] = ctJSON
+	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
+	rq.w.WriteHeader(e.status)
+	if rq.r.Method != http.MethodHead {
+		_, _ = rq.w.Write(body)
+	}
+}
+
+const (
+	rootName        = "OpenStack Ironic API"
+	rootDescription = "Ironic is an OpenStack project which enables the provision and management of baremetal machines."
+)
+
+// appendVersion appends Ironic's version.default_version() document.
+func (rq *request) appendVersion(b []byte, base string) []byte {
+	b = append(b, `{"id": "v1", "links": [{"href": `...)
+	b = appendString(b, base+"/v1/")
+	b = append(b, `, "rel": "self"}], "status": "CURRENT", "min_version": "1.`...)
+	b = strconv.AppendInt(b, minMinor, 10)
+	b = append(b, `", "version": `...)
+	b = appendString(b, rq.h.vh.maxStr)
+	return append(b, '}')
+}
+
+// root answers GET /: Ironic's service root with the version documents
+// openstacksdk and ironicclient discover.
+func (rq *request) root() {
+	base := rq.base()
+	b := append([]byte(nil), `{"name": `...)
+	b = appendString(b, rootName)
+	b = append(b, `, "description": `...)
+	b = appendString(b, rootDescription)
+	b = append(b, `, "default_version": `...)
+	b = rq.appendVersion(b, base)
+	b = append(b, `, "versions": [`...)
+	b = rq.appendVersion(b, base)
+	b = append(b, "]}"...)
+	rq.reply(b)
+}
+
+// appendResourceLinks appends the self and bookmark links of a collection
+// in the /v1 document ("BASE/v1/RES/", "BASE/RES/").
+func appendResourceLinks(b []byte, base, res string) []byte {
+	b = append(b, `[{"href": `...)
+	b = appendString(b, base+"/v1/"+res+"/")
+	b = append(b, `, "rel": "self"}, {"href": `...)
+	b = appendString(b, base+"/"+res+"/")
+	return append(b, `, "rel": "bookmark"}]`...)
+}
+
+// v1 answers GET /v1: Ironic's v1 document, listing only the resources the
+// sidecar serves (nodes, and conductors from 1.49).
+func (rq *request) v1() {
+	base := rq.base()
+	b := append([]byte(nil), `{"id": "v1", "links": [{"href": `...)
+	b = appendString(b, base+"/v1/")
+	b = append(b, `, "rel": "self"}, {"href": "https://docs.openstack.org//ironic/latest/contributor//webapi.html", "rel": "describedby", "type": "text/html"}], "media_types": {"base": "application/json", "type": "application/vnd.openstack.ironic.v1+json"}, "nodes": `...)
+	b = appendResourceLinks(b, base, "nodes")
+	b = append(b, `, "version": `...)
+	b = rq.appendVersion(b, base)
+	if rq.minor >= minor49Conductors {
+		b = append(b, `, "conductors": `...)
+		b = appendResourceLinks(b, base, "conductors")
+	}
+	b = append(b, '}')
+	rq.reply(b)
+}
+
+// Shared validation of Ironic's list parameters.
+
+// validateLimit is api_utils.validate_limit.
+func (rq *request) validateLimit(limit int, given bool) (int, *apiError) {
+	if !given {
+		return rq.h.maxLimit, nil
+	}
+	if limit <= 0 {
+		return 0, badRequest("Limit must be positive")
+	}
+	return min(limit, rq.h.maxLimit), nil
+}
+
+// validateSortDir is api_utils.validate_sort_dir.
+func validateSortDir(dir string) *apiError {
+	if dir != "asc" && dir != "desc" {
+		return badRequest("Invalid sort direction: " + dir + ". Acceptable values are 'asc' or 'desc'")
+	}
+	return nil
+}
+
+// versionedFields is api_utils.VERSIONED_FIELDS: node fields and the
+// microversion that introduced them. Ironic checks every requested field
+// and sort key against it, for conductors too.
+var versionedFields = map[string]int{
+	"driver_internal_info": 3, "name": 5, "inspection_finished_at": 6, "inspection_started_at": 6,
+	"clean_step": 7, "raid_config": 12, "target_raid_config": 12, "network_interface": 20,
+	"resource_class": 21, "storage_interface": 33, "traits": 37, "rescue_interface": 38,
+	"bios_interface": 40, "fault": 42, "deploy_step": 44, "conductor_group": 46,
+	"automated_clean": 47, "protected": 48, "protected_reason": 48, "conductor": 49,
+	"owner": 50, "description": 51, "allocation_uuid": 52, "events": 54, "retired": 61,
+	"retired_reason": 61, "lessee": 65, "network_data": 66, "boot_mode": 75, "secure_boot": 75,
+	"shard": 82, "boot_interface": 31, "console_interface": 31, "deploy_interface": 31,
+	"inspect_interface": 31, "management_interface": 31, "power_interface": 31,
+	"raid_interface": 31, "vendor_interface": 31,
+}
+
+// checkAllowedFields is api_utils.check_allowed_fields: a field newer than
+// the request's microversion is not acceptable.
+func (rq *request) checkAllowedFields(fields []string) *apiError {
+	for _, f := range fields {
+		if v, ok := versionedFields[f]; ok && rq.minor < v {
+			return errNotAcceptable
+		}
+	}
+	return nil
+}
+
+// checkAllowSpecifyFields is api_utils.check_allow_specify_fields.
+func (rq *request) checkAllowSpecifyFields(given bool) *apiError {
+	if given && rq.minor < minor8FieldsSubset {
+		return errNotAcceptable
+	}
+	return nil
+}
+
+func pyBool(v bool) string {
+	if v {
+		return "True"
+	}
+	return "False"
+}
+
+// returnFields is api_utils.get_request_return_fields: it returns the
+// fields to render, nil for all of them.
+func (rq *request) returnFields(fields []string, hasFields bool, detail, hasDetail bool, defaults []string) ([]string, *apiError) {
+	if hasDetail && rq.minor < minor43DetailQuery {
+		return nil, badRequest("Invalid query parameter ?detail=" + pyBool(detail) + " received.")
+	}
+	if hasFields && detail {
+		return nil, badRequest("Can not specify ?detail=True and fields in the same request.")
+	}
+	if !hasFields && !detail {
+		return defaults, nil
+	}
+	return fields, nil
+}
+
+// minVersionError is the 406 of Ironic's check_allow_filter_by_* helpers.
+func minVersionError(minor int) *apiError {
+	return clientError(http.StatusNotAcceptable,
+		"Request not acceptable. The minimal required API version should be 1."+strconv.Itoa(minor))
+}
+
+// nextLink builds the "next" URL as Ironic's collection.get_next does:
+// BASE/v1/RESOURCE?k=v&...&limit=N&marker=M, with params in order.
+func nextLink(b []byte, base, resource string, params [][2]string, limit int, marker string) []byte {
+	b = append(b, '"')
+	b = appendRawJSON(b, base)
+	b = append(b, "/v1/"...)
+	b = append(b, resource...)
+	b = append(b, '?')
+	for _, p := range params {
+		b = appendRawJSON(b, p[0])
+		b = append(b, '=')
+		b = appendRawJSON(b, escapeQueryValue(p[1]))
+		b = append(b, '&')
+	}
+	b = append(b, "limit="...)
+	b = strconv.AppendInt(b, int64(limit), 10)
+	b = append(b, "&marker="...)
+	b = appendRawJSON(b, escapeQueryValue(marker))
+	return append(b, '"')
+}

@@ -1,0 +1,89 @@
+// Package api serves Ironic-compatible JSON about conductors and the nodes
+// the hash rings map to them, rendered from the cached topology of package
+// collector. A handler never runs SQL: a scrape of /metrics and a lookup here
+// at the same moment read the same topology.
+//
+// The answers reproduce Ironic 21.4's API byte for byte where the sidecar
+// has the data (checked against a running Ironic; see
+// conformance/captured): Python's json.dumps formatting, key order, link
+// formats, next links, error bodies and messages, version headers.
+//
+// # Routes (GET and HEAD)
+//
+//	/                                  service root (versions, default_version)
+//	/v1, /v1/                          v1 document (links to nodes, and conductors from 1.49)
+//	/v1/conductors                     marker, limit, sort_key, sort_dir, fields, detail
+//	/v1/conductors/{hostname}          fields
+//	/v1/nodes                          the filters below, fields, detail, limit, marker, sort_key, sort_dir
+//	/v1/nodes/detail                   the same without fields and detail
+//	/v1/nodes/{node_ident}             fields
+//	/v1/nodes/{node_ident}/conductor   fields; the conductor the ring maps the node to
+//
+// Like Ironic, paths without "/v1" (the bookmark links), trailing slashes and
+// a ".json" extension are accepted. Node filters: conductor, conductor_group,
+// driver, provision_state, resource_class, maintenance, associated,
+// instance_uuid. Sort keys: conductors id, hostname, conductor_group,
+// online, created_at, updated_at; nodes id, uuid, name, instance_uuid,
+// power_state, provision_state, maintenance, driver, conductor_group,
+// resource_class, reservation, created_at, updated_at.
+//
+// Status codes: 200; 400 invalid parameters (Ironic's messages, including
+// "Unexpected arguments: x" for unknown ones); 404 unknown resources and
+// paths, conductor resources below 1.49, a node no conductor can serve on
+// /conductor (Ironic's NoValidHost); 405 other methods; 406 unsupported
+// microversions and fields or filters newer than the request's
+// microversion; 503 while the database was never read (a stale topology is
+// served).
+//
+// # Microversions
+//
+// X-OpenStack-Ironic-API-Version (or "OpenStack-API-Version: baremetal
+// X.Y") selects the microversion as in Ironic: "latest" is the maximum,
+// anything but "<int>.<int>" and versions outside [1.1, max] are 406 with
+// Ironic's messages. Every response carries the Minimum and Maximum
+// headers, and X-OpenStack-Ironic-API-Version once negotiated. The maximum is
+// 1.49 by default (Options.MaxMicroversion, up to 1.82): the version that
+// added conductors; nothing the sidecar serves changed after it. Below 1.49
+// the conductor resources are 404, the node's conductor field is absent
+// and the conductor filter is 406; older fields (conductor_group 1.46,
+// resource_class 1.21, name 1.5) and states ("available" before 1.2,
+// "inspect wait" before 1.39) follow Ironic too.
+//
+// # Where the sidecar differs from Ironic 21.4, on purpose
+//
+//   - A request without a version header is answered as the maximum version
+//     (Ironic: 1.1, where /v1/conductors is a 404).
+//   - Hostnames are looked up as stored: host:port and other names Ironic's
+//     logical-name check refuses (400 "Expected name for hostname") work, in
+//     the path and as marker.
+//   - fields=...,conductor works on node lists (Ironic 21.4: 500).
+//   - /v1/nodes/{node_ident}/conductor exists (the spec's endpoint; Ironic
+//     21.4 routes it to the node with fields=conductor).
+//   - The conductor filter applies before pagination (Ironic filters a page
+//     already cut to limit, so pages come out short), and next links keep
+//     the filters (Ironic drops all but associated, maintenance and retired
+//     when true). Without filters next links are Ironic's bytes.
+//   - Values in links are percent-encoded where a URL needs it; for
+//     hostnames, names and UUIDs of unreserved characters and ':' they are
+//     Ironic's bytes.
+//   - Pages after a marker include rows whose sort key is NULL (oslo.db's
+//     marker criteria skip them); NULL sorts last in ascending order on
+//     PostgreSQL, first elsewhere, and strings compare case-insensitively on
+//     MySQL/MariaDB, as the database would.
+//   - HEAD works (Ironic: 405); other methods are 405 with "Allow: GET, HEAD"
+//     (Ironic answers OPTIONS and POST / with 200).
+//   - The v1 document lists only nodes and conductors; trailing slashes work
+//     everywhere (Ironic 404s /v1/nodes/detail/).
+//   - Version range headers are also sent on / and on version errors.
+//
+// # Node fields not served
+//
+// The sidecar reads only the columns it needs. The node representation has
+// uuid, created_at, updated_at, conductor_group, driver, instance_uuid,
+// maintenance, name, power_state, provision_state, reservation,
+// resource_class, links and conductor; the fields in UnservedNodeFields and
+// the ports/states/portgroups/volume links are left out, and asking for one
+// with fields= is a 400 that names it. Filtering or sorting by a column it
+// does not have (owner, fault, shard, ...) is a 400 too, never a silently
+// wrong answer.
+package api

@@ -1,0 +1,185 @@
+package api
+
+import (
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The encoder below writes JSON byte for byte as Ironic does: Python's
+// json.dumps with its defaults (", " and ": " separators, ensure_ascii, keys
+// in insertion order). It appends to a byte slice without reflection, which
+// keeps the hot lookups cheap.
+
+const hexDigits = "0123456789abcdef"
+
+// plain marks the bytes Python's json.dumps writes as they are.
+var plain = func() (t [256]bool) {
+	for c := ' '; c <= '~'; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendString appends s as a JSON string the way Python's json.dumps does
+// with ensure_ascii=True: '"' and '\\' escaped, the usual short escapes for
+// \n \r \t \b \f, every other byte outside ' '..'~' as \u00XX, and non-ASCII
+// runes as \uXXXX (surrogate pairs above U+FFFF). Invalid UTF-8 becomes
+// U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if plain[c] {
+			i++
+			continue
+		}
+		b = append(b, s[start:i]...)
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"':
+				b = append(b, '\\', '"')
+			case '\\':
+				b = append(b, '\\', '\\')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = appendU4(b, rune(c))
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r > 0xFFFF {
+			r -= 0x10000
+			b = appendU4(b, 0xD800+(r>>10)&0x3FF)
+			b = appendU4(b, 0xDC00+r&0x3FF)
+		} else {
+			b = appendU4(b, r) // utf8.RuneError (U+FFFD) for invalid bytes
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+func appendU4(b []byte, r rune) []byte {
+	return append(b, '\\', 'u',
+		hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
+}
+
+// appendKey appends `"key": `, preceded by ", " unless it is the first key
+// of its object.
+func appendKey(b []byte, first bool, key string) []byte {
+	if !first {
+		b = append(b, ',', ' ')
+	}
+	b = appendString(b, key)
+	return append(b, ':', ' ')
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
+
+func appendNullableString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendString(b, *s)
+}
+
+// appendTime appends a timestamp as Ironic renders a DateTimeField:
+// datetime.isoformat() of an aware UTC value, "2006-01-02T15:04:05+00:00",
+// with ".ffffff" only when the microseconds are not zero. The zero time
+// (SQL NULL) is null.
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, "null"...)
+	}
+	t = t.UTC()
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
+	b = append(b, '"')
+	if year < 0 || year > 9999 {
+		b = strconv.AppendInt(b, int64(year), 10) // Python cannot have these
+	} else {
+		b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10))
+	}
+	b = append(b, '-', byte('0'+int(month)/10), byte('0'+int(month)%10),
+		'-', byte('0'+day/10), byte('0'+day%10),
+		'T', byte('0'+hour/10), byte('0'+hour%10),
+		':', byte('0'+minute/10), byte('0'+minute%10),
+		':', byte('0'+sec/10), byte('0'+sec%10))
+	if us := t.Nanosecond() / 1000; us != 0 {
+		b = append(b, '.')
+		for d := 100000; d > 0; d /= 10 {
+			b = append(b, byte('0'+us/d%10))
+		}
+	}
+	return append(b, "+00:00\""...)
+}
+
+// appendLinks appends Ironic's "links" value for a resource: a "self" link
+// under /v1 and a "bookmark" link without it.
+//
+//	[{"href": "BASE/v1/RES/ARG", "rel": "self"}, {"href": "BASE/RES/ARG", "rel": "bookmark"}]
+func appendLinks(b []byte, base, resource, arg string) []byte {
+	b = append(b, `[{"href": `...)
+	b = appendHref(b, base, "/v1/", resource, arg)
+	b = append(b, `, "rel": "self"}, {"href": `...)
+	b = appendHref(b, base, "/", resource, arg)
+	return append(b, `, "rel": "bookmark"}]`...)
+}
+
+// appendHref appends the JSON string base+prefix+resource+"/"+escaped(arg).
+// arg is escaped as a path segment: for hostnames and UUIDs made of
+// unreserved characters and ':' the link is the bytes Ironic builds.
+func appendHref(b []byte, base, prefix, resource, arg string) []byte {
+	b = append(b, '"')
+	b = appendRawJSON(b, base)
+	b = append(b, prefix...)
+	b = append(b, resource...)
+	b = append(b, '/')
+	b = appendRawJSON(b, escapeSegment(arg))
+	return append(b, '"')
+}
+
+// appendRawJSON appends the body of a JSON string (no quotes).
+func appendRawJSON(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if !plain[s[i]] {
+			q := appendString(nil, s)
+			return append(b, q[1:len(q)-1]...)
+		}
+	}
+	return append(b, s...)
+}
+
+// bufPool recycles response buffers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > 1<<20 {
+		return // do not keep huge list bodies alive
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}

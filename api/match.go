@@ -1,0 +1,122 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+)
+
+// collation mimics how Ironic's database compares the strings it looks up,
+// filters and sorts by. On MySQL/MariaDB Ironic's tables use a
+// case-insensitive collation (utf8*_general_ci): GET /v1/conductors/host
+// finds the row stored as "Host". PostgreSQL and SQLite compare bytes.
+// Values computed in Python (the node's conductor) always compare exactly.
+type collation struct {
+	fold      bool // case-insensitive equality and order (MySQL)
+	nullsLast bool // NULL after values in ascending order (PostgreSQL)
+}
+
+func collationOf(t *collector.Topology) collation {
+	return collation{fold: t.Backend == db.BackendMySQL, nullsLast: t.Backend == db.BackendPostgreSQL}
+}
+
+func (c collation) equal(a, b string) bool {
+	if c.fold {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
+}
+
+// compare orders strings; case-insensitively (ASCII letters) under fold,
+// with the bytes as the tie-break so the order stays total.
+func (c collation) compare(a, b string) int {
+	if c.fold {
+		n := min(len(a), len(b))
+		for i := 0; i < n; i++ {
+			x, y := lowerASCII(a[i]), lowerASCII(b[i])
+			if x != y {
+				if x < y {
+					return -1
+				}
+				return 1
+			}
+		}
+		switch {
+		case len(a) < len(b):
+			return -1
+		case len(a) > len(b):
+			return 1
+		}
+	}
+	return strings.Compare(a, b)
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func (c collation) compareNullable(a, b *string) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return c.nullOrder()
+	case b == nil:
+		return -c.nullOrder()
+	}
+	return c.compare(*a, *b)
+}
+
+func (c collation) nullOrder() int {
+	if c.nullsLast {
+		return 1
+	}
+	return -1
+}
+
+// conductor finds a conductor by hostname as the database would.
+func (c collation) conductor(t *collector.Topology, hostname string) (*collector.ConductorInfo, bool) {
+	if ci, ok := t.Conductor(hostname); ok || !c.fold {
+		return ci, ok
+	}
+	for i := range t.Conductors {
+		if strings.EqualFold(t.Conductors[i].Hostname, hostname) {
+			return &t.Conductors[i], true
+		}
+	}
+	return nil, false
+}
+
+// nodeByUUID finds a node by UUID as the database would.
+func (c collation) nodeByUUID(t *collector.Topology, uuid string) (*collector.NodeInfo, bool) {
+	if n, ok := t.Node(uuid); ok && n.UUID == uuid {
+		return n, true
+	}
+	if c.fold {
+		for i := range t.Nodes {
+			if strings.EqualFold(t.Nodes[i].UUID, uuid) {
+				return &t.Nodes[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// nodeByName finds a node by name as the database would.
+func (c collation) nodeByName(t *collector.Topology, name string) (*collector.NodeInfo, bool) {
+	if n, ok := t.Node(name); ok && n.Name != nil && *n.Name == name {
+		return n, true
+	}
+	if c.fold {
+		for i := range t.Nodes {
+			if n := t.Nodes[i].Name; n != nil && strings.EqualFold(*n, name) {
+				return &t.Nodes[i], true
+			}
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,361 @@
+package api
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxQueryLen bounds the raw query string; longer ones are refused (400).
+// Ironic's eventlet server refuses request lines over 8 KiB.
+const maxQueryLen = 8192
+
+// maxPathLen bounds the escaped path.
+const maxPathLen = 4096
+
+// query is a parsed query string: the values of each parameter in order.
+type query map[string][]string
+
+// parseQuery parses a query string as Python's urllib.parse.parse_qsl does
+// for webob (keep_blank_values): pairs split on '&' only, empty pairs
+// skipped, '+' is a space, invalid %-escapes kept literally and invalid
+// UTF-8 replaced by U+FFFD.
+func parseQuery(raw string) query {
+	if raw == "" {
+		return nil
+	}
+	q := query{}
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, v = unquotePlus(k), unquotePlus(v)
+		q[k] = append(q[k], v)
+	}
+	return q
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// unquotePlus is Python's urllib.parse.unquote_plus (errors="replace").
+func unquotePlus(s string) string {
+	if !strings.ContainsAny(s, "%+") {
+		if utf8.ValidString(s) {
+			return s
+		}
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '+':
+			b = append(b, ' ')
+		case '%':
+			if i+2 < len(s) {
+				hi, ok1 := unhex(s[i+1])
+				lo, ok2 := unhex(s[i+2])
+				if ok1 && ok2 {
+					b = append(b, hi<<4|lo)
+					i += 2
+					continue
+				}
+			}
+			b = append(b, c)
+		default:
+			b = append(b, c)
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// checkArgs refuses parameters a controller method does not take, as
+// ironic.common.args.validate does: "Unexpected arguments: a, b".
+func (q query) checkArgs(allowed ...string) *apiError {
+	var extra []string
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			extra = append(extra, k)
+		}
+	}
+	if extra == nil {
+		return nil
+	}
+	slices.Sort(extra) // Ironic joins a set: any order
+	return badRequest("Unexpected arguments: " + strings.Join(extra, ", "))
+}
+
+// display is how Ironic prints a parameter value in its messages: the
+// string itself, or the Python repr of the list pecan passes for a
+// repeated parameter.
+func display(vals []string) string {
+	if len(vals) == 1 {
+		return vals[0]
+	}
+	return pyListRepr(vals)
+}
+
+func pyListRepr(vals []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(pyRepr(v))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// pyRepr approximates Python's repr() of a str.
+func pyRepr(s string) string {
+	quote := byte('\'')
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		quote = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(quote)
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == rune(quote):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < ' ' || r == 0x7f:
+			b.WriteString(`\x`)
+			b.WriteByte(hexDigits[r>>4])
+			b.WriteByte(hexDigits[r&0xF])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(quote)
+	return b.String()
+}
+
+// The validators of ironic.common.args. Each returns ok=false when the
+// parameter is absent.
+
+// str is args.string.
+func (q query) str(name string) (string, bool, *apiError) {
+	vals, ok := q[name]
+	if !ok {
+		return "", false, nil
+	}
+	if len(vals) != 1 {
+		return "", false, badRequest("Expected string for " + name + ": " + display(vals))
+	}
+	return vals[0], true, nil
+}
+
+// strList is args.string_list: comma separated, items trimmed, lower-cased
+// and de-duplicated, empty items dropped.
+func (q query) strList(name string) ([]string, bool, *apiError) {
+	s, ok, err := q.str(name)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	items := []string{}
+	for v := range strings.SplitSeq(s, ",") {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if v != "" && !slices.Contains(items, v) {
+			items = append(items, v)
+		}
+	}
+	return items, true, nil
+}
+
+var boolValues = map[string]bool{
+	"1": true, "t": true, "true": true, "on": true, "y": true, "yes": true,
+	"0": false, "f": false, "false": false, "off": false, "n": false, "no": false,
+}
+
+// boolean is args.boolean (oslo strutils.bool_from_string, strict).
+func (q query) boolean(name string) (bool, bool, *apiError) {
+	vals, ok := q[name]
+	if !ok {
+		return false, false, nil
+	}
+	s := display(vals)
+	if v, known := boolValues[strings.ToLower(strings.TrimSpace(s))]; known && len(vals) == 1 {
+		return v, true, nil
+	}
+	return false, false, badRequest("Invalid " + name + ": Unrecognized value '" + s +
+		"', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'")
+}
+
+// integer is args.integer. Values beyond an int are clamped: they only
+// ever meet a limit.
+func (q query) integer(name string) (int, bool, *apiError) {
+	vals, ok := q[name]
+	if !ok {
+		return 0, false, nil
+	}
+	p, valid := pyInt{}, false
+	if len(vals) == 1 {
+		p, valid = parsePyInt(vals[0])
+	}
+	if !valid {
+		return 0, false, badRequest("Expected an integer for " + name + ": " + display(vals))
+	}
+	v, small := p.small()
+	if !small {
+		v = 1 << 30
+		if p.neg {
+			v = -v
+		}
+	}
+	return v, true, nil
+}
+
+// uuid is args.uuid.
+func (q query) uuid(name string) (string, bool, *apiError) {
+	vals, ok := q[name]
+	if !ok {
+		return "", false, nil
+	}
+	if len(vals) != 1 || !isUUIDLike(vals[0]) {
+		return "", false, badRequest("Expected UUID for " + name + ": " + display(vals))
+	}
+	return vals[0], true, nil
+}
+
+// isUUIDLike is oslo_utils.uuidutils.is_uuid_like: after removing "urn:",
+// "uuid:", surrounding braces and dashes, 32 hex digits.
+func isUUIDLike(s string) bool {
+	if len(s) < 32 || len(s) > 1024 {
+		return false
+	}
+	if len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' {
+		for i := 0; i < 36; i++ {
+			if i == 8 || i == 13 || i == 18 || i == 23 {
+				continue
+			}
+			if _, ok := unhex(s[i]); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	s = strings.ReplaceAll(s, "urn:", "")
+	s = strings.ReplaceAll(s, "uuid:", "")
+	s = strings.Trim(s, "{}")
+	s = strings.ReplaceAll(s, "-", "")
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < 32; i++ {
+		if _, ok := unhex(s[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// isValidLogicalName is ironic.common.utils.is_valid_logical_name: RFC 3986
+// unreserved characters only, at most 255 of them.
+func isValidLogicalName(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isUnreserved(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isUnreserved(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// isHostnameSafe is ironic.common.utils.is_hostname_safe, the node name
+// check of microversions before 1.10.
+func isHostnameSafe(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	s = strings.TrimSuffix(s, ".")
+	labels := strings.Split(s, ".")
+	isLD := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+	// host: [a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?
+	h := labels[0]
+	if h == "" || len(h) > 63 || !isLD(h[0]) || !isLD(h[len(h)-1]) {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if !isLD(h[i]) && h[i] != '-' {
+			return false
+		}
+	}
+	// domain: (\.[a-z0-9\-_]{0,62}[a-z0-9])*
+	for _, d := range labels[1:] {
+		if d == "" || len(d) > 63 || !isLD(d[len(d)-1]) {
+			return false
+		}
+		for i := 0; i < len(d); i++ {
+			if !isLD(d[i]) && d[i] != '-' && d[i] != '_' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// escapeSegment percent-encodes what may not appear in a URL path segment.
+// Hostnames, names and UUIDs made of unreserved characters and ':' are
+// returned unchanged, so links are Ironic's bytes for every sane value.
+func escapeSegment(s string) string { return escape(s, "-._~:@!$&'()*+,=") }
+
+// escapeQueryValue percent-encodes a value for the query of a next link.
+// Ironic interpolates values raw; unreserved characters, ':' and ',' (the
+// separator of fields) are kept, so ordinary values are Ironic's bytes.
+func escapeQueryValue(s string) string { return escape(s, "-._~:@!$'()*,/?") }
+
+func escape(s, keep string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && strings.IndexByte(keep, c) < 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isAlnum(c) || strings.IndexByte(keep, c) >= 0 {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&0xF])
+		}
+	}
+	return string(b)
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}

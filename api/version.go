@@ -1,0 +1,218 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Microversions (ironic/api/controllers/v1/versions.py) that change what the
+// sidecar serves.
+const (
+	minMinor = 1 // v1.1, Ironic's minimum
+
+	minor2AvailableState   = 2
+	minor5NodeName         = 5
+	minor8FieldsSubset     = 8
+	minor9ProvisionFilter  = 9
+	minor10UnrestrictedNam = 10
+	minor16DriverFilter    = 16
+	minor21ResourceClass   = 21
+	minor39InspectWait     = 39
+	minor42Fault           = 42
+	minor43DetailQuery     = 43
+	minor46ConductorGroup  = 46
+	minor49Conductors      = 49
+	minor50Owner           = 50
+	minor65Lessee          = 65
+	minor82Shard           = 82
+
+	// DefaultMaxMicroversion is the newest microversion served by default:
+	// 1.49 added /v1/conductors and the node's conductor field, and nothing
+	// the sidecar serves changed after it.
+	DefaultMaxMicroversion = minor49Conductors
+	// highestMicroversion is the newest microversion of Ironic 21.4; no
+	// later one can be claimed without knowing what it changes.
+	highestMicroversion = minor82Shard
+)
+
+// Header names, in net/http's canonical form (Ironic spells them
+// X-OpenStack-Ironic-API-*; header names are case-insensitive).
+const (
+	hdrVersion    = "X-Openstack-Ironic-Api-Version"
+	hdrMinVersion = "X-Openstack-Ironic-Api-Minimum-Version"
+	hdrMaxVersion = "X-Openstack-Ironic-Api-Maximum-Version"
+	// hdrOpenStackVersion is the generic microversion header
+	// ("OpenStack-API-Version: baremetal 1.49"). Ironic 21.4 ignores it;
+	// the sidecar honours it when the Ironic header is absent.
+	hdrOpenStackVersion = "Openstack-Api-Version"
+)
+
+// versionHeaders holds the preformatted header values for a maximum minor
+// version, so that answering allocates nothing for them.
+type versionHeaders struct {
+	min, max []string
+	byMinor  [][]string // "1.N" for N in [0, max]
+	maxStr   string     // "1.N"
+}
+
+func newVersionHeaders(maxMinor int) versionHeaders {
+	vh := versionHeaders{
+		min:     []string{"1." + strconv.Itoa(minMinor)},
+		max:     []string{"1." + strconv.Itoa(maxMinor)},
+		byMinor: make([][]string, maxMinor+1),
+		maxStr:  "1." + strconv.Itoa(maxMinor),
+	}
+	for i := range vh.byMinor {
+		vh.byMinor[i] = []string{"1." + strconv.Itoa(i)}
+	}
+	return vh
+}
+
+// negotiate returns the minor version a request asks for, as Ironic's
+// base.Version.parse_headers and Controller._check_version decide it:
+// "latest" (any case) is the maximum, anything but "<int>.<int>" is
+// invalid, and a major other than 1 or a minor outside [1, max] is not
+// acceptable (406). Unlike Ironic, whose default is the minimum (1.1), a
+// request without a version header is answered as the maximum.
+//
+// routing selects the error shape: Ironic raises these errors inside the
+// /v1 index (fault shape) but while routing for every resource under it
+// (webob shape).
+func (h *handler) negotiate(r *http.Request, routing bool) (int, *apiError) {
+	var s string
+	if vals := r.Header[hdrVersion]; len(vals) > 0 {
+		s = vals[0]
+		if len(vals) > 1 {
+			s = strings.Join(vals, ", ") // what a WSGI server hands Ironic
+		}
+	} else if v, ok := openStackVersion(r.Header[hdrOpenStackVersion]); ok {
+		s = v
+	} else {
+		return h.maxMinor, nil
+	}
+	if len(s) == 6 && strings.EqualFold(s, "latest") {
+		return h.maxMinor, nil
+	}
+	if m, ok := fastMinor(s); ok && m >= minMinor && m <= h.maxMinor {
+		return m, nil
+	}
+	mk := func(msg string) *apiError {
+		e := clientError(http.StatusNotAcceptable, msg)
+		e.routing = routing
+		return e
+	}
+	majorStr, minorStr, ok := strings.Cut(s, ".")
+	if !ok || strings.Contains(minorStr, ".") {
+		return 0, mk("Invalid value for X-OpenStack-Ironic-API-Version header")
+	}
+	major, ok1 := parsePyInt(majorStr)
+	minor, ok2 := parsePyInt(minorStr)
+	if !ok1 || !ok2 {
+		return 0, mk("Invalid value for X-OpenStack-Ironic-API-Version header")
+	}
+	ver := major.String() + "." + minor.String()
+	rng := "[1." + strconv.Itoa(minMinor) + ", " + h.vh.maxStr + "]."
+	if !major.is(1) {
+		return 0, mk("Mutually exclusive versions requested. Version " + ver +
+			" requested but not supported by this service. The supported version range is: " + rng)
+	}
+	if m, small := minor.small(); !small || m < minMinor || m > h.maxMinor {
+		return 0, mk("Version " + ver +
+			" was requested but the minor version is not supported by this service. The supported version range is: " + rng)
+	} else {
+		return m, nil
+	}
+}
+
+// openStackVersion extracts the baremetal version from OpenStack-API-Version
+// values ("baremetal 1.49", possibly in a comma-separated list).
+func openStackVersion(vals []string) (string, bool) {
+	for _, v := range vals {
+		for item := range strings.SplitSeq(v, ",") {
+			service, ver, ok := strings.Cut(strings.TrimSpace(item), " ")
+			if ok && strings.EqualFold(service, "baremetal") {
+				return strings.TrimSpace(ver), true
+			}
+		}
+	}
+	return "", false
+}
+
+// pyInt is an integer parsed like Python's int(str): its sign and its
+// decimal digits without leading zeros (Python ints are unbounded).
+type pyInt struct {
+	neg    bool
+	digits string
+}
+
+func (p pyInt) String() string {
+	if p.neg {
+		return "-" + p.digits
+	}
+	return p.digits
+}
+
+func (p pyInt) is(v int) bool { return p.String() == strconv.Itoa(v) }
+
+// small returns the value when it fits comfortably in an int.
+func (p pyInt) small() (int, bool) {
+	if len(p.digits) > 9 {
+		return 0, false
+	}
+	v, _ := strconv.Atoi(p.digits)
+	if p.neg {
+		v = -v
+	}
+	return v, true
+}
+
+// parsePyInt accepts what Python's int() accepts for ASCII input:
+// surrounding whitespace, an optional sign, and decimal digits with single
+// underscores between them.
+func parsePyInt(s string) (pyInt, bool) {
+	s = strings.TrimSpace(s)
+	var p pyInt
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		p.neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' {
+		return p, false
+	}
+	digits := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			if len(digits) == 1 && digits[0] == '0' {
+				digits = digits[:0]
+			}
+			digits = append(digits, c)
+		case c == '_' && s[i+1] != '_':
+		default:
+			return p, false
+		}
+	}
+	p.digits = string(digits)
+	if p.digits == "0" {
+		p.neg = false
+	}
+	return p, true
+}
+
+// fastMinor parses the common "1.NN" exactly, without allocating.
+func fastMinor(s string) (int, bool) {
+	if len(s) < 3 || len(s) > 4 || s[0] != '1' || s[1] != '.' {
+		return 0, false
+	}
+	m := 0
+	for i := 2; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		m = m*10 + int(c-'0')
+	}
+	return m, true
+}
