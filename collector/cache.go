@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
@@ -66,10 +68,17 @@ type Cache struct {
 	duration prometheus.Histogram
 	errors   prometheus.Counter
 
-	mu        sync.Mutex
+	// state is read without locking on the hot path; it is replaced, under
+	// mu, when a refresh ends.
+	state    atomic.Pointer[cacheState]
+	mu       sync.Mutex
+	inflight chan struct{} // closed when the running refresh ends
+}
+
+// cacheState is the outcome of the latest finished refresh.
+type cacheState struct {
 	view      View
-	attempted time.Time     // start of the latest finished refresh
-	inflight  chan struct{} // closed when the running refresh ends
+	attempted time.Time // when that refresh started; zero before any
 }
 
 // NewCache returns a Cache; it reads nothing until the first Get.
@@ -97,8 +106,8 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 			Namespace: namespace, Subsystem: "exporter", Name: "refresh_errors_total",
 			Help: "Refreshes from the database that failed.",
 		}),
-		view: View{Err: ErrNoData, Remapped: map[string]float64{}},
 	}
+	c.state.Store(&cacheState{view: View{Err: ErrNoData, Remapped: map[string]float64{}}})
 	if cfg.Registerer != nil {
 		for _, m := range []prometheus.Collector{c.duration, c.errors} {
 			if err := cfg.Registerer.Register(m); err != nil {
@@ -113,11 +122,13 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 // cached one is older. If ctx ends before the refresh does, the current view
 // is returned: a slow database never blanks a scrape.
 func (c *Cache) Get(ctx context.Context) View {
+	if s := c.state.Load(); c.fresh(s) {
+		return s.view
+	}
 	c.mu.Lock()
-	if c.inflight == nil && !c.attempted.IsZero() && c.cfg.Now().Sub(c.attempted) < c.cfg.MinInterval {
-		v := c.view
+	if s := c.state.Load(); c.fresh(s) {
 		c.mu.Unlock()
-		return v
+		return s.view
 	}
 	done := c.inflight
 	if done == nil {
@@ -135,10 +146,10 @@ func (c *Cache) Get(ctx context.Context) View {
 }
 
 // Current returns the cached view without refreshing.
-func (c *Cache) Current() View {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.view
+func (c *Cache) Current() View { return c.state.Load().view }
+
+func (c *Cache) fresh(s *cacheState) bool {
+	return !s.attempted.IsZero() && c.cfg.Now().Sub(s.attempted) < c.cfg.MinInterval
 }
 
 func (c *Cache) refresh(done chan struct{}) {
@@ -146,37 +157,31 @@ func (c *Cache) refresh(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RefreshTimeout)
 	defer cancel()
 
-	c.mu.Lock()
-	prev := c.view.Topology
-	c.mu.Unlock()
-
-	topo, err := c.build(ctx, prev, start)
+	old := c.state.Load().view // only refresh replaces the state
+	topo, err := c.build(ctx, old.Topology, start)
 	c.duration.Observe(time.Since(start).Seconds())
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	defer close(done)
-	c.inflight = nil
-	c.attempted = start
-	wasUp := c.view.Up()
+	next := &cacheState{view: old, attempted: start}
 	if err != nil {
 		c.errors.Inc()
-		c.view.Err = err
+		next.view.Err = err
 		c.cfg.Logger.Error("refresh failed; serving the last good topology", "err", err,
-			"last_success", c.view.LastSuccess)
-		return
+			"last_success", old.LastSuccess)
+	} else {
+		remapped := maps.Clone(old.Remapped)
+		for g, n := range topo.Remapped {
+			remapped[g] += float64(n)
+		}
+		if !old.Up() && old.Err != ErrNoData {
+			c.cfg.Logger.Info("refresh recovered", "down_since_success", old.LastSuccess)
+		}
+		next.view = View{Topology: topo, LastSuccess: start, Remapped: remapped}
 	}
-	remapped := make(map[string]float64, len(c.view.Remapped))
-	for g, n := range c.view.Remapped {
-		remapped[g] = n
-	}
-	for g, n := range topo.Remapped {
-		remapped[g] += float64(n)
-	}
-	if !wasUp && c.view.Err != ErrNoData {
-		c.cfg.Logger.Info("refresh recovered", "down_since_success", c.view.LastSuccess)
-	}
-	c.view = View{Topology: topo, LastSuccess: start, Remapped: remapped}
+	c.mu.Lock()
+	c.state.Store(next)
+	c.inflight = nil
+	c.mu.Unlock()
+	close(done)
 }
 
 func (c *Cache) build(ctx context.Context, prev *Topology, now time.Time) (*Topology, error) {
