@@ -292,25 +292,7 @@ func (rq *request) listConductors() {
 // hostname as a logical name and refuses "host:6385" with a 400, any
 // hostname is looked up.
 func (rq *request) getConductor(hostname string) {
-	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("fields"); err != nil {
-		rq.fail(err)
-		return
-	}
-	fields, hasFields, err := q.strList("fields")
-	if err == nil && rq.minor < minor49Conductors {
-		err = errNotFound
-	}
-	if err == nil {
-		err = rq.checkAllowSpecifyFields(hasFields)
-	}
-	if err == nil {
-		err = rq.checkAllowedFields(fields)
-	}
-	var t *collector.Topology
-	if err == nil {
-		t, err = rq.topology()
-	}
+	fields, t, err := rq.conductorRequest()
 	var c *collector.ConductorInfo
 	if err == nil {
 		var ok bool
@@ -323,6 +305,34 @@ func (rq *request) getConductor(hostname string) {
 		return
 	}
 	rq.replyConductor(c, fields)
+}
+
+// conductorRequest validates what every request answered by one
+// conductor's detail shares (only a fields argument, a microversion that
+// exposes conductors) and returns the fields and the topology.
+func (rq *request) conductorRequest() ([]string, *collector.Topology, *apiError) {
+	var q query
+	if rq.r.URL.RawQuery != "" {
+		q = parseQuery(rq.r.URL.RawQuery)
+	}
+	if err := q.checkArgs("fields"); err != nil {
+		return nil, nil, err
+	}
+	fields, hasFields, err := q.strList("fields")
+	if err == nil && rq.minor < minor49Conductors {
+		err = errNotFound
+	}
+	if err == nil {
+		err = rq.checkAllowSpecifyFields(hasFields)
+	}
+	if err == nil {
+		err = rq.checkAllowedFields(fields)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := rq.topology()
+	return fields, t, err
 }
 
 // replyConductor renders one conductor with the requested fields.

@@ -280,28 +280,7 @@ func (rq *request) getNode(ident string) {
 // implemented it). A node no conductor can serve is Ironic's NoValidHost,
 // a 404.
 func (rq *request) nodeConductor(ident string) {
-	var q query
-	if rq.r.URL.RawQuery != "" {
-		q = parseQuery(rq.r.URL.RawQuery)
-	}
-	if err := q.checkArgs("fields"); err != nil {
-		rq.fail(err)
-		return
-	}
-	fields, hasFields, err := q.strList("fields")
-	if err == nil && rq.minor < minor49Conductors {
-		err = errNotFound
-	}
-	if err == nil {
-		err = rq.checkAllowSpecifyFields(hasFields)
-	}
-	if err == nil {
-		err = rq.checkAllowedFields(fields)
-	}
-	var t *collector.Topology
-	if err == nil {
-		t, err = rq.topology()
-	}
+	fields, t, err := rq.conductorRequest()
 	var n *collector.NodeInfo
 	if err == nil {
 		n, err = rq.findNode(t, ident)
