@@ -1,8 +1,11 @@
 package api
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -100,8 +103,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	hdr := w.Header()
-	hdr[hdrMinVersion] = h.vh.min
-	hdr[hdrMaxVersion] = h.vh.max
+	hdr[hdrRequestID] = []string{newRequestID()}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr["Allow"] = allowGetHead
 		rq.fail(errMethodNotAllowed)
@@ -124,10 +126,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n == 0 {
-		// The service root: Ironic parses no version here.
-		if m, err := h.negotiate(r, false); err == nil {
-			hdr[hdrVersion] = h.vh.byMinor[m]
-		}
+		// The service root: Ironic parses no version here and sends no
+		// version headers.
 		rq.root()
 		return
 	}
@@ -225,13 +225,44 @@ func unquote(s string) string {
 // header; on failure it answers the error and reports false.
 func (rq *request) version(routing bool) bool {
 	m, err := rq.h.negotiate(rq.r, routing)
+	hdr := rq.w.Header()
+	if err == nil || !err.unparsable {
+		// Ironic's version hook sets the range headers once it could parse
+		// the requested version, even one out of range; errors raised
+		// before it (routing, an unparsable header) carry none.
+		hdr[hdrMinVersion] = rq.h.vh.min
+		hdr[hdrMaxVersion] = rq.h.vh.max
+	}
 	if err != nil {
 		rq.fail(err)
 		return false
 	}
 	rq.minor = m
-	rq.w.Header()[hdrVersion] = rq.h.vh.byMinor[m]
+	hdr[hdrVersion] = rq.h.vh.byMinor[m]
 	return true
+}
+
+// newRequestID returns an id in the form of Ironic's
+// Openstack-Request-Id ("req-" and a random UUID). It only correlates
+// logs, so a fast non-cryptographic source is enough.
+func newRequestID() string {
+	var u [16]byte
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	var b [40]byte
+	copy(b[:], "req-")
+	hex.Encode(b[4:12], u[0:4])
+	b[12] = '-'
+	hex.Encode(b[13:17], u[4:6])
+	b[17] = '-'
+	hex.Encode(b[18:22], u[6:8])
+	b[22] = '-'
+	hex.Encode(b[23:27], u[8:10])
+	b[27] = '-'
+	hex.Encode(b[28:40], u[10:16])
+	return string(b[:])
 }
 
 // base returns the base URL of links, like Ironic's request.public_url.
@@ -280,6 +311,12 @@ func (rq *request) fail(e *apiError) {
 	}
 	body := e.body()
 	hdr := rq.w.Header()
+	if e.routing && !e.version {
+		// Ironic raises these while routing, before its version hook.
+		delete(hdr, hdrMinVersion)
+		delete(hdr, hdrMaxVersion)
+		delete(hdr, hdrVersion)
+	}
 	hdr["Content-Type"] = ctJSON
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
 	rq.w.WriteHeader(e.status)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 )
+
+var requestIDRE = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestServiceRoot(t *testing.T) {
 	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
@@ -27,9 +30,16 @@ func TestServiceRoot(t *testing.T) {
 		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Content-Type %q", ct)
 		}
-		if rec.Header().Get("X-OpenStack-Ironic-API-Maximum-Version") != "1.49" ||
-			rec.Header().Get("X-OpenStack-Ironic-API-Minimum-Version") != "1.1" {
-			t.Errorf("version range headers: %v", rec.Header())
+		// Like Ironic 21.4 (conformance/captured/root-*.json): the root
+		// parses no version and sends no version headers.
+		for _, h := range []string{"X-OpenStack-Ironic-API-Maximum-Version", "X-OpenStack-Ironic-API-Minimum-Version",
+			"X-OpenStack-Ironic-API-Version"} {
+			if v := rec.Header().Get(h); v != "" {
+				t.Errorf("GET / %v: %s: %q, Ironic sends none", hdr, h, v)
+			}
+		}
+		if id := rec.Header().Get("Openstack-Request-Id"); !requestIDRE.MatchString(id) {
+			t.Errorf("Openstack-Request-Id %q", id)
 		}
 	}
 	// The root answers without any data.
@@ -120,8 +130,13 @@ func TestVersionNegotiation(t *testing.T) {
 			if got := h.Get("X-OpenStack-Ironic-API-Version"); got != tc.version {
 				t.Errorf("version header %q, want %q", got, tc.version)
 			}
-			if h.Get("X-OpenStack-Ironic-API-Minimum-Version") != "1.1" || h.Get("X-OpenStack-Ironic-API-Maximum-Version") != "1.49" {
-				t.Errorf("range headers missing: %v", h)
+			// Ironic sends the range once it parsed the version, even one
+			// out of range (captured/conductors-list-v1.99-406.json), and
+			// none for an unparsable one (conductors-list-badversion-406.json).
+			unparsable := tc.msg == "Invalid value for X-OpenStack-Ironic-API-Version header"
+			hasRange := h.Get("X-OpenStack-Ironic-API-Minimum-Version") == "1.1" && h.Get("X-OpenStack-Ironic-API-Maximum-Version") == "1.49"
+			if hasRange == unparsable {
+				t.Errorf("range headers present=%v for an unparsable=%v version: %v", hasRange, unparsable, h)
 			}
 			if h.Get("Content-Type") != "application/json" {
 				t.Errorf("Content-Type %q", h.Get("Content-Type"))
@@ -886,5 +901,33 @@ func TestOddHostnames(t *testing.T) {
 	}
 	if got := follow(t, f, "/v1/nodes?conductor=odd+host%2F%C3%A9%26x&fields=uuid&limit=1", "nodes", "uuid", latest); !slices.Equal(got, mine) {
 		t.Errorf("filter: %v, want %v", got, mine)
+	}
+}
+
+// TestRoutingErrorsCarryNoVersionHeaders: like Ironic 21.4
+// (captured/unknown-path-404.json, node-show-badname-400.json), errors
+// raised while routing come before the version hook and carry no version
+// headers; a request id is always there.
+func TestRoutingErrorsCarryNoVersionHeaders(t *testing.T) {
+	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/v1/nope", 404}, {"/v1/nodes/bad%20name", 400}, {"/v1/nodes/bad%20name/conductor", 400}} {
+		rec := f.get(tc.path, latest)
+		expectStatus(t, rec, tc.status)
+		for _, h := range []string{"X-OpenStack-Ironic-API-Minimum-Version", "X-OpenStack-Ironic-API-Maximum-Version", "X-OpenStack-Ironic-API-Version"} {
+			if v := rec.Header().Get(h); v != "" {
+				t.Errorf("%s: %s = %q, Ironic sends none", tc.path, h, v)
+			}
+		}
+		if !requestIDRE.MatchString(rec.Header().Get("Openstack-Request-Id")) {
+			t.Errorf("%s: no request id", tc.path)
+		}
+	}
+	rec := f.get("/v1/conductors", latest)
+	expectStatus(t, rec, 200)
+	if rec.Header().Get("X-OpenStack-Ironic-API-Version") != "1.49" || rec.Header().Get("X-OpenStack-Ironic-API-Maximum-Version") != "1.49" {
+		t.Errorf("version headers missing on a success: %v", rec.Header())
 	}
 }

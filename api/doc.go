@@ -40,8 +40,11 @@
 // X-OpenStack-Ironic-API-Version (or "OpenStack-API-Version: baremetal
 // X.Y") selects the microversion as in Ironic: "latest" is the maximum,
 // anything but "<int>.<int>" and versions outside [1.1, max] are 406 with
-// Ironic's messages. Every response carries the Minimum and Maximum
-// headers, and X-OpenStack-Ironic-API-Version once negotiated. The maximum is
+// Ironic's messages. As in Ironic, responses carry the Minimum and
+// Maximum headers once the version header was parsed (also when it is out
+// of range) and X-OpenStack-Ironic-API-Version once negotiated; the root,
+// routing errors and unparsable versions carry none. Every response has an
+// Openstack-Request-Id. The maximum is
 // 1.49 by default (Options.MaxMicroversion, up to 1.82): the version that
 // added conductors; nothing the sidecar serves changed after it. Below 1.49
 // the conductor resources are 404, the node's conductor field is absent
@@ -74,7 +77,9 @@
 //     (Ironic answers OPTIONS and POST / with 200).
 //   - The v1 document lists only nodes and conductors; trailing slashes work
 //     everywhere (Ironic 404s /v1/nodes/detail/).
-//   - Version range headers are also sent on / and on version errors.
+//   - GET /v1/nodes/{node_ident}/conductor below 1.49 is a 404, as the
+//     specification says for conductor resources (Ironic 21.4: 406, since
+//     it treats the path as the node's conductor field).
 //
 // # Node fields not served
 //

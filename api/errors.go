@@ -25,6 +25,10 @@ type apiError struct {
 	msg    string
 	// routing selects webob's shape.
 	routing bool
+	// version marks an error of the version negotiation; unparsable one
+	// for a header Ironic could not parse, whose answer carries no version
+	// headers. Other routing errors carry none either.
+	version, unparsable bool
 }
 
 func clientError(status int, msg string) *apiError { return &apiError{status: status, msg: msg} }

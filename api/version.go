@@ -42,6 +42,7 @@ const (
 	hdrVersion    = "X-Openstack-Ironic-Api-Version"
 	hdrMinVersion = "X-Openstack-Ironic-Api-Minimum-Version"
 	hdrMaxVersion = "X-Openstack-Ironic-Api-Maximum-Version"
+	hdrRequestID  = "Openstack-Request-Id"
 	// hdrOpenStackVersion is the generic microversion header
 	// ("OpenStack-API-Version: baremetal 1.49"). Ironic 21.4 ignores it;
 	// the sidecar honours it when the Ironic header is absent.
@@ -99,17 +100,16 @@ func (h *handler) negotiate(r *http.Request, routing bool) (int, *apiError) {
 	}
 	mk := func(msg string) *apiError {
 		e := clientError(http.StatusNotAcceptable, msg)
-		e.routing = routing
+		e.routing, e.version = routing, true
 		return e
 	}
 	majorStr, minorStr, ok := strings.Cut(s, ".")
-	if !ok || strings.Contains(minorStr, ".") {
-		return 0, mk("Invalid value for X-OpenStack-Ironic-API-Version header")
-	}
 	major, ok1 := parsePyInt(majorStr)
 	minor, ok2 := parsePyInt(minorStr)
-	if !ok1 || !ok2 {
-		return 0, mk("Invalid value for X-OpenStack-Ironic-API-Version header")
+	if !ok || strings.Contains(minorStr, ".") || !ok1 || !ok2 {
+		e := mk("Invalid value for X-OpenStack-Ironic-API-Version header")
+		e.unparsable = true
+		return 0, e
 	}
 	ver := major.String() + "." + minor.String()
 	rng := "[1." + strconv.Itoa(minMinor) + ", " + h.vh.maxStr + "]."
