@@ -59,7 +59,7 @@ done
 echo
 echo "== wrk on a 100k-node database"
 psql -q -h 127.0.0.1 -U postgres -d postgres -c "CREATE DATABASE $db" >/dev/null
-scripts/ironic-schema.sh "postgresql+psycopg2://postgres@127.0.0.1/$db" >/dev/null
+scripts/ironic-schema.sh "postgresql+psycopg2://postgres@127.0.0.1/$db" >/dev/null 2>&1
 psql -q -h 127.0.0.1 -U postgres -d "$db" -v nodes=100000 -f scripts/bench-fleet.sql >/dev/null
 CGO_ENABLED=0 go build -o "$out/exporter" ./cmd/ironic_conductor_exporter
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
