@@ -30,6 +30,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/status"
 )
 
 const exporterName = "ironic_conductor_exporter"
@@ -142,7 +143,17 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("/", api.NewHandler(cache, api.Options{Logger: logger}))
+	apiHandler := api.NewHandler(cache, api.Options{Logger: logger})
+	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,
+		MetricsPath: cfg.telemetryPath})
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Browsers get the status page at /; API clients get Ironic's root.
+		if r.URL.Path == "/" && status.WantsHTML(r) {
+			statusPage.ServeHTTP(w, r)
+			return
+		}
+		apiHandler.ServeHTTP(w, r)
+	}))
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -1,0 +1,282 @@
+// Package status renders the cached topology as an HTML page for people: the
+// conductors with their state, a node lookup, the rings' balance, and the
+// exporter's own health. It uses no external assets and no script, so it
+// works offline and in any browser.
+package status
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+)
+
+//go:embed page.html.tmpl
+var templates embed.FS
+
+var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
+	"age": humanAge,
+	"join": func(s []string) string {
+		if len(s) == 0 {
+			return "—"
+		}
+		return strings.Join(s, ", ")
+	},
+	"groupName": func(g string) string {
+		if g == "" {
+			return "(default)"
+		}
+		return g
+	},
+}).ParseFS(templates, "page.html.tmpl"))
+
+// Options configures the status page.
+type Options struct {
+	// Logger receives rendering errors; default discards.
+	Logger *slog.Logger
+	// Version is shown in the footer.
+	Version string
+	// MetricsPath is linked from the page.
+	MetricsPath string
+}
+
+// NewHandler returns the status page handler. GET / renders the page; the
+// query parameter "node" (a UUID or name) adds a lookup result.
+func NewHandler(cache *collector.Cache, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MetricsPath == "" {
+		opts.MetricsPath = "/metrics"
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		v := cache.Get(r.Context())
+		data := build(v, time.Now(), strings.TrimSpace(r.URL.Query().Get("node")), opts)
+		var buf bytes.Buffer
+		if err := page.Execute(&buf, data); err != nil {
+			opts.Logger.Error("rendering the status page", "err", err)
+			http.Error(w, "cannot render the status page", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+		if data.Lookup != nil && data.Lookup.NotFound {
+			w.WriteHeader(http.StatusNotFound)
+		}
+		_, _ = w.Write(buf.Bytes())
+	})
+}
+
+// WantsHTML reports whether a request for / comes from a browser: it
+// accepts text/html and does not prefer JSON. API clients (ironicclient,
+// openstacksdk, curl) send application/json or */* and get Ironic's root.
+func WantsHTML(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "text/html") && !strings.HasPrefix(strings.TrimSpace(accept), "application/json")
+}
+
+type pageData struct {
+	Up          bool
+	Err         string
+	HasData     bool
+	DataAge     time.Duration
+	LastSuccess time.Time
+	Now         time.Time
+	Settings    collector.Settings
+	Backend     string
+	Counts      map[string]int // conductors per state
+	Conductors  []conductorRow
+	Rings       []ringRow
+	Orphans     []orphanRow
+	Stuck       []stuckRow
+	Nodes       int
+	Query       string
+	Lookup      *lookupResult
+	Version     string
+	MetricsPath string
+}
+
+type conductorRow struct {
+	Hostname, Group string
+	State           collector.State
+	HardwareTypes   []string
+	HeartbeatAge    time.Duration
+	NoHeartbeat     bool
+	Nodes           int
+	Member          bool
+}
+
+type ringRow struct {
+	Group, HardwareType string
+	Members, Nodes      int
+	Min, Max            int
+	Spread              string
+}
+
+type orphanRow struct {
+	Group, Driver string
+	Nodes         int
+}
+
+type stuckRow struct {
+	Host  string
+	Nodes int
+	Why   string
+}
+
+type lookupResult struct {
+	NotFound             bool
+	UUID, Name           string
+	Group, Driver        string
+	Conductor            string
+	ConductorState       collector.State
+	Reservation, PowerSt string
+	ProvisionState       string
+	ConductorKnown       bool
+}
+
+func build(v collector.View, now time.Time, query string, opts Options) pageData {
+	d := pageData{Up: v.Up(), Now: now.UTC(), Query: query, Version: opts.Version, MetricsPath: opts.MetricsPath,
+		Counts: map[string]int{}}
+	if v.Err != nil {
+		d.Err = v.Err.Error()
+	}
+	t := v.Topology
+	if t == nil {
+		return d
+	}
+	d.HasData = true
+	d.LastSuccess = v.LastSuccess.UTC()
+	d.DataAge = now.Sub(v.LastSuccess).Round(time.Second)
+	d.Settings = t.Settings
+	d.Backend = string(t.Backend)
+	d.Nodes = len(t.Nodes)
+	for i := range t.Conductors {
+		c := &t.Conductors[i]
+		d.Counts[string(c.State)]++
+		row := conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State,
+			HardwareTypes: c.HardwareTypes, Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero()}
+		if !row.NoHeartbeat {
+			row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
+		}
+		d.Conductors = append(d.Conductors, row)
+	}
+	slices.SortStableFunc(d.Conductors, func(a, b conductorRow) int {
+		return strings.Compare(a.Group+"\x00"+a.Hostname, b.Group+"\x00"+b.Hostname)
+	})
+	d.Rings = ringRows(t)
+	for k, n := range t.Orphans {
+		d.Orphans = append(d.Orphans, orphanRow{Group: k.ConductorGroup, Driver: k.Driver, Nodes: n})
+	}
+	slices.SortFunc(d.Orphans, func(a, b orphanRow) int {
+		return strings.Compare(a.Group+"\x00"+a.Driver, b.Group+"\x00"+b.Driver)
+	})
+	for host, n := range t.Reservations {
+		c, ok := t.Conductor(host)
+		switch {
+		case !ok:
+			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: "no such conductor"})
+		case !c.Alive:
+			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: "conductor " + string(c.State)})
+		}
+	}
+	slices.SortFunc(d.Stuck, func(a, b stuckRow) int { return strings.Compare(a.Host, b.Host) })
+	if query != "" {
+		d.Lookup = lookup(t, query)
+	}
+	return d
+}
+
+// ringRows computes, per ring, how many of its nodes each member serves.
+func ringRows(t *collector.Topology) []ringRow {
+	type key struct{ group, hw string }
+	perMember := map[key]map[string]int{}
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		if n.Conductor == "" {
+			continue
+		}
+		k := key{n.ConductorGroup, n.Driver}
+		if perMember[k] == nil {
+			perMember[k] = map[string]int{}
+		}
+		perMember[k][n.Conductor]++
+	}
+	rows := make([]ringRow, 0, len(t.Rings))
+	for i := range t.Rings {
+		r := &t.Rings[i]
+		hosts := r.Ring.Hosts()
+		row := ringRow{Group: r.ConductorGroup, HardwareType: r.HardwareType, Members: len(hosts), Nodes: r.Nodes}
+		counts := perMember[key{r.ConductorGroup, r.HardwareType}]
+		for j, h := range hosts {
+			c := counts[h]
+			if j == 0 || c < row.Min {
+				row.Min = c
+			}
+			if c > row.Max {
+				row.Max = c
+			}
+		}
+		row.Spread = "—"
+		if r.Nodes > 0 && len(hosts) > 0 {
+			ideal := float64(r.Nodes) / float64(len(hosts))
+			row.Spread = strconv.FormatFloat(float64(row.Max)/ideal, 'f', 2, 64) + "× ideal"
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func lookup(t *collector.Topology, ident string) *lookupResult {
+	n, ok := t.Node(ident)
+	if !ok {
+		return &lookupResult{NotFound: true}
+	}
+	res := &lookupResult{UUID: n.UUID, Group: n.ConductorGroup, Driver: n.Driver, Conductor: n.Conductor}
+	if n.Name != nil {
+		res.Name = *n.Name
+	}
+	if n.Reservation != nil {
+		res.Reservation = *n.Reservation
+	}
+	if n.PowerState != nil {
+		res.PowerSt = *n.PowerState
+	}
+	if n.ProvisionState != nil {
+		res.ProvisionState = *n.ProvisionState
+	}
+	if c, ok := t.Conductor(n.Conductor); ok {
+		res.ConductorState = c.State
+		res.ConductorKnown = true
+	}
+	return res
+}
+
+// humanAge renders a duration the way people read heartbeat ages.
+func humanAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "in the future"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m" + strconv.Itoa(int(d%time.Minute/time.Second)) + "s"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h" + strconv.Itoa(int(d%time.Hour/time.Minute)) + "m"
+	default:
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	}
+}

@@ -1,0 +1,153 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+)
+
+type source struct {
+	mu   sync.Mutex
+	snap *db.Snapshot
+	err  error
+}
+
+func (s *source) Snapshot(context.Context) (*db.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap, s.err
+}
+
+func strp(s string) *string { return &s }
+
+// testSnapshot: an alive and a dead conductor, a node on the alive one, a
+// node no ring serves, a lock held by a gone host, and a name that needs
+// escaping.
+func testSnapshot() *db.Snapshot {
+	now := time.Now().UTC()
+	return &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+		{ID: 1, Hostname: "cond-a.example.com:6385", Online: true, UpdatedAt: now.Add(-5 * time.Second), HardwareTypes: []string{"ipmi"}},
+		{ID: 2, Hostname: "cond-b", ConductorGroup: "rack1", Online: true, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"redfish"}},
+	}, Nodes: []db.Node{
+		{ID: 1, UUID: "11111111-1111-4111-8111-111111111111", Name: strp("web-1"), Driver: "ipmi", PowerState: strp("power on")},
+		{ID: 2, UUID: "22222222-2222-4222-8222-222222222222", Name: strp("<b>x</b>"), Driver: "redfish", ConductorGroup: "rack1",
+			Reservation: strp("gone-host")},
+	}}
+}
+
+func newHandler(t *testing.T, src *source) http.Handler {
+	t.Helper()
+	cache, err := collector.NewCache(collector.CacheConfig{Source: src,
+		Settings: collector.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewHandler(cache, Options{Version: "1.2.3"})
+}
+
+func get(t *testing.T, h http.Handler, target string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	req.Header.Set("Accept", "text/html")
+	h.ServeHTTP(rec, req)
+	if ct := rec.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	return rec.Code, rec.Body.String()
+}
+
+func TestPage(t *testing.T) {
+	h := newHandler(t, &source{snap: testSnapshot()})
+	code, body := get(t, h, "/")
+	if code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	for _, want := range []string{
+		`<th scope="row">cond-a.example.com:6385</th><td>(default)</td><td class="state alive">alive</td><td>ipmi</td>`,
+		`<th scope="row">cond-b</th><td>rack1</td><td class="state dead">dead</td><td>redfish</td><td class="num">1h0m</td><td class="num">0</td>`,
+		`1 alive, 0 draining, 0 stopped, 1 dead; 2 nodes.`,
+		`<td>(default)</td><td>ipmi</td><td class="num">1</td><td class="num">1</td><td class="num">1 / 1</td><td class="num">1.00× ideal</td>`,
+		`<td>rack1</td><td>redfish</td><td class="num dead">1</td>`,
+		`<td>gone-host</td><td>no such conductor</td><td class="num dead">1</td>`,
+		`class="banner ok" role="status"`,
+		`<label for="node">`,
+		`lang="en"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "<script") || strings.Contains(body, "http://") || strings.Contains(body, "https://") {
+		t.Error("page loads or links external assets or scripts")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	h := newHandler(t, &source{snap: testSnapshot()})
+	for _, ident := range []string{"web-1", "11111111-1111-4111-8111-111111111111"} {
+		code, body := get(t, h, "/?node="+ident)
+		if code != 200 || !strings.Contains(body, `<strong id="lookup-conductor">cond-a.example.com:6385</strong> <span class="state alive">alive</span>`) {
+			t.Errorf("lookup %s: %d, no conductor in the result", ident, code)
+		}
+	}
+	code, body := get(t, h, "/?node=22222222-2222-4222-8222-222222222222")
+	if code != 200 || !strings.Contains(body, `<strong id="lookup-conductor" class="dead">none</strong>: no alive conductor serves group rack1 with driver redfish`) {
+		t.Errorf("orphan lookup: %d", code)
+	}
+	if !strings.Contains(body, "(&lt;b&gt;x&lt;/b&gt;)") || strings.Contains(body, "<b>x</b>") {
+		t.Error("node name not escaped")
+	}
+	code, body = get(t, h, "/?node=%3Cscript%3Ealert(1)%3C/script%3E")
+	if code != 404 || strings.Contains(body, "<script>alert") || !strings.Contains(body, "No node <code>&lt;script&gt;alert(1)&lt;/script&gt;</code>") {
+		t.Errorf("unknown node: %d, query not escaped or not reported", code)
+	}
+}
+
+func TestPageWithoutData(t *testing.T) {
+	h := newHandler(t, &source{err: errors.New("dial tcp 127.0.0.1:5432: connection refused")})
+	code, body := get(t, h, "/")
+	if code != 200 || !strings.Contains(body, "<strong>No data yet.</strong>") || !strings.Contains(body, "connection refused") {
+		t.Errorf("status %d, no explanation:\n%s", code, body)
+	}
+}
+
+func TestStaleBanner(t *testing.T) {
+	src := &source{snap: testSnapshot()}
+	cache, _ := collector.NewCache(collector.CacheConfig{Source: src,
+		Settings: collector.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}})
+	h := NewHandler(cache, Options{})
+	get(t, h, "/")
+	src.mu.Lock()
+	src.snap, src.err = nil, errors.New("database lost")
+	src.mu.Unlock()
+	_, body := get(t, h, "/")
+	if !strings.Contains(body, "<strong>Stale data.</strong> The last refresh failed") || !strings.Contains(body, "cond-b") {
+		t.Error("stale data not flagged, or not shown")
+	}
+}
+
+func TestWantsHTML(t *testing.T) {
+	for accept, want := range map[string]bool{
+		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8": true,
+		"application/json":            false,
+		"application/json, text/html": false,
+		"*/*":                         false,
+		"":                            false,
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Accept", accept)
+		if got := WantsHTML(r); got != want {
+			t.Errorf("Accept %q: %v, want %v", accept, got, want)
+		}
+	}
+}
