@@ -322,3 +322,17 @@ func TestHandlerScrapeTimeout(t *testing.T) {
 		t.Errorf("status %d body %q", rec.Code, rec.Body.String())
 	}
 }
+
+// TestChangesCounterStartsAtZero: every group with nodes has its churn
+// counter from the first refresh, so that increase() sees the first remap.
+func TestChangesCounterStartsAtZero(t *testing.T) {
+	cache := newTestCache(t, &fakeSource{snap: goldenSnapshot()}, time.Minute)
+	if err := testutil.CollectAndCompare(NewExporter(context.Background(), cache, ExporterOptions{}), strings.NewReader(`
+# HELP ironic_node_conductor_changes_total Nodes whose conductor changed between two refreshes since the exporter started (ring churn).
+# TYPE ironic_node_conductor_changes_total counter
+ironic_node_conductor_changes_total{conductor_group=""} 0
+ironic_node_conductor_changes_total{conductor_group="rack2"} 0
+`), "ironic_node_conductor_changes_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -110,7 +110,9 @@ type Topology struct {
 	// or not a conductor of that name exists.
 	Reservations map[string]int
 	// Remapped counts, per node conductor group, the nodes present in the
-	// previous topology whose conductor changed in this one.
+	// previous topology whose conductor changed in this one. Every group
+	// that has nodes is present, with 0 when nothing moved, so that the
+	// counter built from it starts at 0 and increase() sees its first move.
 	Remapped map[string]int
 
 	byHost map[string]int
@@ -290,6 +292,12 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		t.Nodes = append(t.Nodes, NodeInfo{Node: n})
 	}
 	t.locate(todo, owner)
+	for i := range t.Rings {
+		t.Remapped[t.Rings[i].ConductorGroup] += 0
+	}
+	for gd := range t.Orphans {
+		t.Remapped[gd.ConductorGroup] += 0
+	}
 
 	perConductor := make([]int, len(t.Conductors))
 	for i, o := range owner {
