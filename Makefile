@@ -11,7 +11,7 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test unit lint bench conformance vectors fuzz clean
+.PHONY: all build test unit lint bench conformance vectors fuzz clean e2e
 
 all: lint build test
 
@@ -28,6 +28,11 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+## e2e: the alerting path end to end: the sidecar on a real PostgreSQL, real Prometheus (rules,
+## dashboard queries), real Alertmanager (example config), a webhook. `make unit` runs it too.
+e2e:
+	$(GO) test -race -count=1 -v ./e2e
 
 ## bench: benchmarks, each printed next to the baseline measured in the same run.
 bench:

@@ -1,0 +1,485 @@
+// Package e2e proves the alerting path end to end: the sidecar reads a real
+// PostgreSQL database holding Ironic's schema (made by Ironic's own
+// migrations, scripts/ironic-schema.sh), a real Prometheus scrapes it every
+// second and evaluates the project's alerting rules, a real Alertmanager
+// runs the project's example configuration, and a webhook receiver run by
+// the test gets the notification. Every query of the Grafana dashboards in
+// dashboards/ is run against that Prometheus and must return data.
+//
+// Needs: PostgreSQL on 127.0.0.1:5432 with trust authentication (or
+// ICE_TEST_PG / ICE_TEST_PG_URL), Debian's python3-ironic and
+// python3-psycopg2 (the schema), prometheus and prometheus-alertmanager.
+// .ci/run installs them. Missing tools fail the test; it never skips.
+package e2e
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/lib/pq"
+	yaml "go.yaml.in/yaml/v2"
+)
+
+const (
+	rulesFile     = "../alerts/ironic-conductor-exporter.rules.yml"
+	amConfigFile  = "../alerts/alertmanager.example.yml"
+	dashboardsDir = "../dashboards"
+	// job is the job name the rules select; the test's Prometheus uses it.
+	job = "ironic-conductor-exporter"
+	// heartbeatTimeout is Ironic's heartbeat_timeout in the test, so that a
+	// conductor dies in seconds.
+	heartbeatTimeout = 3 * time.Second
+	// downFor replaces the `for:` of IronicConductorDown in the test's copy
+	// of the rules: long enough to see the alert pending.
+	downFor = "3s"
+)
+
+var (
+	exporterBin, prometheusBin, alertmanagerBin string
+
+	adminDSN = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
+	adminURL = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
+	dbName   string
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "FAIL: "+format+"\n", args...)
+		return 1
+	}
+	var err error
+	if prometheusBin, err = exec.LookPath("prometheus"); err != nil {
+		return fail("prometheus not found in PATH: install Debian's prometheus package (.ci/run does)")
+	}
+	// Debian names the binary prometheus-alertmanager; upstream alertmanager.
+	if alertmanagerBin, err = exec.LookPath("prometheus-alertmanager"); err != nil {
+		if alertmanagerBin, err = exec.LookPath("alertmanager"); err != nil {
+			return fail("alertmanager not found in PATH: install Debian's prometheus-alertmanager package (.ci/run does)")
+		}
+	}
+
+	dir, err := os.MkdirTemp("", "ice-e2e-bin-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	exporterBin = filepath.Join(dir, "ironic_conductor_exporter")
+	if out, err := exec.Command("go", "build", "-o", exporterBin, "../cmd/ironic_conductor_exporter").CombinedOutput(); err != nil {
+		return fail("building the exporter: %v\n%s", err, out)
+	}
+
+	admin, err := sql.Open("postgres", adminDSN)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer admin.Close()
+	dbName = fmt.Sprintf("ice_e2e_test_%d", os.Getpid())
+	if _, err := admin.Exec("CREATE DATABASE " + dbName); err != nil {
+		return fail("creating database (is PostgreSQL running on 127.0.0.1:5432?): %v", err)
+	}
+	defer admin.Exec("DROP DATABASE IF EXISTS " + dbName + " WITH (FORCE)")
+	if out, err := exec.Command("../scripts/ironic-schema.sh", adminURL+"/"+dbName).CombinedOutput(); err != nil {
+		return fail("Ironic's migrations (needs Debian python3-ironic and python3-psycopg2): %v\n%s", err, out)
+	}
+	return m.Run()
+}
+
+func testDB(t *testing.T) *sql.DB {
+	t.Helper()
+	d, err := sql.Open("postgres", strings.Replace(adminDSN, "dbname=postgres", "dbname="+dbName, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// ruleFile is a Prometheus rule file, kept generic so that a copy can be
+// written back with every field the test does not touch intact.
+type ruleFile struct {
+	Groups []struct {
+		Name  string          `yaml:"name"`
+		Rules []yaml.MapSlice `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+func field(m yaml.MapSlice, key string) string {
+	for _, it := range m {
+		if it.Key == key {
+			s, _ := it.Value.(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// testRules returns the project's rules with the `for:` of alert set to
+// forDuration, and the alert's annotations as written in the file.
+func testRules(t *testing.T, alert, forDuration string) ([]byte, map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f ruleFile
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		t.Fatalf("%s: %v", rulesFile, err)
+	}
+	var annotations map[string]string
+	for _, g := range f.Groups {
+		for i, r := range g.Rules {
+			if field(r, "alert") != alert {
+				continue
+			}
+			set := false
+			for j := range r {
+				switch r[j].Key {
+				case "for":
+					r[j].Value, set = forDuration, true
+				case "annotations":
+					out, _ := yaml.Marshal(r[j].Value)
+					yaml.Unmarshal(out, &annotations)
+				}
+			}
+			if !set {
+				r = append(r, yaml.MapItem{Key: "for", Value: forDuration})
+			}
+			g.Rules[i] = r
+		}
+	}
+	if annotations == nil {
+		t.Fatalf("%s has no alert %s", rulesFile, alert)
+	}
+	out, err := yaml.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, annotations
+}
+
+// receiverHost is the host of every receiver URL in the example
+// Alertmanager configuration; the test points it at its webhook server.
+var receiverHost = regexp.MustCompile(`http://alert-receiver\.example:9095`)
+
+// testAlertmanagerConfig returns the example configuration with its
+// receivers pointed at webhookURL and its group waits shortened.
+func testAlertmanagerConfig(t *testing.T, webhookURL string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(amConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !receiverHost.Match(b) {
+		t.Fatalf("%s: no receiver URL on http://alert-receiver.example:9095 to point at the test's webhook", amConfigFile)
+	}
+	b = receiverHost.ReplaceAll(b, []byte(webhookURL))
+	b = regexp.MustCompile(`(?m)^(\s*group_wait:).*$`).ReplaceAll(b, []byte("${1} 1s"))
+	b = regexp.MustCompile(`(?m)^(\s*group_interval:).*$`).ReplaceAll(b, []byte("${1} 1s"))
+	return b
+}
+
+// webhookMessage is Alertmanager's webhook payload (version 4).
+type webhookMessage struct {
+	path     string
+	Version  string `json:"version"`
+	Receiver string `json:"receiver"`
+	Status   string `json:"status"`
+	Alerts   []struct {
+		Status      string            `json:"status"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"alerts"`
+}
+
+// webhook is the receiver the test runs.
+type webhook struct {
+	mu       sync.Mutex
+	messages []webhookMessage
+}
+
+func (w *webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	var m webhookMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m.path = r.URL.Path
+	w.mu.Lock()
+	w.messages = append(w.messages, m)
+	w.mu.Unlock()
+}
+
+func (w *webhook) received() []webhookMessage {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]webhookMessage(nil), w.messages...)
+}
+
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestAlertingPath: database -> sidecar -> Prometheus (rules, dashboards)
+// -> Alertmanager (routes, inhibitions) -> webhook.
+func TestAlertingPath(t *testing.T) {
+	started := time.Now()
+	d := testDB(t)
+	loadFixture(t, d)
+	hb := startHeartbeats(t, d, 500*time.Millisecond, beating)
+
+	// The receiver, Alertmanager, the sidecar, Prometheus.
+	hook := &webhook{}
+	hookSrv := httptest.NewServer(hook)
+	t.Cleanup(hookSrv.Close)
+
+	dir := t.TempDir()
+	addrs := freeAddrs(t, 3)
+	amAddr, exporterAddr, promAddr := addrs[0], addrs[1], addrs[2]
+	amConfig := writeFile(t, dir, "alertmanager.yml", testAlertmanagerConfig(t, hookSrv.URL))
+	am := startProcess(t, "alertmanager", alertmanagerBin, nil,
+		"--config.file="+amConfig, "--storage.path="+filepath.Join(dir, "am-data"),
+		"--web.listen-address="+amAddr, "--cluster.listen-address=", "--log.level=debug")
+
+	dsn := fmt.Sprintf("postgresql+psycopg2://postgres@127.0.0.1:5432/%s?sslmode=disable", dbName)
+	exporter := startProcess(t, "exporter", exporterBin, []string{"IRONIC_EXPORTER_DB_DSN=" + dsn},
+		"--web.listen-address="+exporterAddr, "--refresh.min-interval=0s",
+		"--ironic.heartbeat-timeout="+heartbeatTimeout.String())
+
+	rules, downAnnotations := testRules(t, "IronicConductorDown", downFor)
+	rulesPath := writeFile(t, dir, "rules.yml", rules)
+	promConfig := writeFile(t, dir, "prometheus.yml", []byte(fmt.Sprintf(`
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+alerting:
+  alertmanagers:
+    - static_configs: [{targets: [%q]}]
+scrape_configs:
+  - job_name: %s
+    static_configs: [{targets: [%q]}]
+`, rulesPath, amAddr, job, exporterAddr)))
+	prometheus := startProcess(t, "prometheus", prometheusBin, nil,
+		"--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "prom-data"),
+		"--web.listen-address="+promAddr, "--log.level=debug")
+	p := prom{base: "http://" + promAddr}
+	procs := []*process{am, exporter, prometheus}
+
+	waitFor(t, "Alertmanager ready", 20*time.Second, func() (bool, string) { return httpOK("http://" + amAddr + "/-/ready") }, procs...)
+	waitFor(t, "exporter ready", 20*time.Second, func() (bool, string) { return httpOK("http://" + exporterAddr + "/readyz") }, procs...)
+	waitFor(t, "Prometheus ready", 20*time.Second, func() (bool, string) { return httpOK(p.base + "/-/ready") }, procs...)
+	t.Logf("processes ready after %v", time.Since(started).Round(time.Millisecond))
+
+	// Prometheus scrapes the sidecar, which reads the database.
+	waitFor(t, "the sidecar scraped with ironic_up 1", 20*time.Second, func() (bool, string) {
+		r, err := p.query(fmt.Sprintf(`ironic_up{job=%q} == 1 and on (instance) up == 1`, job))
+		if err != nil {
+			return false, err.Error()
+		}
+		return !r.empty(), "no sample yet"
+	}, procs...)
+	t.Logf("sidecar scraped after %v", time.Since(started).Round(time.Millisecond))
+
+	// Every rule evaluated, healthy; IronicConductorDown inactive.
+	waitFor(t, "every rule evaluated and healthy", 20*time.Second, func() (bool, string) {
+		rs, err := p.rules()
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(rs) == 0 {
+			return false, "no rules loaded"
+		}
+		var bad []string
+		for _, r := range rs {
+			if r.Health != "ok" || r.LastError != "" || r.LastEvaluation.IsZero() || r.LastEvaluation.Year() < 2000 {
+				bad = append(bad, fmt.Sprintf("%s: health %q, lastError %q", r.Name, r.Health, r.LastError))
+			}
+		}
+		return len(bad) == 0, strings.Join(bad, "; ")
+	}, procs...)
+	rs, _ := p.rules()
+	for _, r := range rs {
+		if r.Name == "IronicConductorDown" && (r.State != "inactive" || len(r.Alerts) > 0) {
+			t.Fatalf("IronicConductorDown is %s before any conductor died: %+v", r.State, r.Alerts)
+		}
+	}
+	t.Logf("%d rules healthy after %v", len(rs), time.Since(started).Round(time.Millisecond))
+
+	// c2 stops heartbeating: after heartbeat_timeout it is dead; the alert
+	// goes pending, then firing after its `for`.
+	hb.stop(hostC2)
+	died := time.Now()
+	downAlert := func(state string) func() (bool, string) {
+		return func() (bool, string) {
+			as, err := p.alerts()
+			if err != nil {
+				return false, err.Error()
+			}
+			seen := []string{}
+			for _, a := range as {
+				if a.Labels["alertname"] == "IronicConductorDown" && a.Labels["hostname"] == hostC2 {
+					if a.State == state {
+						return true, ""
+					}
+					seen = append(seen, a.State)
+				}
+			}
+			return false, fmt.Sprintf("IronicConductorDown for %s: %v", hostC2, seen)
+		}
+	}
+	pending := waitFor(t, "IronicConductorDown pending", 30*time.Second, downAlert("pending"), procs...)
+	firing := waitFor(t, "IronicConductorDown firing", 30*time.Second, downAlert("firing"), procs...)
+	t.Logf("IronicConductorDown pending %v after the last heartbeat, firing %v later", pending.Round(time.Millisecond), firing.Round(time.Millisecond))
+
+	// Alertmanager routes it (severity critical) to the critical receiver.
+	var got webhookMessage
+	waitFor(t, "the webhook notification", 30*time.Second, func() (bool, string) {
+		for _, m := range hook.received() {
+			for _, a := range m.Alerts {
+				if a.Labels["alertname"] == "IronicConductorDown" && a.Labels["hostname"] == hostC2 && a.Status == "firing" {
+					got = m
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("%d messages, none about %s", len(hook.received()), hostC2)
+	}, procs...)
+	t.Logf("webhook notified %v after the last heartbeat", time.Since(died).Round(time.Millisecond))
+	if got.path != "/critical" || got.Receiver != "ironic-critical" || got.Version != "4" {
+		t.Errorf("notification at %s for receiver %q (version %q), want /critical, ironic-critical, 4", got.path, got.Receiver, got.Version)
+	}
+	for _, a := range got.Alerts {
+		if a.Labels["alertname"] != "IronicConductorDown" {
+			continue
+		}
+		want := map[string]string{
+			"alertname": "IronicConductorDown", "severity": "critical", "job": job,
+			"instance": exporterAddr, "hostname": hostC2, "state": "dead",
+		}
+		if fmt.Sprint(a.Labels) != fmt.Sprint(want) {
+			t.Errorf("alert labels %v, want %v", a.Labels, want)
+		}
+		if a.Annotations["summary"] != downAnnotations["summary"] || a.Annotations["runbook_url"] != downAnnotations["runbook_url"] {
+			t.Errorf("annotations %v, want summary and runbook_url of the rules file %v", a.Annotations, downAnnotations)
+		}
+		if d := a.Annotations["description"]; !strings.Contains(d, "Conductor "+hostC2+` (conductor group "")`) ||
+			strings.Contains(d, "{{") || strings.Contains(d, "<no value>") {
+			t.Errorf("description not rendered for %s: %q", hostC2, d)
+		}
+		if !strings.HasSuffix(a.Annotations["runbook_url"], "/docs/runbook.md#ironicconductordown") {
+			t.Errorf("runbook_url %q", a.Annotations["runbook_url"])
+		}
+	}
+
+	// The example's inhibitions, in the real Alertmanager.
+	checkInhibitions(t, "http://"+amAddr, procs)
+
+	// Every dashboard query returns data, now that every state exists
+	// (including a dead conductor and remapped nodes).
+	waitFor(t, "the ring churn of c2's death scraped", 20*time.Second, func() (bool, string) {
+		r, err := p.query(`ironic_node_conductor_changes_total > 0`)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !r.empty(), "no churn yet"
+	}, procs...)
+	if n := checkDashboards(t, p, dashboardsDir); n == 0 {
+		t.Logf("no Grafana dashboard JSON under %s: no dashboard query checked", dashboardsDir)
+	} else {
+		t.Logf("%d dashboard queries checked", n)
+	}
+	t.Logf("end to end in %v", time.Since(started).Round(time.Millisecond))
+}
+
+// checkInhibitions posts alerts to Alertmanager's API and reads back which
+// are suppressed: exporter trouble inhibits the conductor alerts of the same
+// exporter only; a critical alert inhibits the warning of the same
+// conductor.
+func checkInhibitions(t *testing.T, base string, procs []*process) {
+	t.Helper()
+	type alert struct {
+		Labels map[string]string `json:"labels"`
+	}
+	l := func(kv ...string) alert {
+		m := map[string]string{"job": job}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return alert{m}
+	}
+	post := []alert{
+		l("alertname", "IronicExporterDatabaseUnreachable", "severity", "critical", "instance", "inhibit-a:9608"),
+		l("alertname", "IronicConductorDown", "severity", "critical", "instance", "inhibit-a:9608", "hostname", "x1"),
+		l("alertname", "IronicNodesWithoutConductor", "severity", "warning", "instance", "inhibit-a:9608", "conductor_group", "g", "driver", "ipmi"),
+		l("alertname", "IronicConductorDown", "severity", "critical", "instance", "inhibit-b:9608", "hostname", "x2"),
+		l("alertname", "IronicConductorHeartbeatStale", "severity", "warning", "instance", "inhibit-b:9608", "hostname", "x2"),
+		l("alertname", "IronicConductorHeartbeatStale", "severity", "warning", "instance", "inhibit-b:9608", "hostname", "x3"),
+	}
+	want := map[string]string{ // instance/hostname/alertname -> state
+		"inhibit-a:9608//IronicExporterDatabaseUnreachable": "active",
+		"inhibit-a:9608/x1/IronicConductorDown":             "suppressed",
+		"inhibit-a:9608//IronicNodesWithoutConductor":       "suppressed",
+		"inhibit-b:9608/x2/IronicConductorDown":             "active",
+		"inhibit-b:9608/x2/IronicConductorHeartbeatStale":   "suppressed",
+		"inhibit-b:9608/x3/IronicConductorHeartbeatStale":   "active",
+	}
+	b, _ := json.Marshal(post)
+	resp, err := client.Post(base+"/api/v2/alerts", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /api/v2/alerts: %d %s", resp.StatusCode, body)
+	}
+	waitFor(t, "Alertmanager's inhibitions", 15*time.Second, func() (bool, string) {
+		var got []struct {
+			Labels map[string]string `json:"labels"`
+			Status struct {
+				State       string   `json:"state"`
+				InhibitedBy []string `json:"inhibitedBy"`
+			} `json:"status"`
+		}
+		if err := getJSON(t.Context(), base+"/api/v2/alerts", &got); err != nil {
+			return false, err.Error()
+		}
+		states := map[string]string{}
+		for _, a := range got {
+			k := a.Labels["instance"] + "/" + a.Labels["hostname"] + "/" + a.Labels["alertname"]
+			if _, ok := want[k]; ok {
+				states[k] = a.Status.State
+			}
+		}
+		return fmt.Sprint(states) == fmt.Sprint(want), fmt.Sprintf("got %v, want %v", states, want)
+	}, procs...)
+}
