@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 )
 
 const namespace = "ironic"
@@ -135,7 +137,7 @@ func collectTopology(ch chan<- prometheus.Metric, t *Topology, opts ExporterOpti
 			ch <- prometheus.MustNewConstMetric(conductorStateDesc, prometheus.GaugeValue,
 				boolValue(c.State == s), c.Hostname, c.ConductorGroup, string(s))
 		}
-		if !c.UpdatedAt.IsZero() {
+		if !c.UpdatedAt.IsZero() && t.Backend != db.BackendSQLite { // no heartbeats on SQLite
 			ch <- prometheus.MustNewConstMetric(conductorHeartbeatDesc, prometheus.GaugeValue,
 				unixSeconds(c.UpdatedAt), labels...)
 		}

@@ -336,3 +336,18 @@ ironic_node_conductor_changes_total{conductor_group="rack2"} 0
 		t.Error(err)
 	}
 }
+
+// TestNoHeartbeatsOnSQLite: the heartbeat timestamp is not exported where
+// Ironic does not heartbeat, so no alert or panel reads a stale value.
+func TestNoHeartbeatsOnSQLite(t *testing.T) {
+	snap := goldenSnapshot()
+	snap.Backend = db.BackendSQLite
+	cache := newTestCache(t, &fakeSource{snap: snap}, time.Minute)
+	exp := NewExporter(context.Background(), cache, ExporterOptions{})
+	if n := testutil.CollectAndCount(exp, "ironic_conductor_heartbeat_timestamp_seconds"); n != 0 {
+		t.Errorf("%d heartbeat series on SQLite", n)
+	}
+	if n := testutil.CollectAndCount(exp, "ironic_conductor_state"); n != 20 {
+		t.Errorf("%d state series, want 20", n)
+	}
+}

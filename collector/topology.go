@@ -39,7 +39,8 @@ const (
 	StateDraining State = "draining"
 	// StateStopped: offline with a stale heartbeat (a clean stop).
 	StateStopped State = "stopped"
-	// StateDead: online with a stale heartbeat (a crash or a hang).
+	// StateDead: online with a stale heartbeat (a crash or a hang). Never
+	// on SQLite, where Ironic does not heartbeat.
 	StateDead State = "dead"
 )
 
@@ -205,7 +206,15 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		ci.HardwareTypes = slices.Compact(slices.Sorted(slices.Values(c.HardwareTypes)))
 		ci.Alive = fresh(c.UpdatedAt, now, s.HeartbeatTimeout)
 		ci.Active = active(&c, snap.Backend, now, s.HeartbeatTimeout)
-		ci.State = stateOf(c.Online, ci.Alive)
+		if snap.Backend == db.BackendSQLite {
+			// Ironic on SQLite runs one combined process and does not
+			// heartbeat (_conductor_service_record_keepalive returns at
+			// once): updated_at is the registration time and says nothing
+			// about liveness, so the state follows online alone.
+			ci.State = stateOf(c.Online, c.Online)
+		} else {
+			ci.State = stateOf(c.Online, ci.Alive)
+		}
 		t.byHost[c.Hostname] = len(t.Conductors)
 		t.Conductors = append(t.Conductors, ci)
 		if !ci.Active {

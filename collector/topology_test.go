@@ -367,3 +367,24 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		t.Error("negative exponent accepted")
 	}
 }
+
+// TestStatesOnSQLite: Ironic on SQLite does not heartbeat
+// (_conductor_service_record_keepalive in ironic/conductor/base_manager.py
+// returns at once), so the state follows online alone: a running
+// conductor with an old updated_at is alive, never dead. Ironic's API
+// "alive" is still computed from updated_at, as Ironic does.
+func TestStatesOnSQLite(t *testing.T) {
+	snap := &db.Snapshot{Backend: db.BackendSQLite, Conductors: []db.Conductor{
+		cond(1, "up", "", true, ago(24*time.Hour), "ipmi"),
+		cond(2, "down", "", false, ago(time.Second), "ipmi"),
+	}}
+	topo := mustBuild(t, snap, testSettings, nil)
+	for i, want := range []State{StateAlive, StateStopped} {
+		if got := topo.Conductors[i].State; got != want {
+			t.Errorf("%s: state %q, want %q", topo.Conductors[i].Hostname, got, want)
+		}
+	}
+	if topo.Conductors[0].Alive || !topo.Conductors[0].Active {
+		t.Errorf("up: alive=%v (Ironic's API: false) active=%v (ring: true)", topo.Conductors[0].Alive, topo.Conductors[0].Active)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 )
 
 //go:embed page.html.tmpl
@@ -115,6 +116,7 @@ type conductorRow struct {
 	HardwareTypes   []string
 	HeartbeatAge    time.Duration
 	NoHeartbeat     bool
+	NotKept         bool // the backend keeps no heartbeats (SQLite)
 	Nodes           int
 	Member          bool
 }
@@ -169,6 +171,9 @@ func build(v collector.View, now time.Time, query string, opts Options) pageData
 		d.Counts[string(c.State)]++
 		row := conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State,
 			HardwareTypes: c.HardwareTypes, Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero()}
+		if t.Backend == db.BackendSQLite {
+			row.NoHeartbeat, row.NotKept = true, true // Ironic does not heartbeat on SQLite
+		}
 		if !row.NoHeartbeat {
 			row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
 		}
