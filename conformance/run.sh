@@ -1,18 +1,36 @@
 #!/usr/bin/env bash
 # Conformance of the sidecar against real Ironic 21.4 (make conformance):
-# for each seed on PostgreSQL: setup -> serve Ironic's API (background) ->
-# start the sidecar on the same database -> heartbeat -> compare Ironic vs
-# the sidecar -> the stock baremetal CLI against the sidecar -> drop the
-# database. Prints a final "N passed, M failed" line summed over every step.
+# for each case (a backend and a seed): setup -> serve Ironic's API
+# (background) -> start the sidecar on the same database -> heartbeat ->
+# compare Ironic vs the sidecar -> the stock baremetal CLI against the
+# sidecar -> drop the database. Prints a final "N passed, M failed" line
+# summed over every step.
 #
 # Usage: conformance/run.sh [SIDECAR_BINARY]
 #   With no binary (or "ironic") it is the harness' self-check: Ironic is
 #   compared with itself and the CLI runs against Ironic.
 #
 # Environment:
-#   SEEDS      seeds to run (default "1 2 3 4")
+#   CASES      BACKEND:SEED ... to run (default "postgresql:1 postgresql:2
+#              mysql:3 sqlite:4 pgconf:5"). Backends:
+#                postgresql  PGURL, sidecar given --db.dsn and
+#                            --ironic.heartbeat-timeout
+#                mysql       MYURL (MariaDB/MySQL through pymysql)
+#                sqlite      a file under the work directory
+#                            (sqlite:////tmp/...); Ironic's API runs with
+#                            current Ironic's ring membership rule, which the
+#                            sidecar follows (see README.md)
+#                pgconf      PostgreSQL with hash_ring_algorithm = sha256,
+#                            hash_partition_exponent = 7,
+#                            heartbeat_timeout = 30, which the sidecar learns
+#                            only from --ironic.config-file (the ironic.conf
+#                            the Ironic API uses)
+#   SEEDS      shorthand: PostgreSQL only, these seeds (when CASES is unset)
+#   BACKENDS   keep only the cases of these backends (e.g. "mysql sqlite")
 #   PGURL      server URL without database (default
 #              postgresql+psycopg2://postgres@127.0.0.1)
+#   MYURL      MariaDB/MySQL server URL without database (default
+#              mysql+pymysql://root@127.0.0.1)
 #   KEEP=1     keep databases and logs
 #   CLI_SAMPLE conductors/nodes sampled by the cli step (default 3)
 #   ACCEPT     known differences compare reports as NOTEs instead of
@@ -23,11 +41,23 @@ set -u -o pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY=/usr/bin/python3            # Debian's python: has python3-ironic
 FLEET="$HERE/ironic_fleet.py"
-SEEDS="${SEEDS:-1 2 3 4}"
+if [[ -z "${CASES:-}" && -n "${SEEDS:-}" ]]; then
+    CASES=""
+    for s in $SEEDS; do CASES+="postgresql:$s "; done
+fi
+CASES="${CASES:-postgresql:1 postgresql:2 mysql:3 sqlite:4 pgconf:5}"
+if [[ -n "${BACKENDS:-}" ]]; then
+    kept=""
+    for c in $CASES; do
+        for b in $BACKENDS; do [[ "${c%%:*}" == "$b" ]] && kept+="$c "; done
+    done
+    CASES="$kept"
+fi
 SIDECAR="${1:-ironic}"
 [[ "$SIDECAR" == ironic || "$SIDECAR" == */* ]] || SIDECAR="./$SIDECAR"
 [[ "$SIDECAR" == ironic || -x "$SIDECAR" ]] || { echo "no executable sidecar at $SIDECAR" >&2; exit 2; }
 PGURL="${PGURL:-postgresql+psycopg2://postgres@127.0.0.1}"
+MYURL="${MYURL:-mysql+pymysql://root@127.0.0.1}"
 CLI_SAMPLE="${CLI_SAMPLE:-3}"
 # The sidecar's deliberate differences from Ironic 21.4 (see api/doc.go):
 # the spec's 404 below 1.49 on /v1/nodes/{node}/conductor, and ?conductor=
@@ -68,7 +98,7 @@ cleanup() {
     stop_server
     if [[ "${KEEP:-0}" != 1 ]]; then
         for db in "${DBS[@]}"; do
-            "$PY" "$FLEET" dropdb --db-url "$PGURL/$db" >/dev/null 2>&1 || true
+            "$PY" "$FLEET" dropdb --db-url "$db" >/dev/null 2>&1 || true
         done
         rm -rf "$WORK"
     else
@@ -109,14 +139,32 @@ show() {
 }
 
 START=$(date +%s)
-for seed in $SEEDS; do
+for case in $CASES; do
+    backend="${case%%:*}"
+    seed="${case#*:}"
     SEED_START=$(date +%s)
-    db="${DBPREFIX}${seed}"
-    DBS+=("$db")
-    url="$PGURL/$db"
+    db="${DBPREFIX}${backend}_${seed}"
+    hb=60
+    serve_args=()
+    compare_args=()
+    case "$backend" in
+    postgresql) url="$PGURL/$db" ;;
+    mysql)      url="$MYURL/$db" ;;
+    sqlite)     url="sqlite:///$WORK/$db.sqlite"
+                serve_args=(--ring-membership current) ;;
+    pgconf)     url="$PGURL/$db"
+                hb=30
+                serve_args=(--hash-partition-exponent 7 --hash-ring-algorithm sha256)
+                compare_args=(--hash-partition-exponent 7 --hash-ring-algorithm sha256) ;;
+    *)          echo "!! unknown backend in CASES: $case"
+                STEP_ERRORS=$((STEP_ERRORS + 1))
+                continue ;;
+    esac
+    seed="$backend-$seed"   # names the case's files
+    DBS+=("$url")
     echo "=== seed $seed: setup ($url)"
-    if ! "$PY" "$FLEET" setup --db-url "$url" --seed "$seed" \
-            --heartbeat-timeout 60 --out "$WORK/fleet-$seed.json" \
+    if ! "$PY" "$FLEET" setup --db-url "$url" --seed "${case#*:}" \
+            --heartbeat-timeout "$hb" --out "$WORK/fleet-$seed.json" \
             >"$WORK/setup-$seed.out" 2>&1; then
         cat "$WORK/setup-$seed.out"
         STEP_ERRORS=$((STEP_ERRORS + 1))
@@ -127,7 +175,7 @@ for seed in $SEEDS; do
     port="$(free_port)"
     echo "=== seed $seed: serve on 127.0.0.1:$port"
     setsid "$PY" "$FLEET" serve --db-url "$url" --port "$port" \
-        --heartbeat-timeout 60 --log-dir "$WORK/log-$seed" \
+        --heartbeat-timeout "$hb" --log-dir "$WORK/log-$seed" "${serve_args[@]}" \
         >"$WORK/serve-$seed.out" 2>&1 &
     SERVE_PID=$!
     ready=0
@@ -152,7 +200,13 @@ for seed in $SEEDS; do
     if [[ "$SIDECAR" != ironic ]]; then
         sport="$(free_port)"
         echo "=== seed $seed: sidecar on 127.0.0.1:$sport"
-        "$SIDECAR" --db.dsn "$url" --ironic.heartbeat-timeout 60s \
+        if [[ "$backend" == pgconf ]]; then
+            # everything from the ironic.conf the Ironic API runs with
+            side_args=(--ironic.config-file "$WORK/log-$seed/ironic-api-$port.conf")
+        else
+            side_args=(--db.dsn "$url" --ironic.heartbeat-timeout "${hb}s")
+        fi
+        IRONIC_EXPORTER_DB_DSN= "$SIDECAR" "${side_args[@]}" \
             --refresh.min-interval 1s --web.listen-address "127.0.0.1:$sport" \
             >"$WORK/sidecar-$seed.log" 2>&1 &
         SIDECAR_PID=$!
@@ -172,6 +226,14 @@ for seed in $SEEDS; do
         fi
         side="http://127.0.0.1:$sport"
         cli_args=(--endpoint "$side" --truth "$ep")
+        if [[ "$backend" == pgconf ]]; then
+            for want in heartbeat_timeout=30s hash_partition_exponent=7 hash_ring_algorithm=sha256; do
+                if ! grep -q "msg=starting .*$want" "$WORK/sidecar-$seed.log"; then
+                    echo "!! the sidecar did not take $want from the ironic.conf"
+                    STEP_ERRORS=$((STEP_ERRORS + 1))
+                fi
+            done
+        fi
     fi
 
     # the API took a few seconds to start: give the heartbeats their ages
@@ -182,7 +244,7 @@ for seed in $SEEDS; do
     t0=$(date +%s)
     "$PY" "$FLEET" compare --ironic "$ep" --sidecar "$side" \
         --fleet "$WORK/fleet-$seed.json" ${ACCEPT:+--accept "$ACCEPT"} \
-        >"$WORK/compare-$seed.out" 2>&1
+        "${compare_args[@]}" >"$WORK/compare-$seed.out" 2>&1
     show "$WORK/compare-$seed.out"
     echo "    (compare: $(( $(date +%s) - t0 ))s)"
     count "$WORK/compare-$seed.out"

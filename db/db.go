@@ -66,8 +66,9 @@ type DB struct {
 	lastNodes atomic.Int64
 }
 
-// Open parses dsn (Ironic's [database]connection, a libpq URL or a libpq
-// key=value string) and sets up the pool. It does not connect: a database
+// Open parses dsn (Ironic's [database]connection: a SQLAlchemy URL for
+// PostgreSQL, MySQL/MariaDB or SQLite, a libpq URL or a libpq key=value
+// string) and sets up the pool. It does not connect: a database
 // that is down when the exporter starts shows up in Ping and Snapshot errors.
 // Errors never contain the password.
 func Open(dsn string, opts Options) (*DB, error) {
@@ -79,7 +80,7 @@ func Open(dsn string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, scrub(err, passwordsIn(dsn))
 	}
-	sdb := sql.OpenDB(d.connector())
+	sdb := sql.OpenDB(d.connector(opts))
 	sdb.SetMaxOpenConns(opts.MaxOpenConns)
 	sdb.SetMaxIdleConns(opts.MaxIdleConns)
 	sdb.SetConnMaxLifetime(opts.ConnMaxLifetime)
@@ -98,8 +99,8 @@ func (d *DB) String() string { return d.redacted }
 func (d *DB) Backend() Backend { return d.dialect.backend() }
 
 // IgnoredOptions are the names of the DSN options that the Go driver has no
-// use for and that Open dropped (e.g. client_encoding, plugin, keepalives),
-// for a startup log line.
+// use for and that Open dropped (e.g. client_encoding, plugin, keepalives,
+// charset, ssl_cipher), for a startup log line.
 func (d *DB) IgnoredOptions() []string { return slices.Clone(d.dialect.ignored()) }
 
 // Ping checks that the database answers, within QueryTimeout.
@@ -152,6 +153,14 @@ func passwordsIn(dsn string) []string {
 	var out []string
 	if m := sqlaUserinfo.FindStringSubmatch(dsn); m != nil && m[3] != "" {
 		out = append(out, m[3], pyUnquote(m[3], false))
+	}
+	if u, err := parseSQLAlchemyURL(dsn); err == nil {
+		for _, q := range u.Query {
+			if secretOptions[strings.ToLower(q.Key)] {
+				out = append(out, q.Value)
+			}
+		}
+		return out
 	}
 	pairs, _ := parseConninfo(dsn)
 	for _, p := range pairs {

@@ -14,7 +14,7 @@ import (
 // ([database]connection, a SQLAlchemy URL) into a dialect: the Go driver and
 // its configuration. The SQLAlchemy URL grammar is shared by every backend;
 // what the parts mean (query options, default host, ...) belongs to the
-// dialect, one file per backend (postgres.go; mysql.go and sqlite.go later).
+// dialect, one file per backend (postgres.go, mysql.go, sqlite.go).
 //
 // Error messages built here never quote the DSN or any of its values, only
 // scheme and option names, so that they cannot carry a password.
@@ -27,10 +27,14 @@ type dialect interface {
 	// driverName is the database/sql driver name, used by sqlx for bind
 	// variables.
 	driverName() string
-	// connector returns the driver connector; it must not connect.
-	connector() driver.Connector
+	// connector returns the driver connector; it must not connect. opts
+	// are the pool's options (with defaults), for settings such as a busy
+	// timeout that follow the query deadline.
+	connector(opts Options) driver.Connector
 	// txOptions are the options of the snapshot transaction.
 	txOptions() *sql.TxOptions
+	// queries are the snapshot's SQL statements.
+	queries() *queries
 	// secrets are the values that must never appear in an error or a log
 	// line (password, key passphrase).
 	secrets() []string
@@ -43,19 +47,13 @@ type dialect interface {
 type dialectFromURL func(u *sqlaURL) (dialect, error)
 
 // dialects maps the SQLAlchemy dialect name (the scheme before any "+driver")
-// to its implementation. MySQL ("mysql", "mysql+pymysql") and SQLite
-// ("sqlite:///rel", "sqlite:////abs") register here when they are written.
+// to its implementation.
 var dialects = map[string]dialectFromURL{
 	"postgresql": newPostgresFromURL,
 	"postgres":   newPostgresFromURL, // libpq's alias; SQLAlchemy < 1.4 too
-}
-
-// plannedDialects are SQLAlchemy dialects Ironic supports that the exporter
-// does not read yet: they get a clearer error than an unknown scheme.
-var plannedDialects = map[string]Backend{
-	"mysql":   BackendMySQL,
-	"mariadb": BackendMySQL,
-	"sqlite":  BackendSQLite,
+	"mysql":      newMySQLFromURL,
+	"mariadb":    newMySQLFromURL, // SQLAlchemy 1.4's MariaDB-only dialect name
+	"sqlite":     newSQLiteFromURL,
 }
 
 // parseDSN picks the dialect of dsn: a SQLAlchemy URL (scheme://...) or a
@@ -80,9 +78,6 @@ func parseDSN(dsn string) (dialect, error) {
 	}
 	if f, ok := dialects[u.Dialect]; ok {
 		return f(u)
-	}
-	if b, ok := plannedDialects[u.Dialect]; ok {
-		return nil, fmt.Errorf("database URL scheme %q: backend %s is not supported yet (only PostgreSQL)", u.Scheme, b)
 	}
 	return nil, fmt.Errorf("database URL scheme %q: unknown database dialect %q", u.Scheme, u.Dialect)
 }
@@ -253,7 +248,7 @@ func unhex(c byte) byte {
 const redactedPassword = "xxxxx"
 
 // secretOptions are the query or key=value options whose value is a secret.
-var secretOptions = map[string]bool{"password": true, "sslpassword": true, "passwd": true}
+var secretOptions = map[string]bool{"password": true, "sslpassword": true, "passwd": true, "ssl_key_password": true}
 
 // Redact returns dsn with any password replaced by "xxxxx", keeping the rest
 // as written: the password of a URL's user information, and the value of a

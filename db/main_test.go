@@ -13,12 +13,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "modernc.org/sqlite"
 )
 
-// The tests run against a real PostgreSQL with the schema made by Ironic's
-// own migrations (scripts/ironic-schema.sh, python3-ironic). Nothing is
-// skipped: without PostgreSQL or python3-ironic the package FAILS and says
-// what to install.
+// The tests run against a real PostgreSQL, a real MariaDB (or MySQL) and
+// SQLite files, each with the schema made by Ironic's own migrations
+// (scripts/ironic-schema.sh, python3-ironic; create_schema for SQLite).
+// Nothing is skipped: without a server or python3-ironic the package FAILS
+// and says what to install.
 //
 // Environment:
 //
@@ -28,6 +32,10 @@ import (
 //	ICE_TEST_PG_URL  the same server as a SQLAlchemy URL prefix for Ironic's
 //	              migrations, without the database name (default:
 //	              postgresql+psycopg2://postgres@127.0.0.1:5432)
+//	ICE_TEST_MYSQL  go-sql-driver DSN of a MariaDB/MySQL superuser, without
+//	              the database (default: root@tcp(127.0.0.1:3306)/)
+//	ICE_TEST_MYSQL_URL  the same server as a SQLAlchemy URL prefix (default:
+//	              mysql+pymysql://root@127.0.0.1:3306)
 
 // steinRevision is the alembic revision that added conductor_group to
 // conductors and nodes (Ironic 11.1, Rocky): the oldest schema the exporter
@@ -35,8 +43,19 @@ import (
 const steinRevision = "664f85c2f622"
 
 var (
-	adminDSN = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
-	adminURL = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
+	adminDSN      = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
+	adminURL      = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
+	mysqlAdminDSN = envOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
+	mysqlAdminURL = envOr("ICE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
+
+	// mysqlDBName is the MariaDB test database (current schema) and
+	// mysqlDSN its URL; sqlitePath is the SQLite test database (current
+	// schema, rollback journal) and sqliteDSN its URL.
+	mysqlDBName, mysqlDSN string
+	sqlitePath, sqliteDSN string
+	// sqliteTemplate is a copy of the freshly made SQLite schema, for tests
+	// that need a file of their own.
+	sqliteTemplate string
 
 	// testDBName has the current Ironic schema; steinDBName stops at
 	// steinRevision. Both are made by TestMain.
@@ -84,6 +103,14 @@ func testMain(m *testing.M) int {
 	if err := admin.PingContext(ctx); err != nil {
 		return fail("PostgreSQL is needed at %s (set ICE_TEST_PG; apt-get install postgresql): %v", Redact(adminDSN), err)
 	}
+	myAdmin, err := sql.Open("mysql", mysqlAdminDSN)
+	if err != nil {
+		return fail("opening %s: %v", mysqlAdminDSN, err)
+	}
+	defer myAdmin.Close()
+	if err := myAdmin.PingContext(ctx); err != nil {
+		return fail("MariaDB or MySQL is needed at %s (set ICE_TEST_MYSQL; apt-get install mariadb-server python3-pymysql): %v", mysqlAdminDSN, err)
+	}
 
 	suffix := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
 	testDBName, steinDBName = "ice_db_test_"+suffix, "ice_db_stein_"+suffix
@@ -99,12 +126,34 @@ func testMain(m *testing.M) int {
 			}
 		}(name)
 	}
+	mysqlDBName = "ice_db_test_" + suffix
+	mysqlDSN = mysqlAdminURL + "/" + mysqlDBName + "?charset=utf8"
+	if _, err := myAdmin.Exec("CREATE DATABASE " + mysqlDBName); err != nil {
+		return fail("creating MariaDB database %s: %v", mysqlDBName, err)
+	}
+	defer func() {
+		if _, err := myAdmin.Exec("DROP DATABASE IF EXISTS " + mysqlDBName); err != nil {
+			fmt.Fprintf(os.Stderr, "dropping database %s: %v\n", mysqlDBName, err)
+		}
+	}()
+	sqliteDir, err := os.MkdirTemp("", "ice-db-sqlite-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(sqliteDir)
+	sqlitePath = filepath.Join(sqliteDir, "ironic.sqlite")
+	sqliteDSN = "sqlite:///" + sqlitePath
+	sqliteTemplate = filepath.Join(sqliteDir, "template.sqlite")
 
-	// Ironic's migrations, both databases at once.
+	// Ironic's migrations, every database at once.
 	start := time.Now()
+	jobs := []struct{ url, rev string }{
+		{testDSN, ""}, {steinDSN, steinRevision},
+		{mysqlAdminURL + "/" + mysqlDBName, ""}, {"sqlite:///" + sqliteTemplate, ""},
+	}
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, job := range []struct{ url, rev string }{{testDSN, ""}, {steinDSN, steinRevision}} {
+	errs := make([]error, len(jobs))
+	for i, job := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -113,6 +162,9 @@ func testMain(m *testing.M) int {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		return fail("%v", err)
+	}
+	if err := copyFile(sqliteTemplate, sqlitePath); err != nil {
 		return fail("%v", err)
 	}
 	fmt.Fprintf(os.Stderr, "db tests: Ironic schemas migrated in %s\n", time.Since(start).Round(time.Millisecond))
@@ -145,7 +197,7 @@ func ironicSchema(url, revision string) error {
 		return nil
 	case errors.As(err, &ee) && ee.ExitCode() == 3:
 		return fmt.Errorf("Ironic's migrations cannot run: %s\n"+
-			"install python3-ironic (apt-get install python3-ironic python3-psycopg2) so that /usr/bin/python3 can import ironic",
+			"install python3-ironic (apt-get install python3-ironic python3-psycopg2 python3-pymysql) so that /usr/bin/python3 can import ironic",
 			strings.TrimSpace(out.String()))
 	default:
 		tail := out.String()
@@ -204,3 +256,103 @@ func openTest(t testing.TB, dsn string, opts Options) *DB {
 	t.Cleanup(func() { d.Close() })
 	return d
 }
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
+}
+
+// testBackend is one kind of database the tests run against, with its
+// current-schema test database.
+type testBackend struct {
+	kind Backend
+	// dsn is the test database's URL as ironic.conf would have it.
+	dsn string
+	// admin opens a writable superuser connection to the test database,
+	// for fixtures.
+	admin func(t testing.TB) *sql.DB
+	// reset empties the tables the snapshot reads.
+	reset func(t testing.TB, conn *sql.DB)
+	// sql adapts a fixture statement written for PostgreSQL.
+	sql func(string) string
+}
+
+func (b *testBackend) exec(t testing.TB, conn *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		mustExec(t, conn, b.sql(s))
+	}
+}
+
+var (
+	pgBackend = &testBackend{
+		kind:  BackendPostgreSQL,
+		dsn:   "", // set in init: testDSN is known after TestMain started
+		admin: func(t testing.TB) *sql.DB { return testDBConn(t, testDBName) },
+		reset: resetTables,
+		sql:   func(s string) string { return s },
+	}
+	mysqlBackend = &testBackend{
+		kind:  BackendMySQL,
+		admin: func(t testing.TB) *sql.DB { return myConn(t, mysqlDBName) },
+		reset: func(t testing.TB, conn *sql.DB) {
+			t.Helper()
+			mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
+		},
+		// MySQL reads "default" as a string: quote the column MySQL's way.
+		sql: func(s string) string { return strings.ReplaceAll(s, `"default"`, "`default`") },
+	}
+	sqliteBackend = &testBackend{
+		kind:  BackendSQLite,
+		admin: func(t testing.TB) *sql.DB { return sqliteConn(t, sqlitePath) },
+		reset: func(t testing.TB, conn *sql.DB) {
+			t.Helper()
+			mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
+		},
+		sql: func(s string) string { return s },
+	}
+)
+
+// backends lists every backend, with the URLs filled in.
+func backends() []*testBackend {
+	pgBackend.dsn, mysqlBackend.dsn, sqliteBackend.dsn = testDSN, mysqlDSN, sqliteDSN
+	return []*testBackend{pgBackend, mysqlBackend, sqliteBackend}
+}
+
+// forEachBackend runs f as a subtest per backend.
+func forEachBackend(t *testing.T, f func(t *testing.T, b *testBackend)) {
+	for _, b := range backends() {
+		t.Run(string(b.kind), func(t *testing.T) { f(t, b) })
+	}
+}
+
+// myConn is a superuser connection to a MariaDB database ("" for none).
+func myConn(t testing.TB, name string) *sql.DB {
+	t.Helper()
+	conn, err := sql.Open("mysql", mysqlAdminDSN+name+"?parseTime=true&loc=UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// sqliteConn is a writable connection to a SQLite file, waiting for locks
+// as Python's sqlite3 (and so Ironic) does.
+func sqliteConn(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetMaxOpenConns(1)
+	t.Cleanup(func() { conn.Close() })
+	sqliteConns[path] = append(sqliteConns[path], conn)
+	return conn
+}
+
+// sqliteConns are the connections sqliteConn opened, per file.
+var sqliteConns = map[string][]*sql.DB{}

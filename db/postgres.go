@@ -267,11 +267,13 @@ func defaultSocketDir(port string) string {
 	return "/tmp"
 }
 
-func (*postgres) backend() Backend              { return BackendPostgreSQL }
-func (*postgres) driverName() string            { return "postgres" }
-func (d *postgres) connector() driver.Connector { return d.conn }
-func (d *postgres) secrets() []string           { return d.secret }
-func (d *postgres) ignored() []string           { return d.dropped }
+func (*postgres) backend() Backend                     { return BackendPostgreSQL }
+func (*postgres) driverName() string                   { return "postgres" }
+func (d *postgres) connector(Options) driver.Connector { return d.conn }
+func (d *postgres) secrets() []string                  { return d.secret }
+func (d *postgres) ignored() []string                  { return d.dropped }
+
+func (*postgres) queries() *queries { return &standardQueries }
 
 func (*postgres) txOptions() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -15,7 +16,9 @@ import (
 // The snapshot queries. They name only columns that exist since Ironic Rocky
 // (alembic revision 664f85c2f622 added conductor_group to both tables), are
 // plain SQL that PostgreSQL, MySQL and SQLite all accept, and sort by the
-// primary key, as Ironic's list calls do by default.
+// primary key, as Ironic's list calls do by default. A dialect may adapt them
+// (see queries): MySQL compares strings by a case-insensitive collation,
+// SQLite hands timestamps over as text.
 const (
 	// SQLConductors reads the conductors table.
 	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at
@@ -35,6 +38,18 @@ ORDER BY conductor_id, hardware_type`
 FROM nodes
 ORDER BY id`
 )
+
+// queries are the three statements of a snapshot, as a dialect words them.
+// Their columns are those of SQLConductors, SQLHardwareTypes and SQLNodes, in
+// that order; a timestamp column may come as a time or as SQLAlchemy's text
+// form, a boolean as a boolean or an integer, and the hardware types need not
+// be distinct (the reader deduplicates them byte-wise).
+type queries struct {
+	conductors, hardwareTypes, nodes string
+}
+
+// standardQueries are the statements as written above (PostgreSQL).
+var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes}
 
 // testHook, when set by a test, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
@@ -83,21 +98,24 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	}
 
 	snap := &Snapshot{Backend: d.dialect.backend()}
-	if snap.Conductors, snap.Warnings, err = d.readConductors(tctx, tx); err != nil {
+	q := d.dialect.queries()
+	if snap.Conductors, snap.Warnings, err = d.readConductors(tctx, tx, q.conductors); err != nil {
 		return nil, err
 	}
 	if err := runHook(tctx, "conductors", tx); err != nil {
 		return nil, err
 	}
-	if err := d.readHardwareTypes(tctx, tx, snap.Conductors); err != nil {
+	if err := d.readHardwareTypes(tctx, tx, q.hardwareTypes, snap.Conductors); err != nil {
 		return nil, err
 	}
 	if err := runHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
 	}
-	if snap.Nodes, err = d.readNodes(tctx, tx); err != nil {
+	var nodeWarnings []string
+	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, q.nodes); err != nil {
 		return nil, err
 	}
+	snap.Warnings = append(snap.Warnings, nodeWarnings...)
 	if err := runHook(tctx, "nodes", tx); err != nil {
 		return nil, err
 	}
@@ -117,11 +135,11 @@ func stepError(step string, ctx context.Context, timeout time.Duration, err erro
 	return fmt.Errorf("%s: %w", step, err)
 }
 
-func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx) (_ []Conductor, warnings []string, err error) {
+func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx, query string) (_ []Conductor, warnings []string, err error) {
 	const step = "reading conductors"
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
-	rows, err := tx.QueryContext(ctx, SQLConductors)
+	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
 		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 	}
@@ -131,9 +149,9 @@ func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx) (_ []Conductor, wa
 	for rows.Next() {
 		var (
 			c                Conductor
-			online           sql.NullBool
+			online           anyBool
 			drivers          sql.NullString
-			created, updated sql.NullTime
+			created, updated dbTime
 			hostname, cgroup string
 			id               int64
 		)
@@ -141,8 +159,17 @@ func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx) (_ []Conductor, wa
 			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 		}
 		c.ID, c.Hostname, c.ConductorGroup = id, hostname, cgroup
-		c.Online = online.Valid && online.Bool
-		c.CreatedAt, c.UpdatedAt = wallUTC(created), wallUTC(updated)
+		c.Online = bool(online)
+		c.CreatedAt, c.UpdatedAt = created.t, updated.t
+		for _, col := range []struct {
+			name string
+			v    *dbTime
+		}{{"created_at", &created}, {"updated_at", &updated}} {
+			if col.v.bad != "" {
+				warnings = append(warnings, fmt.Sprintf(
+					"conductor %q (id %d): %s %s is not a timestamp, read as NULL", c.Hostname, c.ID, col.name, col.v.bad))
+			}
+		}
 		if drivers.Valid {
 			if err := json.Unmarshal([]byte(drivers.String), &c.Drivers); err != nil {
 				c.Drivers = nil
@@ -160,11 +187,11 @@ func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx) (_ []Conductor, wa
 }
 
 // readHardwareTypes fills HardwareTypes of conductors (ordered by ID).
-func (d *DB) readHardwareTypes(ctx context.Context, tx *sqlx.Tx, conductors []Conductor) error {
+func (d *DB) readHardwareTypes(ctx context.Context, tx *sqlx.Tx, query string, conductors []Conductor) error {
 	const step = "reading conductor hardware types"
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
-	rows, err := tx.QueryContext(ctx, SQLHardwareTypes)
+	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
 		return stepError(step, ctx, d.opts.QueryTimeout, err)
 	}
@@ -183,13 +210,17 @@ func (d *DB) readHardwareTypes(ctx context.Context, tx *sqlx.Tx, conductors []Co
 		if i, ok := slices.BinarySearchFunc(conductors, id, func(c Conductor, id int64) int {
 			return cmpInt64(c.ID, id)
 		}); ok {
-			conductors[i].HardwareTypes = append(conductors[i].HardwareTypes, ht)
+			hts := conductors[i].HardwareTypes
+			if n := len(hts); n == 0 || hts[n-1] != ht { // rows without DISTINCT come in runs
+				conductors[i].HardwareTypes = append(hts, ht)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return stepError(step, ctx, d.opts.QueryTimeout, err)
 	}
-	// The server sorts by its collation; the snapshot promises byte order.
+	// The server sorts by its collation; the snapshot promises byte order and
+	// byte-wise distinct values.
 	for i := range conductors {
 		slices.Sort(conductors[i].HardwareTypes)
 		conductors[i].HardwareTypes = slices.Compact(conductors[i].HardwareTypes)
@@ -207,13 +238,13 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx) ([]Node, error) {
+func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node, warnings []string, err error) {
 	const step = "reading nodes"
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
-	rows, err := tx.QueryContext(ctx, SQLNodes)
+	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 	}
 	defer rows.Close()
 
@@ -226,13 +257,21 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx) ([]Node, error) {
 		uuid, name, driver, reservation, instance sql.NullString
 		power, provision, resourceClass           sql.NullString
 		cgroup                                    string
-		maintenance                               sql.NullBool
-		created, updated                          sql.NullTime
+		maintenance                               anyBool
+		created, updated                          dbTime
+		badTimes                                  int
+		firstBad                                  string
 	)
 	for rows.Next() {
 		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
 			&power, &provision, &maintenance, &resourceClass, &created, &updated); err != nil {
-			return nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		}
+		if created.bad != "" || updated.bad != "" {
+			if badTimes++; badTimes == 1 {
+				firstBad = fmt.Sprintf("node %s (id %d): created_at %s, updated_at %s",
+					uuid.String, id, created.describe(), updated.describe())
+			}
 		}
 		out = append(out, Node{
 			ID:             id,
@@ -244,16 +283,154 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx) ([]Node, error) {
 			InstanceUUID:   slab.ptr(instance),
 			PowerState:     slab.ptr(in.nullable(power)),
 			ProvisionState: slab.ptr(in.nullable(provision)),
-			Maintenance:    maintenance.Valid && maintenance.Bool,
+			Maintenance:    bool(maintenance),
 			ResourceClass:  slab.ptr(in.nullable(resourceClass)),
-			CreatedAt:      wallUTC(created),
-			UpdatedAt:      wallUTC(updated),
+			CreatedAt:      created.t,
+			UpdatedAt:      updated.t,
 		})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 	}
-	return out, nil
+	if badTimes > 0 {
+		warnings = append(warnings, fmt.Sprintf(
+			"%d node(s) with a created_at or updated_at that is not a timestamp, read as NULL; first: %s", badTimes, firstBad))
+	}
+	return out, warnings, nil
+}
+
+// anyBool scans a boolean column: a boolean (PostgreSQL), or an integer
+// (MySQL TINYINT(1), SQLite INTEGER) where any non-zero value is true, as
+// SQLAlchemy's Boolean and MySQL's "IS TRUE" read it. NULL is false, as in
+// Ironic's online.is_(True) filter.
+type anyBool bool
+
+func (b *anyBool) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*b = false
+	case bool:
+		*b = anyBool(x)
+	case int64:
+		*b = x != 0
+	case []byte:
+		return b.text(string(x))
+	case string:
+		return b.text(x)
+	default:
+		return fmt.Errorf("boolean column holds a %T", v)
+	}
+	return nil
+}
+
+func (b *anyBool) text(s string) error {
+	switch s {
+	case "t", "true", "TRUE", "1":
+		*b = true
+	case "f", "false", "FALSE", "0", "":
+		*b = false
+	default:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("boolean column holds %q", s)
+		}
+		*b = n != 0
+	}
+	return nil
+}
+
+// dbTime scans a timestamp column holding naive UTC: a time from the driver
+// (PostgreSQL, MySQL) whose wall clock is taken as UTC, or SQLAlchemy's text
+// form (SQLite). A value that is neither reads as NULL with bad describing
+// it, so that one odd row does not fail the snapshot.
+type dbTime struct {
+	t   time.Time // zero when NULL or bad
+	bad string    // the unreadable value, quoted; "" when fine
+}
+
+func (d *dbTime) Scan(v any) error {
+	*d = dbTime{}
+	switch x := v.(type) {
+	case nil:
+	case time.Time:
+		d.t = wallUTC(sql.NullTime{Time: x, Valid: true})
+	case string:
+		d.text(x)
+	case []byte:
+		d.text(string(x))
+	case int64:
+		d.bad = fmt.Sprintf("%d (an integer)", x)
+	case float64:
+		d.bad = fmt.Sprintf("%g (a number)", x)
+	default:
+		d.bad = fmt.Sprintf("(a %T)", v)
+	}
+	return nil
+}
+
+func (d *dbTime) text(s string) {
+	t, err := parseSQLAlchemyTime(s)
+	if err != nil {
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		d.bad = strconv.Quote(s)
+		return
+	}
+	d.t = t
+}
+
+func (d *dbTime) describe() string {
+	if d.bad != "" {
+		return d.bad
+	}
+	if d.t.IsZero() {
+		return "NULL"
+	}
+	return d.t.Format("2006-01-02 15:04:05.999999")
+}
+
+// parseSQLAlchemyTime reads a DATETIME the way SQLAlchemy's SQLite dialect
+// does (processors.str_to_datetime, regexp
+// `(\d+)-(\d+)-(\d+) (\d+):(\d+):(\d+)(?:\.(\d+))?`): SQLAlchemy writes
+// "YYYY-MM-DD HH:MM:SS.ffffff" (always six digits), and reads the digits
+// after the dot as a number of microseconds, so ".5" is 5µs, not half a
+// second. The layout must be exactly that (SQLite's own CURRENT_TIMESTAMP
+// "YYYY-MM-DD HH:MM:SS" included); anything else is an error, where
+// SQLAlchemy would raise or misread.
+func parseSQLAlchemyTime(s string) (time.Time, error) {
+	bad := func() (time.Time, error) { return time.Time{}, fmt.Errorf("not a SQLAlchemy DATETIME: %q", s) }
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
+		return bad()
+	}
+	num := func(p string) int {
+		n := 0
+		for i := 0; i < len(p); i++ {
+			if p[i] < '0' || p[i] > '9' {
+				return -1
+			}
+			n = n*10 + int(p[i]-'0')
+		}
+		return n
+	}
+	year, mon, day := num(s[0:4]), num(s[5:7]), num(s[8:10])
+	hour, min, sec := num(s[11:13]), num(s[14:16]), num(s[17:19])
+	micro := 0
+	if rest := s[19:]; rest != "" {
+		if rest[0] != '.' || len(rest) < 2 || len(rest) > 7 {
+			return bad()
+		}
+		micro = num(rest[1:])
+	}
+	if year < 1 || mon < 1 || mon > 12 || day < 1 || hour < 0 || hour > 23 || min < 0 || min > 59 ||
+		sec < 0 || sec > 59 || micro < 0 {
+		return bad()
+	}
+	t := time.Date(year, time.Month(mon), day, hour, min, sec, micro*1000, time.UTC)
+	if t.Day() != day { // Feb 30 and the like: Python's datetime refuses them
+		return bad()
+	}
+	return t, nil
 }
 
 // wallUTC returns the stored wall-clock time in time.UTC. Ironic stores naive

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,6 +35,8 @@ var fixtureSQL = []string{
 	 (4, '[2001:db8::1]:8080', '[1, 2]', true, 'rack1', '1999-12-31 23:59:59.999999', '2000-01-01 00:00:00'),
 	 (7, 'cond-z', '[]', true, 'Rack2', '2024-07-01 12:00:00', '2024-07-01 12:00:00')`,
 	// Several interface rows per (conductor, hardware type): DISTINCT matters.
+	// "Ipmi" and "ipmi" are two ring keys for Ironic, also where the
+	// collation (MySQL's utf8mb3_general_ci) calls them equal.
 	`INSERT INTO conductor_hardware_interfaces (conductor_id, hardware_type, interface_type, interface_name, "default") VALUES
 	 (1, 'redfish', 'boot', 'redfish-virtual-media', true),
 	 (1, 'redfish', 'boot', 'ipxe', false),
@@ -45,6 +48,7 @@ var fixtureSQL = []string{
 	 (3, 'manual-management', 'power', 'fake', true),
 	 (3, 'Ipmi', 'power', 'ipmitool', true),
 	 (3, 'Ipmi', 'boot', 'pxe', true),
+	 (3, 'ipmi', 'boot', 'ipxe', true),
 	 (7, 'idrac', 'power', 'idrac-redfish', true)`,
 	`INSERT INTO nodes (id, uuid, name, driver, conductor_group, reservation, instance_uuid, power_state,
 	                   provision_state, maintenance, resource_class, created_at, updated_at) VALUES
@@ -67,7 +71,7 @@ var fixtureWant = &Snapshot{
 			CreatedAt: ts("2023-06-30 23:59:59")},
 		{ID: 3, Hostname: "kondüktör-ß.例え.jp", ConductorGroup: "grüppe", Online: false,
 			CreatedAt: ts("2024-11-03 01:30:00"), UpdatedAt: ts("2024-11-03 01:30:00.5"),
-			HardwareTypes: []string{"Ipmi", "manual-management"}},
+			HardwareTypes: []string{"Ipmi", "ipmi", "manual-management"}},
 		{ID: 4, Hostname: "[2001:db8::1]:8080", ConductorGroup: "rack1", Online: true,
 			CreatedAt: ts("1999-12-31 23:59:59.999999"), UpdatedAt: ts("2000-01-01 00:00:00")},
 		{ID: 7, Hostname: "cond-z", ConductorGroup: "Rack2", Online: true,
@@ -92,27 +96,66 @@ var fixtureWant = &Snapshot{
 	},
 }
 
+// wantFor is fixtureWant as backend kind stores and returns it:
+//   - MySQL: Ironic's DATETIME columns have no fractional seconds, and
+//     MariaDB truncates them (MySQL would round);
+//   - SQLite: values are the text inserted; SQLAlchemy (so Ironic, so the
+//     exporter) reads the digits after the dot as microseconds, so ".5" is
+//     5µs (SQLAlchemy itself always writes six digits).
+func wantFor(kind Backend) *Snapshot {
+	w := cloneSnapshot(fixtureWant)
+	w.Backend = kind
+	switch kind {
+	case BackendMySQL:
+		trunc := func(t *time.Time) { *t = t.Truncate(time.Second) }
+		for i := range w.Conductors {
+			trunc(&w.Conductors[i].CreatedAt)
+			trunc(&w.Conductors[i].UpdatedAt)
+		}
+		for i := range w.Nodes {
+			trunc(&w.Nodes[i].CreatedAt)
+			trunc(&w.Nodes[i].UpdatedAt)
+		}
+	case BackendSQLite:
+		w.Conductors[2].UpdatedAt = ts("2024-11-03 01:30:00.000005")
+	}
+	return w
+}
+
+func cloneSnapshot(s *Snapshot) *Snapshot {
+	c := *s
+	c.Conductors = slices.Clone(s.Conductors)
+	c.Nodes = slices.Clone(s.Nodes)
+	c.Warnings = slices.Clone(s.Warnings)
+	return &c
+}
+
 // timeCmp compares instants, wall clock and location: a value that reads
 // the same instant in another zone is still a failure.
 var timeCmp = cmp.Comparer(func(a, b time.Time) bool {
 	return a.Equal(b) && a.Location() == b.Location() && a.String() == b.String()
 })
 
-func loadFixture(t *testing.T) {
+// loadFixture loads the fixture into the PostgreSQL test database.
+func loadFixture(t *testing.T) { loadFixtureOn(t, pgBackend) }
+
+func loadFixtureOn(t *testing.T, b *testBackend) {
 	t.Helper()
-	conn := testDBConn(t, testDBName)
-	resetTables(t, conn)
-	mustExec(t, conn, fixtureSQL...)
+	conn := b.admin(t)
+	b.reset(t, conn)
+	b.exec(t, conn, fixtureSQL...)
 }
 
-func TestSnapshot(t *testing.T) {
-	loadFixture(t)
-	d := openTest(t, testDSN, Options{})
+func TestSnapshot(t *testing.T) { forEachBackend(t, testSnapshot) }
+
+func testSnapshot(t *testing.T, b *testBackend) {
+	loadFixtureOn(t, b)
+	d := openTest(t, b.dsn, Options{})
 	got, err := d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fixtureWant, got, timeCmp); diff != "" {
+	if diff := cmp.Diff(wantFor(b.kind), got, timeCmp); diff != "" {
 		t.Errorf("snapshot (-want +got):\n%s", diff)
 	}
 	// Every timestamp is in time.UTC, the zero value included.
@@ -138,15 +181,17 @@ func TestSnapshot(t *testing.T) {
 }
 
 func TestSnapshotEmpty(t *testing.T) {
-	resetTables(t, testDBConn(t, testDBName))
-	d := openTest(t, testDSN, Options{})
-	got, err := d.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Conductors) != 0 || len(got.Nodes) != 0 || len(got.Warnings) != 0 || got.Backend != BackendPostgreSQL {
-		t.Errorf("empty database: %+v", got)
-	}
+	forEachBackend(t, func(t *testing.T, b *testBackend) {
+		b.reset(t, b.admin(t))
+		d := openTest(t, b.dsn, Options{})
+		got, err := d.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Conductors) != 0 || len(got.Nodes) != 0 || len(got.Warnings) != 0 || got.Backend != b.kind {
+			t.Errorf("empty database: %+v", got)
+		}
+	})
 }
 
 // TestSnapshotTimeZones checks the conditions TestSnapshot ran under and
@@ -239,14 +284,25 @@ func TestSnapshotReadOnlyRepeatableRead(t *testing.T) {
 
 // TestSnapshotConsistent commits changes between the queries of a snapshot:
 // the snapshot must not see them (one REPEATABLE READ transaction), the next
-// one must.
+// one must. On SQLite the writer can only commit during a read transaction
+// in WAL mode (in rollback-journal mode the reader's SHARED lock makes it
+// wait, which TestSQLiteConcurrentWriter covers).
 func TestSnapshotConsistent(t *testing.T) {
-	loadFixture(t)
-	admin := testDBConn(t, testDBName)
-	d := openTest(t, testDSN, Options{})
+	for _, b := range backends() {
+		if b.kind == BackendSQLite {
+			b = sqliteWALBackend(t)
+		}
+		t.Run(string(b.kind), func(t *testing.T) { testSnapshotConsistent(t, b) })
+	}
+}
+
+func testSnapshotConsistent(t *testing.T, b *testBackend) {
+	loadFixtureOn(t, b)
+	admin := b.admin(t)
+	d := openTest(t, b.dsn, Options{})
 	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
 		if stage == "conductors" {
-			mustExec(t, admin,
+			b.exec(t, admin,
 				`INSERT INTO conductor_hardware_interfaces (conductor_id, hardware_type, interface_type, interface_name, "default")
 				 VALUES (2, 'late-type', 'power', 'fake', true)`,
 				`INSERT INTO nodes (id, uuid, driver) VALUES (99, 'late', 'late-type')`,
@@ -258,7 +314,7 @@ func TestSnapshotConsistent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fixtureWant, got, timeCmp); diff != "" {
+	if diff := cmp.Diff(wantFor(b.kind), got, timeCmp); diff != "" {
 		t.Errorf("snapshot saw changes committed after it started (-want +got):\n%s", diff)
 	}
 	testHook = nil
@@ -320,13 +376,15 @@ func TestSnapshotQueryTimeout(t *testing.T) {
 }
 
 func TestSnapshotCanceled(t *testing.T) {
-	loadFixture(t)
-	d := openTest(t, testDSN, Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := d.Snapshot(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("snapshot with a canceled context: %v, want context.Canceled", err)
-	}
+	forEachBackend(t, func(t *testing.T, b *testBackend) {
+		loadFixtureOn(t, b)
+		d := openTest(t, b.dsn, Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := d.Snapshot(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("snapshot with a canceled context: %v, want context.Canceled", err)
+		}
+	})
 }
 
 func closedPort(t *testing.T) int {
@@ -341,8 +399,19 @@ func closedPort(t *testing.T) int {
 }
 
 func TestServerDown(t *testing.T) {
+	for _, tc := range []struct{ name, scheme, query string }{
+		{"postgresql", "postgresql+psycopg2", "?sslmode=disable"},
+		{"mysql", "mysql+pymysql", "?charset=utf8"},
+		{"mysql with TLS", "mysql+pymysql", "?ssl_verify_cert=false&ssl_check_hostname=false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testServerDown(t, tc.scheme+"://ironic:"+"s3cr3t-PW%2Fwith%40chars"+"@127.0.0.1:"+itoa(closedPort(t))+"/ironic"+tc.query)
+		})
+	}
+}
+
+func testServerDown(t *testing.T, dsn string) {
 	const password = "s3cr3t-PW/with@chars"
-	dsn := "postgresql+psycopg2://ironic:" + "s3cr3t-PW%2Fwith%40chars" + "@127.0.0.1:" + itoa(closedPort(t)) + "/ironic?sslmode=disable"
 	start := time.Now()
 	d := openTest(t, dsn, Options{QueryTimeout: 2 * time.Second})
 	if time.Since(start) > 100*time.Millisecond {

@@ -1,0 +1,345 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jmoiron/sqlx"
+)
+
+func TestParseMySQLDSN(t *testing.T) {
+	sock := defaultMySQLSocket()
+	dir := t.TempDir()
+	cnf := filepath.Join(dir, "tripleo.cnf")
+	if err := os.WriteFile(cnf, []byte(`# TripleO style
+[client]
+user = fromclient
+[tripleo]
+bind-address=127.0.0.1
+password = "SECRET-in-file"
+host=db.internal
+!includedir /etc/my.cnf.d
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dsn                          string
+		net, addr, user, pass, dbase string
+		bind                         bool
+		tls                          string // "", "skip-verify", "verify-chain", "verify-full"
+		ignored                      []string
+	}{
+		{dsn: "mysql+pymysql://ironic:SECRET@db.example.com/ironic?charset=utf8",
+			net: "tcp", addr: "db.example.com:3306", user: "ironic", pass: "SECRET", dbase: "ironic", ignored: []string{"charset"}},
+		{dsn: "mysql+pymysql://ironic:S%40CRET@10.0.0.5:3307/ironic?charset=utf8&plugin=dbcounter",
+			net: "tcp", addr: "10.0.0.5:3307", user: "ironic", pass: "S@CRET", dbase: "ironic", ignored: []string{"charset", "plugin"}},
+		{dsn: "mysql+pymysql://ironic:SECRET@localhost/ironic",
+			net: "tcp", addr: "localhost:3306", user: "ironic", pass: "SECRET", dbase: "ironic"},
+		{dsn: "mysql://ironic:SECRET@localhost/ironic",
+			net: "unix", addr: sock, user: "ironic", pass: "SECRET", dbase: "ironic"},
+		{dsn: "mysql+mysqldb://ironic@/ironic",
+			net: "unix", addr: sock, user: "ironic", dbase: "ironic"},
+		{dsn: "mysql+pymysql://ironic:SECRET@/ironic?unix_socket=/var/lib/mysql/mysql.sock",
+			net: "unix", addr: "/var/lib/mysql/mysql.sock", user: "ironic", pass: "SECRET", dbase: "ironic"},
+		{dsn: "mariadb+pymysql://ironic:SECRET@[fd00::5]:3306/ironic",
+			net: "tcp", addr: "[fd00::5]:3306", user: "ironic", pass: "SECRET", dbase: "ironic"},
+		{dsn: "mysql+pymysql://ironic:SECRET@db/ironic?ssl_verify_cert=false&ssl_check_hostname=false",
+			net: "tcp", addr: "db:3306", user: "ironic", pass: "SECRET", dbase: "ironic", tls: "skip-verify"},
+		{dsn: "mysql+pymysql://ironic:SECRET@db/ironic?ssl_mode=REQUIRED",
+			net: "tcp", addr: "db:3306", user: "ironic", pass: "SECRET", dbase: "ironic", tls: "skip-verify"},
+		{dsn: "mysql+pymysql://ironic:SECRET@db/ironic?ssl_verify_identity=true",
+			net: "tcp", addr: "db:3306", user: "ironic", pass: "SECRET", dbase: "ironic", tls: "verify-full"},
+		{dsn: "mysql+pymysql://ironic:SECRET@db/ironic?ssl_mode=VERIFY_CA",
+			net: "tcp", addr: "db:3306", user: "ironic", pass: "SECRET", dbase: "ironic", tls: "verify-chain"},
+		{dsn: "mysql+pymysql://ironic:SECRET@db/ironic?ssl_disabled=1&ssl_verify_cert=true",
+			net: "tcp", addr: "db:3306", user: "ironic", pass: "SECRET", dbase: "ironic"},
+		{dsn: "mysql+pymysql://ironic:SECRET@db/ironic?connect_timeout=5&read_timeout=30&ssl_cipher=ECDHE",
+			net: "tcp", addr: "db:3306", user: "ironic", pass: "SECRET", dbase: "ironic", ignored: []string{"ssl_cipher"}},
+		{dsn: "mysql+pymysql://ironic@/ironic?read_default_file=" + cnf + "&read_default_group=tripleo",
+			net: "tcp", addr: "db.internal:3306", user: "ironic", pass: "SECRET-in-file", dbase: "ironic", bind: true},
+		{dsn: "mysql+pymysql:///ironic?read_default_file=" + cnf,
+			net: "tcp", addr: "localhost:3306", user: "fromclient", dbase: "ironic"},
+	} {
+		t.Run(Redact(tc.dsn), func(t *testing.T) {
+			d, err := parseDSN(tc.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			my := d.(*mysqlDialect)
+			c := my.cfg
+			if c.Net != tc.net || c.Addr != tc.addr || c.User != tc.user || c.Passwd != tc.pass || c.DBName != tc.dbase {
+				t.Errorf("net %q addr %q user %q password %q db %q", c.Net, c.Addr, c.User, c.Passwd, c.DBName)
+			}
+			if (c.DialFunc != nil) != tc.bind {
+				t.Errorf("bind-address dialer: %v, want %v", c.DialFunc != nil, tc.bind)
+			}
+			var tlsMode string
+			switch {
+			case c.TLS == nil:
+			case c.TLS.VerifyConnection != nil:
+				tlsMode = "verify-chain"
+			case c.TLS.InsecureSkipVerify:
+				tlsMode = "skip-verify"
+			default:
+				tlsMode = "verify-full"
+			}
+			if tlsMode != tc.tls {
+				t.Errorf("TLS %q, want %q", tlsMode, tc.tls)
+			}
+			if c.Loc != time.UTC || !c.ParseTime || c.Params["time_zone"] != "'+00:00'" {
+				t.Errorf("loc %v parseTime %v params %v", c.Loc, c.ParseTime, c.Params)
+			}
+			if diff := cmp.Diff(tc.ignored, my.ignored(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("ignored (-want +got):\n%s", diff)
+			}
+			if d.backend() != BackendMySQL {
+				t.Errorf("backend %s", d.backend())
+			}
+		})
+	}
+}
+
+func TestParseMySQLDSNErrors(t *testing.T) {
+	for _, tc := range []struct{ dsn, want string }{
+		{"mysql+pymysql://u:SECRET@h/", "names no database"},
+		{"mysql+pymysql://u:SECRET@h1,h2/ironic", "one host"},
+		{"mysql+pymysql://u:SECRET@h/ironic?init_command=SET+x%3D1", `"init_command" is not supported`},
+		{"mysql+pymysql://u:SECRET@h/ironic?foo=bar", `unknown database option "foo"`},
+		{"mysql+pymysql://u:SECRET@h/ironic?charset=utf8&charset=latin1", "given more than once"},
+		{"mysql+pymysql://u:SECRET@h/ironic?connect_timeout=soon", "whole number of seconds"},
+		{"mysql+pymysql://u:SECRET@h/ironic?ssl_mode=sometimes", "unknown mode"},
+		{"mysql+pymysql://u:SECRET@h/ironic?ssl_mode=PREFERRED", "PREFERRED"},
+		{"mysql+pymysql://u:SECRET@h/ironic?ssl_ca=/nonexistent/ca.pem", "ssl_ca"},
+		{"mysql+pymysql://u:SECRET@h/ironic?ssl_key=/k.pem", "ssl_key needs ssl_cert"},
+		{"mysql+pymysql://u:SECRET@h/ironic?read_default_file=/nonexistent/my.cnf", "read_default_file"},
+		{"mysql+pymysql://u:SECRET@h/ironic?bind_address=eth0", "not an IP address"},
+		{"mysql+pymysql://u:SECRET@h/ironic?ssl_key_password=SECRET2", "ssl_key_password"},
+		{"mysql+pymysql://u@h/ironic?password=SECRET&foo=1", `unknown database option "foo"`},
+	} {
+		t.Run(Redact(tc.dsn), func(t *testing.T) {
+			_, err := Open(tc.dsn, Options{})
+			if err == nil {
+				t.Fatalf("Open succeeded, want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("error %q contains the password", err)
+			}
+		})
+	}
+}
+
+// TestMySQLSession checks, inside the snapshot transaction, that the session
+// is read-only, REPEATABLE READ and UTC, and that a write fails.
+func TestMySQLSession(t *testing.T) {
+	loadFixtureOn(t, mysqlBackend)
+	d := openTest(t, mysqlDSN, Options{})
+	var checked bool
+	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+		if stage != "begin" {
+			return nil
+		}
+		checked = true
+		var iso, tz, epoch string
+		var ro int
+		if err := tx.QueryRowxContext(ctx, `SELECT @@session.tx_isolation, @@session.tx_read_only, @@session.time_zone,
+			CAST(FROM_UNIXTIME(0) AS CHAR)`).Scan(&iso, &ro, &tz, &epoch); err != nil {
+			return err
+		}
+		if iso != "REPEATABLE-READ" || ro != 1 || tz != "+00:00" || epoch != "1970-01-01 00:00:00" {
+			t.Errorf("session: isolation %q read_only %d time_zone %q FROM_UNIXTIME(0) %q", iso, ro, tz, epoch)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE nodes SET maintenance = 0`)
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1792 { // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+			t.Errorf("write in the snapshot transaction: err = %v, want error 1792", err)
+		}
+		return nil
+	})
+	if _, err := d.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !checked {
+		t.Fatal("hook did not run")
+	}
+	var maint bool
+	if err := mysqlBackend.admin(t).QueryRow(`SELECT maintenance FROM nodes WHERE id = 1`).Scan(&maint); err != nil || !maint {
+		t.Errorf("node 1 maintenance = %v, %v; the write must not have happened", maint, err)
+	}
+}
+
+// TestMySQLConsistentSnapshot commits a change after START TRANSACTION and
+// before the first SELECT: WITH CONSISTENT SNAPSHOT takes the read view at
+// START, so the snapshot must not see it (a plain START TRANSACTION would).
+func TestMySQLConsistentSnapshot(t *testing.T) {
+	loadFixtureOn(t, mysqlBackend)
+	admin := mysqlBackend.admin(t)
+	d := openTest(t, mysqlDSN, Options{})
+	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+		if stage == "begin" {
+			mustExec(t, admin, `UPDATE conductors SET online = 0 WHERE id = 1`,
+				`INSERT INTO nodes (id, uuid, driver) VALUES (98, 'early', 'ipmi')`)
+		}
+		return nil
+	})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantFor(BackendMySQL), got, timeCmp); diff != "" {
+		t.Errorf("snapshot saw a change committed after START TRANSACTION (-want +got):\n%s", diff)
+	}
+}
+
+// TestMySQLTimeZones: neither a non-UTC global time_zone, nor the Go
+// process' TZ, nor the server's system zone shifts a DATETIME.
+func TestMySQLTimeZones(t *testing.T) {
+	loadFixtureOn(t, mysqlBackend)
+	admin := myConn(t, "")
+	var old string
+	if err := admin.QueryRow(`SELECT @@global.time_zone`).Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, admin, `SET GLOBAL time_zone = '-03:30'`)
+	t.Cleanup(func() { mustExec(t, admin, `SET GLOBAL time_zone = '`+old+`'`) })
+	if time.Local.String() != goTZ {
+		t.Fatalf("time.Local is %s, want %s", time.Local, goTZ)
+	}
+	d := openTest(t, mysqlDSN, Options{})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantFor(BackendMySQL), got, timeCmp); diff != "" {
+		t.Errorf("snapshot (-want +got):\n%s", diff)
+	}
+}
+
+// TestMySQLBooleans: TINYINT(1) holds any small integer; like SQLAlchemy
+// and MySQL's IS TRUE, every non-zero value is true.
+func TestMySQLBooleans(t *testing.T) {
+	loadFixtureOn(t, mysqlBackend)
+	mustExec(t, mysqlBackend.admin(t), `UPDATE conductors SET online = 2 WHERE id = 2`,
+		`UPDATE nodes SET maintenance = -1 WHERE id = 10`)
+	d := openTest(t, mysqlDSN, Options{})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Conductors[1].Online || !got.Nodes[2].Maintenance {
+		t.Errorf("online=2 read as %v, maintenance=-1 read as %v", got.Conductors[1].Online, got.Nodes[2].Maintenance)
+	}
+}
+
+// TestMySQLQueryTimeout holds a table's metadata lock (LOCK TABLES ...
+// WRITE) from another connection: the SELECT that needs it must fail at its
+// deadline, saying which query, and the pool must work again afterwards.
+func TestMySQLQueryTimeout(t *testing.T) {
+	loadFixtureOn(t, mysqlBackend)
+	admin := mysqlBackend.admin(t)
+	const timeout = 300 * time.Millisecond
+	d := openTest(t, mysqlDSN, Options{QueryTimeout: timeout})
+	for _, tc := range []struct{ table, want string }{
+		{"nodes", "reading nodes: timed out after 300ms"},
+		{"conductors", "reading conductors: timed out after 300ms"},
+		{"conductor_hardware_interfaces", "reading conductor hardware types: timed out after 300ms"},
+	} {
+		t.Run(tc.table, func(t *testing.T) {
+			ctx := context.Background()
+			lock, err := admin.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Close()
+			if _, err := lock.ExecContext(ctx, `LOCK TABLES `+tc.table+` WRITE`); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err = d.Snapshot(ctx)
+			elapsed := time.Since(start)
+			if _, err := lock.ExecContext(ctx, `UNLOCK TABLES`); err != nil {
+				t.Fatal(err)
+			}
+			if err == nil {
+				t.Fatal("snapshot succeeded through a table lock")
+			}
+			t.Logf("error after %s: %v", elapsed.Round(time.Millisecond), err)
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %q, want prefix %q", err, tc.want)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", err)
+			}
+			if elapsed < timeout || elapsed > timeout+2*time.Second {
+				t.Errorf("snapshot took %s with a %s query timeout", elapsed, timeout)
+			}
+			if _, err := d.Snapshot(ctx); err != nil {
+				t.Errorf("snapshot after the lock was released: %v", err)
+			}
+		})
+	}
+}
+
+// TestMySQLConnectForms connects with the URL forms an operator may copy
+// from ironic.conf, as a user whose name and password need percent-encoding
+// and that has nothing but SELECT on the three tables.
+func TestMySQLConnectForms(t *testing.T) {
+	loadFixtureOn(t, mysqlBackend)
+	admin := myConn(t, "")
+	user := "ice ro@" + itoa(closedPort(t)%10000)
+	const pass = "p@ss:w/rd%"
+	createMySQLReader(t, admin, user, pass)
+	encUser := strings.NewReplacer(" ", "%20", "@", "%40").Replace(user)
+	encPass := "p%40ss%3Aw%2Frd%25"
+	cnf := filepath.Join(t.TempDir(), "my.cnf")
+	if err := os.WriteFile(cnf, []byte("[ironic]\nuser = "+user+"\npassword = '"+pass+"'\nhost = 127.0.0.1\nport = 3306\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dsn := range []string{
+		mysqlDSN,
+		"mysql+pymysql://" + encUser + ":" + encPass + "@127.0.0.1/" + mysqlDBName + "?charset=utf8&plugin=dbcounter",
+		"mysql+pymysql://" + encUser + ":" + encPass + "@localhost:3306/" + mysqlDBName,
+		"mysql://" + encUser + ":" + encPass + "@localhost/" + mysqlDBName + "?charset=utf8mb4", // mysqlclient: socket
+		"mysql+pymysql://" + encUser + ":" + encPass + "@/" + mysqlDBName + "?unix_socket=" + defaultMySQLSocket(),
+		"mariadb+pymysql://" + encUser + ":" + encPass + "@127.0.0.1:3306/" + mysqlDBName + "?connect_timeout=5",
+		"mysql+pymysql:///" + mysqlDBName + "?read_default_file=" + cnf + "&read_default_group=ironic",
+	} {
+		t.Run(Redact(dsn), func(t *testing.T) {
+			d := openTest(t, dsn, Options{QueryTimeout: 5 * time.Second})
+			got, err := d.Snapshot(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantFor(BackendMySQL), got, timeCmp); diff != "" {
+				t.Errorf("snapshot (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// createMySQLReader creates user (at 127.0.0.1 and localhost) with
+// nothing but SELECT on the three tables of the test database, dropped
+// after the test.
+func createMySQLReader(t *testing.T, admin *sql.DB, user, pass string) {
+	t.Helper()
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		acct := q(user) + "@" + q(host)
+		mustExec(t, admin, `CREATE USER `+acct+` IDENTIFIED BY `+q(pass))
+		for _, table := range []string{"conductors", "conductor_hardware_interfaces", "nodes"} {
+			mustExec(t, admin, `GRANT SELECT ON `+mysqlDBName+`.`+table+` TO `+acct)
+		}
+		t.Cleanup(func() { mustExec(t, admin, `DROP USER `+acct) })
+	}
+}

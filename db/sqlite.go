@@ -1,0 +1,138 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+
+	"modernc.org/sqlite"
+)
+
+// The SQLite dialect, on modernc.org/sqlite (pure Go, no cgo).
+//
+// Ironic names SQLite databases with SQLAlchemy's URLs: sqlite:///rel/path
+// (relative to the working directory) and sqlite:////abs/path. The exporter
+// resolves a relative path against its own working directory when Open is
+// called, and opens the file as a SQLite URI with mode=ro (the file is never
+// created or written; a missing file is an error when connecting) and PRAGMA
+// query_only. Ironic's conductor writes the same file, so the exporter must
+// never hold it up:
+//   - a snapshot is one deferred BEGIN ... ROLLBACK around three SELECTs: in
+//     rollback-journal mode it holds a SHARED lock for a few milliseconds,
+//     which a writer's busy handler (Python's sqlite3 waits 5s by default)
+//     rides out; in WAL mode readers and the writer do not block each other;
+//   - the busy timeout is the query deadline, so that a snapshot waits, and
+//     does not fail, while Ironic commits (a writer holding PENDING or
+//     EXCLUSIVE makes new readers wait);
+//   - timestamps are read as text (SQLAlchemy stores DATETIME as
+//     "YYYY-MM-DD HH:MM:SS.ffffff") and parsed as SQLAlchemy parses them,
+//     never through the driver's own guesses.
+//
+// Query options SQLAlchemy's pysqlite takes (timeout, check_same_thread,
+// isolation_level, detect_types, cached_statements) mean nothing to a reader
+// and are dropped and reported by (*DB).IgnoredOptions.
+
+var sqliteIgnored = map[string]bool{
+	"timeout": true, "check_same_thread": true, "isolation_level": true,
+	"detect_types": true, "cached_statements": true, "factory": true,
+	"plugin": true, "charset": true,
+}
+
+type sqliteDialect struct {
+	path    string // absolute
+	dropped []string
+}
+
+func newSQLiteFromURL(u *sqlaURL) (dialect, error) {
+	if len(u.Hosts) > 0 || u.HasUser {
+		return nil, errors.New("database URL: a SQLite URL names a file, not a host or user (sqlite:////var/lib/ironic/ironic.sqlite for an absolute path)")
+	}
+	if !u.HasDatabase || u.Database == ":memory:" {
+		return nil, errors.New("database URL: a SQLite URL must name the database file Ironic uses (sqlite:////absolute/path or sqlite:///relative/path); an in-memory database has nothing to read")
+	}
+	d := &sqliteDialect{}
+	for _, q := range u.Query {
+		switch {
+		case q.Key == "uri":
+			return nil, errors.New(`database URL option "uri" is not supported: give the file's path (sqlite:////path/to/ironic.sqlite)`)
+		case sqliteIgnored[q.Key]:
+			d.dropped = append(d.dropped, q.Key)
+		default:
+			return nil, fmt.Errorf("unknown database option %q for SQLite", q.Key)
+		}
+	}
+	abs, err := filepath.Abs(u.Database)
+	if err != nil {
+		return nil, fmt.Errorf("database URL: resolving the SQLite path: %w", err)
+	}
+	d.path = abs
+	return d, nil
+}
+
+// dsn is the modernc.org/sqlite DSN: a read-only SQLite URI. The busy
+// timeout follows the query deadline.
+func (d *sqliteDialect) dsn(opts Options) string {
+	busy := opts.QueryTimeout.Milliseconds()
+	if busy <= 0 {
+		busy = DefaultQueryTimeout.Milliseconds()
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("_txlock", "deferred")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy))
+	q.Add("_pragma", "query_only(1)")
+	// Path escaping as SQLite's URI parser wants it: '%', '?', '#' and
+	// spaces percent-encoded.
+	return "file:" + (&url.URL{Path: d.path}).EscapedPath() + "?" + q.Encode()
+}
+
+func (*sqliteDialect) backend() Backend    { return BackendSQLite }
+func (*sqliteDialect) driverName() string  { return "sqlite" }
+func (*sqliteDialect) secrets() []string   { return nil }
+func (d *sqliteDialect) ignored() []string { return d.dropped }
+
+func (d *sqliteDialect) connector(opts Options) driver.Connector {
+	c, err := sqlite.NewConnector(d.dsn(opts))
+	if err != nil {
+		return errConnector{fmt.Errorf("opening SQLite database %s read-only: %w", d.path, err)}
+	}
+	return &sqliteConnector{Connector: c, path: d.path}
+}
+
+// sqliteConnector names the file in connection errors ("unable to open
+// database file" alone does not say which).
+type sqliteConnector struct {
+	driver.Connector
+	path string
+}
+
+func (c *sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("opening SQLite database %s read-only: %w", c.path, err)
+	}
+	return conn, nil
+}
+
+// sqliteQueries read timestamps as text: the column's declared type would
+// make the driver parse them with formats of its own choosing.
+var sqliteQueries = queries{
+	conductors: `SELECT id, hostname, conductor_group, online, drivers,
+       CAST(created_at AS TEXT), CAST(updated_at AS TEXT)
+FROM conductors
+ORDER BY id`,
+	hardwareTypes: SQLHardwareTypes,
+	nodes: `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
+       power_state, provision_state, maintenance, resource_class,
+       CAST(created_at AS TEXT), CAST(updated_at AS TEXT)
+FROM nodes
+ORDER BY id`,
+}
+
+func (*sqliteDialect) queries() *queries { return &sqliteQueries }
+
+func (*sqliteDialect) txOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }

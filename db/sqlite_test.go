@@ -1,0 +1,406 @@
+package db
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jmoiron/sqlx"
+)
+
+// sqliteCopy makes a private copy of the freshly made SQLite schema, in
+// journal mode mode ("delete" or "wal").
+func sqliteCopy(t *testing.T, mode string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ironic.sqlite")
+	if err := copyFile(sqliteTemplate, path); err != nil {
+		t.Fatal(err)
+	}
+	conn := sqliteConn(t, path)
+	var got string
+	if err := conn.QueryRow(`PRAGMA journal_mode = ` + mode).Scan(&got); err != nil || got != mode {
+		t.Fatalf("journal_mode = %s: %q, %v", mode, got, err)
+	}
+	return path
+}
+
+// sqliteWALBackend is the SQLite backend on a WAL-mode copy of the schema.
+func sqliteWALBackend(t *testing.T) *testBackend {
+	path := sqliteCopy(t, "wal")
+	b := *sqliteBackend
+	b.dsn = "sqlite:///" + path
+	b.admin = func(t testing.TB) *sql.DB { return sqliteConn(t, path) }
+	return &b
+}
+
+func TestParseSQLiteDSN(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dsn, path string
+		ignored   []string
+	}{
+		{"sqlite:////var/lib/ironic/ironic.sqlite", "/var/lib/ironic/ironic.sqlite", nil},
+		{"sqlite:///ironic.sqlite", filepath.Join(wd, "ironic.sqlite"), nil},
+		{"sqlite:///../state/ironic.db?timeout=30&check_same_thread=false", filepath.Join(wd, "../state/ironic.db"), []string{"timeout", "check_same_thread"}},
+		{"sqlite:////tmp/a%20b/ironic.sqlite", "/tmp/a b/ironic.sqlite", nil},
+		{"SQLite+pysqlite:////x.db", "/x.db", nil},
+	} {
+		t.Run(tc.dsn, func(t *testing.T) {
+			d, err := parseDSN(tc.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := d.(*sqliteDialect)
+			if s.path != tc.path {
+				t.Errorf("path %q, want %q", s.path, tc.path)
+			}
+			if diff := cmp.Diff(tc.ignored, s.ignored()); diff != "" {
+				t.Errorf("ignored (-want +got):\n%s", diff)
+			}
+			dsn := s.dsn(Options{QueryTimeout: 2 * time.Second})
+			for _, want := range []string{"mode=ro", "busy_timeout%282000%29", "query_only%281%29"} {
+				if !strings.Contains(dsn, want) {
+					t.Errorf("driver DSN %q lacks %q", dsn, want)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct{ dsn, want string }{
+		{"sqlite://", "must name the database file"},
+		{"sqlite:///:memory:", "in-memory"},
+		{"sqlite://host/x.db", "not a host"},
+		{"sqlite:///x.db?uri=true", `"uri" is not supported`},
+		{"sqlite:///x.db?foo=1", `unknown database option "foo"`},
+	} {
+		if _, err := Open(tc.dsn, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%q) = %v, want an error containing %q", tc.dsn, err, tc.want)
+		}
+	}
+}
+
+// TestSQLiteReadOnly: a write inside the snapshot fails, and snapshots
+// neither change the file nor leave a journal behind, in rollback-journal
+// and WAL mode (no other process has the WAL database open: SQLite then
+// needs to make the -shm index, which a read-only connection may do).
+func TestSQLiteReadOnly(t *testing.T) {
+	for _, mode := range []string{"delete", "wal"} {
+		t.Run(mode, func(t *testing.T) { testSQLiteReadOnly(t, mode) })
+	}
+}
+
+func testSQLiteReadOnly(t *testing.T, mode string) {
+	path := sqliteCopy(t, mode)
+	b := *sqliteBackend
+	b.dsn, b.admin = "sqlite:///"+path, func(t testing.TB) *sql.DB { return sqliteConn(t, path) }
+	loadFixtureOn(t, &b)
+	closeAll(t, path)
+	sum := func() [32]byte {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha256.Sum256(data)
+	}
+	before := sum()
+	st, _ := os.Stat(path)
+	d := openTest(t, b.dsn, Options{})
+	var checked bool
+	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+		if stage != "begin" {
+			return nil
+		}
+		checked = true
+		_, err := tx.ExecContext(ctx, `UPDATE nodes SET maintenance = 0`)
+		if err == nil || !(strings.Contains(err.Error(), "readonly") || strings.Contains(err.Error(), "read-only")) {
+			t.Errorf("write in the snapshot transaction: err = %v, want SQLITE_READONLY", err)
+		}
+		return nil
+	})
+	for range 3 {
+		got, err := d.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantFor(BackendSQLite), got, timeCmp); diff != "" {
+			t.Errorf("snapshot (-want +got):\n%s", diff)
+		}
+	}
+	if !checked {
+		t.Fatal("hook did not run")
+	}
+	d.Close()
+	if sum() != before {
+		t.Error("the database file changed")
+	}
+	if st2, _ := os.Stat(path); !st2.ModTime().Equal(st.ModTime()) {
+		t.Errorf("mtime changed: %v -> %v", st.ModTime(), st2.ModTime())
+	}
+	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
+		if st, err := os.Stat(path + suffix); err == nil {
+			t.Logf("%s: %d bytes", path+suffix, st.Size())
+			if suffix != "-shm" && st.Size() > 0 {
+				t.Errorf("%s left behind with %d bytes", path+suffix, st.Size())
+			}
+		}
+	}
+}
+
+// closeAll closes the fixture connections of path (registered by
+// sqliteConn), so that a WAL database has no -wal or -shm file left.
+func closeAll(t *testing.T, path string) {
+	t.Helper()
+	for _, c := range sqliteConns[path] {
+		c.Close()
+	}
+	delete(sqliteConns, path)
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if _, err := os.Stat(path + suffix); err == nil {
+			t.Fatalf("%s still exists after closing every connection", path+suffix)
+		}
+	}
+}
+
+func TestSQLiteMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.sqlite")
+	d := openTest(t, "sqlite:///"+path, Options{})
+	_, err := d.Snapshot(context.Background())
+	if err == nil || !strings.HasPrefix(err.Error(), "connecting to database: ") {
+		t.Errorf("snapshot of a missing file: %v", err)
+	}
+	if _, serr := os.Stat(path); serr == nil {
+		t.Error("the exporter created the database file")
+	}
+	t.Logf("snapshot: %v", err)
+}
+
+// TestSQLiteRelativePath: sqlite:///relative is relative to the working
+// directory at Open.
+func TestSQLiteRelativePath(t *testing.T) {
+	loadFixtureOn(t, sqliteBackend)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, sqlitePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := openTest(t, "sqlite:///"+rel+"?timeout=30", Options{})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantFor(BackendSQLite), got, timeCmp); diff != "" {
+		t.Errorf("snapshot (-want +got):\n%s", diff)
+	}
+}
+
+// TestSQLiteTimestamps: SQLAlchemy's text form is read exactly; anything
+// else reads as NULL with a warning, without failing the snapshot.
+func TestSQLiteTimestamps(t *testing.T) {
+	conn := sqliteBackend.admin(t)
+	sqliteBackend.reset(t, conn)
+	mustExec(t, conn,
+		`INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at) VALUES
+		 (1, 'sqla', '[]', 1, '', '2024-02-29 23:59:59.999999', '2024-03-01 00:00:00.000000'),
+		 (2, 'current_timestamp', '[]', 1, '', '2024-03-01 12:00:00', '2024-03-01 12:00:00.123'),
+		 (3, 'iso', '[]', 1, '', '2024-03-01T12:00:00', '2024-03-01 12:00:00+02:00'),
+		 (4, 'number', '[]', 1, '', 1709294400, '2024-02-30 00:00:00')`,
+		`INSERT INTO nodes (id, uuid, driver, created_at, updated_at) VALUES
+		 (1, 'u1', 'ipmi', '2024-01-01 00:00:00.000001', 'garbage'),
+		 (2, 'u2', 'ipmi', 'x', 'y')`)
+	d := openTest(t, sqliteDSN, Options{})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []string
+	for _, c := range got.Conductors {
+		times = append(times, c.CreatedAt.Format(time.RFC3339Nano)+" "+c.UpdatedAt.Format(time.RFC3339Nano))
+	}
+	for _, n := range got.Nodes {
+		times = append(times, n.CreatedAt.Format(time.RFC3339Nano)+" "+n.UpdatedAt.Format(time.RFC3339Nano))
+	}
+	want := []string{
+		"2024-02-29T23:59:59.999999Z 2024-03-01T00:00:00Z",
+		"2024-03-01T12:00:00Z 2024-03-01T12:00:00.000123Z", // SQLAlchemy: ".123" is 123µs
+		"0001-01-01T00:00:00Z 0001-01-01T00:00:00Z",
+		"0001-01-01T00:00:00Z 0001-01-01T00:00:00Z",
+		"2024-01-01T00:00:00.000001Z 0001-01-01T00:00:00Z",
+		"0001-01-01T00:00:00Z 0001-01-01T00:00:00Z",
+	}
+	if diff := cmp.Diff(want, times); diff != "" {
+		t.Errorf("timestamps (-want +got):\n%s", diff)
+	}
+	wantWarnings := []string{
+		`conductor "iso" (id 3): created_at "2024-03-01T12:00:00" is not a timestamp, read as NULL`,
+		`conductor "iso" (id 3): updated_at "2024-03-01 12:00:00+02:00" is not a timestamp, read as NULL`,
+		`conductor "number" (id 4): created_at "1709294400" is not a timestamp, read as NULL`,
+		`conductor "number" (id 4): updated_at "2024-02-30 00:00:00" is not a timestamp, read as NULL`,
+		`2 node(s) with a created_at or updated_at that is not a timestamp, read as NULL; first: node u1 (id 1): created_at 2024-01-01 00:00:00.000001, updated_at "garbage"`,
+	}
+	if diff := cmp.Diff(wantWarnings, got.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+// TestSQLiteLocked: while a writer holds an EXCLUSIVE lock (rollback
+// journal) the snapshot waits up to its deadline, then fails saying so; the
+// pool works again afterwards.
+func TestSQLiteLocked(t *testing.T) {
+	path := sqliteCopy(t, "delete")
+	b := *sqliteBackend
+	b.dsn, b.admin = "sqlite:///"+path, func(t testing.TB) *sql.DB { return sqliteConn(t, path) }
+	loadFixtureOn(t, &b)
+	const timeout = 300 * time.Millisecond
+	d := openTest(t, b.dsn, Options{QueryTimeout: timeout})
+	writer := sqliteConn(t, path)
+	ctx := context.Background()
+	wc, err := writer.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	if _, err := wc.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = d.Snapshot(ctx)
+	elapsed := time.Since(start)
+	if _, err := wc.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("error after %s: %v", elapsed.Round(time.Millisecond), err)
+	if err == nil || !strings.HasPrefix(err.Error(), "reading conductors: ") {
+		t.Errorf("snapshot through an exclusive lock: %v", err)
+	}
+	if elapsed < timeout-50*time.Millisecond || elapsed > timeout+2*time.Second {
+		t.Errorf("snapshot took %s with a %s query timeout", elapsed, timeout)
+	}
+	if _, err := d.Snapshot(ctx); err != nil {
+		t.Errorf("snapshot after the lock was released: %v", err)
+	}
+}
+
+// heartbeatWriter is what Ironic's conductors do to a SQLite database, in a
+// separate process through Python's sqlite3 (as SQLAlchemy's pysqlite does,
+// with its default 5s busy timeout): heartbeats, node updates and lock
+// churn, each its own transaction, with 1ms between them (far busier than
+// a real conductor; with no pause at all the writer starves readers in
+// rollback-journal mode, which delays snapshots by seconds but still fails
+// neither side), for the given seconds.
+// It prints "commits=N errors=M maxwait=S" and every error.
+const heartbeatWriter = `
+import sqlite3, sys, time
+path, seconds = sys.argv[1], float(sys.argv[2])
+db = sqlite3.connect(path, timeout=5.0)
+commits = errors = 0
+maxwait = 0.0
+end = time.time() + seconds
+i = 0
+while time.time() < end:
+    i += 1
+    now = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime()) + '.%06d' % (i % 1000000)
+    t0 = time.time()
+    try:
+        db.execute("UPDATE conductors SET updated_at = ?, online = 1 WHERE id = ?", (now, 1 + i % 5))
+        db.execute("UPDATE nodes SET reservation = ?, updated_at = ? WHERE id = ?",
+                   ('cond-%d' % (i % 5) if i % 2 else None, now, 1 + i % 2000))
+        db.commit()
+        commits += 1
+    except sqlite3.Error as e:
+        errors += 1
+        print('error:', e, flush=True)
+        db.rollback()
+    maxwait = max(maxwait, time.time() - t0)
+    time.sleep(0.001)
+print('commits=%d errors=%d maxwait=%.3f' % (commits, errors, maxwait), flush=True)
+`
+
+// TestSQLiteConcurrentWriter runs the exporter's snapshots in a loop while a
+// separate process writes like Ironic, on a rollback-journal and on a WAL
+// database: the writer must never fail ("database is locked") because of
+// the exporter, and every snapshot must succeed and see a consistent state.
+func TestSQLiteConcurrentWriter(t *testing.T) {
+	for _, mode := range []string{"delete", "wal"} {
+		t.Run(mode, func(t *testing.T) {
+			path := sqliteCopy(t, mode)
+			conn := sqliteConn(t, path)
+			mustExec(t, conn, `INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at)
+				VALUES (1, 'cond-0', '[]', 1, '', '2024-01-01 00:00:00.000000', '2024-01-01 00:00:00.000000'),
+				       (2, 'cond-1', '[]', 1, '', '2024-01-01 00:00:00.000000', '2024-01-01 00:00:00.000000'),
+				       (3, 'cond-2', '[]', 1, '', '2024-01-01 00:00:00.000000', '2024-01-01 00:00:00.000000'),
+				       (4, 'cond-3', '[]', 1, '', '2024-01-01 00:00:00.000000', '2024-01-01 00:00:00.000000'),
+				       (5, 'cond-4', '[]', 1, '', '2024-01-01 00:00:00.000000', '2024-01-01 00:00:00.000000')`,
+				`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+				 INSERT INTO nodes (id, uuid, driver, conductor_group, created_at, updated_at)
+				 SELECT i, printf('%08d-0000-4000-8000-000000000000', i), 'ipmi', '', '2024-01-01 00:00:00.000000',
+				        '2024-01-01 00:00:00.000000' FROM n`)
+			conn.Close()
+
+			const seconds = 3
+			cmd := exec.Command("/usr/bin/python3", "-c", heartbeatWriter, path, fmt.Sprint(seconds))
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			d := openTest(t, "sqlite:///"+path, Options{QueryTimeout: 5 * time.Second})
+			var snaps, failed int
+			var maxDur time.Duration
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var werr error
+		loop:
+			for {
+				select {
+				case werr = <-done:
+					break loop
+				default:
+				}
+				start := time.Now()
+				s, err := d.Snapshot(context.Background())
+				maxDur = max(maxDur, time.Since(start))
+				snaps++
+				if err != nil {
+					failed++
+					t.Errorf("snapshot %d: %v", snaps, err)
+					continue
+				}
+				if len(s.Nodes) != 2000 || len(s.Conductors) != 5 || len(s.Warnings) != 0 {
+					t.Errorf("snapshot %d: %d nodes, %d conductors, warnings %v", snaps, len(s.Nodes), len(s.Conductors), s.Warnings)
+				}
+			}
+			report := strings.TrimSpace(out.String())
+			t.Logf("%s: %d snapshots (%d failed, slowest %s) during the writer's %ds; writer: %s",
+				mode, snaps, failed, maxDur.Round(time.Millisecond), seconds, report)
+			if werr != nil {
+				t.Fatalf("writer: %v\n%s", werr, report)
+			}
+			var commits, errs int
+			var maxwait float64
+			last := report[strings.LastIndex(report, "\n")+1:]
+			if _, err := fmt.Sscanf(last, "commits=%d errors=%d maxwait=%f", &commits, &errs, &maxwait); err != nil {
+				t.Fatalf("writer output %q: %v", report, err)
+			}
+			if errs != 0 || commits < 50 {
+				t.Errorf("writer: %d commits, %d errors", commits, errs)
+			}
+			if snaps < 10 {
+				t.Errorf("only %d snapshots", snaps)
+			}
+		})
+	}
+}

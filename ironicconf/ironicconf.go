@@ -1,0 +1,429 @@
+// Package ironicconf reads the few options the exporter shares with Ironic
+// from Ironic's own configuration files, the way oslo.config reads them, so
+// that the exporter can be pointed at the ironic.conf Ironic uses instead of
+// repeating its settings on the command line.
+//
+// The options are [database] connection (with oslo.db's deprecated names
+// [DEFAULT] sql_connection, [DATABASE] sql_connection and [sql] connection),
+// [conductor] heartbeat_timeout, [DEFAULT] hash_partition_exponent and
+// [DEFAULT] hash_ring_algorithm.
+//
+// oslo.config's behaviour, reproduced here (checked against oslo.config
+// itself, see the tests):
+//   - files are read in order (--config-file, repeatable), then every *.conf
+//     of each --config-dir in lexical order; a later value overrides an
+//     earlier one, within a file too;
+//   - a line starting with '#' or ';' is a comment; there are no inline
+//     comments ("x = 1 # one" is the value "1 # one");
+//   - "key = value" and "key: value" (whichever of '=' and ':' comes first);
+//     a value wrapped in matching single or double quotes loses them;
+//   - an indented line continues the previous value (joined with "\n"); a
+//     blank line ends it;
+//   - section names are case-insensitive ([Database] is [database]) except
+//     DEFAULT, which must be upper case ([default] is a section of its own);
+//     keys are case-sensitive;
+//   - an assignment before any section is an error;
+//   - "$$" is a literal "$"; "$name" and "${name}" substitute the option
+//     name of [DEFAULT], "$group.name" that of [group]. oslo.config takes the
+//     value from the registered option, which may be a default the exporter
+//     does not know (state_path's, for instance): a name that no file sets
+//     is an error that says so;
+//   - integers are whole numbers, surrounding blanks allowed.
+//
+// Errors name the file, line, section and key, never the value of
+// [database] connection (it holds the database password).
+package ironicconf
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Opt is one option's value and where it came from.
+type Opt[T any] struct {
+	// Value is the parsed value; the zero value when not Set.
+	Value T
+	// Set is true when a file gives the option.
+	Set bool
+	// File, Line, Section and Key say where the value that won was written
+	// (Section and Key as written in the file, e.g. a deprecated name).
+	File    string
+	Line    int
+	Section string
+	Key     string
+}
+
+// Where describes the option's origin for a log line or an error:
+// "[conductor] heartbeat_timeout in /etc/ironic/ironic.conf:12".
+func (o Opt[T]) Where() string {
+	return fmt.Sprintf("[%s] %s in %s:%d", o.Section, o.Key, o.File, o.Line)
+}
+
+// Config holds the options the exporter reads from Ironic's files.
+type Config struct {
+	// Files are the files read, in order.
+	Files []string
+	// Connection is [database] connection, a SQLAlchemy URL that may hold a
+	// password: never log it unredacted.
+	Connection Opt[string]
+	// HeartbeatTimeout is [conductor] heartbeat_timeout (whole seconds in
+	// the file).
+	HeartbeatTimeout Opt[time.Duration]
+	// HashPartitionExponent is [DEFAULT] hash_partition_exponent.
+	HashPartitionExponent Opt[int]
+	// HashRingAlgorithm is [DEFAULT] hash_ring_algorithm, as written (the
+	// caller checks it is an algorithm it knows).
+	HashRingAlgorithm Opt[string]
+}
+
+// Error is a problem with a configuration file. It never contains the value
+// of a secret option.
+type Error struct {
+	File    string
+	Line    int    // 0 when the error is about the whole file
+	Section string // "" when not about an option
+	Key     string
+	Msg     string
+	Err     error // underlying error, if any
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("ironic config ")
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Section != "" || e.Key != "" {
+		fmt.Fprintf(&b, ": [%s] %s", e.Section, e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// value is one assignment in a file.
+type value struct {
+	text          string
+	file          string
+	line          int
+	section, key  string // as written
+	normalSection string
+}
+
+// File is a parsed configuration file: for each normalised section name
+// (DEFAULT, or lower case), for each key, its assignments in order.
+type File struct {
+	Name     string
+	sections map[string]map[string][]value
+}
+
+// normalSection is oslo.config's _normalize_group_name.
+func normalSection(s string) string {
+	if s == "DEFAULT" {
+		return s
+	}
+	return strings.ToLower(s)
+}
+
+// Parse reads one file in oslo.config's ini dialect (oslo_config.iniparser).
+// name is used in errors.
+func Parse(r io.Reader, name string) (*File, error) {
+	f := &File{Name: name, sections: map[string]map[string][]value{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var (
+		section string
+		cur     *value // the assignment being continued
+		lineno  int
+		lines   []string
+	)
+	flush := func() {
+		if cur != nil {
+			cur.text = strings.Join(lines, "\n")
+			m := f.sections[cur.normalSection]
+			m[cur.key] = append(m[cur.key], *cur)
+			cur, lines = nil, nil
+		}
+	}
+	perr := func(msg string) error { return &Error{File: name, Line: lineno, Msg: msg} }
+	for sc.Scan() {
+		lineno++
+		line := strings.TrimRight(sc.Text(), " \t\r\n\v\f")
+		if lineno == 1 {
+			line = strings.TrimPrefix(line, "\ufeff")
+		}
+		switch {
+		case line == "":
+			flush()
+			continue
+		case line[0] == ' ' || line[0] == '\t':
+			if cur == nil {
+				return nil, perr("unexpected continuation line (an indented line must continue a value)")
+			}
+			lines = append(lines, strings.TrimLeft(line, " \t"))
+			continue
+		}
+		flush()
+		switch {
+		case line[0] == '[':
+			if !strings.HasSuffix(line, "]") {
+				return nil, perr("section header without closing ']'")
+			}
+			if len(line) <= 2 {
+				return nil, perr("empty section name")
+			}
+			section = line[1 : len(line)-1]
+			if _, ok := f.sections[normalSection(section)]; !ok {
+				f.sections[normalSection(section)] = map[string][]value{}
+			}
+		case line[0] == '#' || line[0] == ';':
+		default:
+			colon, equal := strings.IndexByte(line, ':'), strings.IndexByte(line, '=')
+			if colon < 0 && equal < 0 {
+				return nil, perr("neither a section, a comment nor key = value")
+			}
+			var key, val string
+			if colon < 0 || (equal >= 0 && equal < colon) {
+				key, val = line[:equal], line[equal+1:]
+			} else {
+				key, val = line[:colon], line[colon+1:]
+			}
+			key = strings.TrimSpace(key)
+			val = strings.TrimSpace(val)
+			if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
+				val = val[1 : len(val)-1]
+			}
+			if key == "" {
+				return nil, perr("empty key")
+			}
+			if section == "" {
+				return nil, perr("assignment before any [section]")
+			}
+			cur = &value{file: name, line: lineno, section: section, key: key, normalSection: normalSection(section)}
+			lines = []string{val}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &Error{File: name, Msg: "reading", Err: err}
+	}
+	flush()
+	return f, nil
+}
+
+// optName is where an option may be written: section (normalised) and key.
+type optName struct{ section, key string }
+
+// The names of the options, the current name first, then oslo.db's
+// deprecated names.
+var (
+	connectionNames = []optName{{"database", "connection"}, {"DEFAULT", "sql_connection"},
+		{"database", "sql_connection"}, {"sql", "connection"}}
+	heartbeatNames = []optName{{"conductor", "heartbeat_timeout"}}
+	exponentNames  = []optName{{"DEFAULT", "hash_partition_exponent"}}
+	algorithmNames = []optName{{"DEFAULT", "hash_ring_algorithm"}}
+)
+
+// set is the parsed files, in order.
+type set []*File
+
+// lookup finds the winning assignment of an option as oslo.config's
+// _get_file_value does: the last file that sets any of names wins; within
+// it, the first of names it sets, and of that the last assignment.
+func (s set) lookup(names []optName) (value, bool) {
+	for i := len(s) - 1; i >= 0; i-- {
+		for _, n := range names {
+			if vs := s[i].sections[n.section][n.key]; len(vs) > 0 {
+				return vs[len(vs)-1], true
+			}
+		}
+	}
+	return value{}, false
+}
+
+// templateRef matches "$$", "$name", "${name}" and "$group.name" as
+// oslo.config's string.Template subclass does.
+var templateRef = regexp.MustCompile(`\$(?:(\$)|([_a-zA-Z][._a-zA-Z0-9]*)|\{([_a-zA-Z][._a-zA-Z0-9]*)\}|)`)
+
+// substitute expands $-references in v (oslo.config's _substitute).
+// secret says whether v's text must stay out of errors.
+func (s set) substitute(v value, secret bool, depth int) (string, error) {
+	if !strings.Contains(v.text, "$") {
+		return v.text, nil
+	}
+	verr := func(msg string) error {
+		return &Error{File: v.file, Line: v.line, Section: v.section, Key: v.key, Msg: msg}
+	}
+	if depth > 10 {
+		return "", verr("substitutions nest too deep (a $reference loop?)")
+	}
+	var firstErr error
+	out := templateRef.ReplaceAllStringFunc(v.text, func(m string) string {
+		if firstErr != nil {
+			return ""
+		}
+		sm := templateRef.FindStringSubmatch(m)
+		switch {
+		case sm[1] != "":
+			return "$"
+		case sm[2] == "" && sm[3] == "":
+			if secret {
+				firstErr = verr(`a "$" that starts no substitution (write "$$" for a literal "$")`)
+			} else {
+				firstErr = verr(fmt.Sprintf(`a "$" that starts no substitution in %q (write "$$" for a literal "$")`, v.text))
+			}
+			return ""
+		}
+		ref := sm[2] + sm[3]
+		section, key := "DEFAULT", ref
+		if g, k, ok := strings.Cut(ref, "."); ok {
+			section, key = normalSection(g), k
+		}
+		target, ok := s.lookup([]optName{{section, key}})
+		if !ok {
+			firstErr = verr(fmt.Sprintf("substitution $%s: [%s] %s is set in no config file, and the exporter does not know Ironic's default for it (set it, or write the value out; \"$$\" is a literal \"$\")", ref, section, key))
+			return ""
+		}
+		r, err := s.substitute(target, secret, depth+1)
+		if err != nil {
+			firstErr = err
+			return ""
+		}
+		return r
+	})
+	if firstErr != nil {
+		return "", firstErr
+	}
+	return out, nil
+}
+
+func (s set) str(names []optName, secret bool) (Opt[string], error) {
+	v, ok := s.lookup(names)
+	if !ok {
+		return Opt[string]{}, nil
+	}
+	text, err := s.substitute(v, secret, 0)
+	if err != nil {
+		return Opt[string]{}, err
+	}
+	o := Opt[string]{Value: text, Set: true, File: v.file, Line: v.line, Section: v.section, Key: v.key}
+	return o, nil
+}
+
+var intPattern = regexp.MustCompile(`^\s*[+-]?\d+\s*$`)
+
+func (s set) integer(names []optName) (Opt[int], error) {
+	so, err := s.str(names, false)
+	if err != nil || !so.Set {
+		return Opt[int]{}, err
+	}
+	o := Opt[int]{Set: true, File: so.File, Line: so.Line, Section: so.Section, Key: so.Key}
+	verr := func(msg string) error {
+		return &Error{File: so.File, Line: so.Line, Section: so.Section, Key: so.Key, Msg: msg}
+	}
+	if strings.TrimSpace(so.Value) == "" {
+		return o, verr("empty value (remove the line to use Ironic's default)")
+	}
+	if !intPattern.MatchString(so.Value) {
+		return o, verr(fmt.Sprintf("not an integer: %q", so.Value))
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(so.Value))
+	if err != nil {
+		return o, verr(fmt.Sprintf("integer out of range: %q", so.Value))
+	}
+	o.Value = n
+	return o, nil
+}
+
+// Load reads files, then every *.conf file of each of dirs (sorted), and
+// returns the options found. A missing file or directory is an error, as in
+// oslo.config; an option no file sets is not (its Set is false).
+func Load(files, dirs []string) (*Config, error) {
+	var paths []string
+	paths = append(paths, files...)
+	for _, dir := range dirs {
+		st, err := os.Stat(dir)
+		if err != nil {
+			return nil, &Error{File: dir, Msg: "config directory", Err: err}
+		}
+		if !st.IsDir() {
+			return nil, &Error{File: dir, Msg: "not a directory"}
+		}
+		matches, err := filepath.Glob(filepath.Join(globEscape(dir), "*.conf"))
+		if err != nil {
+			return nil, &Error{File: dir, Msg: "listing *.conf", Err: err}
+		}
+		slices.Sort(matches)
+		paths = append(paths, matches...)
+	}
+	var s set
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, &Error{File: p, Msg: "config file", Err: err}
+		}
+		pf, err := Parse(f, p)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		s = append(s, pf)
+	}
+	return s.config(paths)
+}
+
+func (s set) config(paths []string) (*Config, error) {
+	c := &Config{Files: paths}
+	var err error
+	var errs []error
+	if c.Connection, err = s.str(connectionNames, true); err != nil {
+		errs = append(errs, err)
+	}
+	var hb Opt[int]
+	if hb, err = s.integer(heartbeatNames); err != nil {
+		errs = append(errs, err)
+	} else if hb.Set {
+		c.HeartbeatTimeout = Opt[time.Duration]{Value: time.Duration(hb.Value) * time.Second, Set: true,
+			File: hb.File, Line: hb.Line, Section: hb.Section, Key: hb.Key}
+	}
+	if c.HashPartitionExponent, err = s.integer(exponentNames); err != nil {
+		errs = append(errs, err)
+	}
+	if c.HashRingAlgorithm, err = s.str(algorithmNames, false); err != nil {
+		errs = append(errs, err)
+	}
+	if c.HashRingAlgorithm.Set {
+		c.HashRingAlgorithm.Value = strings.TrimSpace(c.HashRingAlgorithm.Value)
+	}
+	if c.Connection.Set {
+		c.Connection.Value = strings.TrimSpace(c.Connection.Value)
+		if c.Connection.Value == "" {
+			errs = append(errs, &Error{File: c.Connection.File, Line: c.Connection.Line,
+				Section: c.Connection.Section, Key: c.Connection.Key, Msg: "empty value"})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// globEscape escapes the glob metacharacters of a directory name.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(s)
+}
