@@ -31,6 +31,8 @@ import (
 
 	_ "github.com/lib/pq"
 	yaml "go.yaml.in/yaml/v2"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 const (
@@ -50,17 +52,9 @@ const (
 var (
 	exporterBin, prometheusBin, alertmanagerBin string
 
-	adminDSN = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
-	adminURL = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
-	dbName   string
+	testIronicDB *testenv.IronicDB
+	dbName       string
 )
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
 
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
@@ -85,30 +79,20 @@ func testMain(m *testing.M) int {
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(dir)
-	exporterBin = filepath.Join(dir, "ironic_conductor_exporter")
-	if out, err := exec.Command("go", "build", "-o", exporterBin, "../cmd/ironic_conductor_exporter").CombinedOutput(); err != nil {
-		return fail("building the exporter: %v\n%s", err, out)
-	}
-
-	admin, err := sql.Open("postgres", adminDSN)
-	if err != nil {
+	if exporterBin, err = testenv.BuildExporter(dir); err != nil {
 		return fail("%v", err)
 	}
-	defer admin.Close()
-	dbName = fmt.Sprintf("ice_e2e_test_%d", os.Getpid())
-	if _, err := admin.Exec("CREATE DATABASE " + dbName); err != nil {
-		return fail("creating database (is PostgreSQL running on 127.0.0.1:5432?): %v", err)
+	if testIronicDB, err = testenv.NewIronicDB("ice_e2e_test"); err != nil {
+		return fail("%v", err)
 	}
-	defer admin.Exec("DROP DATABASE IF EXISTS " + dbName + " WITH (FORCE)")
-	if out, err := exec.Command("../scripts/ironic-schema.sh", adminURL+"/"+dbName).CombinedOutput(); err != nil {
-		return fail("Ironic's migrations (needs Debian python3-ironic and python3-psycopg2): %v\n%s", err, out)
-	}
+	defer testIronicDB.Drop()
+	dbName = testIronicDB.Name
 	return m.Run()
 }
 
 func testDB(t *testing.T) *sql.DB {
 	t.Helper()
-	d, err := sql.Open("postgres", strings.Replace(adminDSN, "dbname=postgres", "dbname="+dbName, 1))
+	d, err := testIronicDB.Open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,116 @@
+// Package testenv gives the tests of the binary what they share: the built
+// exporter, and a PostgreSQL database holding the schema Ironic's own
+// migrations create (scripts/ironic-schema.sh, Debian python3-ironic). It
+// never skips: a missing dependency is an error saying what to install.
+//
+// Environment:
+//
+//	ICE_TEST_PG      libpq key=value DSN of a superuser connection (default
+//	                 host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable)
+//	ICE_TEST_PG_URL  the same server as a SQLAlchemy URL prefix, without the
+//	                 database (default postgresql+psycopg2://postgres@127.0.0.1:5432)
+package testenv
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	_ "github.com/lib/pq" // the PostgreSQL driver
+)
+
+var (
+	adminDSN = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
+	adminURL = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// ModuleRoot returns the directory holding the project's go.mod, found
+// from the working directory up.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("testenv: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BuildExporter builds the exporter binary into dir and returns its path.
+func BuildExporter(dir string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "ironic_conductor_exporter")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/ironic_conductor_exporter")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the exporter: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// IronicDB is a PostgreSQL database with Ironic's schema, made for one test
+// binary and dropped by Drop.
+type IronicDB struct {
+	// Name is the database's name.
+	Name string
+}
+
+// NewIronicDB creates a database named prefix_PID and runs Ironic's
+// migrations in it.
+func NewIronicDB(prefix string) (*IronicDB, error) {
+	admin, err := sql.Open("postgres", adminDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	d := &IronicDB{Name: fmt.Sprintf("%s_%d", prefix, os.Getpid())}
+	if _, err := admin.Exec("CREATE DATABASE " + d.Name); err != nil {
+		return nil, fmt.Errorf("creating database (is PostgreSQL running on 127.0.0.1:5432?): %w", err)
+	}
+	root, err := ModuleRoot()
+	if err == nil {
+		out, runErr := exec.Command(filepath.Join(root, "scripts", "ironic-schema.sh"), adminURL+"/"+d.Name).CombinedOutput()
+		if runErr != nil {
+			err = fmt.Errorf("Ironic's migrations (needs Debian python3-ironic and python3-psycopg2): %v\n%s", runErr, out)
+		}
+	}
+	if err != nil {
+		d.Drop()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Drop removes the database, closing any connection still open to it.
+func (d *IronicDB) Drop() {
+	if admin, err := sql.Open("postgres", adminDSN); err == nil {
+		admin.Exec("DROP DATABASE IF EXISTS " + d.Name + " WITH (FORCE)")
+		admin.Close()
+	}
+}
+
+// Open connects to the database as the superuser, for fixtures.
+func (d *IronicDB) Open() (*sql.DB, error) {
+	return sql.Open("postgres", strings.Replace(adminDSN, "dbname=postgres", "dbname="+d.Name, 1))
+}
