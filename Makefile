@@ -11,12 +11,16 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build test unit lint bench conformance vectors fuzz clean e2e
+.PHONY: all build run test unit lint bench conformance vectors fuzz clean e2e
 
 all: lint build test
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ironic_conductor_exporter
+
+## run: the demo: the exporter on a simulated fleet in an embedded SQLite database (ARGS: more flags).
+run: build
+	./$(BIN) demo $(ARGS)
 
 ## test: everything CI runs: lint, unit tests with the race detector, conformance.
 test: lint unit conformance

@@ -29,6 +29,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/status"
 )
@@ -50,20 +51,36 @@ type config struct {
 	refreshTimeout      time.Duration
 	nodeInfo            bool
 	shutdownGracePeriod time.Duration
+
+	// Ironic's own configuration files, and which of the flags they may
+	// fill were given explicitly (those win over the files).
+	ironicConfigFiles, ironicConfigDirs              []string
+	heartbeatSet, partitionExponentSet, algorithmSet bool
+
+	// source, when set, wraps the database the topology is read from (the
+	// demo's multi-conductor fleet).
+	source func(collector.Source) collector.Source
 }
 
 func run(args []string) int {
 	app := kingpin.New(exporterName, "Prometheus exporter and Ironic-compatible JSON API for OpenStack Ironic conductors and hash rings.")
 	var cfg config
-	app.Flag("db.dsn", "Ironic's database connection string, as in ironic.conf [database]connection (SQLAlchemy URL) or a libpq URL / key=value DSN.").
+	app.Flag("db.dsn", "Ironic's database connection string, as in ironic.conf [database]connection (SQLAlchemy URL: postgresql://, mysql+pymysql://, sqlite:////path) or a libpq URL / key=value DSN; default: from --ironic.config-file.").
 		Envar("IRONIC_EXPORTER_DB_DSN").StringVar(&cfg.dsn)
 	app.Flag("db.dsn-file", "File holding the connection string (for secrets mounted as files).").StringVar(&cfg.dsnFile)
 	app.Flag("db.query-timeout", "Deadline of each database query.").Default("10s").DurationVar(&cfg.queryTimeout)
 	app.Flag("db.max-open-conns", "Connections the exporter may hold open.").Default("2").IntVar(&cfg.maxOpenConns)
-	app.Flag("ironic.heartbeat-timeout", "Ironic's [conductor]heartbeat_timeout.").Default("60s").DurationVar(&cfg.heartbeatTimeout)
-	app.Flag("ironic.hash-partition-exponent", "Ironic's [DEFAULT]hash_partition_exponent.").Default("5").IntVar(&cfg.partitionExponent)
+	app.Flag("ironic.config-file", "Ironic's configuration file (ironic.conf), read as oslo.config reads it for [database]connection, "+
+		"[conductor]heartbeat_timeout, [DEFAULT]hash_partition_exponent and [DEFAULT]hash_ring_algorithm; repeatable, later files win. "+
+		"Explicit flags win over the files.").StringsVar(&cfg.ironicConfigFiles)
+	app.Flag("ironic.config-dir", "Directory whose *.conf files are read, in lexical order, after --ironic.config-file (repeatable).").
+		StringsVar(&cfg.ironicConfigDirs)
+	app.Flag("ironic.heartbeat-timeout", "Ironic's [conductor]heartbeat_timeout.").Default("60s").
+		IsSetByUser(&cfg.heartbeatSet).DurationVar(&cfg.heartbeatTimeout)
+	app.Flag("ironic.hash-partition-exponent", "Ironic's [DEFAULT]hash_partition_exponent.").Default("5").
+		IsSetByUser(&cfg.partitionExponentSet).IntVar(&cfg.partitionExponent)
 	app.Flag("ironic.hash-ring-algorithm", "Ironic's [DEFAULT]hash_ring_algorithm: "+strings.Join(ring.Algorithms(), ", ")+".").
-		Default("md5").StringVar(&cfg.algorithm)
+		Default("md5").IsSetByUser(&cfg.algorithmSet).StringVar(&cfg.algorithm)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.telemetryPath)
 	app.Flag("refresh.min-interval", "A scrape or lookup reads the database only when the cached topology is older than this.").
 		Default("5s").DurationVar(&cfg.minInterval)
@@ -76,13 +93,22 @@ func run(args []string) int {
 	flag.AddFlags(app, promslogConfig)
 	app.Version(version.Print(exporterName))
 	app.HelpFlag.Short('h')
-	if _, err := app.Parse(args); err != nil {
+	app.Command("serve", "Serve Ironic's database (the default command).").Default()
+	var demoCfg demoConfig
+	demoCmd := addDemoCommand(app, &demoCfg)
+	command, err := app.Parse(args)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
 		return 2
 	}
 	logger := promslog.New(promslogConfig)
 
-	if err := serve(cfg, toolkitFlags, logger); err != nil {
+	if command == demoCmd.FullCommand() {
+		err = runDemo(cfg, demoCfg, toolkitFlags, logger)
+	} else {
+		err = serve(cfg, toolkitFlags, logger)
+	}
+	if err != nil {
 		logger.Error("exiting", "err", err)
 		return 1
 	}
@@ -90,31 +116,42 @@ func run(args []string) int {
 }
 
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
+	src, err := applyIronicConfig(&cfg, logger)
+	if err != nil {
+		return err
+	}
 	dsn, err := resolveDSN(cfg.dsn, cfg.dsnFile)
 	if err != nil {
 		return err
 	}
 	alg, err := ring.ParseAlgorithm(cfg.algorithm)
 	if err != nil {
-		return fmt.Errorf("--ironic.hash-ring-algorithm: %w", err)
+		return fmt.Errorf("%s: %w", src.algorithm, err)
 	}
 	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
-		return fmt.Errorf("--ironic.hash-partition-exponent: %w", err)
+		return fmt.Errorf("%s: %w", src.partitionExponent, err)
 	}
 	database, err := db.Open(dsn, db.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns})
 	if err != nil {
-		return fmt.Errorf("--db.dsn: %w", err)
+		return fmt.Errorf("%s: %w", src.dsn, err)
 	}
 	defer database.Close()
 	logger.Info("starting", "version", version.Info(), "build_context", version.BuildContext(),
-		"database", database.String(), "heartbeat_timeout", cfg.heartbeatTimeout,
+		"database", database.String(), "backend", database.Backend(), "heartbeat_timeout", cfg.heartbeatTimeout,
 		"hash_partition_exponent", cfg.partitionExponent, "hash_ring_algorithm", cfg.algorithm)
+	if ign := database.IgnoredOptions(); len(ign) > 0 {
+		logger.Info("database URL options the exporter has no use for were ignored", "options", strings.Join(ign, ","))
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("ironic_exporter"),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var source collector.Source = database
+	if cfg.source != nil {
+		source = cfg.source(source)
+	}
 	cache, err := collector.NewCache(collector.CacheConfig{
-		Source: database,
+		Source: source,
 		Settings: collector.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
 			PartitionExponent: cfg.partitionExponent, Algorithm: alg},
 		MinInterval:    cfg.minInterval,
@@ -136,7 +173,15 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		v := cache.Get(r.Context())
+		// Ready once a topology was read. Until then a probe starts a
+		// refresh (a not-ready pod may get no scrape to do it) and waits
+		// for it briefly; once ready it never touches the database.
+		v := cache.Current()
+		if v.Topology == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			v = cache.Get(ctx)
+			cancel()
+		}
 		if v.Topology == nil {
 			http.Error(w, "not ready: "+v.Err.Error(), http.StatusServiceUnavailable)
 			return
@@ -178,6 +223,53 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	return nil
 }
 
+// sources says where each setting came from, for errors: a flag name, or
+// the option and file in Ironic's configuration.
+type sources struct {
+	dsn, partitionExponent, algorithm string
+}
+
+// applyIronicConfig reads --ironic.config-file and --ironic.config-dir and
+// fills every setting that no flag gave explicitly: the database (when
+// neither --db.dsn, IRONIC_EXPORTER_DB_DSN nor --db.dsn-file is given), the
+// heartbeat timeout, the partition exponent and the algorithm.
+func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
+	src := sources{dsn: "--db.dsn", partitionExponent: "--ironic.hash-partition-exponent", algorithm: "--ironic.hash-ring-algorithm"}
+	if cfg.dsn == "" && cfg.dsnFile != "" {
+		src.dsn = "--db.dsn-file"
+	}
+	if len(cfg.ironicConfigFiles) == 0 && len(cfg.ironicConfigDirs) == 0 {
+		return src, nil
+	}
+	conf, err := ironicconf.Load(cfg.ironicConfigFiles, cfg.ironicConfigDirs)
+	if err != nil {
+		return src, err
+	}
+	var from []any
+	note := func(setting string, o interface{ Where() string }) { from = append(from, setting, o.Where()) }
+	if cfg.dsn == "" && cfg.dsnFile == "" && conf.Connection.Set {
+		cfg.dsn = conf.Connection.Value
+		src.dsn = conf.Connection.Where()
+		note("database", conf.Connection)
+	}
+	if !cfg.heartbeatSet && conf.HeartbeatTimeout.Set {
+		cfg.heartbeatTimeout = conf.HeartbeatTimeout.Value
+		note("heartbeat_timeout", conf.HeartbeatTimeout)
+	}
+	if !cfg.partitionExponentSet && conf.HashPartitionExponent.Set {
+		cfg.partitionExponent = conf.HashPartitionExponent.Value
+		src.partitionExponent = conf.HashPartitionExponent.Where()
+		note("hash_partition_exponent", conf.HashPartitionExponent)
+	}
+	if !cfg.algorithmSet && conf.HashRingAlgorithm.Set {
+		cfg.algorithm = conf.HashRingAlgorithm.Value
+		src.algorithm = conf.HashRingAlgorithm.Where()
+		note("hash_ring_algorithm", conf.HashRingAlgorithm)
+	}
+	logger.Info("read Ironic's configuration", append([]any{"files", strings.Join(conf.Files, ",")}, from...)...)
+	return src, nil
+}
+
 // resolveDSN picks the connection string from the flag (or its environment
 // variable) or the file; exactly one must be given.
 func resolveDSN(dsn, file string) (string, error) {
@@ -195,7 +287,7 @@ func resolveDSN(dsn, file string) (string, error) {
 		}
 		return dsn, nil
 	case dsn == "":
-		return "", errors.New("no database: set --db.dsn, IRONIC_EXPORTER_DB_DSN or --db.dsn-file")
+		return "", errors.New("no database: set --db.dsn, IRONIC_EXPORTER_DB_DSN or --db.dsn-file, or point --ironic.config-file at an ironic.conf with [database]connection")
 	}
 	return dsn, nil
 }

@@ -23,21 +23,15 @@ import (
 	"time"
 
 	_ "github.com/lib/pq"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 var (
-	binary   string
-	adminDSN = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
-	adminURL = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
-	dbName   string
+	binary       string
+	testIronicDB *testenv.IronicDB
+	dbName       string
 )
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
 
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
@@ -51,32 +45,21 @@ func testMain(m *testing.M) int {
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "ironic_conductor_exporter")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		return fail("building the binary: %v\n%s", err, out)
-	}
-
-	admin, err := sql.Open("postgres", adminDSN)
-	if err != nil {
+	if binary, err = testenv.BuildExporter(dir); err != nil {
 		return fail("%v", err)
 	}
-	defer admin.Close()
-	dbName = fmt.Sprintf("ice_cmd_test_%d", os.Getpid())
-	if _, err := admin.Exec("CREATE DATABASE " + dbName); err != nil {
-		return fail("creating database (is PostgreSQL running on 127.0.0.1:5432?): %v", err)
+	if testIronicDB, err = testenv.NewIronicDB("ice_cmd_test"); err != nil {
+		return fail("%v", err)
 	}
-	defer admin.Exec("DROP DATABASE IF EXISTS " + dbName + " WITH (FORCE)")
-	script := filepath.Join("..", "..", "scripts", "ironic-schema.sh")
-	if out, err := exec.Command(script, adminURL+"/"+dbName).CombinedOutput(); err != nil {
-		return fail("Ironic's migrations (needs Debian python3-ironic and python3-psycopg2): %v\n%s", err, out)
-	}
+	defer testIronicDB.Drop()
+	dbName = testIronicDB.Name
 	return m.Run()
 }
 
 // testDB connects to the test database as a superuser, for fixtures.
 func testDB(t *testing.T) *sql.DB {
 	t.Helper()
-	d, err := sql.Open("postgres", strings.Replace(adminDSN, "dbname=postgres", "dbname="+dbName, 1))
+	d, err := testIronicDB.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,5 +421,101 @@ func TestMetricsPromtool(t *testing.T) {
 	cmd.Stdin = strings.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// writeIronicConf writes an ironic.conf for the test database in a
+// temporary directory and returns its path.
+func writeIronicConf(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ironic.conf")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestIronicConfigFile: with only --ironic.config-file the exporter takes
+// the database and the ring settings from Ironic's file; explicit flags and
+// the DSN variable win over it; the password is never logged.
+func TestIronicConfigFile(t *testing.T) {
+	fixture(t, testDB(t))
+	conf := writeIronicConf(t, `[DEFAULT]
+debug = true
+hash_partition_exponent = 7
+hash_ring_algorithm = sha256
+
+[conductor]
+heartbeat_timeout = 30
+
+[database]
+connection = `+dsnFor("127.0.0.1:5432")+`
+max_pool_size = 5
+`)
+	t.Run("from the file", func(t *testing.T) {
+		p := start(t, "", "--ironic.config-file="+conf)
+		if v := p.metric(t, "ironic_up"); v != "1" {
+			t.Fatalf("ironic_up = %q", v)
+		}
+		logs := p.log()
+		for _, want := range []string{"heartbeat_timeout=30s", "hash_partition_exponent=7", "hash_ring_algorithm=sha256",
+			"read Ironic's configuration", `database="[database] connection in ` + conf + `:10"`} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("logs lack %q:\n%s", want, logs)
+			}
+		}
+		if strings.Contains(logs, "s3cret-pw") {
+			t.Errorf("the password was logged:\n%s", logs)
+		}
+	})
+	t.Run("flags win", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "50-ring.conf"), []byte("[DEFAULT]\nhash_partition_exponent = 6\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := start(t, dsnFor("127.0.0.1:5432"), "--ironic.config-file="+conf, "--ironic.config-dir="+dir,
+			"--ironic.hash-ring-algorithm=md5", "--ironic.heartbeat-timeout=60s")
+		if v := p.metric(t, "ironic_up"); v != "1" {
+			t.Fatalf("ironic_up = %q", v)
+		}
+		logs := p.log()
+		for _, want := range []string{"heartbeat_timeout=1m0s", "hash_partition_exponent=6", "hash_ring_algorithm=md5"} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("logs lack %q:\n%s", want, logs)
+			}
+		}
+		if strings.Contains(logs, `database="[database]`) {
+			t.Errorf("the database came from the file although IRONIC_EXPORTER_DB_DSN was set:\n%s", logs)
+		}
+	})
+}
+
+// TestIronicConfigFileErrors: a bad file stops the exporter with an error
+// naming the file, section and key, never the password.
+func TestIronicConfigFileErrors(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"[database]\nconnection = postgresql://u:pw-secret@h/$nosuch\n", "[database] connection: substitution $nosuch"},
+		{"[conductor]\nheartbeat_timeout = soon\n", `[conductor] heartbeat_timeout: not an integer: \"soon\"`}, // logfmt escapes the quotes
+		{"connection = x\n", "assignment before any [section]"},
+		{"[DEFAULT]\nhash_ring_algorithm = shake_128\n[database]\nconnection = postgresql://u:pw-secret@h/x\n",
+			"[DEFAULT] hash_ring_algorithm in "},
+		{"[database]\nconnection = oracle://u:pw-secret@h/x\n", "[database] connection in "},
+	} {
+		conf := writeIronicConf(t, tc.body)
+		cmd := exec.Command(binary, "--web.listen-address="+freePort(t), "--ironic.config-file="+conf)
+		cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN=")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%q: exit 0, want an error", tc.body)
+			continue
+		}
+		if !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), conf) || strings.Contains(string(out), "pw-secret") {
+			t.Errorf("%q: output %q should name %q and the file, and never the password", tc.body, out, tc.want)
+		}
+	}
+	cmd := exec.Command(binary, "--web.listen-address="+freePort(t), "--ironic.config-file=/nonexistent/ironic.conf")
+	cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN=")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "/nonexistent/ironic.conf") {
+		t.Errorf("missing file: %v %s", err, out)
 	}
 }

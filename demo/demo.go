@@ -1,0 +1,261 @@
+// Package demo runs the exporter on a database of its own: a SQLite file
+// with Ironic's real schema (schema.sql, from Ironic's `ironic-dbsync
+// create_schema`), a simulated fleet of about 2,000 nodes and 13 conductors
+// in four conductor groups, and a simulator that plays Ironic's conductors
+// against it: heartbeats, locks, and on a fixed 90-second cycle a graceful
+// stop (a drain), a crash that leaves stuck locks, restarts and new nodes.
+//
+// A fleet of 13 conductors exists only on a networked database: Ironic on
+// SQLite runs one combined process and keeps no heartbeats. So the demo
+// stores the fleet in SQLite (nothing to install) but has the exporter judge
+// it as the MariaDB/MySQL database such a fleet really uses (MultiConductor):
+// heartbeats decide liveness, a crash turns a conductor dead and takes it
+// out of its rings, a drain shows as draining. The simulated conductors
+// heartbeat as Ironic's do there.
+//
+// The simulator writes through its own read-write connection, as Ironic's
+// conductors would; the exporter reads the file read-only through db.Open,
+// exactly as in production. Nothing here knows about HTTP or Prometheus:
+// cmd/ironic_conductor_exporter wires the exporter to DSN.
+package demo
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+)
+
+// MaxSpeed bounds Options.Speed: faster, the heartbeats of the simulated
+// fleet would come closer together than a refresh of the exporter takes.
+const MaxSpeed = 20
+
+// Options configure a demo. The zero value is a real-time demo in a new
+// temporary directory.
+type Options struct {
+	// Path is the database file to create. It must not exist; it is removed
+	// by Close. Empty: ironic.sqlite in a new temporary directory, removed
+	// with the directory by Close.
+	Path string
+	// Speed runs the simulation this many times faster: the heartbeat
+	// interval, heartbeat timeout, refresh interval and the cycle of events
+	// are divided by it. Default 1; at most MaxSpeed.
+	Speed int
+	// Seed makes the fleet and the random choices of the simulator;
+	// default 1. Equal seeds give equal fleets.
+	Seed uint64
+	// Logger receives what happens in the fleet, at info level; default
+	// discards.
+	Logger *slog.Logger
+}
+
+// Demo is a running demo database with its simulator.
+type Demo struct {
+	path   string
+	dir    string // the temporary directory Start made, or ""
+	speed  int
+	db     *sql.DB
+	log    *slog.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start creates the database, writes the fleet and starts the simulator. The
+// database is complete when Start returns.
+func Start(opts Options) (_ *Demo, err error) {
+	if opts.Speed == 0 {
+		opts.Speed = 1
+	}
+	if opts.Speed < 1 || opts.Speed > MaxSpeed {
+		return nil, fmt.Errorf("demo speed %d: want 1 to %d", opts.Speed, MaxSpeed)
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	d := &Demo{speed: opts.Speed, log: opts.Logger, done: make(chan struct{})}
+	if opts.Path == "" {
+		if d.dir, err = os.MkdirTemp("", "ironic-demo-"); err != nil {
+			return nil, fmt.Errorf("demo database: %w", err)
+		}
+		d.path = filepath.Join(d.dir, "ironic.sqlite")
+	} else {
+		if d.path, err = filepath.Abs(opts.Path); err != nil {
+			return nil, fmt.Errorf("demo database: %w", err)
+		}
+		if _, err := os.Lstat(d.path); err == nil {
+			return nil, fmt.Errorf("demo database %s already exists: remove it or give another path (the demo creates it and removes it on exit)", d.path)
+		}
+		// Fail now, not as "unable to open database file".
+		if st, err := os.Stat(filepath.Dir(d.path)); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("demo database %s: directory %s does not exist", d.path, filepath.Dir(d.path))
+		}
+	}
+	defer func() {
+		if err != nil {
+			d.removeFiles()
+		}
+	}()
+
+	// The simulator's writable connection, like a conductor's: rollback
+	// journal (SQLite's and Python's default), and a busy timeout so that a
+	// commit waits out the exporter's read transactions.
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Set("_txlock", "immediate")
+	d.db, err = sql.Open("sqlite", "file:"+(&url.URL{Path: d.path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("demo database: %w", err)
+	}
+	d.db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := d.db.ExecContext(ctx, Schema()); err != nil {
+		d.db.Close()
+		return nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
+	}
+	sim := &simulator{db: d.db, log: d.log, speed: d.speed, rng: rand.New(rand.NewPCG(opts.Seed, 0x1c0d)),
+		byHost: map[string]*simConductor{}, nodes: map[int64]*simNode{}, nodesBy: map[string][]int64{},
+		names: map[string]int{}}
+	if err := sim.setup(ctx, time.Now()); err != nil {
+		d.db.Close()
+		return nil, fmt.Errorf("demo database: writing the fleet: %w", err)
+	}
+	d.log.Info("demo: created a SQLite database with Ironic's real schema ("+schemaSource()+") and a simulated fleet",
+		"path", d.path, "fleet", sim.describe())
+
+	runCtx, stop := context.WithCancel(context.Background())
+	d.cancel = stop
+	go func() {
+		defer close(d.done)
+		sim.run(runCtx)
+	}()
+	return d, nil
+}
+
+// schemaSource is the "Source:" line of schema.sql, without the prefix.
+func schemaSource() string {
+	for line := range strings.Lines(schemaSQL) {
+		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "-- Source: "); ok {
+			return strings.TrimSuffix(s, ".")
+		}
+	}
+	return "Ironic's create_schema"
+}
+
+// Path is the database file.
+func (d *Demo) Path() string { return d.path }
+
+// DSN is the database as Ironic's [database]connection names it
+// (sqlite:////absolute/path), for db.Open.
+func (d *Demo) DSN() string { return "sqlite:///" + d.path }
+
+// HeartbeatTimeout is the [conductor]heartbeat_timeout the exporter must
+// run with: HeartbeatTimeout divided by the speed.
+func (d *Demo) HeartbeatTimeout() time.Duration { return HeartbeatTimeout / time.Duration(d.speed) }
+
+// MinInterval is the --refresh.min-interval the exporter should run with.
+func (d *Demo) MinInterval() time.Duration { return MinInterval / time.Duration(d.speed) }
+
+// LogIntro logs the settings, what to expect and the URLs to open, for the
+// first of the exporter's listen addresses (":9608" is http://127.0.0.1:9608).
+func (d *Demo) LogIntro(listenAddresses []string, metricsPath string) {
+	s := time.Duration(d.speed)
+	d.log.Info("demo: the exporter runs with heartbeat_timeout="+d.HeartbeatTimeout().String()+
+		" (Ironic's default is 60s) and refresh.min-interval="+d.MinInterval().String()+" so that changes show fast",
+		"heartbeat_interval", HeartbeatInterval/s)
+	d.log.Info(fmt.Sprintf("demo: every %s: at %s a conductor starts draining (a graceful stop), at %s another crashes holding locks, "+
+		"at %s the draining one stops heartbeating, at %s new nodes are enrolled, at %s the crashed one restarts and at %s the stopped one starts again",
+		Cycle/s, atDrain/s, atCrash/s, atDrainDone/s, atEnroll/s, atCrashBack/s, atDrainRestart/s))
+	d.log.Info("demo: the fleet is stored in SQLite but judged as on MariaDB/MySQL, the database a multi-conductor " +
+		"Ironic uses: Ironic on SQLite runs a single conductor and keeps no heartbeats, so there (and in production " +
+		"on SQLite) conductor states follow the online column alone")
+	if len(listenAddresses) == 0 {
+		return
+	}
+	base := baseURL(listenAddresses[0])
+	d.log.Info("demo: open the status page in a browser", "url", base+"/")
+	d.log.Info("demo: the metrics", "url", base+metricsPath)
+	d.log.Info("demo: Ironic's own CLI works against the JSON API",
+		"command", "baremetal --os-endpoint "+base+" --os-auth-type none conductor list")
+}
+
+// baseURL is the http URL a local browser reaches addr at.
+func baseURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	switch host {
+	case "", "0.0.0.0", "::":
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// Close stops the simulator and removes the database (and the temporary
+// directory Start made). It is safe to call more than once.
+func (d *Demo) Close() error {
+	d.closeOnce.Do(func() {
+		d.cancel()
+		<-d.done
+		err := d.db.Close()
+		d.closeErr = errors.Join(err, d.removeFiles())
+		if d.closeErr == nil {
+			d.log.Info("demo: removed the database", "path", d.path)
+		}
+	})
+	return d.closeErr
+}
+
+func (d *Demo) removeFiles() error {
+	if d.dir != "" {
+		return os.RemoveAll(d.dir)
+	}
+	var errs []error
+	for _, p := range []string{d.path, d.path + "-journal"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MultiConductor wraps the demo database's snapshots so that the exporter
+// judges them as on MariaDB/MySQL (see the package doc): everything read
+// is the file's, only Snapshot.Backend says mysql.
+func MultiConductor(src Snapshotter) Snapshotter { return multiConductor{src} }
+
+// Snapshotter is what the exporter reads snapshots from (*db.DB).
+type Snapshotter interface {
+	Snapshot(ctx context.Context) (*db.Snapshot, error)
+}
+
+type multiConductor struct{ src Snapshotter }
+
+func (m multiConductor) Snapshot(ctx context.Context) (*db.Snapshot, error) {
+	snap, err := m.src.Snapshot(ctx)
+	if err == nil {
+		snap.Backend = db.BackendMySQL
+	}
+	return snap, err
+}

@@ -1,0 +1,526 @@
+package demo
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+)
+
+// raceBuild is set by race_test.go when the tests run with -race: the
+// binary of TestDemoCommand is then built with -race too.
+var raceBuild bool
+
+// columnsOf extracts the column names of one of db's SELECT statements.
+func columnsOf(t *testing.T, query string) (table string, cols []string) {
+	t.Helper()
+	m := regexp.MustCompile(`(?s)SELECT (?:DISTINCT )?(.*?)\s+FROM (\w+)`).FindStringSubmatch(query)
+	if m == nil {
+		t.Fatalf("cannot parse %q", query)
+	}
+	for c := range strings.SplitSeq(m[1], ",") {
+		cols = append(cols, strings.TrimSpace(c))
+	}
+	return m[2], cols
+}
+
+// TestSchema: the embedded schema is Ironic's, has the three tables and every
+// column db reads, and names its source.
+func TestSchema(t *testing.T) {
+	d, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.SetMaxOpenConns(1)
+	if _, err := d.Exec(Schema()); err != nil {
+		t.Fatalf("executing the schema: %v", err)
+	}
+	for _, q := range []string{db.SQLConductors, db.SQLHardwareTypes, db.SQLNodes} {
+		table, want := columnsOf(t, q)
+		rows, err := d.Query(`SELECT name FROM pragma_table_info(?)`, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var have []string
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				t.Fatal(err)
+			}
+			have = append(have, c)
+		}
+		rows.Close()
+		if len(have) == 0 {
+			t.Errorf("no table %s", table)
+		}
+		for _, c := range append(want, "version") {
+			if !slices.Contains(have, c) {
+				t.Errorf("table %s has no column %s (has %v)", table, c, have)
+			}
+		}
+	}
+	var rev string
+	if err := d.QueryRow(`SELECT version_num FROM alembic_version`).Scan(&rev); err != nil || rev == "" {
+		t.Errorf("alembic_version: %q, %v", rev, err)
+	}
+	if src := schemaSource(); !strings.Contains(src, "create_schema") || !strings.Contains(src, rev) {
+		t.Errorf("schema source %q does not name create_schema and alembic head %s", src, rev)
+	}
+}
+
+func newLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func open(t *testing.T, d *Demo) *db.DB {
+	t.Helper()
+	r, err := db.Open(d.DSN(), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func build(t *testing.T, d *Demo, r *db.DB) (*db.Snapshot, *collector.Topology) {
+	t.Helper()
+	snap, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := collector.Build(snap, collector.Settings{HeartbeatTimeout: d.HeartbeatTimeout(),
+		PartitionExponent: 5, Algorithm: ring.MD5}, time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap, topo
+}
+
+// TestFleet: the database holds the fleet, written as Ironic writes it, and
+// the exporter reads it read-only through db.Open.
+func TestFleet(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ironic.sqlite")
+	d, err := Start(Options{Path: path, Speed: MaxSpeed, Logger: newLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := Start(Options{Path: path}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second demo on the same file: %v, want an error", err)
+	}
+	snap, topo := build(t, d, open(t, d))
+	if snap.Backend != db.BackendSQLite {
+		t.Errorf("backend %s", snap.Backend)
+	}
+	groups, types := map[string]bool{}, map[string]bool{}
+	for _, c := range snap.Conductors {
+		groups[c.ConductorGroup] = true
+		for _, h := range c.HardwareTypes {
+			types[h] = true
+		}
+	}
+	if len(snap.Conductors) < 10 || len(groups) < 4 || len(types) < 4 {
+		t.Errorf("%d conductors in %d groups with %d hardware types", len(snap.Conductors), len(groups), len(types))
+	}
+	if n := len(snap.Nodes); n < 1900 || n > 2100 {
+		t.Errorf("%d nodes, want about 2000", n)
+	}
+	unserved, named := 0, 0
+	for _, n := range topo.Nodes {
+		if n.Conductor == "" {
+			unserved++
+		}
+	}
+	for _, n := range snap.Nodes {
+		if n.Name != nil {
+			named++
+		}
+	}
+	if unserved == 0 || unserved > len(snap.Nodes)/10 {
+		t.Errorf("%d nodes without a conductor: want a few", unserved)
+	}
+	if named != len(snap.Nodes) {
+		t.Errorf("%d of %d nodes named", named, len(snap.Nodes))
+	}
+	if len(topo.Rings) < 8 {
+		t.Errorf("%d rings, want several", len(topo.Rings))
+	}
+	if len(snap.Warnings) > 0 {
+		t.Errorf("warnings: %v", snap.Warnings)
+	}
+
+	// The raw rows, as Ironic's SQLAlchemy writes them.
+	raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tsRE := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$`)
+	for _, q := range []string{
+		`SELECT CAST(created_at AS TEXT), CAST(updated_at AS TEXT), version FROM conductors`,
+		`SELECT CAST(created_at AS TEXT), CAST(COALESCE(updated_at, created_at) AS TEXT), version FROM nodes`,
+		`SELECT CAST(created_at AS TEXT), CAST(created_at AS TEXT), typeof(created_at) || typeof(updated_at)
+FROM conductor_hardware_interfaces`,
+	} {
+		rows, err := raw.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var c, u, v string
+			if err := rows.Scan(&c, &u, &v); err != nil {
+				t.Fatal(err)
+			}
+			if !tsRE.MatchString(c) || !tsRE.MatchString(u) ||
+				(v != conductorObjectVersion && v != nodeObjectVersion && v != "textnull") {
+				t.Fatalf("%s: row %q %q %q", q, c, u, v)
+			}
+		}
+		rows.Close()
+	}
+	for _, table := range []string{"conductors", "nodes", "conductor_hardware_interfaces"} {
+		var n int
+		if err := raw.QueryRow(`SELECT count(*) FROM ` + table +
+			` WHERE typeof(created_at) != 'text' OR typeof(updated_at) NOT IN ('text', 'null')`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s: %d timestamps not stored as text (%v)", table, n, err)
+		}
+	}
+	var drivers string
+	if err := raw.QueryRow(`SELECT drivers FROM conductors WHERE hostname='cond-1'`).Scan(&drivers); err != nil ||
+		drivers != `["ipmi", "redfish", "idrac", "ilo"]` {
+		t.Errorf("drivers %q (%v), want Python's json.dumps", drivers, err)
+	}
+
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("database left behind: %v", err)
+	}
+}
+
+// TestTempDirRemoved: without a path the database lives in a temporary
+// directory that Close removes.
+func TestTempDirRemoved(t *testing.T) {
+	t.Parallel()
+	d, err := Start(Options{Speed: MaxSpeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(d.Path())
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary directory left behind: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := Start(Options{Speed: MaxSpeed + 1}); err == nil {
+		t.Error("speed above MaxSpeed accepted")
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: still waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSimulator: at full speed the simulator drains, crashes and restarts
+// conductors and enrols nodes as Ironic does, as read through db.Open.
+func TestSimulator(t *testing.T) {
+	t.Parallel()
+	d, err := Start(Options{Speed: MaxSpeed, Logger: newLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r := open(t, d)
+	drained, crashed := drainVictims[0], crashVictims[0]
+	find := func(topo *collector.Topology, host string) collector.ConductorInfo {
+		for _, c := range topo.Conductors {
+			if c.Hostname == host {
+				return c
+			}
+		}
+		t.Fatalf("no conductor %s", host)
+		return collector.ConductorInfo{}
+	}
+	reserved := func(snap *db.Snapshot, host string) int {
+		n := 0
+		for _, x := range snap.Nodes {
+			if x.Reservation != nil && *x.Reservation == host {
+				n++
+			}
+		}
+		return n
+	}
+	snap0, _ := build(t, d, r)
+	// A whole cycle at most, whatever the order the events are seen in.
+	timeout := 2 * Cycle / MaxSpeed
+	var sawDrain, sawDrainBack, sawCrash, sawCrashBack, sawEnroll bool
+	waitFor(t, "every event of a cycle", timeout, func() bool {
+		snap, topo := build(t, d, r)
+		dc, cc := find(topo, drained), find(topo, crashed)
+		if !dc.Online && dc.State == collector.StateStopped && len(dc.HardwareTypes) == 0 && reserved(snap, drained) == 0 {
+			sawDrain = true
+		}
+		if sawDrain && dc.Online && dc.State == collector.StateAlive && len(dc.HardwareTypes) > 0 {
+			sawDrainBack = true
+		}
+		// Dead to Ironic's API, still in its rings on SQLite, locks stuck.
+		if cc.Online && !cc.Alive && cc.Active && reserved(snap, crashed) >= locksAtCrash {
+			sawCrash = true
+		}
+		if sawCrash && cc.Alive && reserved(snap, crashed) < locksAtCrash {
+			sawCrashBack = true
+		}
+		if len(snap.Nodes) >= len(snap0.Nodes)+nodesEnrolled {
+			sawEnroll = true
+		}
+		return sawDrain && sawDrainBack && sawCrash && sawCrashBack && sawEnroll
+	})
+}
+
+// proc is the demo command running as a process.
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex
+	logs strings.Builder
+	done chan error
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+func (p *proc) get(t *testing.T, path, accept string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+path, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// metrics maps each series of /metrics ("name{labels}") to its value.
+func (p *proc) metrics(t *testing.T) map[string]float64 {
+	t.Helper()
+	code, body := p.get(t, "/metrics", "")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
+	out := map[string]float64{}
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[i+1:]), 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+// TestDemoCommand runs `ironic_conductor_exporter demo` on a free port, fast,
+// and watches the metrics, the JSON API and the status page change.
+func TestDemoCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ironic_conductor_exporter")
+	args := []string{"build", "-o", bin}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, "../cmd/ironic_conductor_exporter")...).CombinedOutput(); err != nil {
+		t.Fatalf("building the binary: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{addr: l.Addr().String(), done: make(chan error, 1)}
+	l.Close()
+	dbPath := filepath.Join(dir, "demo.sqlite")
+	const speed = 10
+	p.cmd = exec.Command(bin, "demo", "--web.listen-address="+p.addr, fmt.Sprintf("--demo.speed=%d", speed),
+		"--demo.db-path="+dbPath)
+	p.cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN=") // the demo ignores it anyway
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.logs.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+		}
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("demo logs:\n%s", p.log())
+		}
+	})
+
+	waitFor(t, "the demo to answer", 20*time.Second, func() bool {
+		resp, err := http.Get("http://" + p.addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	var first map[string]float64
+	waitFor(t, "ironic_up 1", 5*time.Second, func() bool {
+		first = p.metrics(t)
+		return first["ironic_up"] == 1
+	})
+	if n := first["ironic_nodes"]; n < 1900 || n > 2100 {
+		t.Errorf("ironic_nodes %v, want about 2000", n)
+	}
+	rings := 0
+	for s := range first {
+		if strings.HasPrefix(s, "ironic_hash_ring_conductors{") {
+			rings++
+		}
+	}
+	if rings < 8 {
+		t.Errorf("%d rings, want several", rings)
+	}
+
+	// Over one cycle: the drained conductor is seen alive, draining and
+	// stopped, the crashed one dead with its stuck locks, and new nodes.
+	drained, crashed := drainVictims[0], crashVictims[0]
+	states := map[string]bool{}
+	drainedStates := map[string]bool{}
+	var sawCrash, sawEnroll bool
+	waitFor(t, "the events of a cycle in /metrics", 2*Cycle/speed, func() bool {
+		m := p.metrics(t)
+		for s, v := range m {
+			if v != 1 || !strings.HasPrefix(s, "ironic_conductor_state{") {
+				continue
+			}
+			st := s[strings.Index(s, `state="`)+7 : len(s)-2]
+			states[st] = true
+			if strings.Contains(s, `hostname="`+drained+`"`) {
+				drainedStates[st] = true
+			}
+		}
+		for s, v := range m {
+			if strings.HasPrefix(s, "ironic_conductor_state{") && strings.Contains(s, `hostname="`+crashed+`"`) &&
+				strings.Contains(s, `state="dead"`) && v == 1 &&
+				m[`ironic_conductor_reserved_nodes{hostname="`+crashed+`"}`] >= locksAtCrash {
+				sawCrash = true
+			}
+		}
+		if m["ironic_nodes"] >= first["ironic_nodes"]+nodesEnrolled {
+			sawEnroll = true
+		}
+		return drainedStates["alive"] && drainedStates["draining"] && drainedStates["stopped"] && sawCrash && sawEnroll
+	})
+	t.Logf("states seen: %v; %s: %v", states, drained, drainedStates)
+
+	// The JSON API.
+	code, body := p.get(t, "/v1/conductors", "application/json")
+	var conductors struct {
+		Conductors []struct {
+			Hostname string `json:"hostname"`
+			Alive    bool   `json:"alive"`
+		} `json:"conductors"`
+	}
+	if err := json.Unmarshal([]byte(body), &conductors); code != http.StatusOK || err != nil || len(conductors.Conductors) != len(fleetConductors) {
+		t.Errorf("/v1/conductors: %d, %v, %d conductors\n%.500s", code, err, len(conductors.Conductors), body)
+	}
+	// The status page.
+	code, body = p.get(t, "/", "text/html")
+	if code != http.StatusOK || !strings.Contains(body, "<html") || !strings.Contains(body, "cond-edge3") {
+		t.Errorf("status page: %d\n%.500s", code, body)
+	}
+
+	for _, want := range []string{"open the status page", "url=http://" + p.addr + "/", "heartbeat_timeout=1s",
+		"--os-endpoint http://" + p.addr + " --os-auth-type none conductor list"} {
+		if !strings.Contains(p.log(), want) {
+			t.Errorf("the log does not say %q", want)
+		}
+	}
+	if _, err := os.Stat(dbPath); err != nil {
+		t.Errorf("database at --demo.db-path: %v", err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no exit 15s after SIGTERM")
+	}
+	if _, err := os.Stat(dbPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("database left behind after exit: %v", err)
+	}
+	if strings.Contains(p.log(), "DATA RACE") {
+		t.Error("data race")
+	}
+	t.Logf("demo ran %s", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package demo
+
+func init() { raceBuild = true }
