@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,13 +16,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 )
 
@@ -322,17 +320,8 @@ func TestSimulator(t *testing.T) {
 
 // proc is the demo command running as a process.
 type proc struct {
-	cmd  *exec.Cmd
+	*testenv.Process
 	addr string
-	mu   sync.Mutex
-	logs strings.Builder
-	done chan error
-}
-
-func (p *proc) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
 }
 
 func (p *proc) get(t *testing.T, path, accept string) (int, string) {
@@ -387,40 +376,12 @@ func TestDemoCommand(t *testing.T) {
 	if out, err := exec.Command("go", append(args, "../cmd/ironic_conductor_exporter")...).CombinedOutput(); err != nil {
 		t.Fatalf("building the binary: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{addr: l.Addr().String(), done: make(chan error, 1)}
-	l.Close()
+	p := &proc{addr: testenv.FreeAddr(t)}
 	dbPath := filepath.Join(dir, "demo.sqlite")
 	const speed = 10
-	p.cmd = exec.Command(bin, "demo", "--web.listen-address="+p.addr, fmt.Sprintf("--demo.speed=%d", speed),
-		"--demo.db-path="+dbPath)
-	p.cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN=") // the demo ignores it anyway
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-		p.done <- p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("demo logs:\n%s", p.log())
-		}
-	})
+	p.Process = testenv.Start(t, "demo", bin, []string{"IRONIC_EXPORTER_DB_DSN="}, // the demo ignores it anyway
+		"demo", "--web.listen-address="+p.addr, fmt.Sprintf("--demo.speed=%d", speed), "--demo.db-path="+dbPath)
 
 	waitFor(t, "the demo to answer", 20*time.Second, func() bool {
 		resp, err := http.Get("http://" + p.addr + "/healthz")
@@ -498,19 +459,19 @@ func TestDemoCommand(t *testing.T) {
 
 	for _, want := range []string{"open the status page", "url=http://" + p.addr + "/", "heartbeat_timeout=1s",
 		"--os-endpoint http://" + p.addr + " --os-auth-type none conductor list"} {
-		if !strings.Contains(p.log(), want) {
+		if !strings.Contains(p.Logs(), want) {
 			t.Errorf("the log does not say %q", want)
 		}
 	}
 	if _, err := os.Stat(dbPath); err != nil {
 		t.Errorf("database at --demo.db-path: %v", err)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-p.done:
-		if err != nil {
+	case <-p.Done():
+		if err := p.Err(); err != nil {
 			t.Errorf("exit after SIGTERM: %v", err)
 		}
 	case <-time.After(15 * time.Second):
@@ -519,7 +480,7 @@ func TestDemoCommand(t *testing.T) {
 	if _, err := os.Stat(dbPath); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("database left behind after exit: %v", err)
 	}
-	if strings.Contains(p.log(), "DATA RACE") {
+	if strings.Contains(p.Logs(), "DATA RACE") {
 		t.Error("data race")
 	}
 	t.Logf("demo ran %s", time.Since(start).Round(time.Millisecond))

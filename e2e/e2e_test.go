@@ -14,7 +14,6 @@ package e2e
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -74,30 +73,13 @@ func testMain(m *testing.M) int {
 		}
 	}
 
-	dir, err := os.MkdirTemp("", "ice-e2e-bin-")
-	if err != nil {
+	var cleanup func()
+	if exporterBin, testIronicDB, cleanup, err = testenv.Setup("ice_e2e_test"); err != nil {
 		return fail("%v", err)
 	}
-	defer os.RemoveAll(dir)
-	if exporterBin, err = testenv.BuildExporter(dir); err != nil {
-		return fail("%v", err)
-	}
-	if testIronicDB, err = testenv.NewIronicDB("ice_e2e_test"); err != nil {
-		return fail("%v", err)
-	}
-	defer testIronicDB.Drop()
+	defer cleanup()
 	dbName = testIronicDB.Name
 	return m.Run()
-}
-
-func testDB(t *testing.T) *sql.DB {
-	t.Helper()
-	d, err := testIronicDB.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
 }
 
 // ruleFile is a Prometheus rule file, kept generic so that a copy can be
@@ -235,7 +217,7 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 // -> Alertmanager (routes, inhibitions) -> webhook.
 func TestAlertingPath(t *testing.T) {
 	started := time.Now()
-	d := testDB(t)
+	d := testIronicDB.DB(t)
 	loadFixture(t, d)
 	hb := startHeartbeats(t, d, 500*time.Millisecond, beating)
 
@@ -245,15 +227,15 @@ func TestAlertingPath(t *testing.T) {
 	t.Cleanup(hookSrv.Close)
 
 	dir := t.TempDir()
-	addrs := freeAddrs(t, 3)
+	addrs := testenv.FreeAddrs(t, 3)
 	amAddr, exporterAddr, promAddr := addrs[0], addrs[1], addrs[2]
 	amConfig := writeFile(t, dir, "alertmanager.yml", testAlertmanagerConfig(t, hookSrv.URL))
-	am := startProcess(t, "alertmanager", alertmanagerBin, nil,
+	am := testenv.Start(t, "alertmanager", alertmanagerBin, nil,
 		"--config.file="+amConfig, "--storage.path="+filepath.Join(dir, "am-data"),
 		"--web.listen-address="+amAddr, "--cluster.listen-address=", "--log.level=debug")
 
 	dsn := fmt.Sprintf("postgresql+psycopg2://postgres@127.0.0.1:5432/%s?sslmode=disable", dbName)
-	exporter := startProcess(t, "exporter", exporterBin, []string{"IRONIC_EXPORTER_DB_DSN=" + dsn},
+	exporter := testenv.Start(t, "exporter", exporterBin, []string{"IRONIC_EXPORTER_DB_DSN=" + dsn},
 		"--web.listen-address="+exporterAddr, "--refresh.min-interval=0s",
 		"--ironic.heartbeat-timeout="+heartbeatTimeout.String())
 
@@ -272,11 +254,11 @@ scrape_configs:
   - job_name: %s
     static_configs: [{targets: [%q]}]
 `, rulesPath, amAddr, job, exporterAddr)))
-	prometheus := startProcess(t, "prometheus", prometheusBin, nil,
+	prometheus := testenv.Start(t, "prometheus", prometheusBin, nil,
 		"--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "prom-data"),
 		"--web.listen-address="+promAddr, "--log.level=debug")
 	p := prom{base: "http://" + promAddr}
-	procs := []*process{am, exporter, prometheus}
+	procs := []*testenv.Process{am, exporter, prometheus}
 
 	waitFor(t, "Alertmanager ready", 20*time.Second, func() (bool, string) { return httpOK("http://" + amAddr + "/-/ready") }, procs...)
 	waitFor(t, "exporter ready", 20*time.Second, func() (bool, string) { return httpOK("http://" + exporterAddr + "/readyz") }, procs...)
@@ -408,7 +390,7 @@ scrape_configs:
 // are suppressed: exporter trouble inhibits the conductor alerts of the same
 // exporter only; a critical alert inhibits the warning of the same
 // conductor.
-func checkInhibitions(t *testing.T, base string, procs []*process) {
+func checkInhibitions(t *testing.T, base string, procs []*testenv.Process) {
 	t.Helper()
 	type alert struct {
 		Labels map[string]string `json:"labels"`

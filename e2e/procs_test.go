@@ -1,100 +1,21 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
-
-// freeAddrs returns n distinct loopback addresses nobody listens on right
-// now (all are held open until all are chosen, so none repeats).
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
-	}
-	return addrs
-}
-
-// logBuffer collects a process' output for failure reports.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// tail returns the last n lines.
-func (b *logBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(b.buf.String(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// process is a child process that the test ends in its cleanup.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	logs *logBuffer
-	done chan struct{}
-	err  error
-}
-
-// startProcess runs bin with args; the cleanup stops it (SIGTERM, then
-// SIGKILL after 5s) and, if the test failed, logs its output.
-func startProcess(t *testing.T, name, bin string, env []string, args ...string) *process {
-	t.Helper()
-	p := &process{name: name, cmd: exec.Command(bin, args...), logs: &logBuffer{}, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	p.cmd.Env = append(os.Environ(), env...)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("%s output (last lines):\n%s", name, p.logs.tail(40))
-		}
-	})
-	return p
-}
 
 // waitFor polls cond every 100ms until it returns true, the process dies or
 // the timeout passes. It returns how long it took.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string), procs ...*process) time.Duration {
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string), procs ...*testenv.Process) time.Duration {
 	t.Helper()
 	start := time.Now()
 	last := ""
@@ -108,8 +29,8 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool
 		}
 		for _, p := range procs {
 			select {
-			case <-p.done:
-				t.Fatalf("%s exited (%v) while waiting for %s:\n%s", p.name, p.err, what, p.logs.tail(40))
+			case <-p.Done():
+				t.Fatalf("%s exited (%v) while waiting for %s:\n%s", p.Name(), p.Err(), what, p.Tail(40))
 			default:
 			}
 		}

@@ -26,7 +26,7 @@ func benchFleet(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := testDB(&testing.T{})
+	d := testIronicDB.DB(b)
 	if _, err := d.Exec(strings.ReplaceAll(string(sqlText), ":nodes", strconv.Itoa(n))); err != nil {
 		b.Fatalf("bench-fleet.sql: %v", err)
 	}

@@ -5,7 +5,6 @@ package main
 // python3-ironic). They build the binary once and run it as a process.
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -36,35 +35,17 @@ var (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "FAIL: "+format+"\n", args...)
+	var (
+		cleanup func()
+		err     error
+	)
+	if binary, testIronicDB, cleanup, err = testenv.Setup("ice_cmd_test"); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "ice-bin-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(dir)
-	if binary, err = testenv.BuildExporter(dir); err != nil {
-		return fail("%v", err)
-	}
-	if testIronicDB, err = testenv.NewIronicDB("ice_cmd_test"); err != nil {
-		return fail("%v", err)
-	}
-	defer testIronicDB.Drop()
+	defer cleanup()
 	dbName = testIronicDB.Name
 	return m.Run()
-}
-
-// testDB connects to the test database as a superuser, for fixtures.
-func testDB(t *testing.T) *sql.DB {
-	t.Helper()
-	d, err := testIronicDB.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
 }
 
 // fixture empties the tables and adds two conductors and three nodes.
@@ -90,53 +71,17 @@ func fixture(t *testing.T, d *sql.DB) {
 
 // proc is a running exporter.
 type proc struct {
-	cmd  *exec.Cmd
+	*testenv.Process
 	addr string
-	mu   sync.Mutex
-	logs strings.Builder
-	done chan error
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // start runs the exporter with the DSN and extra flags and waits until it
 // answers /healthz.
 func start(t *testing.T, dsn string, flags ...string) *proc {
 	t.Helper()
-	p := &proc{addr: freePort(t), done: make(chan error, 1)}
+	p := &proc{addr: testenv.FreeAddr(t)}
 	args := append([]string{"--web.listen-address=" + p.addr, "--refresh.min-interval=0s", "--log.level=debug"}, flags...)
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN="+dsn)
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-		p.done <- p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("exporter logs:\n%s", p.log())
-		}
-	})
+	p.Process = testenv.Start(t, "exporter", binary, []string{"IRONIC_EXPORTER_DB_DSN=" + dsn}, args...)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get("http://" + p.addr + "/healthz")
@@ -145,16 +90,10 @@ func start(t *testing.T, dsn string, flags ...string) *proc {
 			return p
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("exporter did not start: %v\n%s", err, p.log())
+			t.Fatalf("exporter did not start: %v\n%s", err, p.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func (p *proc) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
 }
 
 func (p *proc) get(t *testing.T, path string) (int, string) {
@@ -187,7 +126,7 @@ func dsnFor(hostport string) string {
 // TestDatabaseDownAtStart: the process runs, ironic_up is 0, the JSON API
 // answers 503 with Ironic's error body, and the password is never logged.
 func TestDatabaseDownAtStart(t *testing.T) {
-	p := start(t, dsnFor(freePort(t)))
+	p := start(t, dsnFor(testenv.FreeAddr(t)))
 	if v := p.metric(t, "ironic_up"); v != "0" {
 		t.Errorf("ironic_up = %q, want 0", v)
 	}
@@ -204,8 +143,8 @@ func TestDatabaseDownAtStart(t *testing.T) {
 	if code, _ := p.get(t, "/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz: %d, want 503", code)
 	}
-	if strings.Contains(p.log(), "s3cret-pw") {
-		t.Errorf("password in the logs:\n%s", p.log())
+	if strings.Contains(p.Logs(), "s3cret-pw") {
+		t.Errorf("password in the logs:\n%s", p.Logs())
 	}
 }
 
@@ -220,7 +159,7 @@ type proxy struct {
 }
 
 func newProxy(t *testing.T, target string) *proxy {
-	p := &proxy{addr: freePort(t), target: target}
+	p := &proxy{addr: testenv.FreeAddr(t), target: target}
 	p.up(t)
 	t.Cleanup(p.down)
 	return p
@@ -271,11 +210,11 @@ func (p *proxy) down() {
 // topology is still served (JSON and metrics), ironic_up is 0 and the data
 // age grows; when it comes back the exporter recovers by itself.
 func TestDatabaseLostAndRecovered(t *testing.T) {
-	fixture(t, testDB(t))
+	fixture(t, testIronicDB.DB(t))
 	px := newProxy(t, "127.0.0.1:5432")
 	p := start(t, dsnFor(px.addr), "--db.query-timeout=1s", "--refresh.timeout=2s")
 	if v := p.metric(t, "ironic_up"); v != "1" {
-		t.Fatalf("ironic_up = %q before the loss, want 1\n%s", v, p.log())
+		t.Fatalf("ironic_up = %q before the loss, want 1\n%s", v, p.Logs())
 	}
 	if v := p.metric(t, `ironic_conductor_nodes{conductor_group="",hostname="c1"}`); v == "" {
 		t.Fatal("no ironic_conductor_nodes for c1")
@@ -296,15 +235,15 @@ func TestDatabaseLostAndRecovered(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"hostname"`) {
 		t.Errorf("lookup during the outage: %d %s", code, body)
 	}
-	if !strings.Contains(p.log(), "refresh failed") || strings.Contains(p.log(), "s3cret-pw") {
-		t.Errorf("want a logged failure without the password:\n%s", p.log())
+	if !strings.Contains(p.Logs(), "refresh failed") || strings.Contains(p.Logs(), "s3cret-pw") {
+		t.Errorf("want a logged failure without the password:\n%s", p.Logs())
 	}
 
 	px.up(t)
 	deadline := time.Now().Add(15 * time.Second)
 	for p.metric(t, "ironic_up") != "1" {
 		if time.Now().After(deadline) {
-			t.Fatalf("no recovery after the database came back\n%s", p.log())
+			t.Fatalf("no recovery after the database came back\n%s", p.Logs())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -314,7 +253,7 @@ func TestDatabaseLostAndRecovered(t *testing.T) {
 // hit its deadline; scrapes still answer in time with the stale topology,
 // and the exporter recovers once the lock is gone.
 func TestHungQuery(t *testing.T) {
-	d := testDB(t)
+	d := testIronicDB.DB(t)
 	fixture(t, d)
 	p := start(t, dsnFor("127.0.0.1:5432"), "--db.query-timeout=500ms", "--refresh.timeout=3s")
 	if v := p.metric(t, "ironic_up"); v != "1" {
@@ -340,8 +279,8 @@ func TestHungQuery(t *testing.T) {
 	if got := p.metric(t, `ironic_conductor_nodes{conductor_group="",hostname="c1"}`); got == "" {
 		t.Error("stale topology not served during the hang")
 	}
-	if !strings.Contains(p.log(), "reading nodes") {
-		t.Errorf("the error does not name the query:\n%s", p.log())
+	if !strings.Contains(p.Logs(), "reading nodes") {
+		t.Errorf("the error does not name the query:\n%s", p.Logs())
 	}
 	tx.Rollback()
 	if v := p.metric(t, "ironic_up"); v != "1" {
@@ -351,22 +290,22 @@ func TestHungQuery(t *testing.T) {
 
 // TestSIGTERM: the process shuts down gracefully and exits 0.
 func TestSIGTERM(t *testing.T) {
-	fixture(t, testDB(t))
+	fixture(t, testIronicDB.DB(t))
 	p := start(t, dsnFor("127.0.0.1:5432"))
 	p.metric(t, "ironic_up")
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v\n%s", err, p.log())
+	case <-p.Done():
+		if err := p.Err(); err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", err, p.Logs())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("no exit 15s after SIGTERM")
 	}
-	if !strings.Contains(p.log(), "shutting down") {
-		t.Errorf("no shutdown log:\n%s", p.log())
+	if !strings.Contains(p.Logs(), "shutting down") {
+		t.Errorf("no shutdown log:\n%s", p.Logs())
 	}
 }
 
@@ -385,7 +324,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--db.dsn-file=/nonexistent/dsn"}, "", "/nonexistent/dsn"},
 	}
 	for _, tc := range cases {
-		cmd := exec.Command(binary, append([]string{"--web.listen-address=" + freePort(t)}, tc.args...)...)
+		cmd := exec.Command(binary, append([]string{"--web.listen-address=" + testenv.FreeAddr(t)}, tc.args...)...)
 		cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN="+tc.env)
 		out, err := cmd.CombinedOutput()
 		if err == nil {
@@ -405,7 +344,7 @@ func TestMetricsPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal("promtool not found: install Debian's prometheus package (.ci/run does)")
 	}
-	fixture(t, testDB(t))
+	fixture(t, testIronicDB.DB(t))
 	p := start(t, dsnFor("127.0.0.1:5432"))
 	code, body := p.get(t, "/metrics")
 	if code != http.StatusOK || !strings.Contains(body, "ironic_up 1") {
@@ -439,7 +378,7 @@ func writeIronicConf(t *testing.T, body string) string {
 // the database and the ring settings from Ironic's file; explicit flags and
 // the DSN variable win over it; the password is never logged.
 func TestIronicConfigFile(t *testing.T) {
-	fixture(t, testDB(t))
+	fixture(t, testIronicDB.DB(t))
 	conf := writeIronicConf(t, `[DEFAULT]
 debug = true
 hash_partition_exponent = 7
@@ -457,7 +396,7 @@ max_pool_size = 5
 		if v := p.metric(t, "ironic_up"); v != "1" {
 			t.Fatalf("ironic_up = %q", v)
 		}
-		logs := p.log()
+		logs := p.Logs()
 		for _, want := range []string{"heartbeat_timeout=30s", "hash_partition_exponent=7", "hash_ring_algorithm=sha256",
 			"read Ironic's configuration", `database="[database] connection in ` + conf + `:10"`} {
 			if !strings.Contains(logs, want) {
@@ -478,7 +417,7 @@ max_pool_size = 5
 		if v := p.metric(t, "ironic_up"); v != "1" {
 			t.Fatalf("ironic_up = %q", v)
 		}
-		logs := p.log()
+		logs := p.Logs()
 		for _, want := range []string{"heartbeat_timeout=1m0s", "hash_partition_exponent=6", "hash_ring_algorithm=md5"} {
 			if !strings.Contains(logs, want) {
 				t.Errorf("logs lack %q:\n%s", want, logs)
@@ -502,7 +441,7 @@ func TestIronicConfigFileErrors(t *testing.T) {
 		{"[database]\nconnection = oracle://u:pw-secret@h/x\n", "[database] connection in "},
 	} {
 		conf := writeIronicConf(t, tc.body)
-		cmd := exec.Command(binary, "--web.listen-address="+freePort(t), "--ironic.config-file="+conf)
+		cmd := exec.Command(binary, "--web.listen-address="+testenv.FreeAddr(t), "--ironic.config-file="+conf)
 		cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN=")
 		out, err := cmd.CombinedOutput()
 		if err == nil {
@@ -513,7 +452,7 @@ func TestIronicConfigFileErrors(t *testing.T) {
 			t.Errorf("%q: output %q should name %q and the file, and never the password", tc.body, out, tc.want)
 		}
 	}
-	cmd := exec.Command(binary, "--web.listen-address="+freePort(t), "--ironic.config-file=/nonexistent/ironic.conf")
+	cmd := exec.Command(binary, "--web.listen-address="+testenv.FreeAddr(t), "--ironic.config-file=/nonexistent/ironic.conf")
 	cmd.Env = append(os.Environ(), "IRONIC_EXPORTER_DB_DSN=")
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "/nonexistent/ironic.conf") {
 		t.Errorf("missing file: %v %s", err, out)

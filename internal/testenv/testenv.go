@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	_ "github.com/lib/pq" // the PostgreSQL driver
 )
@@ -113,4 +114,37 @@ func (d *IronicDB) Drop() {
 // Open connects to the database as the superuser, for fixtures.
 func (d *IronicDB) Open() (*sql.DB, error) {
 	return sql.Open("postgres", strings.Replace(adminDSN, "dbname=postgres", "dbname="+d.Name, 1))
+}
+
+// DB opens the database as Open does, failing t on error, and closes it in
+// t's cleanup.
+func (d *IronicDB) DB(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := d.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Setup is the common start of a TestMain: it builds the exporter into a
+// temporary directory and creates an Ironic database named after prefix
+// (see NewIronicDB). It returns the binary's path, the database, and a
+// cleanup that drops the database and removes the directory, to be called
+// after m.Run.
+func Setup(prefix string) (bin string, db *IronicDB, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", prefix+"_bin_")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if bin, err = BuildExporter(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	if db, err = NewIronicDB(prefix); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	return bin, db, func() { db.Drop(); os.RemoveAll(dir) }, nil
 }
