@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,6 +127,10 @@ type Topology struct {
 	orderOnce sync.Once
 	order     []int32 // see nodeInfoOrder
 
+	// hostCache holds the active conductors' partition digests, shared by
+	// the rings of a group and carried to the next topology.
+	hostCache *ring.HostCache
+
 	familyOnce sync.Once
 	family     []*dto.MetricFamily // see nodeInfoFamily
 	familyErr  error
@@ -238,11 +243,24 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	sort.Strings(keys)
 	unchanged := make([]bool, len(keys)) // by ring index: identical to prev's
 	sameSettings := prev != nil && prev.Settings == s
+	if sameSettings && prev.hostCache != nil {
+		t.hostCache = prev.hostCache
+	} else {
+		var err error
+		if t.hostCache, err = ring.NewHostCache(s.PartitionExponent, s.Algorithm); err != nil {
+			return nil, fmt.Errorf("building hash rings: %w", err)
+		}
+	}
+	// Rings with the same members are the same ring (a ring depends only on
+	// its hosts, the exponent and the algorithm): the rings of a group whose
+	// conductors all enable the same hardware types are built once.
+	byMembers := map[string]*ring.Ring{}
 	for _, k := range keys {
 		m := members[k]
 		slices.Sort(m.hosts)
 		hosts := slices.Compact(m.hosts)
-		var r *ring.Ring
+		membersKey := strings.Join(hosts, "\x00")
+		r := byMembers[membersKey]
 		if sameSettings {
 			if i, ok := prev.byRing[GroupDriver{m.group, m.hw}]; ok && slices.Equal(prev.Rings[i].Ring.Hosts(), hosts) {
 				r = prev.Rings[i].Ring
@@ -251,13 +269,18 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		}
 		if r == nil {
 			var err error
-			if r, err = ring.New(hosts, s.PartitionExponent, s.Algorithm); err != nil {
+			if r, err = t.hostCache.New(hosts); err != nil {
 				return nil, fmt.Errorf("building hash ring %q: %w", k, err)
 			}
 		}
+		byMembers[membersKey] = r
 		t.byRing[GroupDriver{m.group, m.hw}] = len(t.Rings)
 		t.Rings = append(t.Rings, RingInfo{ConductorGroup: m.group, HardwareType: m.hw, Ring: r})
 	}
+	t.hostCache.Retain(func(host string) bool {
+		c, ok := t.Conductor(host)
+		return ok && c.Active
+	})
 
 	// The node-to-conductor mapping, as get_conductor_for: the ring of
 	// "node.conductor_group:node.driver", key node.uuid.encode('utf-8').

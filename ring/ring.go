@@ -5,9 +5,11 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // MaxPartitionExponent is the largest partition exponent New accepts:
@@ -52,6 +54,81 @@ func New(hosts []string, partitionExponent int, alg Algorithm) (*Ring, error) {
 		return nil, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
 			partitionExponent, MaxPartitionExponent)
 	}
+	return newRing(hosts, spec, partitionExponent, nil)
+}
+
+// HostCache remembers the partition digests of hosts for one partition
+// exponent and algorithm. A host's partitions do not depend on the ring it
+// is in, and every ring of a conductor group holds the same conductors, one
+// ring per hardware type: building those rings through one HostCache
+// hashes each host once, and so does building them again on the next
+// refresh. It is safe for concurrent use.
+type HostCache struct {
+	spec algSpec
+	exp  int
+	mu   sync.Mutex
+	// digests of a host: its 2**exp partition digests, concatenated.
+	digests map[string][]byte
+}
+
+// NewHostCache returns an empty cache for rings of partitionExponent and
+// alg; it fails as New does for a bad exponent or algorithm.
+func NewHostCache(partitionExponent int, alg Algorithm) (*HostCache, error) {
+	spec, ok := algorithms[alg]
+	if !ok {
+		return nil, unknownAlgorithm(string(alg))
+	}
+	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
+		return nil, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
+			partitionExponent, MaxPartitionExponent)
+	}
+	return &HostCache{spec: spec, exp: partitionExponent, digests: map[string][]byte{}}, nil
+}
+
+// New builds the ring New(hosts, exponent, algorithm) builds, reusing and
+// remembering the hosts' partition digests.
+func (c *HostCache) New(hosts []string) (*Ring, error) {
+	return newRing(hosts, c.spec, c.exp, c)
+}
+
+// Retain forgets every host for which keep is false, so that a long-lived
+// cache holds only current conductors.
+func (c *HostCache) Retain(keep func(host string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.DeleteFunc(c.digests, func(h string, _ []byte) bool { return !keep(h) })
+}
+
+// hostDigests returns the concatenated partition digests of host: tooz's
+// key_hash = hashlib.new(alg, key), then per partition
+// key_hash.update(key) and hexdigest() (Sum does not reset the state).
+func (c *HostCache) hostDigests(host string, spec algSpec, parts int) []byte {
+	if c != nil {
+		c.mu.Lock()
+		d, ok := c.digests[host]
+		c.mu.Unlock()
+		if ok {
+			return d
+		}
+	}
+	size := spec.size
+	d := make([]byte, 0, parts*size)
+	key := []byte(host)
+	st := spec.newHash()
+	st.Write(key)
+	for range parts {
+		st.Write(key)
+		d = st.Sum(d)
+	}
+	if c != nil {
+		c.mu.Lock()
+		c.digests[host] = d
+		c.mu.Unlock()
+	}
+	return d
+}
+
+func newRing(hosts []string, spec algSpec, partitionExponent int, cache *HostCache) (*Ring, error) {
 	uniq := slices.Clone(hosts)
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
@@ -71,17 +148,10 @@ func New(hosts []string, partitionExponent int, alg Algorithm) (*Ring, error) {
 		pos   int32 // index of the digest in raw
 	}
 	entries := make([]entry, 0, total)
-	scratch := make([]byte, 0, maxDigest)
 	for hi, h := range uniq {
-		// tooz: key_hash = hashlib.new(alg, key); then per partition
-		// key_hash.update(key) and hexdigest(). Sum does not reset the state.
-		key := []byte(h)
-		st := spec.newHash()
-		st.Write(key)
+		copy(raw[len(entries)*size:], cache.hostDigests(h, spec, parts))
 		for range parts {
-			st.Write(key)
 			pos := len(entries)
-			copy(raw[pos*size:], st.Sum(scratch[:0]))
 			entries = append(entries, entry{binary.BigEndian.Uint64(raw[pos*size:]), int32(hi), int32(pos)})
 		}
 	}

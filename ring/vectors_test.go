@@ -92,12 +92,43 @@ func TestVectors(t *testing.T) {
 	t.Logf("%d lookups checked, %d ambiguous rings", lookups, ambiguous)
 }
 
-func checkRing(t *testing.T, vr vectorRing) int {
+// TestVectorsThroughHostCache reproduces every vector again with rings
+// built through HostCaches shared by all rings of one algorithm and
+// exponent, built twice each, as the topology builds them.
+func TestVectorsThroughHostCache(t *testing.T) {
+	v := loadVectors(t)
+	type key struct {
+		alg string
+		exp int
+	}
+	caches := map[key]*ring.HostCache{}
+	for _, vr := range v.Rings {
+		k := key{vr.Algorithm, vr.Exponent}
+		if caches[k] == nil {
+			c, err := ring.NewHostCache(vr.Exponent, ring.Algorithm(vr.Algorithm))
+			if err != nil {
+				t.Fatal(err)
+			}
+			caches[k] = c
+		}
+		for range 2 {
+			t.Run(vr.Name, func(t *testing.T) {
+				checkRingWith(t, vr, func(hosts []string, _ int, _ ring.Algorithm) (*ring.Ring, error) {
+					return caches[k].New(hosts)
+				})
+			})
+		}
+	}
+}
+
+func checkRing(t *testing.T, vr vectorRing) int { return checkRingWith(t, vr, ring.New) }
+
+func checkRingWith(t *testing.T, vr vectorRing, build func([]string, int, ring.Algorithm) (*ring.Ring, error)) int {
 	alg, err := ring.ParseAlgorithm(vr.Algorithm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := ring.New(vr.Hosts, vr.Exponent, alg)
+	r, err := build(vr.Hosts, vr.Exponent, alg)
 	if err != nil {
 		t.Fatal(err)
 	}
