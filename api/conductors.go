@@ -236,16 +236,8 @@ func (rq *request) listConductors() {
 	// Ironic's paginate_query: order by (sort_key, id) in one direction,
 	// rows strictly after the marker's (sort_key, id).
 	coll := collationOf(t)
-	order := func(a, b *collector.ConductorInfo) int {
-		c := keyCmp(a, b, coll)
-		if c == 0 {
-			c = cmp.Compare(a.ID, b.ID)
-		}
-		if sortDir == "desc" {
-			c = -c
-		}
-		return c
-	}
+	order := paginationOrder(func(a, b *collector.ConductorInfo) int { return keyCmp(a, b, coll) },
+		func(x *collector.ConductorInfo) int64 { return x.ID }, sortDir == "desc")
 	items := make([]*collector.ConductorInfo, 0, len(t.Conductors))
 	for i := range t.Conductors {
 		c := &t.Conductors[i]

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
@@ -119,4 +120,19 @@ func (c collation) nodeByName(t *collector.Topology, name string) (*collector.No
 		}
 	}
 	return nil, false
+}
+
+// paginationOrder is the order of Ironic's paginate_query: by the sort key,
+// then by id, the whole order reversed for sort_dir=desc.
+func paginationOrder[T any](key func(a, b T) int, id func(T) int64, desc bool) func(a, b T) int {
+	return func(a, b T) int {
+		c := key(a, b)
+		if c == 0 {
+			c = cmp.Compare(id(a), id(b))
+		}
+		if desc {
+			c = -c
+		}
+		return c
+	}
 }

@@ -577,16 +577,8 @@ func (rq *request) listNodes(detailEndpoint bool) {
 	}
 
 	coll := collationOf(t)
-	order := func(a, b *collector.NodeInfo) int {
-		c := keyCmp(a, b, coll)
-		if c == 0 {
-			c = cmp.Compare(a.ID, b.ID)
-		}
-		if sortDir == "desc" {
-			c = -c
-		}
-		return c
-	}
+	order := paginationOrder(func(a, b *collector.NodeInfo) int { return keyCmp(a, b, coll) },
+		func(x *collector.NodeInfo) int64 { return x.ID }, sortDir == "desc")
 	// Unlike Ironic, which applies the conductor filter to a page already
 	// cut to limit (so that pages come out short or empty), every filter
 	// applies before pagination.
