@@ -109,6 +109,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# wait_ready URL PID TRIES INTERVAL: until URL answers 2xx, while PID lives.
+wait_ready() {
+    for _ in $(seq "$3"); do
+        curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep "$4"
+    done
+    return 1
+}
+
 free_port() {
     "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
@@ -178,15 +188,7 @@ for case in $CASES; do
         --heartbeat-timeout "$hb" --log-dir "$WORK/log-$seed" "${serve_args[@]}" \
         >"$WORK/serve-$seed.out" 2>&1 &
     SERVE_PID=$!
-    ready=0
-    for _ in $(seq 120); do
-        if curl -fsS -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; then
-            ready=1; break
-        fi
-        kill -0 "$SERVE_PID" 2>/dev/null || break
-        sleep 0.5
-    done
-    if [[ $ready != 1 ]]; then
+    if ! wait_ready "http://127.0.0.1:$port/" "$SERVE_PID" 120 0.5; then
         echo "!! Ironic API did not come up"; cat "$WORK/serve-$seed.out"
         tail -50 "$WORK/log-$seed"/ironic-api-*.log 2>/dev/null
         STEP_ERRORS=$((STEP_ERRORS + 1))
@@ -210,15 +212,7 @@ for case in $CASES; do
             --refresh.min-interval 1s --web.listen-address "127.0.0.1:$sport" \
             >"$WORK/sidecar-$seed.log" 2>&1 &
         SIDECAR_PID=$!
-        ready=0
-        for _ in $(seq 100); do
-            if curl -fsS -o /dev/null "http://127.0.0.1:$sport/readyz" 2>/dev/null; then
-                ready=1; break
-            fi
-            kill -0 "$SIDECAR_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        if [[ $ready != 1 ]]; then
+        if ! wait_ready "http://127.0.0.1:$sport/readyz" "$SIDECAR_PID" 100 0.1; then
             echo "!! sidecar did not become ready"; cat "$WORK/sidecar-$seed.log"
             STEP_ERRORS=$((STEP_ERRORS + 1))
             stop_server
