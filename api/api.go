@@ -30,6 +30,23 @@ type Options struct {
 	// links, e.g. "https://ironic.example.com:6385". Default: the scheme
 	// and Host of each request.
 	PublicEndpoint string
+	// Access, when set, returns what Ironic's policy lets a request read
+	// (auth_strategy = keystone); nil lets every request read everything,
+	// as Ironic does under noauth and http_basic.
+	Access func(r *http.Request) Access
+}
+
+// Access is what Ironic's policy lets one request read (see auth.Access).
+type Access interface {
+	// CanGetConductors is baremetal:conductor:get.
+	CanGetConductors() bool
+	// ListNodes is check_list_policy: the project to filter nodes by
+	// ("" for none), or ok false and the rule that refused.
+	ListNodes(project string) (filter, rule string, ok bool)
+	// CanGetNode is baremetal:node:get on a node (a 404 when false).
+	CanGetNode(owner, lessee *string) bool
+	// ShowReservation is false when node_sanitize redacts reservation.
+	ShowReservation(owner, lessee *string) bool
 }
 
 type handler struct {
@@ -39,6 +56,7 @@ type handler struct {
 	maxMinor int
 	vh       versionHeaders
 	public   string
+	access   func(r *http.Request) Access
 }
 
 // NewHandler returns the Ironic-compatible JSON API, rendered from cache:
@@ -47,7 +65,7 @@ type handler struct {
 // /v1/nodes/{node_ident}/conductor. It never reads the database itself.
 func NewHandler(cache *collector.Cache, opts Options) http.Handler {
 	h := &handler{cache: cache, log: opts.Logger, maxLimit: opts.MaxLimit, maxMinor: opts.MaxMicroversion,
-		public: strings.TrimRight(opts.PublicEndpoint, "/")}
+		public: strings.TrimRight(opts.PublicEndpoint, "/"), access: opts.Access}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -89,10 +107,15 @@ type request struct {
 	// jsonSuffix is set when the path ended in ".json", which Ironic strips
 	// (JsonExtensionMiddleware) and retries node lookups with.
 	jsonSuffix bool
+	// acc is the request's access under Ironic's policy; nil: everything.
+	acc Access
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq := &request{h: h, w: w, r: r}
+	if h.access != nil {
+		rq.acc = h.access(r)
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {

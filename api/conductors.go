@@ -149,6 +149,9 @@ func compareBool(a, b bool) int {
 
 // listConductors answers GET /v1/conductors (ConductorsController.get_all).
 func (rq *request) listConductors() {
+	if !rq.canGetConductors() {
+		return
+	}
 	q := parseQuery(rq.r.URL.RawQuery)
 	if err := q.checkArgs("marker", "limit", "sort_key", "sort_dir", "fields", "detail"); err != nil {
 		rq.fail(err)
@@ -284,6 +287,9 @@ func (rq *request) listConductors() {
 // hostname as a logical name and refuses "host:6385" with a 400, any
 // hostname is looked up.
 func (rq *request) getConductor(hostname string) {
+	if !rq.canGetConductors() {
+		return
+	}
 	fields, t, err := rq.conductorRequest()
 	var c *collector.ConductorInfo
 	if err == nil {
@@ -302,6 +308,16 @@ func (rq *request) getConductor(hostname string) {
 // conductorRequest validates what every request answered by one
 // conductor's detail shares (only a fields argument, a microversion that
 // exposes conductors) and returns the fields and the topology.
+// canGetConductors checks baremetal:conductor:get first, as
+// ConductorsController.get_all and get_one do, and answers 403 when it fails.
+func (rq *request) canGetConductors() bool {
+	if rq.acc != nil && !rq.acc.CanGetConductors() {
+		rq.fail(forbidden("baremetal:conductor:get"))
+		return false
+	}
+	return true
+}
+
 func (rq *request) conductorRequest() ([]string, *collector.Topology, *apiError) {
 	var q query
 	if rq.r.URL.RawQuery != "" {

@@ -33,6 +33,11 @@ type apiError struct {
 
 func clientError(status int, msg string) *apiError { return &apiError{status: status, msg: msg} }
 
+// forbidden is Ironic's HTTPForbidden (a policy refusal).
+func forbidden(rule string) *apiError {
+	return clientError(http.StatusForbidden, "Access was denied to the following resource: "+rule)
+}
+
 func badRequest(msg string) *apiError { return clientError(http.StatusBadRequest, msg) }
 
 func routingError(status int, msg string) *apiError {

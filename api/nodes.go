@@ -179,7 +179,12 @@ func (rq *request) appendNode(b []byte, base string, n *collector.NodeInfo, fiel
 		case nfProvisionState:
 			b = appendNullableString(b, rq.provisionState(n.ProvisionState))
 		case nfReservation:
-			b = appendNullableString(b, n.Reservation)
+			if rq.acc != nil && !rq.acc.ShowReservation(n.Owner, n.Lessee) {
+				// node_sanitize's redaction, also of a null reservation.
+				b = appendString(b, redactedReservation)
+			} else {
+				b = appendNullableString(b, n.Reservation)
+			}
 		case nfResourceClass:
 			b = appendNullableString(b, n.ResourceClass)
 		case nfLinks:
@@ -195,6 +200,10 @@ func (rq *request) appendNode(b []byte, base string, n *collector.NodeInfo, fiel
 	return append(b, '}')
 }
 
+// redactedReservation is what _node_sanitize_extended puts in place of a
+// reservation the caller may not see.
+const redactedReservation = "** Redacted - requires baremetal:node:get:reservation permission. **"
+
 func nodeNotFound(ident string) *apiError {
 	return clientError(http.StatusNotFound, "Node "+ident+" could not be found.")
 }
@@ -209,6 +218,16 @@ func (rq *request) findNode(t *collector.Topology, ident string) (*collector.Nod
 		if n2, err2 := rq.findNodeOnce(t, ident+".json"); err2 == nil {
 			return n2, nil
 		}
+	}
+	return n, err
+}
+
+// findVisibleNode is findNode followed by check_node_policy_and_retrieve's
+// baremetal:node:get: a node the caller may not see is not found.
+func (rq *request) findVisibleNode(t *collector.Topology, ident string) (*collector.NodeInfo, *apiError) {
+	n, err := rq.findNode(t, ident)
+	if err == nil && rq.acc != nil && !rq.acc.CanGetNode(n.Owner, n.Lessee) {
+		return nil, nodeNotFound(ident)
 	}
 	return n, err
 }
@@ -251,7 +270,7 @@ func (rq *request) getNode(ident string) {
 	}
 	var n *collector.NodeInfo
 	if err == nil {
-		n, err = rq.findNode(t, ident)
+		n, err = rq.findVisibleNode(t, ident)
 	}
 	if err == nil {
 		err = rq.checkAllowSpecifyFields(hasFields)
@@ -283,7 +302,10 @@ func (rq *request) nodeConductor(ident string) {
 	fields, t, err := rq.conductorRequest()
 	var n *collector.NodeInfo
 	if err == nil {
-		n, err = rq.findNode(t, ident)
+		n, err = rq.findVisibleNode(t, ident)
+	}
+	if err == nil && rq.acc != nil && !rq.acc.CanGetConductors() {
+		err = forbidden("baremetal:conductor:get")
 	}
 	var c *collector.ConductorInfo
 	if err == nil {
@@ -395,6 +417,8 @@ var nodeSortKeys = map[string]nodeCmp{
 type nodeFilter struct {
 	instanceUUID, provisionState, driver, resourceClass, conductorGroup, conductor *string
 	associated, maintenance                                                        *bool
+	// project is check_list_policy's: nodes it owns or leases.
+	project *string
 }
 
 // match applies the filters as the database does (under its collation),
@@ -411,6 +435,8 @@ func (f *nodeFilter) match(n *collector.NodeInfo, c collation) bool {
 	case f.associated != nil && (n.InstanceUUID != nil) != *f.associated:
 		return false
 	case f.maintenance != nil && n.Maintenance != *f.maintenance:
+		return false
+	case f.project != nil && !eq(f.project, n.Owner) && !eq(f.project, n.Lessee):
 		return false
 	}
 	return true
@@ -505,6 +531,16 @@ func (rq *request) listNodes(detailEndpoint bool) {
 			case "conductor":
 				f.conductor = &v
 			}
+		}
+	}
+	// check_list_policy, the first thing get_all and detail do.
+	if err == nil && rq.acc != nil {
+		project, _, _ := q.str("project")
+		filter, rule, ok := rq.acc.ListNodes(project)
+		if !ok {
+			err = forbidden(rule)
+		} else if filter != "" {
+			f.project = &filter
 		}
 	}
 	// The microversion checks of get_all and detail, in their order.

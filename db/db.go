@@ -64,6 +64,8 @@ type DB struct {
 	redacted string
 	// lastNodes is the node count of the last snapshot, to size the next.
 	lastNodes atomic.Int64
+	// ownerCols caches probeOwner: 0 unknown, 1 present, 2 absent.
+	ownerCols atomic.Int32
 }
 
 // Open parses dsn (Ironic's [database]connection: a SQLAlchemy URL for

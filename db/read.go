@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -32,11 +33,23 @@ ORDER BY id`
 FROM conductor_hardware_interfaces
 ORDER BY conductor_id, hardware_type`
 
-	// SQLNodes reads the nodes table.
+	// SQLNodes reads the nodes table, with owner (Ironic 12.1, Stein) and
+	// lessee (Ironic 15.0, Ussuri) for the API's policy.
 	SQLNodes = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
+       power_state, provision_state, maintenance, resource_class, created_at, updated_at,
+       owner, lessee
+FROM nodes
+ORDER BY id`
+
+	// SQLNodesWithoutOwner reads the nodes table of a schema older than
+	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
+	SQLNodesWithoutOwner = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
        power_state, provision_state, maintenance, resource_class, created_at, updated_at
 FROM nodes
 ORDER BY id`
+
+	// SQLProbeOwner succeeds when nodes has the owner and lessee columns.
+	SQLProbeOwner = `SELECT owner, lessee FROM nodes WHERE 1 = 0`
 )
 
 // queries are the three statements of a snapshot, as a dialect words them.
@@ -82,6 +95,10 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 		return nil, stepError("connecting to database", cctx, d.opts.QueryTimeout, err)
 	}
 	defer conn.Close()
+	withOwner, err := d.probeOwner(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
 
 	// The transaction's context bounds BEGIN and guards against a stuck
 	// step: four steps of QueryTimeout at most.
@@ -112,7 +129,11 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 		return nil, err
 	}
 	var nodeWarnings []string
-	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, q.nodes); err != nil {
+	nodesQuery := q.nodes
+	if !withOwner {
+		nodesQuery = SQLNodesWithoutOwner
+	}
+	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, nodesQuery, withOwner); err != nil {
 		return nil, err
 	}
 	snap.Warnings = append(snap.Warnings, nodeWarnings...)
@@ -238,7 +259,36 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node, warnings []string, err error) {
+// probeOwner says whether the nodes table has the owner and lessee columns,
+// asking the database once per process (outside the snapshot transaction,
+// where a failed statement would abort it on PostgreSQL).
+func (d *DB) probeOwner(ctx context.Context, conn *sqlx.Conn) (bool, error) {
+	switch d.ownerCols.Load() {
+	case 1:
+		return true, nil
+	case 2:
+		return false, nil
+	}
+	const step = "checking for nodes.owner and nodes.lessee"
+	pctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+	defer cancel()
+	rows, err := conn.QueryContext(pctx, SQLProbeOwner)
+	if err == nil {
+		err = rows.Close()
+	}
+	if err != nil {
+		msg := strings.ToLower(err.Error())
+		if !strings.Contains(msg, "owner") && !strings.Contains(msg, "lessee") {
+			return false, stepError(step, pctx, d.opts.QueryTimeout, err)
+		}
+		d.ownerCols.Store(2)
+		return false, nil
+	}
+	d.ownerCols.Store(1)
+	return true, nil
+}
+
+func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string, withOwner bool) (_ []Node, warnings []string, err error) {
 	const step = "reading nodes"
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
@@ -256,15 +306,20 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 		id                                        int64
 		uuid, name, driver, reservation, instance sql.NullString
 		power, provision, resourceClass           sql.NullString
+		owner, lessee                             sql.NullString
 		cgroup                                    string
 		maintenance                               anyBool
 		created, updated                          dbTime
 		badTimes                                  int
 		firstBad                                  string
 	)
+	dest := []any{&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
+		&power, &provision, &maintenance, &resourceClass, &created, &updated}
+	if withOwner {
+		dest = append(dest, &owner, &lessee)
+	}
 	for rows.Next() {
-		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
-			&power, &provision, &maintenance, &resourceClass, &created, &updated); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 		}
 		if created.bad != "" || updated.bad != "" {
@@ -285,6 +340,8 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 			ProvisionState: slab.ptr(in.nullable(provision)),
 			Maintenance:    bool(maintenance),
 			ResourceClass:  slab.ptr(in.nullable(resourceClass)),
+			Owner:          slab.ptr(in.nullable(owner)),
+			Lessee:         slab.ptr(in.nullable(lessee)),
 			CreatedAt:      created.t,
 			UpdatedAt:      updated.t,
 		})

@@ -85,6 +85,11 @@ type Node struct {
 	Maintenance bool
 	// ResourceClass is the node's resource class, or nil.
 	ResourceClass *string
+	// Owner is the project owning the node (nodes.owner), or nil; also nil
+	// on schemas without the column.
+	Owner *string
+	// Lessee is the project leasing the node (nodes.lessee), or nil.
+	Lessee *string
 	// CreatedAt is the row's creation time (UTC); zero when NULL.
 	CreatedAt time.Time
 	// UpdatedAt is the row's last update (UTC); zero when NULL.

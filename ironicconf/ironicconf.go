@@ -83,7 +83,23 @@ type Config struct {
 	// HashRingAlgorithm is [DEFAULT] hash_ring_algorithm, as written (the
 	// caller checks it is an algorithm it knows).
 	HashRingAlgorithm Opt[string]
+	// Auth holds the options of the API's authentication and policy
+	// (AuthOptions), keyed "section.key"; an option no file sets is absent.
+	// [keystone_authtoken] password is a secret: never log it.
+	Auth map[string]Opt[string]
 }
+
+// AuthOptions are the options read into Config.Auth: Ironic's
+// [DEFAULT]auth_strategy and http_basic_auth_user_file, keystonemiddleware's
+// [keystone_authtoken] service credentials and oslo.policy's [oslo_policy].
+var AuthOptions = []string{"DEFAULT.auth_strategy", "DEFAULT.http_basic_auth_user_file",
+	"keystone_authtoken.auth_url", "keystone_authtoken.www_authenticate_uri",
+	"keystone_authtoken.username", "keystone_authtoken.password",
+	"keystone_authtoken.user_domain_name", "keystone_authtoken.user_domain_id",
+	"keystone_authtoken.project_name", "keystone_authtoken.project_domain_name",
+	"keystone_authtoken.project_domain_id", "keystone_authtoken.token_cache_time",
+	"keystone_authtoken.cafile", "keystone_authtoken.insecure",
+	"oslo_policy.policy_file", "oslo_policy.enforce_scope", "oslo_policy.enforce_new_defaults"}
 
 // Error is a problem with a configuration file. It never contains the value
 // of a secret option.
@@ -409,6 +425,17 @@ func (s set) config(paths []string) (*Config, error) {
 	}
 	if c.HashRingAlgorithm.Set {
 		c.HashRingAlgorithm.Value = strings.TrimSpace(c.HashRingAlgorithm.Value)
+	}
+	c.Auth = map[string]Opt[string]{}
+	for _, name := range AuthOptions {
+		section, key, _ := strings.Cut(name, ".")
+		o, err := s.str([]optName{{section, key}}, key == "password")
+		if err != nil {
+			errs = append(errs, err)
+		} else if o.Set {
+			o.Value = strings.TrimSpace(o.Value)
+			c.Auth[name] = o
+		}
 	}
 	if c.Connection.Set {
 		c.Connection.Value = strings.TrimSpace(c.Connection.Value)

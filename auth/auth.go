@@ -1,0 +1,179 @@
+// Package auth authenticates the sidecar's JSON API and status page as
+// Ironic's API does ([DEFAULT]auth_strategy: noauth, http_basic, keystone)
+// and answers, per request, what Ironic's policy lets the caller read.
+package auth
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
+)
+
+// Modes of [DEFAULT]auth_strategy.
+const (
+	ModeNoauth    = "noauth"
+	ModeHTTPBasic = "http_basic"
+	ModeKeystone  = "keystone"
+)
+
+// Credentials are who a request authenticated as: oslo.context's
+// to_policy_values (plus Ironic's project_name and is_public_api).
+type Credentials struct {
+	// User is the user's name, for logs.
+	User string
+	// Values are the policy credentials.
+	Values policy.Values
+}
+
+// Authenticator checks one request's credentials.
+type Authenticator interface {
+	// Authenticate returns the caller's credentials, or a Failure to send.
+	Authenticate(r *http.Request) (*Credentials, *Failure)
+}
+
+// Failure is the answer to a request that did not authenticate.
+type Failure struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (f *Failure) write(w http.ResponseWriter) {
+	for k, v := range f.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(f.Status)
+	w.Write(f.Body) //nolint:errcheck
+}
+
+type ctxKey struct{}
+
+// FromContext returns the credentials Middleware stored, or nil (a public
+// route, or noauth).
+func FromContext(ctx context.Context) *Credentials {
+	c, _ := ctx.Value(ctxKey{}).(*Credentials)
+	return c
+}
+
+// publicRoutes are Ironic's acl_public_routes (ironic/api/config.py) as
+// AuthPublicRoutes matches them (ironic/api/middleware/auth_public_routes.py):
+// on the path without trailing slashes, with an optional .json or .xml.
+var publicRoutes = regexp.MustCompile(`^(/|/v1|/v1/lookup|/v1/heartbeat/[a-z0-9\-]+)(\.json|\.xml)?$`)
+
+// IsPublic reports whether Ironic answers path without authentication.
+func IsPublic(path string) bool {
+	p := strings.TrimRight(path, "/")
+	if p == "" {
+		p = path
+	}
+	return publicRoutes.MatchString(p)
+}
+
+// Middleware authenticates every request to next except Ironic's public
+// routes; a nil Authenticator (noauth) lets everything through.
+func Middleware(a Authenticator, next http.Handler) http.Handler {
+	if a == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if IsPublic(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		c, f := a.Authenticate(r)
+		if f != nil {
+			f.write(w)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+	})
+}
+
+// Access is what one request may read under Ironic's policy
+// (ironic/api/controllers/v1/utils.py check_policy, check_list_policy,
+// check_node_policy_and_retrieve; node.py node_sanitize). Ironic applies
+// its policy only when auth_strategy = keystone (policy.authorize).
+type Access struct {
+	e *policy.Enforcer
+	c policy.Values
+}
+
+// NewAccess returns the access of creds under e.
+func NewAccess(e *policy.Enforcer, creds *Credentials) *Access {
+	v := policy.Values{}
+	if creds != nil {
+		v = creds.Values
+	}
+	return &Access{e: e, c: v}
+}
+
+func (a *Access) target() policy.Values {
+	t := make(policy.Values, len(a.c)+2)
+	for k, v := range a.c {
+		t[k] = v
+	}
+	return t
+}
+
+// CanGetConductors is baremetal:conductor:get.
+func (a *Access) CanGetConductors() bool {
+	return a.e.Check(policy.RuleConductorGet, a.target(), a.c)
+}
+
+// ListNodes is check_list_policy('node', project): every node when
+// baremetal:node:list_all allows it; otherwise, for a project-scoped caller
+// whom baremetal:node:list allows, the nodes its project owns or leases
+// (filter is the project); otherwise forbidden (ok false, rule names the
+// rule that refused).
+func (a *Access) ListNodes(project string) (filter string, rule string, ok bool) {
+	if a.e.Check(policy.RuleNodeListAll, a.target(), a.c) {
+		return project, "", true
+	}
+	own, _ := a.c["project_id"].(string)
+	if own == "" || project != "" && project != own {
+		return "", policy.RuleNodeListAll, false
+	}
+	if !a.e.Check(policy.RuleNodeList, a.target(), a.c) {
+		return "", policy.RuleNodeList, false
+	}
+	return own, "", true
+}
+
+// CanGetNode is check_owner_policy('node', 'baremetal:node:get', owner,
+// lessee): the owner is always in the target (None when unset), the lessee
+// only when set. Ironic answers 404 when it fails.
+func (a *Access) CanGetNode(owner, lessee *string) bool {
+	t := a.target()
+	t["node.owner"] = optional(owner)
+	if lessee != nil && *lessee != "" {
+		t["node.lessee"] = *lessee
+	}
+	return a.e.Check(policy.RuleNodeGet, t, a.c)
+}
+
+// ShowReservation is node_sanitize's: with baremetal:node:get:filter_threshold
+// everything shows; otherwise baremetal:node:get:reservation decides. The
+// target has owner and lessee only when set.
+func (a *Access) ShowReservation(owner, lessee *string) bool {
+	t := a.target()
+	if owner != nil && *owner != "" {
+		t["node.owner"] = *owner
+	}
+	if lessee != nil && *lessee != "" {
+		t["node.lessee"] = *lessee
+	}
+	if a.e.Check(policy.RuleNodeFilterThreshold, t, a.c) {
+		return true
+	}
+	return a.e.Check(policy.RuleNodeReservation, t, a.c)
+}
+
+func optional(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
