@@ -177,3 +177,8 @@ func optional(s *string) any {
 	}
 	return *s
 }
+
+// WithCredentials returns ctx carrying creds, as Middleware stores them.
+func WithCredentials(ctx context.Context, creds *Credentials) context.Context {
+	return context.WithValue(ctx, ctxKey{}, creds)
+}

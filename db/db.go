@@ -64,7 +64,7 @@ type DB struct {
 	redacted string
 	// lastNodes is the node count of the last snapshot, to size the next.
 	lastNodes atomic.Int64
-	// ownerCols caches probeOwner: 0 unknown, 1 present, 2 absent.
+	// ownerCols says whether nodes has owner and lessee: 0 unknown, 1 yes, 2 no.
 	ownerCols atomic.Int32
 }
 

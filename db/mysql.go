@@ -453,7 +453,8 @@ var mysqlQueries = queries{
 	hardwareTypes: `SELECT conductor_id, hardware_type
 FROM conductor_hardware_interfaces
 ORDER BY conductor_id`,
-	nodes: SQLNodes,
+	nodes:             SQLNodes,
+	nodesWithoutOwner: SQLNodesWithoutOwner,
 }
 
 func (*mysqlDialect) queries() *queries { return &mysqlQueries }

@@ -47,9 +47,6 @@ ORDER BY id`
        power_state, provision_state, maintenance, resource_class, created_at, updated_at
 FROM nodes
 ORDER BY id`
-
-	// SQLProbeOwner succeeds when nodes has the owner and lessee columns.
-	SQLProbeOwner = `SELECT owner, lessee FROM nodes WHERE 1 = 0`
 )
 
 // queries are the three statements of a snapshot, as a dialect words them.
@@ -59,10 +56,13 @@ ORDER BY id`
 // be distinct (the reader deduplicates them byte-wise).
 type queries struct {
 	conductors, hardwareTypes, nodes string
+	// nodesWithoutOwner is nodes without owner and lessee (old schemas).
+	nodesWithoutOwner string
 }
 
 // standardQueries are the statements as written above (PostgreSQL).
-var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes}
+var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes,
+	nodesWithoutOwner: SQLNodesWithoutOwner}
 
 // testHook, when set by a test, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
@@ -84,6 +84,15 @@ func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
 // step failed and never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
 	s, err := d.snapshot(ctx)
+	if err != nil && d.ownerCols.Load() == 0 && missingOwnerColumn(err) {
+		// A schema older than nodes.owner (Ironic 12.1) or nodes.lessee
+		// (15.0): read without them from now on.
+		d.ownerCols.Store(2)
+		s, err = d.snapshot(ctx)
+	}
+	if err == nil && d.ownerCols.Load() == 0 {
+		d.ownerCols.Store(1)
+	}
 	return s, d.scrub(err)
 }
 
@@ -95,10 +104,7 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 		return nil, stepError("connecting to database", cctx, d.opts.QueryTimeout, err)
 	}
 	defer conn.Close()
-	withOwner, err := d.probeOwner(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
+	withOwner := d.ownerCols.Load() != 2
 
 	// The transaction's context bounds BEGIN and guards against a stuck
 	// step: four steps of QueryTimeout at most.
@@ -131,7 +137,7 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	var nodeWarnings []string
 	nodesQuery := q.nodes
 	if !withOwner {
-		nodesQuery = SQLNodesWithoutOwner
+		nodesQuery = q.nodesWithoutOwner
 	}
 	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, nodesQuery, withOwner); err != nil {
 		return nil, err
@@ -259,33 +265,13 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// probeOwner says whether the nodes table has the owner and lessee columns,
-// asking the database once per process (outside the snapshot transaction,
-// where a failed statement would abort it on PostgreSQL).
-func (d *DB) probeOwner(ctx context.Context, conn *sqlx.Conn) (bool, error) {
-	switch d.ownerCols.Load() {
-	case 1:
-		return true, nil
-	case 2:
-		return false, nil
-	}
-	const step = "checking for nodes.owner and nodes.lessee"
-	pctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	rows, err := conn.QueryContext(pctx, SQLProbeOwner)
-	if err == nil {
-		err = rows.Close()
-	}
-	if err != nil {
-		msg := strings.ToLower(err.Error())
-		if !strings.Contains(msg, "owner") && !strings.Contains(msg, "lessee") {
-			return false, stepError(step, pctx, d.opts.QueryTimeout, err)
-		}
-		d.ownerCols.Store(2)
-		return false, nil
-	}
-	d.ownerCols.Store(1)
-	return true, nil
+// missingOwnerColumn reports whether err is the nodes query failing on a
+// schema without the owner or lessee column (PostgreSQL: column "owner" does
+// not exist; MySQL: Unknown column 'owner'; SQLite: no such column: owner).
+func missingOwnerColumn(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.HasPrefix(msg, "reading nodes") && strings.Contains(msg, "column") &&
+		(strings.Contains(msg, "owner") || strings.Contains(msg, "lessee"))
 }
 
 func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string, withOwner bool) (_ []Node, warnings []string, err error) {

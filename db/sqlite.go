@@ -128,6 +128,11 @@ ORDER BY id`,
 	hardwareTypes: SQLHardwareTypes,
 	nodes: `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
        power_state, provision_state, maintenance, resource_class,
+       CAST(created_at AS TEXT), CAST(updated_at AS TEXT), owner, lessee
+FROM nodes
+ORDER BY id`,
+	nodesWithoutOwner: `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
+       power_state, provision_state, maintenance, resource_class,
        CAST(created_at AS TEXT), CAST(updated_at AS TEXT)
 FROM nodes
 ORDER BY id`,

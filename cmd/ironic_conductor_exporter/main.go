@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
@@ -56,6 +57,9 @@ type config struct {
 	// fill were given explicitly (those win over the files).
 	ironicConfigFiles, ironicConfigDirs              []string
 	heartbeatSet, partitionExponentSet, algorithmSet bool
+
+	// auth configures the JSON API's authentication.
+	auth authConfig
 
 	// source, when set, wraps the database the topology is read from (the
 	// demo's multi-conductor fleet).
@@ -88,6 +92,7 @@ func run(args []string) int {
 	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
 		Default("true").BoolVar(&cfg.nodeInfo)
 	app.Flag("web.shutdown-grace-period", "Time given to in-flight requests on SIGTERM.").Default("10s").DurationVar(&cfg.shutdownGracePeriod)
+	addAuthFlags(app, &cfg.auth)
 	toolkitFlags := kingpinflag.AddFlags(app, ":9608")
 	promslogConfig := &promslog.Config{}
 	flag.AddFlags(app, promslogConfig)
@@ -130,6 +135,16 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	}
 	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
 		return fmt.Errorf("%s: %w", src.partitionExponent, err)
+	}
+	var conf *ironicconf.Config
+	if len(cfg.ironicConfigFiles) > 0 || len(cfg.ironicConfigDirs) > 0 {
+		if conf, err = ironicconf.Load(cfg.ironicConfigFiles, cfg.ironicConfigDirs); err != nil {
+			return err
+		}
+	}
+	authn, err := setupAuth(cfg.auth, conf, *toolkitFlags.WebListenAddresses, logger)
+	if err != nil {
+		return err
 	}
 	database, err := db.Open(dsn, db.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns})
 	if err != nil {
@@ -183,18 +198,23 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 			cancel()
 		}
 		if v.Topology == nil {
-			http.Error(w, "not ready: "+v.Err.Error(), http.StatusServiceUnavailable)
+			// The error (addresses, user names) goes to the log and
+			// /metrics, never to an unauthenticated probe.
+			http.Error(w, errNotReady.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	apiHandler := api.NewHandler(cache, api.Options{Logger: logger})
+	apiHandler := auth.Middleware(authn.authn, api.NewHandler(cache, api.Options{Logger: logger, Access: authn.access}))
 	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath})
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Browsers get the status page at /; API clients get Ironic's root.
 		if r.URL.Path == "/" && status.WantsHTML(r) {
-			statusPage.ServeHTTP(w, r)
+			// The page shows every conductor and node: the same
+			// authentication as the API, and (keystone) the policy of
+			// listing all nodes and conductors.
+			guardStatusPage(authn, statusPage).ServeHTTP(w, r)
 			return
 		}
 		apiHandler.ServeHTTP(w, r)
