@@ -11,7 +11,7 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build run test unit lint bench conformance vectors fuzz clean e2e
+.PHONY: all build run test unit lint bench conformance conformance-auth vectors fuzz clean e2e
 
 all: lint build test
 
@@ -23,7 +23,7 @@ run: build
 	./$(BIN) demo $(ARGS)
 
 ## test: everything CI runs: lint, unit tests with the race detector, conformance.
-test: lint unit conformance
+test: lint unit conformance conformance-auth
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
@@ -45,6 +45,10 @@ bench:
 ## conformance: the sidecar against real Ironic 21.4 on real databases.
 conformance: build
 	./conformance/run.sh ./$(BIN)
+
+## conformance-auth: keystone and http_basic modes against real Keystone and Ironic 21.4.
+conformance-auth: build
+	./conformance/auth/run.sh ./$(BIN)
 
 ## vectors: regenerate ring/testdata from the real tooz (Debian python3-tooz).
 vectors:

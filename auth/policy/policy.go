@@ -5,12 +5,10 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"sort"
-	"strings"
 
 	yaml "go.yaml.in/yaml/v2"
 )
@@ -196,9 +194,6 @@ func New(o Options) (*Enforcer, error) {
 	return e, nil
 }
 
-// ErrUnknownRule is returned by Validate for a rule name not defined.
-var ErrUnknownRule = errors.New("rule not defined")
-
 // Check is oslo.policy's enforce: false when the rule is not defined, when
 // enforce_scope holds and the token's scope is not among the rule's
 // scope_types, or when the check fails.
@@ -222,14 +217,4 @@ func tokenScope(c Values) string {
 		return "domain"
 	}
 	return "project"
-}
-
-// Describe names the rules the sidecar enforces and their effective check,
-// for the start-up log.
-func (e *Enforcer) Describe() string {
-	var b strings.Builder
-	for _, r := range []string{RuleNodeGet, RuleNodeList, RuleNodeListAll, RuleConductorGet, RuleNodeFilterThreshold, RuleNodeReservation} {
-		fmt.Fprintf(&b, "%s ", r)
-	}
-	return strings.TrimSpace(b.String())
 }

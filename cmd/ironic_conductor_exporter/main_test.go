@@ -390,6 +390,9 @@ heartbeat_timeout = 30
 [database]
 connection = `+dsnFor("127.0.0.1:5432")+`
 max_pool_size = 5
+
+[DEFAULT]
+auth_strategy = noauth
 `)
 	t.Run("from the file", func(t *testing.T) {
 		p := start(t, "", "--ironic.config-file="+conf)

@@ -1,0 +1,99 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func creds(project any, system any, roles ...string) Values {
+	return Values{"project_id": project, "system_scope": system, "roles": roles, "domain_id": nil,
+		"project_domain_id": "default", "project_name": "p"}
+}
+
+// TestDefaults214: Ironic 21.4's defaults for the personas of the
+// conformance run (the deprecated defaults OR'd in, scope not enforced).
+func TestDefaults214(t *testing.T) {
+	e, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := Values{"node.owner": "P1", "node.lessee": "P2"}
+	sys := creds(nil, "all", "reader")
+	owner := creds("P1", nil, "member", "reader")
+	lessee := creds("P2", nil, "member", "reader")
+	none := creds(nil, nil)
+	for _, tc := range []struct {
+		rule string
+		c    Values
+		want bool
+	}{
+		{RuleNodeListAll, sys, true}, {RuleNodeListAll, owner, false}, {RuleNodeList, owner, true},
+		{RuleNodeList, none, false}, {RuleConductorGet, sys, true}, {RuleConductorGet, owner, false},
+		{RuleNodeGet, owner, true}, {RuleNodeGet, lessee, true}, {RuleNodeReservation, owner, true},
+		{RuleNodeReservation, lessee, false}, {RuleNodeFilterThreshold, owner, false},
+		// The deprecated default: an admin of any project reads everything.
+		{RuleNodeListAll, creds("X", nil, "admin"), true},
+	} {
+		target := node
+		if tc.rule == RuleNodeList || tc.rule == RuleNodeListAll || tc.rule == RuleConductorGet {
+			target = Values{} // check_list_policy and check_policy: the creds only
+		}
+		if got := e.Check(tc.rule, target, tc.c); got != tc.want {
+			t.Errorf("%s for %v = %v, want %v", tc.rule, tc.c, got, tc.want)
+		}
+	}
+	// newest: no deprecated defaults, scope enforced.
+	n, err := New(Options{Release: ReleaseNewest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Check(RuleNodeListAll, node, creds("X", nil, "admin")) {
+		t.Error("newest: a project admin passes list_all")
+	}
+	if n.Check(RuleConductorGet, node, creds("X", nil, "reader")) {
+		t.Error("newest: a project token passes conductor:get (scope system)")
+	}
+}
+
+// TestPolicyFile: a file rule wins; one the sidecar cannot parse is refused
+// naming the rule.
+func TestPolicyFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte(`"baremetal:conductor:get": "role:reader and not role:member"`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{PolicyFile: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Check(RuleConductorGet, Values{}, creds("P", nil, "reader")) || e.Check(RuleConductorGet, Values{}, creds("P", nil, "reader", "member")) {
+		t.Error("the file's conductor rule is not the one applied")
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`"baremetal:node:get": "(role:reader"`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Options{PolicyFile: bad}); err == nil || !strings.Contains(err.Error(), `"baremetal:node:get"`) {
+		t.Errorf("unparsable rule: err %v, want one naming baremetal:node:get", err)
+	}
+}
+
+// TestParsePrecedence: not > and > or, as oslo.policy's parser reduces.
+func TestParsePrecedence(t *testing.T) {
+	x, err := parse("role:a or role:b and role:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Enforcer{rules: map[string]expr{}}
+	if !x.eval(e, Values{}, Values{"roles": []string{"a"}}, 0) || x.eval(e, Values{}, Values{"roles": []string{"b"}}, 0) {
+		t.Error("a or (b and c) misparsed")
+	}
+	// Python's str(None): an unset owner matches a None project_id.
+	g, _ := parse("project_id:%(node.owner)s")
+	if !g.eval(e, Values{"node.owner": nil}, Values{"project_id": nil}, 0) {
+		t.Error("None vs None")
+	}
+}
