@@ -1,6 +1,8 @@
-// Package collector turns database snapshots into Ironic's conductor topology
-// (liveness, hash rings, node-to-conductor mapping), caches it with its
-// refresh policy, and renders it as Prometheus metrics.
+// Package topology turns database snapshots into Ironic's conductor topology
+// (liveness, hash rings, node-to-conductor mapping) and caches it with its
+// refresh policy. It is pure: it knows nothing of Prometheus or HTTP; the
+// metrics (collector), the JSON API (api) and the status page (status) are
+// all rendered from the Topology it builds.
 package topology
 
 import (
