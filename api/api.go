@@ -406,22 +406,6 @@ func validateSortDir(dir string) *apiError {
 	return nil
 }
 
-// versionedFields is api_utils.VERSIONED_FIELDS: node fields and the
-// microversion that introduced them. Ironic checks every requested field
-// and sort key against it, for conductors too.
-var versionedFields = map[string]int{
-	"driver_internal_info": 3, "name": 5, "inspection_finished_at": 6, "inspection_started_at": 6,
-	"clean_step": 7, "raid_config": 12, "target_raid_config": 12, "network_interface": 20,
-	"resource_class": 21, "storage_interface": 33, "traits": 37, "rescue_interface": 38,
-	"bios_interface": 40, "fault": 42, "deploy_step": 44, "conductor_group": 46,
-	"automated_clean": 47, "protected": 48, "protected_reason": 48, "conductor": 49,
-	"owner": 50, "description": 51, "allocation_uuid": 52, "events": 54, "retired": 61,
-	"retired_reason": 61, "lessee": 65, "network_data": 66, "boot_mode": 75, "secure_boot": 75,
-	"shard": 82, "boot_interface": 31, "console_interface": 31, "deploy_interface": 31,
-	"inspect_interface": 31, "management_interface": 31, "power_interface": 31,
-	"raid_interface": 31, "vendor_interface": 31,
-}
-
 // checkAllowedFields is api_utils.check_allowed_fields: a field newer than
 // the request's microversion is not acceptable.
 func (rq *request) checkAllowedFields(fields []string) *apiError {

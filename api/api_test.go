@@ -471,7 +471,10 @@ func TestNodeList(t *testing.T) {
 	for _, p := range []string{"/v1/nodes/detail?limit=1", "/v1/nodes?detail=True&limit=1", "/v1/nodes/detail/?limit=1", "/nodes/detail?limit=1"} {
 		rec = f.get(p, latest)
 		expectStatus(t, rec, 200)
-		wantNode := `{"uuid": "` + uuidN(1) + `", "created_at": "2026-01-02T02:04:05+00:00", "updated_at": "2026-01-02T03:03:05+00:00", "conductor_group": "", "driver": "ipmi", "instance_uuid": "22222222-2222-4222-8222-222222222222", "maintenance": false, "name": "node-1", "power_state": "power on", "provision_state": "active", "reservation": null, "resource_class": "baremetal", "links": ` + links(uuidN(1)) + `, "conductor": "` + conductors[uuidN(1)] + `"}`
+		wantNode := `{"uuid": "` + uuidN(1) + `", "created_at": "2026-01-02T02:04:05+00:00", "updated_at": "2026-01-02T03:03:05+00:00", "conductor_group": "", "driver": "ipmi", "instance_uuid": "22222222-2222-4222-8222-222222222222", "maintenance": false, "name": "node-1", "power_state": "power on", "provision_state": "active", "reservation": null, "resource_class": "baremetal", "links": ` + links(uuidN(1)) + `, "conductor": "` + conductors[uuidN(1)] + `"`
+		// Ironic's bytes, then the extension (node 1's boot files were
+		// prepared by conductor id 3).
+		wantNode += `, "exporter_conductor_affinity": "Cond-C"}`
 		next := "http://example.com/v1/nodes/detail?sort_key=id&sort_dir=asc&limit=1&marker=" + uuidN(1)
 		if strings.Contains(p, "detail=True") {
 			next = "http://example.com/v1/nodes?sort_key=id&sort_dir=asc&detail=True&limit=1&marker=" + uuidN(1)
