@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -106,7 +107,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr[hdrRequestID] = []string{newRequestID()}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr["Allow"] = allowGetHead
-		rq.fail(errMethodNotAllowed)
+		rq.fail(readOnly(r.Method))
 		return
 	}
 	// Without RawPath the decoded Path is the path as sent (net/http keeps
@@ -145,6 +146,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !rq.version(true) {
 		return
 	}
+	if unservedResources[rest[0]] {
+		rq.fail(unserved(rest[0]))
+		return
+	}
 	switch rest[0] {
 	case "conductors":
 		switch len(rest) {
@@ -178,6 +183,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		case len(rest) == 3 && rest[2] == "conductor":
 			rq.nodeConductor(ident)
+			return
+		case len(rest) >= 3 && unservedNodeResources[rest[2]]:
+			rq.fail(unserved("nodes/{node_ident}/" + rest[2]))
 			return
 		}
 	}
@@ -280,15 +288,34 @@ func (rq *request) base() string {
 	return "http://" + host
 }
 
+// Headers of JSON answers rendered from a stale topology: the last refresh
+// failed, or the data is older than the cache's MinInterval allows (plus
+// staleSlack, the time a refresh itself may take).
+const (
+	hdrStale   = "X-Ironic-Exporter-Stale"
+	hdrDataAge = "X-Ironic-Exporter-Data-Age"
+	staleSlack = time.Second
+)
+
 // topology returns the cached topology, or the 503 to answer while none was
-// ever read. A stale topology (the last refresh failed) is served: the
-// metrics expose the staleness.
+// ever read. A stale topology (the last refresh failed) is served, marked
+// by the X-Ironic-Exporter-Stale and -Data-Age headers.
 func (rq *request) topology() (*topology.Topology, *apiError) {
 	v := rq.h.cache.Get(rq.r.Context())
 	if v.Topology == nil {
 		rq.h.log.Debug("api: no topology to serve yet", "err", v.Err)
+		if topology.Permanent(v.Err) {
+			return nil, &apiError{status: http.StatusServiceUnavailable,
+				msg: "The exporter's database is not Ironic's: a table or column Ironic has is missing. Check --db.dsn (or [database]connection)."}
+		}
 		return nil, &apiError{status: http.StatusServiceUnavailable,
 			msg: "The exporter has not read Ironic's database yet; retry later."}
+	}
+	age := rq.h.cache.Now().Sub(v.LastSuccess)
+	if v.Err != nil || age > rq.h.cache.MinInterval()+staleSlack {
+		hdr := rq.w.Header()
+		hdr[hdrStale] = []string{"true"}
+		hdr[hdrDataAge] = []string{strconv.FormatFloat(max(age.Seconds(), 0), 'f', 1, 64)}
 	}
 	return v.Topology, nil
 }
@@ -306,7 +333,7 @@ func (rq *request) reply(body []byte) {
 
 // fail writes an error in Ironic's shape.
 func (rq *request) fail(e *apiError) {
-	if e.status >= 500 {
+	if e.status >= 500 && e.status != http.StatusNotImplemented {
 		rq.h.log.Warn("api: server error", "path", rq.r.URL.Path, "status", e.status, "msg", e.msg)
 	}
 	body := e.body()

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -755,7 +757,7 @@ func TestNodeConductor(t *testing.T) {
 		{"/v1/nodes/node-5/conductor?fields=bogus", "latest", 400, `Field(s) "bogus" are not valid`},
 		{"/v1/nodes/node-5/conductor?x=1", "latest", 400, "Unexpected arguments: x"},
 		{"/v1/nodes/node-5/conductor/x", "latest", 404, ""},
-		{"/v1/nodes/node-5/ports", "latest", 404, ""},
+		{"/v1/nodes/node-5/ports", "latest", 501, "ironic-conductor-exporter is a read-only sidecar that serves only conductors and nodes: /v1/nodes/{node_ident}/ports is not served. Use the real Ironic API."},
 	} {
 		rec := f.get(tc.path, ver(tc.version))
 		expectStatus(t, rec, tc.status)
@@ -803,6 +805,79 @@ func TestStaleTopologyIsServed(t *testing.T) {
 	if v := cache.Current(); v.Err == nil || v.Topology == nil {
 		t.Fatalf("expected a stale view, got %+v", v)
 	}
+	// Marked stale, with the data's age, on every JSON answer from data.
+	for _, p := range []string{"/v1/nodes/node-1", "/v1/nodes", "/v1/conductors", "/v1/nodes/nope"} {
+		rec := f.get(p)
+		if rec.Header().Get(hdrStale) != "true" || rec.Header().Get(hdrDataAge) != "0.0" {
+			t.Errorf("GET %s: stale %q, age %q", p, rec.Header().Get(hdrStale), rec.Header().Get(hdrDataAge))
+		}
+	}
+}
+
+func TestStaleHeaders(t *testing.T) {
+	now := testNow
+	src := &fakeSource{snap: testSnapshot(db.BackendPostgreSQL)}
+	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 10 * time.Second,
+		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"},
+		Now:      func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{h: NewHandler(cache, Options{}), src: src, cache: cache}
+	rec := f.get("/v1/nodes/node-1")
+	if _, ok := rec.Header()[hdrStale]; ok {
+		t.Errorf("fresh data marked stale: %v", rec.Header())
+	}
+	if _, ok := rec.Header()[hdrDataAge]; ok {
+		t.Errorf("fresh data with an age: %v", rec.Header())
+	}
+	// The database fails; the next refresh (after 10 s) keeps the old data.
+	src.set(nil, errDown)
+	now = now.Add(12300 * time.Millisecond)
+	rec = f.get("/v1/conductors")
+	expectStatus(t, rec, 200)
+	if rec.Header().Get(hdrStale) != "true" || rec.Header().Get(hdrDataAge) != "12.3" {
+		t.Errorf("stale: %q, age %q", rec.Header().Get(hdrStale), rec.Header().Get(hdrDataAge))
+	}
+	// The root carries no data, so no mark.
+	if _, ok := f.get("/").Header()[hdrStale]; ok {
+		t.Error("root marked stale")
+	}
+}
+
+// TestNotIronicsDatabase: a database without Ironic's tables (a real
+// SQLite file holding another table) is a 503 that says so, not "retry
+// later".
+func TestNotIronicsDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.sqlite")
+	w, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Exec("CREATE TABLE things (id INTEGER PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	d, err := db.Open("sqlite:///"+path, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	f := newFixture(t, nil, nil, Options{})
+	cache, err := topology.NewCache(topology.CacheConfig{Source: d, MinInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h, f.cache = NewHandler(cache, Options{}), cache
+	rec := f.get("/v1/nodes", latest)
+	expectStatus(t, rec, 503)
+	if got := message(t, rec); !strings.Contains(got, "not Ironic's") || strings.Contains(got, "retry later") {
+		t.Errorf("503: %q", got)
+	}
+	// A transient failure still says retry later (TestNoTopologyYet).
+	if topology.Permanent(errDown) {
+		t.Errorf("%v classified as permanent", errDown)
+	}
 }
 
 func TestMethodsAndPaths(t *testing.T) {
@@ -814,7 +889,9 @@ func TestMethodsAndPaths(t *testing.T) {
 			if rec.Header().Get("Allow") != "GET, HEAD" {
 				t.Errorf("%s %s: Allow %q", m, p, rec.Header().Get("Allow"))
 			}
-			if got := rec.Body.String(); got != `{"error_message": "{\"code\": 405, \"title\": \"Method Not Allowed\", \"description\": \"\"}"}` {
+			// A faultstring, which ironicclient prints: writes need Ironic.
+			want := `{"error_message": "{\"faultcode\": \"Client\", \"faultstring\": \"ironic-conductor-exporter is a read-only sidecar: ` + m + ` is not served. Send writes to the real Ironic API.\", \"debuginfo\": null}"}`
+			if got := rec.Body.String(); got != want {
 				t.Errorf("%s %s: %s", m, p, got)
 			}
 		}
@@ -826,11 +903,22 @@ func TestMethodsAndPaths(t *testing.T) {
 		t.Errorf("HEAD: body %q, length %q", rec.Body, rec.Header().Get("Content-Length"))
 	}
 	for _, p := range []string{"/v1/foo", "/foo/bar", "/v2", "/v1//nodes", "//v1/nodes", "/v1/nodes/a/b/c/d",
-		"/v1/conductors/x/y", "/v1/chassis", "/v1/ports", "/v1/nodes/detail/x"} {
+		"/v1/conductors/x/y", "/v1/nodes/detail/x"} {
 		rec := f.get(p, latest)
 		expectStatus(t, rec, 404)
 		if in := fault(t, rec); in["code"] != 404.0 || in["title"] != "Not Found" {
 			t.Errorf("GET %s: %v", p, in)
+		}
+	}
+	// Ironic's resources the sidecar does not serve: 501 saying so.
+	for p, res := range map[string]string{"/v1/chassis": "chassis", "/v1/ports": "ports", "/v1/ports/": "ports",
+		"/v1/portgroups/x": "portgroups", "/v1/nodes/node-1/states": "nodes/{node_ident}/states",
+		"/v1/nodes/node-1/maintenance": "nodes/{node_ident}/maintenance", "/v1/nodes/node-1/traits": "nodes/{node_ident}/traits"} {
+		rec := f.get(p, latest)
+		expectStatus(t, rec, 501)
+		want := "ironic-conductor-exporter is a read-only sidecar that serves only conductors and nodes: /v1/" + res + " is not served. Use the real Ironic API."
+		if got := message(t, rec); got != want {
+			t.Errorf("GET %s: %q, want %q", p, got, want)
 		}
 	}
 	// Trailing slashes, as the ironic CLI sends them.
