@@ -889,6 +889,11 @@ def resp_problems(ri, rs, volatile=()):
     return json_problems([ri[0], ri[2]], [rs[0], rs[2]], volatile)
 
 
+# Fields the sidecar adds to Ironic's node, documented as extensions
+# (api/doc.go); named so that they cannot collide with Ironic's.
+SIDECAR_EXTENSIONS = ('exporter_conductor_affinity',)
+
+
 def node_problems(i, s, served, label=''):
     """A node representation: the sidecar's keys are a subset of Ironic's,
     in Ironic's order, include every field of Ironic's it serves elsewhere
@@ -897,7 +902,7 @@ def node_problems(i, s, served, label=''):
         return json_problems(i, s, label=label)
     pre = label + ': ' if label else ''
     p = []
-    extra = [k for k in s if k not in i]
+    extra = [k for k in s if k not in i and k not in SIDECAR_EXTENSIONS]
     missing = [k for k in i if k in served and k not in s]
     if extra:
         p.append(Problem(pre + 'fields Ironic does not have: %s' %

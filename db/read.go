@@ -34,7 +34,8 @@ ORDER BY conductor_id, hardware_type`
 
 	// SQLNodes reads the nodes table.
 	SQLNodes = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class, created_at, updated_at
+       power_state, provision_state, maintenance, resource_class, created_at, updated_at,
+       conductor_affinity
 FROM nodes
 ORDER BY id`
 )
@@ -252,10 +253,12 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 	var (
 		in   = interner{}
 		slab stringSlab
+		ids  int64Slab
 		// Scan targets, reused across rows.
 		id                                        int64
 		uuid, name, driver, reservation, instance sql.NullString
 		power, provision, resourceClass           sql.NullString
+		affinity                                  sql.NullInt64
 		cgroup                                    string
 		maintenance                               anyBool
 		created, updated                          dbTime
@@ -264,7 +267,7 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 	)
 	for rows.Next() {
 		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
-			&power, &provision, &maintenance, &resourceClass, &created, &updated); err != nil {
+			&power, &provision, &maintenance, &resourceClass, &created, &updated, &affinity); err != nil {
 			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 		}
 		if created.bad != "" || updated.bad != "" {
@@ -288,6 +291,7 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 			CreatedAt:      created.t,
 			UpdatedAt:      updated.t,
 		})
+		out[len(out)-1].ConductorAffinity = ids.ptr(affinity)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
@@ -463,6 +467,20 @@ func (in interner) nullable(s sql.NullString) sql.NullString {
 		s.String = in.str(s.String)
 	}
 	return s
+}
+
+// int64Slab hands out *int64 from chunks, as stringSlab does for strings.
+type int64Slab struct{ chunk []int64 }
+
+func (s *int64Slab) ptr(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	if len(s.chunk) == cap(s.chunk) {
+		s.chunk = make([]int64, 0, slabChunk)
+	}
+	s.chunk = append(s.chunk, v.Int64)
+	return &s.chunk[len(s.chunk)-1]
 }
 
 // stringSlab hands out *string from chunks, one allocation per chunk rather

@@ -89,4 +89,8 @@ type Node struct {
 	CreatedAt time.Time
 	// UpdatedAt is the row's last update (UTC); zero when NULL.
 	UpdatedAt time.Time
+	// ConductorAffinity is the conductors.id of the conductor that last
+	// prepared the node's boot environment (Ironic sets it in
+	// ironic/conductor/deployments.py when it deploys), or nil.
+	ConductorAffinity *int64
 }

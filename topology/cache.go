@@ -186,3 +186,7 @@ func (c *Cache) build(ctx context.Context, prev *Topology, now time.Time) (*Topo
 	}
 	return Build(snap, c.cfg.Settings, now.UTC(), prev)
 }
+
+// MinInterval is the age the cache lets its topology reach before a
+// request refreshes it (CacheConfig.MinInterval).
+func (c *Cache) MinInterval() time.Duration { return c.cfg.MinInterval }
