@@ -46,10 +46,13 @@ ORDER BY id`
 // be distinct (the reader deduplicates them byte-wise).
 type queries struct {
 	conductors, hardwareTypes, nodes string
+	// probe is SQLNodeProbe as the dialect words it.
+	probe string
 }
 
 // standardQueries are the statements as written above (PostgreSQL).
-var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes}
+var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes,
+	probe: SQLNodeProbe}
 
 // testHook, when set by a test, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
@@ -70,11 +73,13 @@ func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
 // as well as possible and described in Snapshot.Warnings. Errors say which
 // step failed and never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
-	s, err := d.snapshot(ctx)
+	s, err := d.snapshotSince(ctx, nil)
 	return s, d.scrub(err)
 }
 
-func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
+// snapshotSince reads a snapshot, its nodes only when known is nil or the
+// probe differs from it (see SnapshotSince).
+func (d *DB) snapshotSince(ctx context.Context, known *NodeProbe) (_ *Snapshot, err error) {
 	cctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	conn, err := d.db.Connx(cctx)
 	cancel()
@@ -110,6 +115,13 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	}
 	if err := runHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
+	}
+	if snap.NodeProbe, err = d.probeNodes(tctx, tx); err != nil {
+		return nil, err
+	}
+	if known != nil && *known == snap.NodeProbe {
+		snap.NodesUnchanged = true
+		return snap, nil
 	}
 	var nodeWarnings []string
 	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, q.nodes); err != nil {
