@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -262,13 +263,16 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 
 	out := make([]Node, 0, d.lastNodes.Load())
 	var (
-		in   = interner{}
-		slab stringSlab
-		// Scan targets, reused across rows.
+		in    = interner{}
+		ptrs  = ptrInterner{}
+		arena stringArena
+		// Scan targets, reused across rows. Text columns are scanned as
+		// sql.RawBytes (the driver's buffer, no copy): the values of
+		// low-cardinality columns are looked up without a conversion, the
+		// others copied into an arena, so a row allocates nothing of its own.
 		id                                        int64
-		uuid, name, driver, reservation, instance sql.NullString
-		power, provision, resourceClass           sql.NullString
-		cgroup                                    string
+		uuid, name, driver, reservation, instance sql.RawBytes
+		power, provision, resourceClass, cgroup   sql.RawBytes
 		maintenance                               anyBool
 		created, updated                          dbTime
 		badTimes                                  int
@@ -282,21 +286,21 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 		if created.bad != "" || updated.bad != "" {
 			if badTimes++; badTimes == 1 {
 				firstBad = fmt.Sprintf("node %s (id %d): created_at %s, updated_at %s",
-					uuid.String, id, created.describe(), updated.describe())
+					uuid, id, created.describe(), updated.describe())
 			}
 		}
 		out = append(out, Node{
 			ID:             id,
-			UUID:           uuid.String, // NULL (never in practice) reads as ""
-			Name:           slab.ptr(name),
-			Driver:         in.str(driver.String),
-			ConductorGroup: in.str(cgroup),
-			Reservation:    slab.ptr(in.nullable(reservation)),
-			InstanceUUID:   slab.ptr(instance),
-			PowerState:     slab.ptr(in.nullable(power)),
-			ProvisionState: slab.ptr(in.nullable(provision)),
+			UUID:           arena.str(uuid), // NULL (never in practice) reads as ""
+			Name:           arena.ptr(name),
+			Driver:         in.bytes(driver),
+			ConductorGroup: in.bytes(cgroup),
+			Reservation:    ptrs.ptr(reservation),
+			InstanceUUID:   arena.ptr(instance),
+			PowerState:     ptrs.ptr(power),
+			ProvisionState: ptrs.ptr(provision),
 			Maintenance:    bool(maintenance),
-			ResourceClass:  slab.ptr(in.nullable(resourceClass)),
+			ResourceClass:  ptrs.ptr(resourceClass),
 			CreatedAt:      created.t,
 			UpdatedAt:      updated.t,
 		})
@@ -470,26 +474,69 @@ func (in interner) str(s string) string {
 	return s
 }
 
-func (in interner) nullable(s sql.NullString) sql.NullString {
-	if s.Valid {
-		s.String = in.str(s.String)
+// bytes is str of a column's bytes; the lookup converts nothing.
+func (in interner) bytes(b []byte) string {
+	if v, ok := in[string(b)]; ok {
+		return v
 	}
+	s := string(b)
+	in[s] = s
 	return s
 }
 
-// stringSlab hands out *string from chunks, one allocation per chunk rather
-// than one per nullable column of each node.
-type stringSlab struct{ chunk []string }
+// ptrInterner hands out one shared *string per distinct value of a nullable
+// low-cardinality column (reservation, states, resource class): nil for
+// NULL. The snapshot is read-only, so nodes may share the pointer.
+type ptrInterner map[string]*string
 
-const slabChunk = 1024
-
-func (s *stringSlab) ptr(v sql.NullString) *string {
-	if !v.Valid {
+func (p ptrInterner) ptr(b sql.RawBytes) *string {
+	if b == nil {
 		return nil
 	}
-	if len(s.chunk) == cap(s.chunk) {
-		s.chunk = make([]string, 0, slabChunk)
+	if v, ok := p[string(b)]; ok {
+		return v
 	}
-	s.chunk = append(s.chunk, v.String)
-	return &s.chunk[len(s.chunk)-1]
+	s := string(b)
+	p[s] = &s
+	return &s
+}
+
+// stringArena copies column bytes into large chunks and hands out strings
+// and *string over them: one allocation per chunk, not per value. A chunk
+// is never written again once a string points into it.
+type stringArena struct {
+	buf  []byte
+	ptrs []string
+}
+
+const (
+	arenaChunk = 64 << 10
+	ptrChunk   = 1024
+)
+
+func (a *stringArena) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > arenaChunk/8 {
+		return string(b)
+	}
+	if len(a.buf)+len(b) > cap(a.buf) {
+		a.buf = make([]byte, 0, arenaChunk)
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return unsafe.String(&a.buf[start], len(b))
+}
+
+// ptr returns a *string of b's text, nil for NULL.
+func (a *stringArena) ptr(b sql.RawBytes) *string {
+	if b == nil {
+		return nil
+	}
+	if len(a.ptrs) == cap(a.ptrs) {
+		a.ptrs = make([]string, 0, ptrChunk)
+	}
+	a.ptrs = append(a.ptrs, a.str(b))
+	return &a.ptrs[len(a.ptrs)-1]
 }
