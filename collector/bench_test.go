@@ -148,4 +148,3 @@ func BenchmarkLiveHeap(b *testing.B) {
 		})
 	}
 }
-
