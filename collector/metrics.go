@@ -105,8 +105,18 @@ func collectView(ch chan<- prometheus.Metric, v topology.View, now time.Time, op
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, unixSeconds(v.LastSuccess))
-	ch <- prometheus.MustNewConstMetric(dataAgeDesc, prometheus.GaugeValue, now.Sub(v.LastSuccess).Seconds())
+	collectPerScrape(ch, v, now)
 	collectTopology(ch, t, opts)
+}
+
+// collectPerScrape emits the families of v whose value depends on the
+// scrape's clock, not only on v; their names are in perScrapeFamilies. The
+// rest of a view is rendered once and shared by its scrapes (render.go).
+func collectPerScrape(ch chan<- prometheus.Metric, v topology.View, now time.Time) {
+	if v.Topology == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(dataAgeDesc, prometheus.GaugeValue, now.Sub(v.LastSuccess).Seconds())
 }
 
 func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts ExporterOptions) {
@@ -156,25 +166,32 @@ func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts Exp
 	}
 	ch <- prometheus.MustNewConstMetric(nodesDesc, prometheus.GaugeValue, float64(len(t.Nodes)))
 	if opts.NodeInfo {
-		collectNodeInfo(ch, t)
+		collectNodeInfo(ch, t, nil)
 	}
 }
 
-// collectNodeInfo emits ironic_node_conductor_info, presorted (see
-// nodeInfoOrder).
-func collectNodeInfo(ch chan<- prometheus.Metric, t *topology.Topology) {
-	for _, i := range nodeInfoOrder(t) {
+// collectNodeInfo emits ironic_node_conductor_info of the nodes at order's
+// indexes, all of them presorted (see nodeInfoOrder) when order is nil.
+func collectNodeInfo(ch chan<- prometheus.Metric, t *topology.Topology, order []int32) {
+	if order == nil {
+		order = nodeInfoOrder(t)
+	}
+	for _, i := range order {
 		n := &t.Nodes[i]
 		ch <- prometheus.MustNewConstMetric(nodeInfoDesc, prometheus.GaugeValue, 1,
 			n.UUID, n.NameOrEmpty(), n.ConductorGroup, n.Driver, n.Conductor)
 	}
 }
 
-// nodeInfoCollector emits ironic_node_conductor_info of one topology.
-type nodeInfoCollector struct{ t *topology.Topology }
+// nodeInfoCollector emits ironic_node_conductor_info of one topology, of
+// the nodes at order's indexes (all of them when nil).
+type nodeInfoCollector struct {
+	t     *topology.Topology
+	order []int32
+}
 
 func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoDesc }
-func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInfo(ch, c.t) }
+func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInfo(ch, c.t, c.order) }
 
 // nodeInfoOrder returns the node indexes in the order the registry sorts
 // ironic_node_conductor_info: by label values, labels sorted by name

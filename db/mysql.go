@@ -454,6 +454,7 @@ var mysqlQueries = queries{
 FROM conductor_hardware_interfaces
 ORDER BY conductor_id`,
 	nodes: SQLNodes,
+	probe: SQLNodeProbe,
 }
 
 func (*mysqlDialect) queries() *queries { return &mysqlQueries }

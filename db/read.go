@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -47,10 +48,13 @@ ORDER BY id`
 // be distinct (the reader deduplicates them byte-wise).
 type queries struct {
 	conductors, hardwareTypes, nodes string
+	// probe is SQLNodeProbe as the dialect words it.
+	probe string
 }
 
 // standardQueries are the statements as written above (PostgreSQL).
-var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes}
+var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes,
+	probe: SQLNodeProbe}
 
 // testHook, when set by a test, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
@@ -71,11 +75,13 @@ func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
 // as well as possible and described in Snapshot.Warnings. Errors say which
 // step failed and never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
-	s, err := d.snapshot(ctx)
+	s, err := d.snapshotSince(ctx, nil)
 	return s, d.scrub(err)
 }
 
-func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
+// snapshotSince reads a snapshot, its nodes only when known is nil or the
+// probe differs from it (see SnapshotSince).
+func (d *DB) snapshotSince(ctx context.Context, known *NodeProbe) (_ *Snapshot, err error) {
 	cctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	conn, err := d.db.Connx(cctx)
 	cancel()
@@ -111,6 +117,13 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	}
 	if err := runHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
+	}
+	if snap.NodeProbe, err = d.probeNodes(tctx, tx); err != nil {
+		return nil, err
+	}
+	if known != nil && *known == snap.NodeProbe {
+		snap.NodesUnchanged = true
+		return snap, nil
 	}
 	var nodeWarnings []string
 	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, q.nodes); err != nil {
@@ -251,15 +264,18 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 
 	out := make([]Node, 0, d.lastNodes.Load())
 	var (
-		in   = interner{}
-		slab stringSlab
-		ids  int64Slab
-		// Scan targets, reused across rows.
+		in    = interner{}
+		ptrs  = ptrInterner{}
+		arena stringArena
+		// Scan targets, reused across rows. Text columns are scanned as
+		// sql.RawBytes (the driver's buffer, no copy): the values of
+		// low-cardinality columns are looked up without a conversion, the
+		// others copied into an arena, so a row allocates nothing of its own.
 		id                                        int64
-		uuid, name, driver, reservation, instance sql.NullString
-		power, provision, resourceClass           sql.NullString
+		uuid, name, driver, reservation, instance sql.RawBytes
+		power, provision, resourceClass, cgroup   sql.RawBytes
 		affinity                                  sql.NullInt64
-		cgroup                                    string
+		ids                                       int64Slab
 		maintenance                               anyBool
 		created, updated                          dbTime
 		badTimes                                  int
@@ -273,21 +289,21 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 		if created.bad != "" || updated.bad != "" {
 			if badTimes++; badTimes == 1 {
 				firstBad = fmt.Sprintf("node %s (id %d): created_at %s, updated_at %s",
-					uuid.String, id, created.describe(), updated.describe())
+					uuid, id, created.describe(), updated.describe())
 			}
 		}
 		out = append(out, Node{
 			ID:             id,
-			UUID:           uuid.String, // NULL (never in practice) reads as ""
-			Name:           slab.ptr(name),
-			Driver:         in.str(driver.String),
-			ConductorGroup: in.str(cgroup),
-			Reservation:    slab.ptr(in.nullable(reservation)),
-			InstanceUUID:   slab.ptr(instance),
-			PowerState:     slab.ptr(in.nullable(power)),
-			ProvisionState: slab.ptr(in.nullable(provision)),
+			UUID:           arena.str(uuid), // NULL (never in practice) reads as ""
+			Name:           arena.ptr(name),
+			Driver:         in.bytes(driver),
+			ConductorGroup: in.bytes(cgroup),
+			Reservation:    ptrs.ptr(reservation),
+			InstanceUUID:   arena.ptr(instance),
+			PowerState:     ptrs.ptr(power),
+			ProvisionState: ptrs.ptr(provision),
 			Maintenance:    bool(maintenance),
-			ResourceClass:  slab.ptr(in.nullable(resourceClass)),
+			ResourceClass:  ptrs.ptr(resourceClass),
 			CreatedAt:      created.t,
 			UpdatedAt:      updated.t,
 		})
@@ -462,14 +478,17 @@ func (in interner) str(s string) string {
 	return s
 }
 
-func (in interner) nullable(s sql.NullString) sql.NullString {
-	if s.Valid {
-		s.String = in.str(s.String)
+// bytes is str of a column's bytes; the lookup converts nothing.
+func (in interner) bytes(b []byte) string {
+	if v, ok := in[string(b)]; ok {
+		return v
 	}
+	s := string(b)
+	in[s] = s
 	return s
 }
 
-// int64Slab hands out *int64 from chunks, as stringSlab does for strings.
+// int64Slab hands out *int64 from chunks, as stringArena does for strings.
 type int64Slab struct{ chunk []int64 }
 
 func (s *int64Slab) ptr(v sql.NullInt64) *int64 {
@@ -477,25 +496,65 @@ func (s *int64Slab) ptr(v sql.NullInt64) *int64 {
 		return nil
 	}
 	if len(s.chunk) == cap(s.chunk) {
-		s.chunk = make([]int64, 0, slabChunk)
+		s.chunk = make([]int64, 0, ptrChunk)
 	}
 	s.chunk = append(s.chunk, v.Int64)
 	return &s.chunk[len(s.chunk)-1]
 }
 
-// stringSlab hands out *string from chunks, one allocation per chunk rather
-// than one per nullable column of each node.
-type stringSlab struct{ chunk []string }
+// ptrInterner hands out one shared *string per distinct value of a nullable
+// low-cardinality column (reservation, states, resource class): nil for
+// NULL. The snapshot is read-only, so nodes may share the pointer.
+type ptrInterner map[string]*string
 
-const slabChunk = 1024
-
-func (s *stringSlab) ptr(v sql.NullString) *string {
-	if !v.Valid {
+func (p ptrInterner) ptr(b sql.RawBytes) *string {
+	if b == nil {
 		return nil
 	}
-	if len(s.chunk) == cap(s.chunk) {
-		s.chunk = make([]string, 0, slabChunk)
+	if v, ok := p[string(b)]; ok {
+		return v
 	}
-	s.chunk = append(s.chunk, v.String)
-	return &s.chunk[len(s.chunk)-1]
+	s := string(b)
+	p[s] = &s
+	return &s
+}
+
+// stringArena copies column bytes into large chunks and hands out strings
+// and *string over them: one allocation per chunk, not per value. A chunk
+// is never written again once a string points into it.
+type stringArena struct {
+	buf  []byte
+	ptrs []string
+}
+
+const (
+	arenaChunk = 64 << 10
+	ptrChunk   = 1024
+)
+
+func (a *stringArena) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > arenaChunk/8 {
+		return string(b)
+	}
+	if len(a.buf)+len(b) > cap(a.buf) {
+		a.buf = make([]byte, 0, arenaChunk)
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return unsafe.String(&a.buf[start], len(b))
+}
+
+// ptr returns a *string of b's text, nil for NULL.
+func (a *stringArena) ptr(b sql.RawBytes) *string {
+	if b == nil {
+		return nil
+	}
+	if len(a.ptrs) == cap(a.ptrs) {
+		a.ptrs = make([]string, 0, ptrChunk)
+	}
+	a.ptrs = append(a.ptrs, a.str(b))
+	return &a.ptrs[len(a.ptrs)-1]
 }

@@ -27,8 +27,15 @@ type Snapshot struct {
 	Backend Backend
 	// Conductors are the rows of the conductors table, ordered by id.
 	Conductors []Conductor
-	// Nodes are the rows of the nodes table, ordered by id.
+	// Nodes are the rows of the nodes table, ordered by id; none when
+	// NodesUnchanged.
 	Nodes []Node
+	// NodeProbe is what SQLNodeProbe said of the nodes table, in the same
+	// transaction.
+	NodeProbe NodeProbe
+	// NodesUnchanged is set by SnapshotSince when the probe equalled the
+	// known one and the nodes were not read.
+	NodesUnchanged bool
 	// Warnings describe rows that could not be fully decoded and were kept
 	// with the undecodable value left empty (e.g. a conductor whose drivers
 	// column is not JSON: Drivers nil). One human-readable line each; they

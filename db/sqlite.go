@@ -131,6 +131,8 @@ ORDER BY id`,
        CAST(created_at AS TEXT), CAST(updated_at AS TEXT), conductor_affinity
 FROM nodes
 ORDER BY id`,
+	probe: `SELECT count(*), coalesce(max(id), 0), CAST(max(updated_at) AS TEXT), count(reservation)
+FROM nodes`,
 }
 
 func (*sqliteDialect) queries() *queries { return &sqliteQueries }

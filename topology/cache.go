@@ -18,6 +18,19 @@ type Source interface {
 	Snapshot(ctx context.Context) (*db.Snapshot, error)
 }
 
+// ProbingSource is a Source that can leave the nodes out of a snapshot when
+// a probe of the nodes table equals a known one (db.DB.SnapshotSince).
+// *db.DB is one.
+type ProbingSource interface {
+	Source
+	SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error)
+}
+
+// DefaultProbeWindow is CacheConfig.ProbeWindow's default: a whole second
+// of MySQL's DATETIME, and as much again for clock differences between
+// Ironic's hosts.
+const DefaultProbeWindow = 2 * time.Second
+
 // CacheConfig configures a Cache. Zero values take the documented defaults.
 type CacheConfig struct {
 	// Source is where snapshots come from. Required.
@@ -29,6 +42,16 @@ type CacheConfig struct {
 	MinInterval time.Duration
 	// RefreshTimeout bounds one refresh, whoever waits for it. Default 30s.
 	RefreshTimeout time.Duration
+	// FullInterval, when positive and the Source is a ProbingSource, lets
+	// a refresh skip reading the nodes while their probe is unchanged, for
+	// at most this long since the nodes were last read. Zero reads them at
+	// every refresh. Conductors are read, and liveness judged, every time.
+	FullInterval time.Duration
+	// ProbeWindow: a probe whose latest node updated_at was less than this
+	// older than the refresh that took it does not vouch for the next one,
+	// since a write within the same tick of a coarse clock leaves the same
+	// updated_at. Default DefaultProbeWindow.
+	ProbeWindow time.Duration
 	// Now is the clock; default time.Now. Liveness is judged in UTC.
 	Now func() time.Time
 	// Logger receives refresh failures and recoveries; default discards.
@@ -88,6 +111,13 @@ type Cache struct {
 type cacheState struct {
 	view      View
 	attempted time.Time // when that refresh started; zero before any
+	// nodes are what the served topology's nodes came from, with their
+	// probe, when the refresh that read them took it; what a refresh
+	// whose probe is unchanged reuses.
+	nodes    []db.Node
+	probe    *db.NodeProbe
+	probedAt time.Time
+	readAt   time.Time // when the nodes were last read
 }
 
 // NewCache returns a Cache; it reads nothing until the first Get.
@@ -103,6 +133,9 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ProbeWindow <= 0 {
+		cfg.ProbeWindow = DefaultProbeWindow
 	}
 	c := &Cache{cfg: cfg}
 	c.state.Store(&cacheState{view: View{Err: ErrNoData, Remapped: map[string]float64{}}})
@@ -151,13 +184,15 @@ func (c *Cache) refresh(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RefreshTimeout)
 	defer cancel()
 
-	old := c.state.Load().view // only refresh replaces the state
-	topo, err := c.build(ctx, old.Topology, start)
+	prev := c.state.Load() // only refresh replaces the state
+	old := prev.view
+	next := &cacheState{view: old, attempted: start, nodes: prev.nodes, probe: prev.probe,
+		probedAt: prev.probedAt, readAt: prev.readAt}
+	topo, err := c.build(ctx, prev, next, start)
 	if c.cfg.OnRefresh != nil {
 		c.cfg.OnRefresh(Refresh{Started: start, Duration: time.Since(start), Err: err})
 	}
 
-	next := &cacheState{view: old, attempted: start}
 	if err != nil {
 		next.view.Err = err
 		c.cfg.Logger.Error("refresh failed; serving the last good topology", "err", err,
@@ -179,12 +214,44 @@ func (c *Cache) refresh(done chan struct{}) {
 	close(done)
 }
 
-func (c *Cache) build(ctx context.Context, prev *Topology, now time.Time) (*Topology, error) {
-	snap, err := c.cfg.Source.Snapshot(ctx)
+// build reads a snapshot and builds its topology over prev's. With a
+// ProbingSource it passes the known node probe when prev's nodes may be
+// reused (see CacheConfig.FullInterval and ProbeWindow); next receives the
+// nodes and probe of a successful build.
+func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time) (*Topology, error) {
+	var (
+		snap *db.Snapshot
+		err  error
+	)
+	ps, probing := c.cfg.Source.(ProbingSource)
+	if probing && c.cfg.FullInterval > 0 {
+		var known *db.NodeProbe
+		if prev.probe != nil && prev.view.Topology != nil && now.Sub(prev.readAt) < c.cfg.FullInterval &&
+			prev.probedAt.Sub(prev.probe.MaxUpdatedAt) >= c.cfg.ProbeWindow {
+			known = prev.probe
+		}
+		snap, err = ps.SnapshotSince(ctx, known)
+	} else {
+		snap, err = c.cfg.Source.Snapshot(ctx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading snapshot: %w", err)
 	}
-	return Build(snap, c.cfg.Settings, now.UTC(), prev)
+	if snap.NodesUnchanged {
+		unchanged := *snap // the Source's snapshot is its own
+		unchanged.Nodes = prev.nodes
+		snap = &unchanged
+	}
+	topo, err := Build(snap, c.cfg.Settings, now.UTC(), prev.view.Topology)
+	if err != nil {
+		return nil, err
+	}
+	probe := snap.NodeProbe
+	next.nodes, next.probe, next.probedAt = snap.Nodes, &probe, now.UTC()
+	if !snap.NodesUnchanged {
+		next.readAt = now
+	}
+	return topo, nil
 }
 
 // MinInterval is the age the cache lets its topology reach before a

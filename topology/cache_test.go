@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 )
 
@@ -63,4 +64,74 @@ func TestCacheReportsRefreshes(t *testing.T) {
 	if len(got) != 2 || got[0].Err != nil || got[1].Err == nil || !got[0].Started.Equal(testNow) {
 		t.Errorf("refreshes reported: %+v", got)
 	}
+}
+
+// probingSource is a ProbingSource over a fixed snapshot whose node probe
+// the test sets; it counts the snapshots that read nodes.
+type probingSource struct {
+	mu        sync.Mutex
+	snap      *db.Snapshot
+	probe     db.NodeProbe
+	nodeReads int
+}
+
+func (p *probingSource) Snapshot(ctx context.Context) (*db.Snapshot, error) {
+	return p.SnapshotSince(ctx, nil)
+}
+
+func (p *probingSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := *p.snap
+	s.NodeProbe = p.probe
+	if known != nil && *known == p.probe {
+		s.Nodes, s.NodesUnchanged = nil, true
+		return &s, nil
+	}
+	p.nodeReads++
+	return &s, nil
+}
+
+// TestCacheSkipsUnchangedNodes: nodes are read again only when the probe
+// changed, when the last read is FullInterval old, or when the probe's
+// latest updated_at was within ProbeWindow of the refresh that took it;
+// liveness is judged at every refresh all the same.
+func TestCacheSkipsUnchangedNodes(t *testing.T) {
+	now := testNow
+	src := &probingSource{snap: fixture.Golden(), probe: db.NodeProbe{Count: 3, MaxID: 3, MaxUpdatedAt: testNow.Add(-time.Hour)}}
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, FullInterval: time.Minute,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(name string, advance time.Duration, wantReads int) View {
+		t.Helper()
+		now = now.Add(advance)
+		v := cache.Get(context.Background())
+		if !v.Up() || len(v.Topology.Nodes) != 3 {
+			t.Fatalf("%s: view %v with %d nodes", name, v.Err, len(v.Topology.Nodes))
+		}
+		if src.nodeReads != wantReads {
+			t.Errorf("%s: %d node reads, want %d", name, src.nodeReads, wantReads)
+		}
+		return v
+	}
+	first := step("first refresh", 0, 1)
+	second := step("unchanged", time.Second, 1)
+	if first.Topology.NodeGeneration != second.Topology.NodeGeneration {
+		t.Errorf("unchanged nodes got a new node generation")
+	}
+	// The golden fleet's c-alive heartbeat is 10s old at testNow: 60s
+	// later it is dead, though the nodes were not read.
+	c, _ := step("unchanged, a minute less a second later", 58*time.Second, 1).Topology.Conductor("c-alive")
+	if c.Alive {
+		t.Errorf("liveness not re-judged on a refresh that skipped the nodes")
+	}
+	step("the full interval", time.Second, 2)
+	src.probe.Reserved++
+	step("a changed probe", time.Second, 3)
+	src.probe.MaxUpdatedAt = now // a write a second before the next refresh
+	step("a write within the probe window", time.Second, 4)
+	step("the next refresh does not trust that probe", time.Second, 5)
+	step("but the one after does", time.Second, 5)
 }

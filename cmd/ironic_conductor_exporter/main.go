@@ -49,6 +49,7 @@ type config struct {
 	algorithm           string
 	telemetryPath       string
 	minInterval         time.Duration
+	fullInterval        time.Duration
 	refreshTimeout      time.Duration
 	nodeInfo            bool
 	shutdownGracePeriod time.Duration
@@ -85,6 +86,8 @@ func run(args []string) int {
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.telemetryPath)
 	app.Flag("refresh.min-interval", "A scrape or lookup reads the database only when the cached topology is older than this.").
 		Default("5s").DurationVar(&cfg.minInterval)
+	app.Flag("refresh.full-interval", "A refresh reads the nodes only when a probe of the nodes table changed, or when they were last read this long ago; 0 reads them at every refresh.").
+		Default("1m").DurationVar(&cfg.fullInterval)
 	app.Flag("refresh.timeout", "Deadline of one refresh (all queries and the topology).").Default("30s").DurationVar(&cfg.refreshTimeout)
 	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
 		Default("true").BoolVar(&cfg.nodeInfo)
@@ -160,6 +163,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		Settings: topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
 			PartitionExponent: cfg.partitionExponent, Algorithm: alg},
 		MinInterval:    cfg.minInterval,
+		FullInterval:   cfg.fullInterval,
 		RefreshTimeout: cfg.refreshTimeout,
 		Logger:         logger,
 		OnRefresh:      refreshes.Observe,
