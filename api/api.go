@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -270,9 +271,11 @@ func (rq *request) base() string {
 	if rq.h.public != "" {
 		return rq.h.public
 	}
-	host := rq.r.Host
-	if host == "" {
-		host = "localhost"
+	// Not the Host header nor an absolute request URL, which the client
+	// chooses (links to anywhere): the address the request arrived at.
+	host := "localhost"
+	if a, ok := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+		host = a.String()
 	}
 	if rq.r.TLS != nil {
 		return "https://" + host
