@@ -273,9 +273,13 @@ func (rq *request) base() string {
 	}
 	// Not the Host header nor an absolute request URL, which the client
 	// chooses (links to anywhere): the address the request arrived at.
-	host := "localhost"
+	// Without a connection (a request handled in-process), the Host.
+	host := rq.r.Host
 	if a, ok := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
 		host = a.String()
+	}
+	if host == "" {
+		host = "localhost"
 	}
 	if rq.r.TLS != nil {
 		return "https://" + host
