@@ -174,15 +174,16 @@ func (c *Cache) refresh(done chan struct{}) {
 
 	old := c.state.Load().view // only refresh replaces the state
 	topo, err := c.build(ctx, old.Topology, start)
+	took := time.Since(start)
 	if c.cfg.OnRefresh != nil {
-		c.cfg.OnRefresh(Refresh{Started: start, Duration: time.Since(start), Err: err})
+		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err})
 	}
 
 	next := &cacheState{view: old, attempted: start}
 	if err != nil {
 		next.view.Err = err
 		c.cfg.Logger.Error("refresh failed; serving the last good topology", "err", err,
-			"last_success", old.LastSuccess)
+			"took", took.Round(time.Millisecond), "last_success", old.LastSuccess)
 	} else {
 		remapped := maps.Clone(old.Remapped)
 		for g, n := range topo.Remapped {
