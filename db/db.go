@@ -82,6 +82,9 @@ type DB struct {
 	dialect  dialect
 	opts     Options
 	redacted string
+	// rawText: read PostgreSQL text columns as bytes (a SQL_ASCII
+	// database with non-UTF-8 text, see Snapshot).
+	rawText atomic.Bool
 	// lastNodes is the node count of the last snapshot, to size the next.
 	lastNodes atomic.Int64
 }

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // The snapshot queries. They name only columns that exist since Ironic Rocky
@@ -51,6 +52,34 @@ type queries struct {
 	conductors, hardwareTypes, nodes string
 }
 
+// pgRawTextQueries are the statements for a PostgreSQL database whose text
+// is not all valid in its encoding (SQL_ASCII): the text columns come as
+// bytea, unconverted, so that the server never refuses a row.
+var pgRawTextQueries = queries{
+	conductors: `SELECT id, convert_to(hostname, 'SQL_ASCII'), convert_to(conductor_group, 'SQL_ASCII'), online,
+       convert_to(drivers, 'SQL_ASCII'), created_at, updated_at
+FROM conductors
+ORDER BY id`,
+	hardwareTypes: `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
+FROM conductor_hardware_interfaces
+ORDER BY 1, 2`,
+	nodes: `SELECT id, convert_to(uuid, 'SQL_ASCII'), convert_to(name, 'SQL_ASCII'), convert_to(driver, 'SQL_ASCII'),
+       convert_to(conductor_group, 'SQL_ASCII'), convert_to(reservation, 'SQL_ASCII'),
+       convert_to(instance_uuid, 'SQL_ASCII'), convert_to(power_state, 'SQL_ASCII'),
+       convert_to(provision_state, 'SQL_ASCII'), maintenance, convert_to(resource_class, 'SQL_ASCII'),
+       created_at, updated_at
+FROM nodes
+ORDER BY id`,
+}
+
+// isInvalidEncoding reports PostgreSQL's refusal to convert text to the
+// client's encoding (22021 character_not_in_repertoire, 22P05
+// untranslatable_character).
+func isInvalidEncoding(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && (pqErr.Code == "22021" || pqErr.Code == "22P05")
+}
+
 // standardQueries are the statements as written above (PostgreSQL).
 var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes}
 
@@ -79,6 +108,13 @@ func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
 // never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
 	s, err := d.snapshot(ctx)
+	if err != nil && ctx.Err() == nil && d.dialect.backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+		// A SQL_ASCII database holding bytes that are not UTF-8: the
+		// server refuses to send them as UTF-8 text. Read the text
+		// columns as bytes from now on; the reader checks them.
+		d.rawText.Store(true)
+		s, err = d.snapshot(ctx)
+	}
 	if err != nil && ctx.Err() == nil && retryable(err) {
 		s, err = d.snapshot(ctx)
 		if err != nil {
@@ -135,6 +171,9 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	snap := &Snapshot{Backend: d.dialect.backend()}
 	w := &warner{}
 	q := d.dialect.queries()
+	if d.rawText.Load() {
+		q = &pgRawTextQueries
+	}
 	if snap.Conductors, err = d.readConductors(tctx, watch, tx, q.conductors, w); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -288,4 +289,49 @@ func TestSQLiteLocked(t *testing.T) {
 	checkWorst(t, r.worst)
 	r.log(t)
 	e.settled(before, 64)
+}
+
+// TestPostgreSQLSQLASCII: in a SQL_ASCII database, text that is not UTF-8
+// is kept (invalid bytes as U+FFFD) with a warning naming the row; the
+// snapshot does not fail. The three tables are made by hand with the
+// columns the exporter reads (Ironic's migrations refuse SQL_ASCII).
+func TestPostgreSQLSQLASCII(t *testing.T) {
+	admin := postgres().admin(t)
+	name := pgDB.Name + "_ascii"
+	if _, err := admin.Exec(`CREATE DATABASE ` + name + ` ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`) })
+	d, err := sql.Open("postgres", "host=127.0.0.1 port=5432 user=postgres sslmode=disable dbname="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, q := range []string{
+		`CREATE TABLE conductors (id serial PRIMARY KEY, hostname varchar(255) NOT NULL, conductor_group varchar(255),
+			online boolean, drivers text, created_at timestamp, updated_at timestamp)`,
+		`CREATE TABLE conductor_hardware_interfaces (conductor_id int, hardware_type varchar(255))`,
+		`CREATE TABLE nodes (id serial PRIMARY KEY, uuid varchar(36), name varchar(255), driver varchar(255),
+			conductor_group varchar(255), reservation varchar(255), instance_uuid varchar(36), power_state varchar(15),
+			provision_state varchar(15), maintenance boolean, resource_class varchar(80), created_at timestamp, updated_at timestamp)`,
+		`INSERT INTO conductors (hostname, conductor_group, online, drivers, created_at, updated_at)
+			VALUES (E'c\xff1', '', true, '["ipmi"]', now() at time zone 'utc', now() at time zone 'utc')`,
+		`INSERT INTO conductor_hardware_interfaces VALUES (1, 'ipmi')`,
+		`INSERT INTO nodes (uuid, name, driver, conductor_group, created_at)
+			VALUES ('11111111-1111-4111-8111-111111111111', E'n\xe91', 'ipmi', '', now())`,
+	} {
+		if _, err := d.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	e := startExporter(t, "postgresql://postgres@127.0.0.1:5432/"+name+"?sslmode=disable")
+	e.waitUp("1", 15*time.Second)
+	_, body, _, _ := e.tryGet("/metrics", nil)
+	for _, s := range []string{`ironic_exporter_snapshot_warnings{reason="not_utf8",table="conductors"}`,
+		`ironic_exporter_snapshot_warnings{reason="not_utf8",table="nodes"}`} {
+		if v := series(body, s); v != "1" {
+			t.Errorf("%s = %q", s, v)
+		}
+	}
+	waitLog(t, e, "snapshot row warning", "(id 1): hostname is not UTF-8")
 }
