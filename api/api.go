@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -278,7 +279,13 @@ func (rq *request) base() string {
 	if rq.h.public != "" {
 		return rq.h.public
 	}
+	// Not the Host header nor an absolute request URL, which the client
+	// chooses (links to anywhere): the address the request arrived at.
+	// Without a connection (a request handled in-process), the Host.
 	host := rq.r.Host
+	if a, ok := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+		host = a.String()
+	}
 	if host == "" {
 		host = "localhost"
 	}

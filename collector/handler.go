@@ -83,7 +83,7 @@ func scrapeTimeout(r *http.Request, offset time.Duration) (time.Duration, bool) 
 		return 0, false
 	}
 	secs, err := strconv.ParseFloat(v, 64)
-	if err != nil || secs <= 0 || secs > 3600 {
+	if err != nil || !(secs > 0 && secs <= 3600) { // NaN fails both
 		return 0, false
 	}
 	d := time.Duration(secs * float64(time.Second))

@@ -45,22 +45,23 @@ type NodeProbe struct {
 // as the conductors), the nodes are not read: the snapshot has no Nodes
 // and NodesUnchanged set. Conductors and hardware types are always read.
 func (d *DB) SnapshotSince(ctx context.Context, known *NodeProbe) (*Snapshot, error) {
-	s, err := d.snapshotSince(ctx, known)
-	return s, d.scrub(err)
+	return d.snapshotRetrying(ctx, known)
 }
 
 // probeNodes runs SQLNodeProbe, as the dialect words it, in tx.
-func (d *DB) probeNodes(ctx context.Context, tx *sqlx.Tx) (NodeProbe, error) {
+func (d *DB) probeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string) (NodeProbe, error) {
 	const step = "probing nodes"
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(ctx)()
 	var (
 		p       NodeProbe
 		updated dbTime
 	)
 	var count, maxID, reserved sql.NullInt64
-	if err := tx.QueryRowContext(ctx, d.dialect.queries().probe).Scan(&count, &maxID, &updated, &reserved); err != nil {
-		return p, stepError(step, ctx, d.opts.QueryTimeout, err)
+	if err := tx.QueryRowContext(ctx, query).Scan(&count, &maxID, &updated, &reserved); err != nil {
+		return p, stepError(step, ctx, start, err)
 	}
 	p.Count, p.MaxID, p.Reserved, p.MaxUpdatedAt = count.Int64, maxID.Int64, reserved.Int64, updated.t
 	return p, nil

@@ -3,15 +3,19 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // The snapshot queries. They name only columns that exist since Ironic Rocky
@@ -52,6 +56,34 @@ type queries struct {
 	probe string
 }
 
+// pgRawTextQueries are the statements for a PostgreSQL database whose text
+// is not all valid in its encoding (SQL_ASCII): the text columns come as
+// bytea, unconverted, so that the server never refuses a row.
+var pgRawTextQueries = queries{
+	conductors: `SELECT id, convert_to(hostname, 'SQL_ASCII'), convert_to(conductor_group, 'SQL_ASCII'), online,
+       convert_to(drivers, 'SQL_ASCII'), created_at, updated_at
+FROM conductors
+ORDER BY id`,
+	hardwareTypes: `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
+FROM conductor_hardware_interfaces
+ORDER BY 1, 2`,
+	nodes: `SELECT id, convert_to(uuid, 'SQL_ASCII'), convert_to(name, 'SQL_ASCII'), convert_to(driver, 'SQL_ASCII'),
+       convert_to(conductor_group, 'SQL_ASCII'), convert_to(reservation, 'SQL_ASCII'),
+       convert_to(instance_uuid, 'SQL_ASCII'), convert_to(power_state, 'SQL_ASCII'),
+       convert_to(provision_state, 'SQL_ASCII'), maintenance, convert_to(resource_class, 'SQL_ASCII'),
+       created_at, updated_at
+FROM nodes
+ORDER BY id`,
+}
+
+// isInvalidEncoding reports PostgreSQL's refusal to convert text to the
+// client's encoding (22021 character_not_in_repertoire, 22P05
+// untranslatable_character).
+func isInvalidEncoding(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && (pqErr.Code == "22021" || pqErr.Code == "22P05")
+}
+
 // standardQueries are the statements as written above (PostgreSQL).
 var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes,
 	probe: SQLNodeProbe}
@@ -71,32 +103,76 @@ func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
 // Snapshot reads conductors, their hardware types and nodes in one read-only
 // REPEATABLE READ transaction, so that the three agree. Getting a connection
 // and each query have their own deadline of QueryTimeout; ctx bounds the
-// whole. A row that cannot be decoded does not fail the snapshot: it is kept
-// as well as possible and described in Snapshot.Warnings. Errors say which
-// step failed and never contain the password.
+// whole, whatever the network does: a connection whose step overran its
+// deadline is closed and discarded, never reused. A connection the server
+// closed while it sat idle in the pool (pg_terminate_backend,
+// idle_session_timeout, wait_timeout, a fail-over) is retried once on a new
+// connection. A row that cannot be decoded does not fail the snapshot: it is
+// kept as well as possible and described in Snapshot.Warnings and
+// Snapshot.WarningCounts. Errors say which step failed after how long, and
+// never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
-	s, err := d.snapshotSince(ctx, nil)
+	return d.snapshotRetrying(ctx, nil)
+}
+
+// snapshotRetrying reads a snapshot (its nodes only when known is nil or
+// the probe differs from it, see SnapshotSince), switching to raw text on
+// a SQL_ASCII database and retrying once on a connection the server closed.
+func (d *DB) snapshotRetrying(ctx context.Context, known *NodeProbe) (*Snapshot, error) {
+	s, err := d.snapshot(ctx, known)
+	if err != nil && ctx.Err() == nil && d.dialect.backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+		// A SQL_ASCII database holding bytes that are not UTF-8: the
+		// server refuses to send them as UTF-8 text. Read the text
+		// columns as bytes from now on; the reader checks them.
+		d.rawText.Store(true)
+		s, err = d.snapshot(ctx, known)
+	}
+	if err != nil && ctx.Err() == nil && retryable(err) {
+		s, err = d.snapshot(ctx, known)
+		if err != nil {
+			err = fmt.Errorf("%w (after retrying on a new connection)", err)
+		}
+	}
 	return s, d.scrub(err)
 }
 
-// snapshotSince reads a snapshot, its nodes only when known is nil or the
-// probe differs from it (see SnapshotSince).
-func (d *DB) snapshotSince(ctx context.Context, known *NodeProbe) (_ *Snapshot, err error) {
+// noWatch is the watch of connections whose driver honours contexts itself.
+func noWatch(context.Context) func() bool { return func() bool { return false } }
+
+func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err error) {
+	begin := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	conn, err := d.db.Connx(cctx)
 	cancel()
 	if err != nil {
-		return nil, stepError("connecting to database", cctx, d.opts.QueryTimeout, err)
+		return nil, stepError("connecting to database", cctx, begin, err)
 	}
-	defer conn.Close()
+	// watch closes the connection's socket when a step's context ends, for
+	// drivers that would otherwise block in a read (lib/pq, see watchdog.go).
+	watch := noWatch
+	_ = conn.Raw(func(dc any) error {
+		if w, ok := dc.(watchedConn); ok {
+			watch = w.watch
+		}
+		return nil
+	})
+	defer func() {
+		if err != nil {
+			// Whatever failed, the connection is not trusted again.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
 
 	// The transaction's context bounds BEGIN and guards against a stuck
 	// step: four steps of QueryTimeout at most.
 	tctx, cancel := context.WithTimeout(ctx, 4*d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(tctx)()
+	stepStart := time.Now()
 	tx, err := conn.BeginTxx(tctx, d.dialect.txOptions())
 	if err != nil {
-		return nil, stepError("starting read-only transaction", tctx, d.opts.QueryTimeout, err)
+		return nil, stepError("starting read-only transaction", tctx, stepStart, err)
 	}
 	// Read-only: rolling back is all there is to end it.
 	defer tx.Rollback() //nolint:errcheck
@@ -105,57 +181,65 @@ func (d *DB) snapshotSince(ctx context.Context, known *NodeProbe) (_ *Snapshot, 
 	}
 
 	snap := &Snapshot{Backend: d.dialect.backend()}
+	w := &warner{}
 	q := d.dialect.queries()
-	if snap.Conductors, snap.Warnings, err = d.readConductors(tctx, tx, q.conductors); err != nil {
+	if d.rawText.Load() {
+		q = &pgRawTextQueries
+	}
+	if snap.Conductors, err = d.readConductors(tctx, watch, tx, q.conductors, w); err != nil {
 		return nil, err
 	}
 	if err := runHook(tctx, "conductors", tx); err != nil {
 		return nil, err
 	}
-	if err := d.readHardwareTypes(tctx, tx, q.hardwareTypes, snap.Conductors); err != nil {
+	if err := d.readHardwareTypes(tctx, watch, tx, q.hardwareTypes, snap.Conductors, w); err != nil {
 		return nil, err
 	}
 	if err := runHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
 	}
-	if snap.NodeProbe, err = d.probeNodes(tctx, tx); err != nil {
+	if snap.NodeProbe, err = d.probeNodes(tctx, watch, tx, q.probe); err != nil {
 		return nil, err
 	}
 	if known != nil && *known == snap.NodeProbe {
 		snap.NodesUnchanged = true
+		snap.Warnings, snap.WarningCounts = w.result()
 		return snap, nil
 	}
-	var nodeWarnings []string
-	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, q.nodes); err != nil {
+	if snap.Nodes, err = d.readNodes(tctx, watch, tx, q.nodes, w); err != nil {
 		return nil, err
 	}
-	snap.Warnings = append(snap.Warnings, nodeWarnings...)
 	if err := runHook(tctx, "nodes", tx); err != nil {
 		return nil, err
 	}
+	snap.Warnings, snap.WarningCounts = w.result()
 	d.lastNodes.Store(int64(len(snap.Nodes)))
 	return snap, nil
 }
 
 // stepError wraps err with the step and, when the step's deadline expired,
-// says so (errors.Is(err, context.DeadlineExceeded) holds then).
-func stepError(step string, ctx context.Context, timeout time.Duration, err error) error {
+// says so with the time the step really took (errors.Is(err,
+// context.DeadlineExceeded) holds then).
+func stepError(step string, ctx context.Context, start time.Time, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		took := time.Since(start).Round(time.Millisecond)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: timed out after %s: %w", step, timeout, err)
+			return fmt.Errorf("%s: timed out after %s: %w", step, took, err)
 		}
-		return fmt.Errorf("%s: timed out after %s (%w): %w", step, timeout, context.DeadlineExceeded, err)
+		return fmt.Errorf("%s: timed out after %s (%w): %w", step, took, context.DeadlineExceeded, err)
 	}
 	return fmt.Errorf("%s: %w", step, err)
 }
 
-func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx, query string) (_ []Conductor, warnings []string, err error) {
+func (d *DB) readConductors(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) (_ []Conductor, err error) {
 	const step = "reading conductors"
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, stepError(step, ctx, start, err)
 	}
 	defer rows.Close()
 
@@ -166,13 +250,15 @@ func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx, query string) (_ [
 			online           anyBool
 			drivers          sql.NullString
 			created, updated dbTime
-			hostname, cgroup string
+			hostname, cgroup sql.NullString
 			id               int64
 		)
 		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated); err != nil {
-			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+			return nil, stepError(step, ctx, start, err)
 		}
-		c.ID, c.Hostname, c.ConductorGroup = id, hostname, cgroup
+		c.ID = id
+		c.Hostname = w.conductorText(id, hostname.String, "hostname", hostname.Valid, hostname.String)
+		c.ConductorGroup = w.conductorText(id, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
 		c.Online = bool(online)
 		c.CreatedAt, c.UpdatedAt = created.t, updated.t
 		for _, col := range []struct {
@@ -180,44 +266,62 @@ func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx, query string) (_ [
 			v    *dbTime
 		}{{"created_at", &created}, {"updated_at", &updated}} {
 			if col.v.bad != "" {
-				warnings = append(warnings, fmt.Sprintf(
+				w.add(tableConductors, ReasonBadTimestamp, fmt.Sprintf(
 					"conductor %q (id %d): %s %s is not a timestamp, read as NULL", c.Hostname, c.ID, col.name, col.v.bad))
 			}
 		}
 		if drivers.Valid {
 			if err := json.Unmarshal([]byte(drivers.String), &c.Drivers); err != nil {
 				c.Drivers = nil
-				warnings = append(warnings, fmt.Sprintf(
+				w.add(tableConductors, ReasonBadJSON, fmt.Sprintf(
 					"conductor %q (id %d): drivers column is not a JSON list of strings, read as empty: %v",
 					c.Hostname, c.ID, err))
+			}
+			for i, dr := range c.Drivers {
+				if !utf8.ValidString(dr) {
+					c.Drivers[i] = strings.ToValidUTF8(dr, "\uFFFD")
+				}
 			}
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, stepError(step, ctx, start, err)
 	}
-	return out, warnings, nil
+	return out, nil
 }
 
 // readHardwareTypes fills HardwareTypes of conductors (ordered by ID).
-func (d *DB) readHardwareTypes(ctx context.Context, tx *sqlx.Tx, query string, conductors []Conductor) error {
+func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, conductors []Conductor, w *warner) error {
 	const step = "reading conductor hardware types"
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return stepError(step, ctx, d.opts.QueryTimeout, err)
+		return stepError(step, ctx, start, err)
 	}
 	defer rows.Close()
 
 	for rows.Next() {
 		var (
 			id int64
-			ht string
+			nt sql.NullString
 		)
-		if err := rows.Scan(&id, &ht); err != nil {
-			return stepError(step, ctx, d.opts.QueryTimeout, err)
+		if err := rows.Scan(&id, &nt); err != nil {
+			return stepError(step, ctx, start, err)
+		}
+		if !nt.Valid {
+			w.add(tableHardwareInterfaces, ReasonNull, fmt.Sprintf(
+				"conductor_hardware_interfaces (conductor_id %d): hardware_type is NULL, row skipped", id))
+			continue
+		}
+		ht := nt.String
+		if !utf8.ValidString(ht) {
+			ht = strings.ToValidUTF8(ht, "\uFFFD")
+			w.add(tableHardwareInterfaces, ReasonNotUTF8, fmt.Sprintf(
+				"conductor_hardware_interfaces (conductor_id %d): hardware_type is not UTF-8, read as %q", id, ht))
 		}
 		// Rows of a conductor the snapshot does not have cannot exist (a
 		// foreign key, the same transaction); skip them if they do.
@@ -231,7 +335,7 @@ func (d *DB) readHardwareTypes(ctx context.Context, tx *sqlx.Tx, query string, c
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return stepError(step, ctx, d.opts.QueryTimeout, err)
+		return stepError(step, ctx, start, err)
 	}
 	// The server sorts by its collation; the snapshot promises byte order and
 	// byte-wise distinct values.
@@ -252,13 +356,15 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node, warnings []string, err error) {
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) (_ []Node, err error) {
 	const step = "reading nodes"
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, stepError(step, ctx, start, err)
 	}
 	defer rows.Close()
 
@@ -280,16 +386,32 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 		created, updated                          dbTime
 		badTimes                                  int
 		firstBad                                  string
+		nulls, notUTF8                            rowTally
 	)
 	for rows.Next() {
 		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
 			&power, &provision, &maintenance, &resourceClass, &created, &updated, &affinity); err != nil {
-			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+			return nil, stepError(step, ctx, start, err)
 		}
 		if created.bad != "" || updated.bad != "" {
 			if badTimes++; badTimes == 1 {
 				firstBad = fmt.Sprintf("node %s (id %d): created_at %s, updated_at %s",
 					uuid, id, created.describe(), updated.describe())
+			}
+		}
+		if cgroup == nil {
+			// Ironic's model: conductor_group NOT NULL, default ''.
+			nulls.add(string(uuid), id, "conductor_group")
+		}
+		for _, col := range [...]struct {
+			name string
+			v    *sql.RawBytes
+		}{{"uuid", &uuid}, {"name", &name}, {"driver", &driver}, {"conductor_group", &cgroup},
+			{"reservation", &reservation}, {"instance_uuid", &instance}, {"power_state", &power},
+			{"provision_state", &provision}, {"resource_class", &resourceClass}} {
+			if *col.v != nil && !utf8.Valid(*col.v) {
+				*col.v = sql.RawBytes(strings.ToValidUTF8(string(*col.v), "\uFFFD"))
+				notUTF8.add(string(uuid), id, col.name)
 			}
 		}
 		out = append(out, Node{
@@ -310,13 +432,104 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 		out[len(out)-1].ConductorAffinity = ids.ptr(affinity)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, stepError(step, ctx, start, err)
 	}
 	if badTimes > 0 {
-		warnings = append(warnings, fmt.Sprintf(
+		w.addN(tableNodes, ReasonBadTimestamp, badTimes, fmt.Sprintf(
 			"%d node(s) with a created_at or updated_at that is not a timestamp, read as NULL; first: %s", badTimes, firstBad))
 	}
-	return out, warnings, nil
+	if nulls.n > 0 {
+		w.addN(tableNodes, ReasonNull, nulls.n, fmt.Sprintf(
+			"%d node(s) with conductor_group NULL, read as the default group \"\"; first: %s", nulls.n, nulls.first))
+	}
+	if notUTF8.n > 0 {
+		w.addN(tableNodes, ReasonNotUTF8, notUTF8.n, fmt.Sprintf(
+			"%d node(s) with text that is not UTF-8, invalid bytes read as U+FFFD; first: %s", notUTF8.n, notUTF8.first))
+	}
+	return out, nil
+}
+
+// rowTally counts the nodes with one kind of problem and names the first.
+type rowTally struct {
+	n     int
+	last  int64
+	first string
+}
+
+func (t *rowTally) add(uuid string, id int64, column string) {
+	if t.n > 0 && t.last == id {
+		return // one count per row
+	}
+	if t.n++; t.n == 1 {
+		t.first = fmt.Sprintf("node %s (id %d), column %s", strings.ToValidUTF8(uuid, "\uFFFD"), id, column)
+	}
+	t.last = id
+}
+
+// The tables and reasons of WarningCount (bounded values, for labels).
+const (
+	tableConductors         = "conductors"
+	tableHardwareInterfaces = "conductor_hardware_interfaces"
+	tableNodes              = "nodes"
+
+	// ReasonBadJSON: a JSON column (conductors.drivers) that does not
+	// decode; read as empty.
+	ReasonBadJSON = "bad_json"
+	// ReasonBadTimestamp: a timestamp column that holds no timestamp;
+	// read as NULL.
+	ReasonBadTimestamp = "bad_timestamp"
+	// ReasonNotUTF8: text that is not UTF-8 (e.g. a PostgreSQL SQL_ASCII
+	// or a MySQL latin1 database); invalid bytes read as U+FFFD.
+	ReasonNotUTF8 = "not_utf8"
+	// ReasonNull: NULL in a column Ironic's model declares NOT NULL; read
+	// as Ironic's default ("" for conductor_group), or the row skipped
+	// (a NULL hardware_type).
+	ReasonNull = "null"
+)
+
+// warner collects the problems of the rows of one snapshot.
+type warner struct {
+	lines  []string
+	counts map[[2]string]int
+}
+
+func (w *warner) add(table, reason, line string) { w.addN(table, reason, 1, line) }
+
+func (w *warner) addN(table, reason string, rows int, line string) {
+	if w.counts == nil {
+		w.counts = map[[2]string]int{}
+	}
+	w.counts[[2]string{table, reason}] += rows
+	w.lines = append(w.lines, line)
+}
+
+// conductorText checks one text column of a conductor row: NULL reads as
+// "", text that is not UTF-8 has its invalid bytes replaced.
+func (w *warner) conductorText(id int64, host, column string, valid bool, v string) string {
+	host = strings.ToValidUTF8(host, "\uFFFD")
+	if !valid {
+		w.add(tableConductors, ReasonNull, fmt.Sprintf("conductor %q (id %d): %s is NULL, read as \"\"", host, id, column))
+		return ""
+	}
+	if !utf8.ValidString(v) {
+		v = strings.ToValidUTF8(v, "\uFFFD")
+		w.add(tableConductors, ReasonNotUTF8, fmt.Sprintf("conductor %q (id %d): %s is not UTF-8, read as %q", host, id, column, v))
+	}
+	return v
+}
+
+func (w *warner) result() ([]string, []WarningCount) {
+	if len(w.counts) == 0 {
+		return w.lines, nil
+	}
+	out := make([]WarningCount, 0, len(w.counts))
+	for k, n := range w.counts {
+		out = append(out, WarningCount{Table: k[0], Reason: k[1], Rows: n})
+	}
+	slices.SortFunc(out, func(a, b WarningCount) int {
+		return strings.Compare(a.Table+"\x00"+a.Reason, b.Table+"\x00"+b.Reason)
+	})
+	return w.lines, out
 }
 
 // anyBool scans a boolean column: a boolean (PostgreSQL), or an integer

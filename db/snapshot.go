@@ -41,6 +41,19 @@ type Snapshot struct {
 	// column is not JSON: Drivers nil). One human-readable line each; they
 	// contain hostnames, never database credentials.
 	Warnings []string
+	// WarningCounts count the rows behind Warnings by table and reason
+	// (ReasonBadJSON, ...), sorted; nil when there are none.
+	WarningCounts []WarningCount
+}
+
+// WarningCount is how many rows of a table had one kind of problem.
+type WarningCount struct {
+	// Table is conductors, conductor_hardware_interfaces or nodes.
+	Table string
+	// Reason is one of the Reason constants.
+	Reason string
+	// Rows is the number of rows.
+	Rows int
 }
 
 // Conductor is one row of the conductors table with the hardware types it

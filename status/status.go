@@ -7,6 +7,7 @@ package status
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -153,7 +155,9 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	d := pageData{Up: v.Up(), Now: now.UTC(), Query: query, Version: opts.Version, MetricsPath: opts.MetricsPath,
 		Counts: map[string]int{}}
 	if v.Err != nil {
-		d.Err = v.Err.Error()
+		// The database's own message (addresses, user names) stays in the
+		// logs; the public page says only what kind of failure it was.
+		d.Err = publicError(v.Err)
 	}
 	t := v.Topology
 	if t == nil {
@@ -283,4 +287,13 @@ func humanAge(d time.Duration) string {
 	default:
 		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
 	}
+}
+
+// publicError is the generic text of a refresh error for the public page.
+func publicError(err error) string {
+	if errors.Is(err, topology.ErrNoData) {
+		return err.Error()
+	}
+	kind := db.ErrorKind(err)
+	return "the latest refresh from the database failed (" + kind + "); the exporter's log has the details"
 }

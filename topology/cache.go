@@ -52,6 +52,12 @@ type CacheConfig struct {
 	// since a write within the same tick of a coarse clock leaves the same
 	// updated_at. Default DefaultProbeWindow.
 	ProbeWindow time.Duration
+	// MaxWait bounds how long Get waits for a refresh when its context has
+	// no deadline (JSON, the status page, a scrape without Prometheus'
+	// timeout header): after it, the reader gets the last topology, its
+	// staleness visible in View.Err and View.LastSuccess. Default
+	// DefaultMaxWait.
+	MaxWait time.Duration
 	// Now is the clock; default time.Now. Liveness is judged in UTC.
 	Now func() time.Time
 	// Logger receives refresh failures and recoveries; default discards.
@@ -90,6 +96,11 @@ type View struct {
 
 // Up reports whether the latest refresh succeeded.
 func (v View) Up() bool { return v.Err == nil && v.Topology != nil }
+
+// DefaultMaxWait is CacheConfig.MaxWait's default: long enough for a
+// healthy refresh of a large fleet to finish, short enough that a silent
+// database is never felt by readers.
+const DefaultMaxWait = 500 * time.Millisecond
 
 // ErrNoData is returned while no refresh has ever succeeded.
 var ErrNoData = errors.New("no topology read from the database yet")
@@ -131,6 +142,9 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -143,8 +157,10 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 }
 
 // Get returns a view no older than MinInterval, refreshing first when the
-// cached one is older. If ctx ends before the refresh does, the current view
-// is returned: a slow database never blanks a scrape.
+// cached one is older. It waits for the refresh until ctx's deadline when
+// ctx has one (a scrape with a budget), and otherwise at most MaxWait; if
+// the refresh has not ended by then, the current view is returned: a slow
+// database never blanks a scrape nor holds a reader.
 func (c *Cache) Get(ctx context.Context) View {
 	if s := c.state.Load(); c.fresh(s) {
 		return s.view
@@ -162,6 +178,11 @@ func (c *Cache) Get(ctx context.Context) View {
 	}
 	c.mu.Unlock()
 
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.MaxWait)
+		defer cancel()
+	}
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -189,14 +210,15 @@ func (c *Cache) refresh(done chan struct{}) {
 	next := &cacheState{view: old, attempted: start, nodes: prev.nodes, probe: prev.probe,
 		probedAt: prev.probedAt, readAt: prev.readAt}
 	topo, err := c.build(ctx, prev, next, start)
+	took := time.Since(start)
 	if c.cfg.OnRefresh != nil {
-		c.cfg.OnRefresh(Refresh{Started: start, Duration: time.Since(start), Err: err})
+		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err})
 	}
 
 	if err != nil {
 		next.view.Err = err
 		c.cfg.Logger.Error("refresh failed; serving the last good topology", "err", err,
-			"last_success", old.LastSuccess)
+			"took", took.Round(time.Millisecond), "last_success", old.LastSuccess)
 	} else {
 		remapped := maps.Clone(old.Remapped)
 		for g, n := range topo.Remapped {

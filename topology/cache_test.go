@@ -135,3 +135,37 @@ func TestCacheSkipsUnchangedNodes(t *testing.T) {
 	step("the next refresh does not trust that probe", time.Second, 5)
 	step("but the one after does", time.Second, 5)
 }
+
+// TestCacheReadersDoNotWaitForASilentDatabase: a reader without a deadline
+// gets the last topology, marked stale, while a refresh hangs; a reader with
+// a deadline waits for the refresh.
+func TestCacheReadersDoNotWaitForASilentDatabase(t *testing.T) {
+	src := fixture.NewSource(fixture.Golden())
+	now := testNow
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, MinInterval: time.Second,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := cache.Get(context.Background())
+	if !first.Up() {
+		t.Fatalf("first refresh: %v", first.Err)
+	}
+	release := src.Block()
+	defer release()
+	now = now.Add(time.Minute) // stale: the next Get refreshes, and the refresh hangs
+	v := cache.Get(context.Background())
+	if v.Topology != first.Topology || !v.LastSuccess.Equal(first.LastSuccess) {
+		t.Errorf("reader during a hung refresh got %+v, want the last topology", v)
+	}
+	done := make(chan View)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		done <- cache.Get(ctx)
+	}()
+	release()
+	if v := <-done; !v.Up() || !v.LastSuccess.Equal(now) {
+		t.Errorf("reader with a deadline got %+v, want the refresh it waited for", v)
+	}
+}

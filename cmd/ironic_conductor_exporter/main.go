@@ -53,6 +53,7 @@ type config struct {
 	refreshTimeout      time.Duration
 	nodeInfo            bool
 	shutdownGracePeriod time.Duration
+	web                 webLimits
 
 	// Ironic's own configuration files, and which of the flags they may
 	// fill were given explicitly (those win over the files).
@@ -92,6 +93,18 @@ func run(args []string) int {
 	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
 		Default("true").BoolVar(&cfg.nodeInfo)
 	app.Flag("web.shutdown-grace-period", "Time given to in-flight requests on SIGTERM.").Default("10s").DurationVar(&cfg.shutdownGracePeriod)
+	app.Flag("web.read-timeout", "Time a client has to send a whole request.").Default("30s").DurationVar(&cfg.web.readTimeout)
+	app.Flag("web.write-timeout", "Time a response may take to write, from the end of the request; a client that reads slower is cut off.").
+		Default("60s").DurationVar(&cfg.web.writeTimeout)
+	app.Flag("web.idle-timeout", "Time an idle keep-alive connection stays open.").Default("30s").DurationVar(&cfg.web.idleTimeout)
+	app.Flag("web.max-requests", "Requests served at once (probes excepted); more wait up to 1s, then get 503. 0: no limit.").
+		Default("40").IntVar(&cfg.web.maxRequests)
+	app.Flag("web.max-renders", "Renders of the telemetry path at once; more wait up to 5s, then get 503. 0: no limit.").
+		Default("2").IntVar(&cfg.web.maxRenders)
+	app.Flag("web.max-connections", "Open connections per listen address; more wait in the kernel's backlog. 0: no limit.").
+		Default("512").IntVar(&cfg.web.maxConns)
+	app.Flag("web.external-url", "Base URL of links in the JSON API (Ironic's [api]public_endpoint), e.g. https://ironic.example.com:6385; "+
+		"default: the address the request arrived at.").StringVar(&cfg.web.externalURL)
 	toolkitFlags := kingpinflag.AddFlags(app, ":9608")
 	promslogConfig := &promslog.Config{}
 	flag.AddFlags(app, promslogConfig)
@@ -120,6 +133,13 @@ func run(args []string) int {
 }
 
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
+	if err := checkFlags(cfg); err != nil {
+		return err
+	}
+	externalURL, err := checkExternalURL(cfg.web.externalURL)
+	if err != nil {
+		return err
+	}
 	src, err := applyIronicConfig(&cfg, logger)
 	if err != nil {
 		return err
@@ -150,7 +170,9 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("ironic_exporter"),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var source topology.Source = database
+	health := collector.NewDatabaseHealth(logger)
+	reg.MustRegister(health)
+	var source topology.Source = health.Source(database)
 	if cfg.source != nil {
 		source = cfg.source(source)
 	}
@@ -166,22 +188,23 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		FullInterval:   cfg.fullInterval,
 		RefreshTimeout: cfg.refreshTimeout,
 		Logger:         logger,
-		OnRefresh:      refreshes.Observe,
+		OnRefresh:      func(r topology.Refresh) { refreshes.Observe(r); health.Observe(r) },
 	})
 	if err != nil {
 		return err
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(cfg.telemetryPath, collector.NewHandler(cache, collector.HandlerOptions{
+	metricsHandler := collector.NewHandler(cache, collector.HandlerOptions{
 		ExporterOptions: collector.ExporterOptions{NodeInfo: cfg.nodeInfo},
 		Gatherer:        reg,
 		Logger:          logger,
-	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(cfg.telemetryPath, onlyGetHead(limit(quietOnDisconnect(metricsHandler, logger), cfg.web.maxRenders, 5*time.Second, "renders")))
+	mux.Handle("/healthz", onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})))
+	mux.Handle("/readyz", onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
 		// refresh (a not-ready pod may get no scrape to do it) and waits
 		// for it briefly; once ready it never touches the database.
@@ -192,12 +215,16 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 			cancel()
 		}
 		if v.Topology == nil {
-			http.Error(w, "not ready: "+v.Err.Error(), http.StatusServiceUnavailable)
+			// The database's error (addresses, user names) is for the
+			// logs and ironic_up only.
+			logger.Debug("not ready", "err", v.Err)
+			http.Error(w, "not ready: no topology read from the database yet (see the exporter's log and ironic_up)",
+				http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
-	})
-	apiHandler := api.NewHandler(cache, api.Options{Logger: logger})
+	})))
+	apiHandler := api.NewHandler(cache, api.Options{Logger: logger, PublicEndpoint: externalURL})
 	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath})
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -209,12 +236,22 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		apiHandler.ServeHTTP(w, r)
 	}))
 
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	// Probes bypass --web.max-requests, so that a flood of requests does
+	// not get the pod restarted.
+	limited := limit(mux, cfg.web.maxRequests, time.Second, "requests")
+	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		limited.ServeHTTP(w, r)
+	})
+	srv := newServer(root, cfg.web, logger)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go cache.Get(ctx) // warm the cache; failures are logged and exported
 	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(srv, toolkitFlags, logger) }()
+	go func() { errc <- listenAndServe(srv, toolkitFlags, cfg.web.maxConns, logger) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
