@@ -14,7 +14,8 @@ import (
 )
 
 // The snapshot queries. They name only columns that exist since Ironic Rocky
-// (alembic revision 664f85c2f622 added conductor_group to both tables), are
+// (alembic revision 664f85c2f622 added conductor_group to both tables;
+// nodes.conductor_affinity and target_provision_state are older still), are
 // plain SQL that PostgreSQL, MySQL and SQLite all accept, and sort by the
 // primary key, as Ironic's list calls do by default. A dialect may adapt them
 // (see queries): MySQL compares strings by a case-insensitive collation,
@@ -34,7 +35,8 @@ ORDER BY conductor_id, hardware_type`
 
 	// SQLNodes reads the nodes table.
 	SQLNodes = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class, created_at, updated_at
+       power_state, provision_state, maintenance, resource_class, created_at, updated_at,
+       conductor_affinity, target_provision_state
 FROM nodes
 ORDER BY id`
 )
@@ -257,6 +259,8 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 		uuid, name, driver, reservation, instance sql.NullString
 		power, provision, resourceClass           sql.NullString
 		cgroup                                    string
+		affinity                                  sql.NullInt64
+		target                                    sql.NullString
 		maintenance                               anyBool
 		created, updated                          dbTime
 		badTimes                                  int
@@ -264,7 +268,8 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 	)
 	for rows.Next() {
 		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
-			&power, &provision, &maintenance, &resourceClass, &created, &updated); err != nil {
+			&power, &provision, &maintenance, &resourceClass, &created, &updated,
+			&affinity, &target); err != nil {
 			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 		}
 		if created.bad != "" || updated.bad != "" {
@@ -287,6 +292,10 @@ func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string) (_ []Node
 			ResourceClass:  slab.ptr(in.nullable(resourceClass)),
 			CreatedAt:      created.t,
 			UpdatedAt:      updated.t,
+			// conductor_affinity is an id into conductors; NULL reads as 0,
+			// which no conductor row has (ids start at 1).
+			ConductorAffinity:    affinity.Int64,
+			TargetProvisionState: slab.ptr(in.nullable(target)),
 		})
 	}
 	if err := rows.Err(); err != nil {

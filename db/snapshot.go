@@ -81,6 +81,13 @@ type Node struct {
 	PowerState *string
 	// ProvisionState is the current provision state, or nil.
 	ProvisionState *string
+	// TargetProvisionState is the state the node is moving to, or nil.
+	TargetProvisionState *string
+	// ConductorAffinity is the id of the conductor that last prepared the
+	// node (deploy, takeover: the one holding its boot environment), 0 when
+	// NULL. Ironic sets it in _do_takeover and at deploy
+	// (ironic/conductor/manager.py).
+	ConductorAffinity int64
 	// Maintenance is the maintenance flag.
 	Maintenance bool
 	// ResourceClass is the node's resource class, or nil.

@@ -51,14 +51,15 @@ var fixtureSQL = []string{
 	 (3, 'ipmi', 'boot', 'ipxe', true),
 	 (7, 'idrac', 'power', 'idrac-redfish', true)`,
 	`INSERT INTO nodes (id, uuid, name, driver, conductor_group, reservation, instance_uuid, power_state,
-	                   provision_state, maintenance, resource_class, created_at, updated_at) VALUES
+	                   provision_state, maintenance, resource_class, created_at, updated_at,
+	                   conductor_affinity, target_provision_state) VALUES
 	 (1, '1be26c0b-03f2-4d2e-ae87-c02d7f33c123', 'node-1', 'ipmi', '', 'cond-a.example.com',
 	  '8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11', 'power on', 'active', true, 'baremetal',
-	  '2024-03-10 02:30:00', '2024-03-10 07:00:00.000001'),
+	  '2024-03-10 02:30:00', '2024-03-10 07:00:00.000001', 1, NULL),
 	 (2, '2be26c0b-03f2-4d2e-ae87-c02d7f33c123', NULL, 'redfish', 'rack1', NULL, NULL, NULL,
-	  NULL, NULL, NULL, NULL, NULL),
+	  NULL, NULL, NULL, NULL, NULL, NULL, NULL),
 	 (10, '3be26c0b-03f2-4d2e-ae87-c02d7f33c123', 'nœud-3', 'idrac', 'grüppe', 'cond-gone', NULL, 'power off',
-	  'enroll', false, '', '2020-02-29 00:00:00', '2020-02-29 23:59:59')`,
+	  'inspect wait', false, '', '2020-02-29 00:00:00', '2020-02-29 23:59:59', 3, 'manageable')`,
 }
 
 var fixtureWant = &Snapshot{
@@ -83,12 +84,13 @@ var fixtureWant = &Snapshot{
 			ConductorGroup: "", Reservation: sp("cond-a.example.com"),
 			InstanceUUID: sp("8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11"), PowerState: sp("power on"),
 			ProvisionState: sp("active"), Maintenance: true, ResourceClass: sp("baremetal"),
-			CreatedAt: ts("2024-03-10 02:30:00"), UpdatedAt: ts("2024-03-10 07:00:00.000001")},
+			CreatedAt: ts("2024-03-10 02:30:00"), UpdatedAt: ts("2024-03-10 07:00:00.000001"),
+			ConductorAffinity: 1},
 		{ID: 2, UUID: "2be26c0b-03f2-4d2e-ae87-c02d7f33c123", Driver: "redfish", ConductorGroup: "rack1"},
 		{ID: 10, UUID: "3be26c0b-03f2-4d2e-ae87-c02d7f33c123", Name: sp("nœud-3"), Driver: "idrac",
 			ConductorGroup: "grüppe", Reservation: sp("cond-gone"), PowerState: sp("power off"),
-			ProvisionState: sp("enroll"), ResourceClass: sp(""),
-			CreatedAt: ts("2020-02-29 00:00:00"), UpdatedAt: ts("2020-02-29 23:59:59")},
+			ProvisionState: sp("inspect wait"), TargetProvisionState: sp("manageable"), ResourceClass: sp(""),
+			CreatedAt: ts("2020-02-29 00:00:00"), UpdatedAt: ts("2020-02-29 23:59:59"), ConductorAffinity: 3},
 	},
 	Warnings: []string{
 		`conductor "kondüktör-ß.例え.jp" (id 3): drivers column is not a JSON list of strings, read as empty: invalid character 'o' in literal null (expecting 'u')`,
