@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -40,6 +42,39 @@ ORDER BY conductor_id, hardware_type`
 FROM nodes
 ORDER BY id`
 )
+
+// ErrNotIronic is in the chain of a snapshot error when the database has no
+// conductors, conductor_hardware_interfaces or nodes table: it is not
+// Ironic's database (or Ironic's schema was never created), a permanent
+// problem that retrying will not fix, unlike a lost connection or a
+// timeout.
+var ErrNotIronic = errors.New("not Ironic's database")
+
+// missingTable reports whether err is the server saying a table does not
+// exist: PostgreSQL SQLSTATE 42P01 (undefined_table, any driver with
+// SQLState()), MySQL/MariaDB error 1146 (ER_NO_SUCH_TABLE), SQLite "no
+// such table".
+func missingTable(err error) bool {
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) && state.SQLState() == "42P01" {
+		return true
+	}
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && my.Number == 1146 {
+		return true
+	}
+	// The SQLite driver has no error type for it: its message is all.
+	return strings.Contains(err.Error(), "no such table: ")
+	return false
+}
+
+// notIronic marks a missing-table error with ErrNotIronic.
+func notIronic(err error) error {
+	if err != nil && missingTable(err) {
+		return fmt.Errorf("%w (no such table: is this Ironic's database, with its schema?): %w", ErrNotIronic, err)
+	}
+	return err
+}
 
 // queries are the three statements of a snapshot, as a dialect words them.
 // Their columns are those of SQLConductors, SQLHardwareTypes and SQLNodes, in
@@ -102,20 +137,20 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	snap := &Snapshot{Backend: d.dialect.backend()}
 	q := d.dialect.queries()
 	if snap.Conductors, snap.Warnings, err = d.readConductors(tctx, tx, q.conductors); err != nil {
-		return nil, err
+		return nil, notIronic(err)
 	}
 	if err := runHook(tctx, "conductors", tx); err != nil {
 		return nil, err
 	}
 	if err := d.readHardwareTypes(tctx, tx, q.hardwareTypes, snap.Conductors); err != nil {
-		return nil, err
+		return nil, notIronic(err)
 	}
 	if err := runHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
 	}
 	var nodeWarnings []string
 	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, q.nodes); err != nil {
-		return nil, err
+		return nil, notIronic(err)
 	}
 	snap.Warnings = append(snap.Warnings, nodeWarnings...)
 	if err := runHook(tctx, "nodes", tx); err != nil {

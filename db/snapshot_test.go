@@ -527,3 +527,25 @@ func checkTimedOut(t *testing.T, d *DB, err error, elapsed, timeout time.Duratio
 		t.Errorf("snapshot after the lock was released: %v", err)
 	}
 }
+
+// TestSnapshotNotIronic: a database without Ironic's tables is told apart
+// from a transient failure (ErrNotIronic), on every backend; a server that
+// is down is not.
+func TestSnapshotNotIronic(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *testBackend) {
+		for _, table := range []string{"conductors", "nodes"} {
+			conn := b.admin(t)
+			b.reset(t, conn)
+			b.exec(t, conn, "ALTER TABLE "+table+" RENAME TO "+table+"_elsewhere")
+			_, err := openTest(t, b.dsn, Options{}).Snapshot(context.Background())
+			b.exec(t, conn, "ALTER TABLE "+table+"_elsewhere RENAME TO "+table)
+			if !errors.Is(err, ErrNotIronic) || !strings.Contains(err.Error(), "is this Ironic's database") {
+				t.Errorf("no %s table: %v, want ErrNotIronic", table, err)
+			}
+		}
+	})
+	d := openTest(t, "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2", Options{QueryTimeout: 2 * time.Second})
+	if _, err := d.Snapshot(context.Background()); err == nil || errors.Is(err, ErrNotIronic) {
+		t.Errorf("server down: %v, want a transient error", err)
+	}
+}
