@@ -46,9 +46,8 @@ ironic_conductor_affinity_elsewhere_nodes{conductor_group="",hostname="c-up"} 2
 # TYPE ironic_conductor_prepared_nodes gauge
 ironic_conductor_prepared_nodes{conductor_group="",hostname="c-dead"} 1
 ironic_conductor_prepared_nodes{conductor_group="",hostname="c-up"} 1
-# HELP ironic_nodes_affinity_unavailable Nodes whose boot environment was prepared by a conductor that is not running (affinity=not_alive) or no longer exists (affinity=missing).
+# HELP ironic_nodes_affinity_unavailable Deployed, rescued, held or in-progress nodes whose boot environment was prepared by a conductor that is not running (affinity=not_alive) or no longer exists (affinity=missing).
 # TYPE ironic_nodes_affinity_unavailable gauge
-ironic_nodes_affinity_unavailable{affinity="missing",conductor_group=""} 1
 ironic_nodes_affinity_unavailable{affinity="not_alive",conductor_group=""} 1
 # HELP ironic_nodes_stuck Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), that no ring serves (no_conductor), or whose ring conductor is not running (conductor_not_alive).
 # TYPE ironic_nodes_stuck gauge

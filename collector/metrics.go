@@ -71,7 +71,7 @@ var (
 	conductorPreparedDesc = prometheus.NewDesc("ironic_conductor_prepared_nodes",
 		"Nodes whose conductor_affinity is this conductor: it prepared, and holds, their boot environment.", hostLabels, nil)
 	affinityUnavailableDesc = prometheus.NewDesc("ironic_nodes_affinity_unavailable",
-		"Nodes whose boot environment was prepared by a conductor that is not running (affinity=not_alive) or no longer exists (affinity=missing).",
+		"Deployed, rescued, held or in-progress nodes whose boot environment was prepared by a conductor that is not running (affinity=not_alive) or no longer exists (affinity=missing).",
 		[]string{"conductor_group", "affinity"}, nil)
 	stuckDesc = prometheus.NewDesc("ironic_nodes_stuck",
 		"Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), that no ring serves (no_conductor), or whose ring conductor is not running (conductor_not_alive).",

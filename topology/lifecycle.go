@@ -66,6 +66,22 @@ var inProgress = map[string]bool{
 	"servicing": true, "service wait": true,
 }
 
+// bootMatters reports whether a node in this state needs the boot
+// environment its affinity conductor prepared: deployed or rescued nodes
+// (they network-boot from it, and _sync_local_state takes over only
+// ACTIVE nodes), held ones and those in progress. Elsewhere (available,
+// manageable, failed states) the next operation prepares it anew.
+func bootMatters(state *string) bool {
+	if state == nil {
+		return false
+	}
+	switch *state {
+	case "active", "rescue", "deploy hold", "clean hold", "service hold":
+		return true
+	}
+	return inProgress[*state]
+}
+
 // InProgress reports whether a provision state is one a conductor works or
 // waits in (see Stuck).
 func InProgress(state *string) bool { return state != nil && inProgress[*state] }
@@ -177,7 +193,7 @@ func (t *Topology) lifecycle() {
 				n.AffinityHost = t.Conductors[ai].Hostname
 				prepared[ai]++
 			}
-			if n.Affinity != AffinityUp {
+			if n.Affinity != AffinityUp && bootMatters(n.ProvisionState) {
 				t.AffinityUnavailable[AffinityKey{n.ConductorGroup, n.Affinity}]++
 			}
 			if owner != nil && (!ok || n.AffinityHost != owner.Hostname) {

@@ -151,7 +151,8 @@ type Topology struct {
 	// counter built from it starts at 0 and increase() sees its first move.
 	Remapped map[string]int
 	// AffinityUnavailable counts nodes whose boot environment was prepared
-	// by a conductor that is not running or no longer exists.
+	// by a conductor that is not running or no longer exists, among the
+	// nodes that need it (deployed, rescued, held or in progress).
 	AffinityUnavailable map[AffinityKey]int
 	// Stuck counts nodes in progress that cannot move on, by group,
 	// provision state and reason.
