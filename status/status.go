@@ -154,9 +154,9 @@ type problem struct {
 
 type strandedRow struct {
 	UUID, Name, State, Host string
-	HostState             topology.State
-	Gone                  bool
-	Conductor             string
+	HostState               topology.State
+	Gone                    bool
+	Conductor               string
 }
 
 type stuckNodeRow struct {
