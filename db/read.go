@@ -65,7 +65,6 @@ func missingTable(err error) bool {
 	}
 	// The SQLite driver has no error type for it: its message is all.
 	return strings.Contains(err.Error(), "no such table: ")
-	return false
 }
 
 // notIronic marks a missing-table error with ErrNotIronic.
