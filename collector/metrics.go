@@ -60,6 +60,22 @@ var (
 	changesDesc = prometheus.NewDesc("ironic_node_conductor_changes_total",
 		"Nodes whose conductor changed between two refreshes since the exporter started (ring churn).",
 		[]string{"conductor_group"}, nil)
+	conductorProvisionDesc = prometheus.NewDesc("ironic_conductor_provision_state_nodes",
+		"Nodes the hash rings map to this conductor, by provision state (Ironic's state names; 'other' for any other value). Zero counts are not exported.",
+		append(hostLabels[:2:2], "provision_state"), nil)
+	conductorMaintenanceDesc = prometheus.NewDesc("ironic_conductor_maintenance_nodes",
+		"Nodes the hash rings map to this conductor that are in maintenance.", hostLabels, nil)
+	conductorAffinityElsewhereDesc = prometheus.NewDesc("ironic_conductor_affinity_elsewhere_nodes",
+		"Nodes the hash rings map to this conductor whose boot environment (conductor_affinity) another conductor prepared.",
+		hostLabels, nil)
+	conductorPreparedDesc = prometheus.NewDesc("ironic_conductor_prepared_nodes",
+		"Nodes whose conductor_affinity is this conductor: it prepared, and holds, their boot environment.", hostLabels, nil)
+	affinityUnavailableDesc = prometheus.NewDesc("ironic_nodes_affinity_unavailable",
+		"Deployed, rescued, held or in-progress nodes whose boot environment was prepared by a conductor that is not running (affinity=not_alive) or no longer exists (affinity=missing).",
+		[]string{"conductor_group", "affinity"}, nil)
+	stuckDesc = prometheus.NewDesc("ironic_nodes_stuck",
+		"Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), that no ring serves (no_conductor), or whose ring conductor is not running (conductor_not_alive).",
+		[]string{"conductor_group", "provision_state", "reason"}, nil)
 	lastSuccessDesc = prometheus.NewDesc("ironic_exporter_last_refresh_success_timestamp_seconds",
 		"When the served topology was read from the database, as a Unix timestamp.", nil, nil)
 	dataAgeDesc = prometheus.NewDesc("ironic_exporter_data_age_seconds",
@@ -87,7 +103,9 @@ func (c viewCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upDesc, conductorAliveDesc, conductorOnlineDesc,
 		conductorStateDesc, conductorHeartbeatDesc, conductorRingMemberDesc, conductorHardwareTypeDesc,
 		conductorNodesDesc, reservedNodesDesc, nodeInfoDesc, ringConductorsDesc, ringNodesDesc,
-		nodesWithoutConductorDesc, nodesDesc, changesDesc, lastSuccessDesc, dataAgeDesc} {
+		nodesWithoutConductorDesc, nodesDesc, changesDesc, lastSuccessDesc, dataAgeDesc,
+		conductorProvisionDesc, conductorMaintenanceDesc, conductorAffinityElsewhereDesc, conductorPreparedDesc,
+		affinityUnavailableDesc, stuckDesc} {
 		ch <- d
 	}
 }
@@ -139,6 +157,29 @@ func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts Exp
 				c.Hostname, c.ConductorGroup, hw)
 		}
 		ch <- prometheus.MustNewConstMetric(conductorNodesDesc, prometheus.GaugeValue, float64(len(c.Nodes)), labels...)
+		for si, n := range c.ProvisionStates {
+			if n == 0 {
+				continue
+			}
+			state := topology.ProvisionStateOther
+			if si < len(topology.ProvisionStates) {
+				state = topology.ProvisionStates[si]
+			}
+			ch <- prometheus.MustNewConstMetric(conductorProvisionDesc, prometheus.GaugeValue, float64(n),
+				c.Hostname, c.ConductorGroup, state)
+		}
+		ch <- prometheus.MustNewConstMetric(conductorMaintenanceDesc, prometheus.GaugeValue, float64(c.Maintenance), labels...)
+		ch <- prometheus.MustNewConstMetric(conductorAffinityElsewhereDesc, prometheus.GaugeValue,
+			float64(c.AffinityElsewhere), labels...)
+		ch <- prometheus.MustNewConstMetric(conductorPreparedDesc, prometheus.GaugeValue, float64(len(c.Prepared)), labels...)
+	}
+	for k, n := range t.AffinityUnavailable {
+		ch <- prometheus.MustNewConstMetric(affinityUnavailableDesc, prometheus.GaugeValue, float64(n),
+			k.ConductorGroup, string(k.Affinity))
+	}
+	for k, n := range t.Stuck {
+		ch <- prometheus.MustNewConstMetric(stuckDesc, prometheus.GaugeValue, float64(n),
+			k.ConductorGroup, k.ProvisionState, string(k.Reason))
 	}
 	for _, h := range sortedKeys(t.Reservations) {
 		ch <- prometheus.MustNewConstMetric(reservedNodesDesc, prometheus.GaugeValue, float64(t.Reservations[h]), h)

@@ -14,12 +14,14 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
 // The snapshot queries. They name only columns that exist since Ironic Rocky
-// (alembic revision 664f85c2f622 added conductor_group to both tables), are
+// (alembic revision 664f85c2f622 added conductor_group to both tables;
+// nodes.conductor_affinity and target_provision_state are older still), are
 // plain SQL that PostgreSQL, MySQL and SQLite all accept, and sort by the
 // primary key, as Ironic's list calls do by default. A dialect may adapt them
 // (see queries): MySQL compares strings by a case-insensitive collation,
@@ -40,10 +42,42 @@ ORDER BY conductor_id, hardware_type`
 	// SQLNodes reads the nodes table.
 	SQLNodes = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
        power_state, provision_state, maintenance, resource_class, created_at, updated_at,
-       conductor_affinity
+       conductor_affinity, target_provision_state
 FROM nodes
 ORDER BY id`
 )
+
+// ErrNotIronic is in the chain of a snapshot error when the database has no
+// conductors, conductor_hardware_interfaces or nodes table: it is not
+// Ironic's database (or Ironic's schema was never created), a permanent
+// problem that retrying will not fix, unlike a lost connection or a
+// timeout.
+var ErrNotIronic = errors.New("not Ironic's database")
+
+// missingTable reports whether err is the server saying a table does not
+// exist: PostgreSQL SQLSTATE 42P01 (undefined_table, any driver with
+// SQLState()), MySQL/MariaDB error 1146 (ER_NO_SUCH_TABLE), SQLite "no
+// such table".
+func missingTable(err error) bool {
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) && state.SQLState() == "42P01" {
+		return true
+	}
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && my.Number == 1146 {
+		return true
+	}
+	// The SQLite driver has no error type for it: its message is all.
+	return strings.Contains(err.Error(), "no such table: ")
+}
+
+// notIronic marks a missing-table error with ErrNotIronic.
+func notIronic(err error) error {
+	if err != nil && missingTable(err) {
+		return fmt.Errorf("%w (no such table: is this Ironic's database, with its schema?): %w", ErrNotIronic, err)
+	}
+	return err
+}
 
 // queries are the three statements of a snapshot, as a dialect words them.
 // Their columns are those of SQLConductors, SQLHardwareTypes and SQLNodes, in
@@ -187,19 +221,19 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 		q = &pgRawTextQueries
 	}
 	if snap.Conductors, err = d.readConductors(tctx, watch, tx, q.conductors, w); err != nil {
-		return nil, err
+		return nil, notIronic(err)
 	}
 	if err := runHook(tctx, "conductors", tx); err != nil {
 		return nil, err
 	}
 	if err := d.readHardwareTypes(tctx, watch, tx, q.hardwareTypes, snap.Conductors, w); err != nil {
-		return nil, err
+		return nil, notIronic(err)
 	}
 	if err := runHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
 	}
 	if snap.NodeProbe, err = d.probeNodes(tctx, watch, tx, q.probe); err != nil {
-		return nil, err
+		return nil, notIronic(err)
 	}
 	if known != nil && *known == snap.NodeProbe {
 		snap.NodesUnchanged = true
@@ -207,7 +241,7 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 		return snap, nil
 	}
 	if snap.Nodes, err = d.readNodes(tctx, watch, tx, q.nodes, w); err != nil {
-		return nil, err
+		return nil, notIronic(err)
 	}
 	if err := runHook(tctx, "nodes", tx); err != nil {
 		return nil, err
@@ -380,6 +414,7 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 		id                                        int64
 		uuid, name, driver, reservation, instance sql.RawBytes
 		power, provision, resourceClass, cgroup   sql.RawBytes
+		target                                    sql.RawBytes
 		affinity                                  sql.NullInt64
 		ids                                       int64Slab
 		maintenance                               anyBool
@@ -390,7 +425,8 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	)
 	for rows.Next() {
 		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
-			&power, &provision, &maintenance, &resourceClass, &created, &updated, &affinity); err != nil {
+			&power, &provision, &maintenance, &resourceClass, &created, &updated,
+			&affinity, &target); err != nil {
 			return nil, stepError(step, ctx, start, err)
 		}
 		if created.bad != "" || updated.bad != "" {
@@ -408,26 +444,28 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 			v    *sql.RawBytes
 		}{{"uuid", &uuid}, {"name", &name}, {"driver", &driver}, {"conductor_group", &cgroup},
 			{"reservation", &reservation}, {"instance_uuid", &instance}, {"power_state", &power},
-			{"provision_state", &provision}, {"resource_class", &resourceClass}} {
+			{"provision_state", &provision}, {"resource_class", &resourceClass},
+			{"target_provision_state", &target}} {
 			if *col.v != nil && !utf8.Valid(*col.v) {
 				*col.v = sql.RawBytes(strings.ToValidUTF8(string(*col.v), "\uFFFD"))
 				notUTF8.add(string(uuid), id, col.name)
 			}
 		}
 		out = append(out, Node{
-			ID:             id,
-			UUID:           arena.str(uuid), // NULL (never in practice) reads as ""
-			Name:           arena.ptr(name),
-			Driver:         in.bytes(driver),
-			ConductorGroup: in.bytes(cgroup),
-			Reservation:    ptrs.ptr(reservation),
-			InstanceUUID:   arena.ptr(instance),
-			PowerState:     ptrs.ptr(power),
-			ProvisionState: ptrs.ptr(provision),
-			Maintenance:    bool(maintenance),
-			ResourceClass:  ptrs.ptr(resourceClass),
-			CreatedAt:      created.t,
-			UpdatedAt:      updated.t,
+			ID:                   id,
+			UUID:                 arena.str(uuid), // NULL (never in practice) reads as ""
+			Name:                 arena.ptr(name),
+			Driver:               in.bytes(driver),
+			ConductorGroup:       in.bytes(cgroup),
+			Reservation:          ptrs.ptr(reservation),
+			InstanceUUID:         arena.ptr(instance),
+			PowerState:           ptrs.ptr(power),
+			ProvisionState:       ptrs.ptr(provision),
+			Maintenance:          bool(maintenance),
+			ResourceClass:        ptrs.ptr(resourceClass),
+			CreatedAt:            created.t,
+			UpdatedAt:            updated.t,
+			TargetProvisionState: ptrs.ptr(target),
 		})
 		out[len(out)-1].ConductorAffinity = ids.ptr(affinity)
 	}

@@ -101,6 +101,8 @@ type Node struct {
 	PowerState *string
 	// ProvisionState is the current provision state, or nil.
 	ProvisionState *string
+	// TargetProvisionState is the state the node is moving to, or nil.
+	TargetProvisionState *string
 	// Maintenance is the maintenance flag.
 	Maintenance bool
 	// ResourceClass is the node's resource class, or nil.
@@ -110,7 +112,8 @@ type Node struct {
 	// UpdatedAt is the row's last update (UTC); zero when NULL.
 	UpdatedAt time.Time
 	// ConductorAffinity is the conductors.id of the conductor that last
-	// prepared the node's boot environment (Ironic sets it in
-	// ironic/conductor/deployments.py when it deploys), or nil.
+	// prepared the node's boot environment (deploy, takeover: the one
+	// holding it; Ironic sets it in ironic/conductor/deployments.py and
+	// _do_takeover in ironic/conductor/manager.py), or nil.
 	ConductorAffinity *int64
 }

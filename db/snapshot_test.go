@@ -18,6 +18,7 @@ import (
 )
 
 func sp(s string) *string { return &s }
+func i64p(v int64) *int64 { return &v }
 
 func ts(s string) time.Time {
 	t, err := time.ParseInLocation("2006-01-02 15:04:05.999999", s, time.UTC)
@@ -52,14 +53,15 @@ var fixtureSQL = []string{
 	 (3, 'ipmi', 'boot', 'ipxe', true),
 	 (7, 'idrac', 'power', 'idrac-redfish', true)`,
 	`INSERT INTO nodes (id, uuid, name, driver, conductor_group, reservation, instance_uuid, power_state,
-	                   provision_state, maintenance, resource_class, created_at, updated_at) VALUES
+	                   provision_state, maintenance, resource_class, created_at, updated_at,
+	                   conductor_affinity, target_provision_state) VALUES
 	 (1, '1be26c0b-03f2-4d2e-ae87-c02d7f33c123', 'node-1', 'ipmi', '', 'cond-a.example.com',
 	  '8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11', 'power on', 'active', true, 'baremetal',
-	  '2024-03-10 02:30:00', '2024-03-10 07:00:00.000001'),
+	  '2024-03-10 02:30:00', '2024-03-10 07:00:00.000001', 1, NULL),
 	 (2, '2be26c0b-03f2-4d2e-ae87-c02d7f33c123', NULL, 'redfish', 'rack1', NULL, NULL, NULL,
-	  NULL, NULL, NULL, NULL, NULL),
+	  NULL, NULL, NULL, NULL, NULL, NULL, NULL),
 	 (10, '3be26c0b-03f2-4d2e-ae87-c02d7f33c123', 'nœud-3', 'idrac', 'grüppe', 'cond-gone', NULL, 'power off',
-	  'enroll', false, '', '2020-02-29 00:00:00', '2020-02-29 23:59:59')`,
+	  'inspect wait', false, '', '2020-02-29 00:00:00', '2020-02-29 23:59:59', 3, 'manageable')`,
 }
 
 var fixtureWant = &Snapshot{
@@ -84,12 +86,13 @@ var fixtureWant = &Snapshot{
 			ConductorGroup: "", Reservation: sp("cond-a.example.com"),
 			InstanceUUID: sp("8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11"), PowerState: sp("power on"),
 			ProvisionState: sp("active"), Maintenance: true, ResourceClass: sp("baremetal"),
-			CreatedAt: ts("2024-03-10 02:30:00"), UpdatedAt: ts("2024-03-10 07:00:00.000001")},
+			CreatedAt: ts("2024-03-10 02:30:00"), UpdatedAt: ts("2024-03-10 07:00:00.000001"),
+			ConductorAffinity: i64p(1)},
 		{ID: 2, UUID: "2be26c0b-03f2-4d2e-ae87-c02d7f33c123", Driver: "redfish", ConductorGroup: "rack1"},
 		{ID: 10, UUID: "3be26c0b-03f2-4d2e-ae87-c02d7f33c123", Name: sp("nœud-3"), Driver: "idrac",
 			ConductorGroup: "grüppe", Reservation: sp("cond-gone"), PowerState: sp("power off"),
-			ProvisionState: sp("enroll"), ResourceClass: sp(""),
-			CreatedAt: ts("2020-02-29 00:00:00"), UpdatedAt: ts("2020-02-29 23:59:59")},
+			ProvisionState: sp("inspect wait"), TargetProvisionState: sp("manageable"), ResourceClass: sp(""),
+			CreatedAt: ts("2020-02-29 00:00:00"), UpdatedAt: ts("2020-02-29 23:59:59"), ConductorAffinity: i64p(3)},
 	},
 	Warnings: []string{
 		`conductor "kondüktör-ß.例え.jp" (id 3): drivers column is not a JSON list of strings, read as empty: invalid character 'o' in literal null (expecting 'u')`,
@@ -535,5 +538,27 @@ func checkTimedOut(t *testing.T, d *DB, err error, elapsed, timeout time.Duratio
 	}
 	if _, err := d.Snapshot(context.Background()); err != nil {
 		t.Errorf("snapshot after the lock was released: %v", err)
+	}
+}
+
+// TestSnapshotNotIronic: a database without Ironic's tables is told apart
+// from a transient failure (ErrNotIronic), on every backend; a server that
+// is down is not.
+func TestSnapshotNotIronic(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *testBackend) {
+		for _, table := range []string{"conductors", "nodes"} {
+			conn := b.admin(t)
+			b.reset(t, conn)
+			b.exec(t, conn, "ALTER TABLE "+table+" RENAME TO "+table+"_elsewhere")
+			_, err := openTest(t, b.dsn, Options{}).Snapshot(context.Background())
+			b.exec(t, conn, "ALTER TABLE "+table+"_elsewhere RENAME TO "+table)
+			if !errors.Is(err, ErrNotIronic) || !strings.Contains(err.Error(), "is this Ironic's database") {
+				t.Errorf("no %s table: %v, want ErrNotIronic", table, err)
+			}
+		}
+	})
+	d := openTest(t, "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2", Options{QueryTimeout: 2 * time.Second})
+	if _, err := d.Snapshot(context.Background()); err == nil || errors.Is(err, ErrNotIronic) {
+		t.Errorf("server down: %v, want a transient error", err)
 	}
 }

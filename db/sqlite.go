@@ -128,7 +128,7 @@ ORDER BY id`,
 	hardwareTypes: SQLHardwareTypes,
 	nodes: `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
        power_state, provision_state, maintenance, resource_class,
-       CAST(created_at AS TEXT), CAST(updated_at AS TEXT), conductor_affinity
+       CAST(created_at AS TEXT), CAST(updated_at AS TEXT), conductor_affinity, target_provision_state
 FROM nodes
 ORDER BY id`,
 	probe: `SELECT count(*), coalesce(max(id), 0), CAST(max(updated_at) AS TEXT), count(reservation)

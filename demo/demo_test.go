@@ -170,6 +170,23 @@ func TestFleet(t *testing.T) {
 	if named != len(snap.Nodes) {
 		t.Errorf("%d of %d nodes named", named, len(snap.Nodes))
 	}
+	// Deployed nodes' boot environments were prepared by their conductor;
+	// provision states are Ironic's.
+	active, prepared := 0, 0
+	for _, n := range topo.Nodes {
+		if n.ProvisionState != nil && *n.ProvisionState == "active" {
+			active++
+			if n.Affinity == topology.AffinityUp && n.AffinityHost == n.Conductor {
+				prepared++
+			}
+		}
+		if topology.ProvisionStateLabel(n.ProvisionState) == topology.ProvisionStateOther {
+			t.Errorf("node %s: provision state %v is not Ironic's", n.UUID, n.ProvisionState)
+		}
+	}
+	if active < len(topo.Nodes)/2 || prepared < active*9/10 {
+		t.Errorf("%d active nodes, %d with their boot files on their conductor", active, prepared)
+	}
 	if len(topo.Rings) < 8 {
 		t.Errorf("%d rings, want several", len(topo.Rings))
 	}
@@ -413,9 +430,17 @@ func TestDemoCommand(t *testing.T) {
 	drained, crashed := drainVictims[0], crashVictims[0]
 	states := map[string]bool{}
 	drainedStates := map[string]bool{}
-	var sawCrash, sawEnroll bool
+	var sawCrash, sawEnroll, sawStuck, sawStranded bool
 	waitFor(t, "the events of a cycle in /metrics", 2*Cycle/speed, func() bool {
 		m := p.metrics(t)
+		for s, v := range m {
+			if strings.HasPrefix(s, "ironic_nodes_stuck{") && strings.Contains(s, `reason="lock_holder_not_alive"`) && v > 0 {
+				sawStuck = true
+			}
+			if strings.HasPrefix(s, "ironic_nodes_affinity_unavailable{") && strings.Contains(s, `affinity="not_alive"`) && v > 0 {
+				sawStranded = true
+			}
+		}
 		for s, v := range m {
 			if v != 1 || !strings.HasPrefix(s, "ironic_conductor_state{") {
 				continue
@@ -436,7 +461,8 @@ func TestDemoCommand(t *testing.T) {
 		if m["ironic_nodes"] >= first["ironic_nodes"]+nodesEnrolled {
 			sawEnroll = true
 		}
-		return drainedStates["alive"] && drainedStates["draining"] && drainedStates["stopped"] && sawCrash && sawEnroll
+		return drainedStates["alive"] && drainedStates["draining"] && drainedStates["stopped"] && sawCrash && sawEnroll &&
+			sawStuck && sawStranded
 	})
 	t.Logf("states seen: %v; %s: %v", states, drained, drainedStates)
 

@@ -169,6 +169,30 @@ local strip(s) = std.rstripChars(s, '\n');
             '{{ $labels.hostname }}, which is not an alive conductor, holds the reservation (lock) of {{ $value | humanize }} node(s): every change to them fails with NodeLocked until the lock is released.',
           ),
           alert(
+            'IronicBootEnvironmentStranded',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_nodes_affinity_unavailable{%(selector)s} > 0
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            "Ironic nodes' boot environments are on a conductor that is not running.",
+            '{{ $value | humanize }} deployed, rescued or in-progress node(s) of conductor group "{{ $labels.conductor_group }}" have their boot files and deploy logs on a conductor that is {{ if eq $labels.affinity "missing" }}gone from the database{{ else }}stopped or dead{{ end }}, and no takeover has rebuilt them for %s.' % humanize(c['for'].IronicBootEnvironmentStranded),
+          ),
+          alert(
+            'IronicNodesStuck',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_nodes_stuck{%(selector)s} > 0
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'Ironic nodes are stuck in a provision state no running conductor will finish.',
+            '{{ $value | humanize }} node(s) of conductor group "{{ $labels.conductor_group }}" have been in provision state "{{ $labels.provision_state }}" for %s with {{ if eq $labels.reason "lock_holder_not_alive" }}their lock held by a host that is not running{{ else if eq $labels.reason "no_conductor" }}no conductor serving them{{ else }}a ring conductor that is not running{{ end }}.' % humanize(c['for'].IronicNodesStuck),
+          ),
+          alert(
             'IronicHashRingChurn',
             'info',
             |||

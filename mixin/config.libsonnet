@@ -36,6 +36,8 @@
       IronicConductorGroupWithoutAliveConductor: '2m',
       IronicNodesWithoutConductor: '5m',
       IronicNodeReservedByDeadConductor: '5m',
+      IronicBootEnvironmentStranded: '15m',
+      IronicNodesStuck: '10m',
       IronicHashRingChurn: '5m',
     },
     // Thresholds.

@@ -75,12 +75,12 @@ func TestPage(t *testing.T) {
 		t.Fatalf("status %d", code)
 	}
 	for _, want := range []string{
-		`<th scope="row">cond-a.example.com:6385</th><td>(default)</td><td class="state alive">alive</td><td>ipmi</td>`,
-		`<th scope="row">cond-b</th><td>rack1</td><td class="state dead">dead</td><td>redfish</td><td class="num">1h0m</td><td class="num">0</td>`,
+		`<th scope="row"><a href="/?conductor=cond-a.example.com%3A6385">cond-a.example.com:6385</a></th><td>(default)</td><td class="state alive">alive</td><td>ipmi</td>`,
+		`<th scope="row"><a href="/?conductor=cond-b">cond-b</a></th><td>rack1</td><td class="state dead">dead</td><td>redfish</td><td class="num">1h0m</td><td class="num">0</td>`,
 		`1 alive, 0 draining, 0 stopped, 1 dead; 2 nodes.`,
 		`<td>(default)</td><td>ipmi</td><td class="num">1</td><td class="num">1</td><td class="num">1 / 1</td><td class="num">1.00× ideal</td>`,
 		`<td>rack1</td><td>redfish</td><td class="num dead">1</td>`,
-		`<td>gone-host</td><td>no such conductor</td><td class="num dead">1</td>`,
+		`<td><a href="/?conductor=gone-host">gone-host</a></td><td>no such conductor</td><td class="num dead">1</td>`,
 		`class="banner ok" role="status"`,
 		`<label for="node">`,
 		`lang="en"`,

@@ -77,6 +77,9 @@ type Refresh struct {
 	Duration time.Duration
 	// Err is why it failed, nil when it succeeded.
 	Err error
+	// Topology is what it built, nil when it failed. Renderers that keep a
+	// history (the status page's conductor states) record from it.
+	Topology *Topology
 }
 
 // View is what a reader gets from the cache: the newest good topology and
@@ -101,6 +104,10 @@ func (v View) Up() bool { return v.Err == nil && v.Topology != nil }
 // healthy refresh of a large fleet to finish, short enough that a silent
 // database is never felt by readers.
 const DefaultMaxWait = 500 * time.Millisecond
+
+// Permanent reports whether the latest refresh failed for a reason retrying
+// will not fix: the database is not Ironic's (db.ErrNotIronic).
+func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
 
 // ErrNoData is returned while no refresh has ever succeeded.
 var ErrNoData = errors.New("no topology read from the database yet")
@@ -212,19 +219,32 @@ func (c *Cache) refresh(done chan struct{}) {
 	topo, err := c.build(ctx, prev, next, start)
 	took := time.Since(start)
 	if c.cfg.OnRefresh != nil {
-		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err})
+		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err, Topology: topo})
 	}
 
 	if err != nil {
 		next.view.Err = err
-		c.cfg.Logger.Error("refresh failed; serving the last good topology", "err", err,
-			"took", took.Round(time.Millisecond), "last_success", old.LastSuccess)
+		kind := "transient"
+		if errors.Is(err, db.ErrNotIronic) {
+			kind = "permanent" // retrying cannot fix it; the operator must
+		}
+		if old.Topology == nil {
+			c.cfg.Logger.Error("refresh failed; no topology has been read yet", "problem", kind, "err", err,
+				"took", took.Round(time.Millisecond))
+		} else {
+			c.cfg.Logger.Error("refresh failed; serving the last good topology", "problem", kind, "err", err,
+				"took", took.Round(time.Millisecond), "last_success", old.LastSuccess)
+		}
 	} else {
 		remapped := maps.Clone(old.Remapped)
 		for g, n := range topo.Remapped {
 			remapped[g] += float64(n)
 		}
-		if !old.Up() && old.Err != ErrNoData {
+		switch {
+		case old.Up() || old.Err == ErrNoData:
+		case old.Topology == nil:
+			c.cfg.Logger.Info("refresh recovered: first topology read after failed attempts")
+		default:
 			c.cfg.Logger.Info("refresh recovered", "down_since_success", old.LastSuccess)
 		}
 		next.view = View{Topology: topo, LastSuccess: start, Remapped: remapped}

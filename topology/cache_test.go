@@ -2,6 +2,10 @@ package topology
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,5 +171,41 @@ func TestCacheReadersDoNotWaitForASilentDatabase(t *testing.T) {
 	release()
 	if v := <-done; !v.Up() || !v.LastSuccess.Equal(now) {
 		t.Errorf("reader with a deadline got %+v, want the refresh it waited for", v)
+	}
+}
+
+// TestCacheLogsWhatItServes: the first failed refresh does not claim a last
+// good topology; a missing table is logged as permanent, a lost connection
+// as transient; OnRefresh gets the topology built.
+func TestCacheLogsWhatItServes(t *testing.T) {
+	var logs strings.Builder
+	var built []*Topology
+	src := fixture.NewSource(nil)
+	src.Set(nil, fmt.Errorf("reading conductors: %w", db.ErrNotIronic))
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings,
+		Now: func() time.Time { return testNow }, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		OnRefresh: func(r Refresh) { built = append(built, r.Topology) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cache.Get(context.Background()); !v.Permanent() || v.Topology != nil {
+		t.Errorf("view %+v: want a permanent failure and no topology", v)
+	}
+	src.Set(fixture.Golden(), nil)
+	cache.Get(context.Background())
+	src.Set(nil, errors.New("connection refused"))
+	if v := cache.Get(context.Background()); v.Permanent() || v.Topology == nil {
+		t.Errorf("view %+v: want a transient failure over the last topology", v)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 3 ||
+		!strings.Contains(lines[0], "no topology has been read yet") || !strings.Contains(lines[0], "problem=permanent") ||
+		strings.Contains(lines[0], "last good") ||
+		!strings.Contains(lines[1], "first topology read") || strings.Contains(lines[1], "down_since") ||
+		!strings.Contains(lines[2], "serving the last good topology") || !strings.Contains(lines[2], "problem=transient") {
+		t.Errorf("logs:\n%s", logs.String())
+	}
+	if len(built) != 3 || built[0] != nil || built[1] == nil || built[2] != nil {
+		t.Errorf("OnRefresh topologies %v", built)
 	}
 }

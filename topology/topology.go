@@ -64,6 +64,18 @@ type ConductorInfo struct {
 	// Nodes are indexes into Topology.Nodes of the nodes mapped here, in
 	// node id order.
 	Nodes []int
+	// ProvisionStates counts the nodes mapped here by provision state,
+	// indexed as ProvisionStateIndex (the last entry is "other").
+	ProvisionStates []int
+	// Maintenance counts the nodes mapped here that are in maintenance.
+	Maintenance int
+	// AffinityElsewhere counts the nodes mapped here whose boot
+	// environment another conductor (or a conductor now gone) prepared.
+	AffinityElsewhere int
+	// Prepared are indexes into Topology.Nodes of the nodes whose
+	// conductor_affinity is this conductor (it holds their boot files), in
+	// node id order.
+	Prepared []int
 }
 
 // NodeInfo is a node row with the conductor the rings map it to.
@@ -72,6 +84,14 @@ type NodeInfo struct {
 	// Conductor is the hostname Ironic's get_conductor_for returns, or ""
 	// when no ring serves the node's group and driver (NoValidHost).
 	Conductor string
+	// AffinityHost is the hostname of the conductor whose id is in
+	// conductor_affinity, "" when NULL or when no such conductor exists.
+	AffinityHost string
+	// Affinity says whether that conductor is up, down or gone.
+	Affinity Affinity
+	// Stuck is why the node, in a state a conductor works or waits in,
+	// cannot progress; "" when it can or is not in progress.
+	Stuck Stuck
 }
 
 // NameOrEmpty returns the node's name, "" when it has none.
@@ -132,6 +152,13 @@ type Topology struct {
 	// that has nodes is present, with 0 when nothing moved, so that the
 	// counter built from it starts at 0 and increase() sees its first move.
 	Remapped map[string]int
+	// AffinityUnavailable counts nodes whose boot environment was prepared
+	// by a conductor that is not running or no longer exists, among the
+	// nodes that need it (deployed, rescued, held or in progress).
+	AffinityUnavailable map[AffinityKey]int
+	// Stuck counts nodes in progress that cannot move on, by group,
+	// provision state and reason.
+	Stuck map[StuckKey]int
 
 	byHost map[string]int
 	byRing map[GroupDriver]int // the ring of a node's (conductor_group, driver)
@@ -383,6 +410,8 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 			c.Nodes = append(c.Nodes, i)
 		}
 	}
+
+	t.lifecycle()
 
 	if prev != nil {
 		sameLabels := len(prev.Nodes) == len(t.Nodes)

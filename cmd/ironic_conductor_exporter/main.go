@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -66,8 +67,37 @@ type config struct {
 }
 
 func run(args []string) int {
-	app := kingpin.New(exporterName, "Prometheus exporter and Ironic-compatible JSON API for OpenStack Ironic conductors and hash rings.")
 	var cfg config
+	var demoCfg demoConfig
+	app, toolkitFlags, promslogConfig, demoCmd := newApp(&cfg, &demoCfg)
+	command, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
+		return 2
+	}
+	logger := promslog.New(promslogConfig)
+
+	if command == demoCmd.FullCommand() {
+		if err := checkDemoArgs(args, demoCfg); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
+			return 2
+		}
+		err = runDemo(cfg, demoCfg, toolkitFlags, logger)
+	} else {
+		err = serve(cfg, toolkitFlags, logger)
+	}
+	if err != nil {
+		logger.Error("exiting", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// newApp defines the command line: every flag, each with its environment
+// variable (IRONIC_EXPORTER_ and the flag's name in capitals, dots and
+// dashes as underscores).
+func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagConfig, *promslog.Config, *kingpin.CmdClause) {
+	app := kingpin.New(exporterName, "Prometheus exporter and Ironic-compatible JSON API for OpenStack Ironic conductors and hash rings.")
 	app.Flag("db.dsn", "Ironic's database connection string, as in ironic.conf [database]connection (SQLAlchemy URL: postgresql://, mysql+pymysql://, sqlite:////path) or a libpq URL / key=value DSN; default: from --ironic.config-file.").
 		Envar("IRONIC_EXPORTER_DB_DSN").StringVar(&cfg.dsn)
 	app.Flag("db.dsn-file", "File holding the connection string (for secrets mounted as files).").StringVar(&cfg.dsnFile)
@@ -78,8 +108,8 @@ func run(args []string) int {
 		"Explicit flags win over the files.").StringsVar(&cfg.ironicConfigFiles)
 	app.Flag("ironic.config-dir", "Directory whose *.conf files are read, in lexical order, after --ironic.config-file (repeatable).").
 		StringsVar(&cfg.ironicConfigDirs)
-	app.Flag("ironic.heartbeat-timeout", "Ironic's [conductor]heartbeat_timeout.").Default("60s").
-		IsSetByUser(&cfg.heartbeatSet).DurationVar(&cfg.heartbeatTimeout)
+	app.Flag("ironic.heartbeat-timeout", "Ironic's [conductor]heartbeat_timeout: seconds as in ironic.conf (60), or a duration (1m).").Default("60").
+		IsSetByUser(&cfg.heartbeatSet).SetValue((*seconds)(&cfg.heartbeatTimeout))
 	app.Flag("ironic.hash-partition-exponent", "Ironic's [DEFAULT]hash_partition_exponent.").Default("5").
 		IsSetByUser(&cfg.partitionExponentSet).IntVar(&cfg.partitionExponent)
 	app.Flag("ironic.hash-ring-algorithm", "Ironic's [DEFAULT]hash_ring_algorithm: "+strings.Join(ring.Algorithms(), ", ")+".").
@@ -111,26 +141,55 @@ func run(args []string) int {
 	app.Version(version.Print(exporterName))
 	app.HelpFlag.Short('h')
 	app.Command("serve", "Serve Ironic's database (the default command).").Default()
-	var demoCfg demoConfig
-	demoCmd := addDemoCommand(app, &demoCfg)
-	command, err := app.Parse(args)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
-		return 2
-	}
-	logger := promslog.New(promslogConfig)
-
-	if command == demoCmd.FullCommand() {
-		err = runDemo(cfg, demoCfg, toolkitFlags, logger)
-	} else {
-		err = serve(cfg, toolkitFlags, logger)
-	}
-	if err != nil {
-		logger.Error("exiting", "err", err)
-		return 1
-	}
-	return 0
+	demoCmd := addDemoCommand(app, demoCfg)
+	addEnvars(app, demoCmd)
+	return app, toolkitFlags, promslogConfig, demoCmd
 }
+
+// envarFor is the environment variable of a flag.
+func envarFor(flag string) string {
+	return "IRONIC_EXPORTER_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(flag))
+}
+
+// addEnvars gives every visible flag of the application and of cmds its
+// environment variable, unless it has one.
+func addEnvars(app *kingpin.Application, cmds ...*kingpin.CmdClause) {
+	for _, f := range app.Model().Flags {
+		if !f.Hidden && f.Envar == "" && f.Name != "help" && f.Name != "version" {
+			app.GetFlag(f.Name).Envar(envarFor(f.Name))
+		}
+	}
+	for _, c := range cmds {
+		for _, f := range c.Model().Flags {
+			if !f.Hidden && f.Envar == "" {
+				c.GetFlag(f.Name).Envar(envarFor(f.Name))
+			}
+		}
+	}
+}
+
+// givenBy reports whether a flag was set on the command line (by) or in
+// its environment variable: kingpin's IsSetByUser sees only the former.
+func givenBy(by bool, flag string) bool { return by || os.Getenv(envarFor(flag)) != "" }
+
+// seconds is a duration flag that also takes bare seconds, as ironic.conf
+// writes heartbeat_timeout ("60").
+type seconds time.Duration
+
+func (s *seconds) Set(v string) error {
+	if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+		*s = seconds(time.Duration(n) * time.Second)
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("want seconds (60) or a duration (1m): %q", v)
+	}
+	*s = seconds(d)
+	return nil
+}
+
+func (s *seconds) String() string { return time.Duration(*s).String() }
 
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
 	if err := checkFlags(cfg); err != nil {
@@ -180,6 +239,8 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
+	// The status page's per-conductor history: bounded, since start.
+	history := status.NewHistory(2000, 100)
 	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: source,
 		Settings: topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
@@ -188,7 +249,11 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		FullInterval:   cfg.fullInterval,
 		RefreshTimeout: cfg.refreshTimeout,
 		Logger:         logger,
-		OnRefresh:      func(r topology.Refresh) { refreshes.Observe(r); health.Observe(r) },
+		OnRefresh: func(r topology.Refresh) {
+			refreshes.Observe(r)
+			health.Observe(r)
+			history.Observe(r)
+		},
 	})
 	if err != nil {
 		return err
@@ -216,17 +281,20 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		}
 		if v.Topology == nil {
 			// The database's error (addresses, user names) is for the
-			// logs and ironic_up only.
+			// logs and ironic_up only; the probe tells only its kind.
 			logger.Debug("not ready", "err", v.Err)
-			http.Error(w, "not ready: no topology read from the database yet (see the exporter's log and ironic_up)",
-				http.StatusServiceUnavailable)
+			what := "not ready (transient)"
+			if v.Permanent() {
+				what = "not ready (permanent: the database is not Ironic's)"
+			}
+			http.Error(w, what, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})))
 	apiHandler := api.NewHandler(cache, api.Options{Logger: logger, PublicEndpoint: externalURL})
 	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,
-		MetricsPath: cfg.telemetryPath})
+		MetricsPath: cfg.telemetryPath, History: history})
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Browsers get the status page at /; API clients get Ironic's root.
 		if r.URL.Path == "/" && status.WantsHTML(r) {
@@ -298,16 +366,16 @@ func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
 		src.dsn = conf.Connection.Where()
 		note("database", conf.Connection)
 	}
-	if !cfg.heartbeatSet && conf.HeartbeatTimeout.Set {
+	if !givenBy(cfg.heartbeatSet, "ironic.heartbeat-timeout") && conf.HeartbeatTimeout.Set {
 		cfg.heartbeatTimeout = conf.HeartbeatTimeout.Value
 		note("heartbeat_timeout", conf.HeartbeatTimeout)
 	}
-	if !cfg.partitionExponentSet && conf.HashPartitionExponent.Set {
+	if !givenBy(cfg.partitionExponentSet, "ironic.hash-partition-exponent") && conf.HashPartitionExponent.Set {
 		cfg.partitionExponent = conf.HashPartitionExponent.Value
 		src.partitionExponent = conf.HashPartitionExponent.Where()
 		note("hash_partition_exponent", conf.HashPartitionExponent)
 	}
-	if !cfg.algorithmSet && conf.HashRingAlgorithm.Set {
+	if !givenBy(cfg.algorithmSet, "ironic.hash-ring-algorithm") && conf.HashRingAlgorithm.Set {
 		cfg.algorithm = conf.HashRingAlgorithm.Value
 		src.algorithm = conf.HashRingAlgorithm.Where()
 		note("hash_ring_algorithm", conf.HashRingAlgorithm)
