@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -21,7 +22,7 @@ import (
 // SQLite hands timestamps over as text.
 const (
 	// SQLConductors reads the conductors table.
-	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at
+	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at, version
 FROM conductors
 ORDER BY id`
 
@@ -37,6 +38,12 @@ ORDER BY conductor_id, hardware_type`
        power_state, provision_state, maintenance, resource_class, created_at, updated_at
 FROM nodes
 ORDER BY id`
+
+	// SQLSchemaRevision reads the alembic revision the schema was migrated
+	// to (or stamped with, by create_schema on SQLite): it tells which Ironic
+	// release wrote the database. A database without the table reads as no
+	// revision.
+	SQLSchemaRevision = `SELECT version_num FROM alembic_version ORDER BY version_num`
 )
 
 // queries are the three statements of a snapshot, as a dialect words them.
@@ -119,6 +126,15 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	if err := runHook(tctx, "nodes", tx); err != nil {
 		return nil, err
 	}
+	// last: on PostgreSQL a missing table aborts the transaction
+	rev, warning, err := d.readSchemaRevision(tctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	snap.SchemaRevision = rev
+	if warning != "" {
+		snap.Warnings = append(snap.Warnings, warning)
+	}
 	d.lastNodes.Store(int64(len(snap.Nodes)))
 	return snap, nil
 }
@@ -153,14 +169,16 @@ func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx, query string) (_ [
 			drivers          sql.NullString
 			created, updated dbTime
 			hostname, cgroup string
+			version          sql.NullString
 			id               int64
 		)
-		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated); err != nil {
+		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
 			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 		}
 		c.ID, c.Hostname, c.ConductorGroup = id, hostname, cgroup
 		c.Online = bool(online)
 		c.CreatedAt, c.UpdatedAt = created.t, updated.t
+		c.Version = version.String
 		for _, col := range []struct {
 			name string
 			v    *dbTime
@@ -184,6 +202,30 @@ func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx, query string) (_ [
 		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
 	}
 	return out, warnings, nil
+}
+
+// readSchemaRevision reads alembic_version: "" when the table is missing
+// (PostgreSQL 42P01, MySQL 1146, SQLite "no such table"), empty, or not
+// granted to the exporter's role (then with a warning: the release is told
+// by conductors.version alone). Several rows (never written by Ironic,
+// whose chain is linear) join with ",". A deadline or a lost connection is
+// an error as for the other queries.
+func (d *DB) readSchemaRevision(ctx context.Context, tx *sqlx.Tx) (rev, warning string, err error) {
+	const step = "reading alembic_version"
+	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+	defer cancel()
+	var revs []string
+	if err := tx.SelectContext(ctx, &revs, SQLSchemaRevision); err != nil {
+		msg := err.Error()
+		switch {
+		case ctx.Err() != nil || !strings.Contains(msg, "alembic_version"):
+			return "", "", stepError(step, ctx, d.opts.QueryTimeout, err)
+		case strings.Contains(msg, "does not exist") || strings.Contains(msg, "doesn't exist") || strings.Contains(msg, "no such table"):
+			return "", "", nil
+		}
+		return "", "alembic_version cannot be read (grant SELECT on it to tell the Ironic release by the schema): " + msg, nil
+	}
+	return strings.Join(revs, ","), "", nil
 }
 
 // readHardwareTypes fills HardwareTypes of conductors (ordered by ID).
