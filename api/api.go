@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // Options configures the handler. Zero values take the documented defaults.
@@ -33,7 +33,7 @@ type Options struct {
 }
 
 type handler struct {
-	cache    *collector.Cache
+	cache    *topology.Cache
 	log      *slog.Logger
 	maxLimit int
 	maxMinor int
@@ -45,7 +45,7 @@ type handler struct {
 // GET (and HEAD) of /, /v1, /v1/conductors, /v1/conductors/{hostname},
 // /v1/nodes, /v1/nodes/detail, /v1/nodes/{node_ident} and
 // /v1/nodes/{node_ident}/conductor. It never reads the database itself.
-func NewHandler(cache *collector.Cache, opts Options) http.Handler {
+func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 	h := &handler{cache: cache, log: opts.Logger, maxLimit: opts.MaxLimit, maxMinor: opts.MaxMicroversion,
 		public: strings.TrimRight(opts.PublicEndpoint, "/")}
 	if h.log == nil {
@@ -283,7 +283,7 @@ func (rq *request) base() string {
 // topology returns the cached topology, or the 503 to answer while none was
 // ever read. A stale topology (the last refresh failed) is served: the
 // metrics expose the staleness.
-func (rq *request) topology() (*collector.Topology, *apiError) {
+func (rq *request) topology() (*topology.Topology, *apiError) {
 	v := rq.h.cache.Get(rq.r.Context())
 	if v.Topology == nil {
 		rq.h.log.Debug("api: no topology to serve yet", "err", v.Err)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 var requestIDRE = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -785,8 +785,8 @@ func TestNoTopologyYet(t *testing.T) {
 
 func TestStaleTopologyIsServed(t *testing.T) {
 	src := &fakeSource{snap: testSnapshot(db.BackendPostgreSQL)}
-	cache, err := collector.NewCache(collector.CacheConfig{Source: src, MinInterval: 0,
-		Settings: collector.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"},
+	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 0,
+		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"},
 		Now:      func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatal(err)

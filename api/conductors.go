@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // conductorField is one field of Ironic's conductor representation.
@@ -57,7 +57,7 @@ func conductorMask(fields []string) (conductorField, *apiError) {
 }
 
 // appendConductor appends Ironic's conductor representation.
-func appendConductor(b []byte, base string, c *collector.ConductorInfo, m conductorField) []byte {
+func appendConductor(b []byte, base string, c *topology.ConductorInfo, m conductorField) []byte {
 	b = append(b, '{')
 	first := true
 	if m&cfCreatedAt != 0 {
@@ -107,7 +107,7 @@ func conductorNotFound(hostname string) *apiError {
 
 // lookupConductor finds a conductor by hostname, retrying with the ".json"
 // Ironic stripped from the path.
-func (rq *request) lookupConductor(t *collector.Topology, hostname string) (*collector.ConductorInfo, bool) {
+func (rq *request) lookupConductor(t *topology.Topology, hostname string) (*topology.ConductorInfo, bool) {
 	coll := collationOf(t)
 	c, ok := coll.conductor(t, hostname)
 	if !ok && rq.jsonSuffix {
@@ -118,20 +118,20 @@ func (rq *request) lookupConductor(t *collector.Topology, hostname string) (*col
 
 // conductorSortKeys compares conductors by each sort key Ironic accepts and
 // the sidecar can sort by (columns of the conductors table).
-var conductorSortKeys = map[string]func(a, b *collector.ConductorInfo, c collation) int{
-	"id": func(a, b *collector.ConductorInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) },
-	"":   func(a, b *collector.ConductorInfo, _ collation) int { return 0 }, // Ironic: by id only
-	"hostname": func(a, b *collector.ConductorInfo, c collation) int {
+var conductorSortKeys = map[string]func(a, b *topology.ConductorInfo, c collation) int{
+	"id": func(a, b *topology.ConductorInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) },
+	"":   func(a, b *topology.ConductorInfo, _ collation) int { return 0 }, // Ironic: by id only
+	"hostname": func(a, b *topology.ConductorInfo, c collation) int {
 		return c.compare(a.Hostname, b.Hostname)
 	},
-	"conductor_group": func(a, b *collector.ConductorInfo, c collation) int {
+	"conductor_group": func(a, b *topology.ConductorInfo, c collation) int {
 		return c.compare(a.ConductorGroup, b.ConductorGroup)
 	},
-	"online": func(a, b *collector.ConductorInfo, _ collation) int { return compareBool(a.Online, b.Online) },
-	"created_at": func(a, b *collector.ConductorInfo, c collation) int {
+	"online": func(a, b *topology.ConductorInfo, _ collation) int { return compareBool(a.Online, b.Online) },
+	"created_at": func(a, b *topology.ConductorInfo, c collation) int {
 		return compareTime(a.CreatedAt, b.CreatedAt, c)
 	},
-	"updated_at": func(a, b *collector.ConductorInfo, c collation) int {
+	"updated_at": func(a, b *topology.ConductorInfo, c collation) int {
 		return compareTime(a.UpdatedAt, b.UpdatedAt, c)
 	},
 }
@@ -205,11 +205,11 @@ func (rq *request) listConductors() {
 	if err == nil && (sortKey == "alive" || sortKey == "drivers") {
 		err = badRequest("The sort_key value " + sortKey + " is an invalid field for sorting")
 	}
-	var t *collector.Topology
+	var t *topology.Topology
 	if err == nil {
 		t, err = rq.topology()
 	}
-	var markerC *collector.ConductorInfo
+	var markerC *topology.ConductorInfo
 	if err == nil && marker != "" {
 		var ok bool
 		if markerC, ok = collationOf(t).conductor(t, marker); !ok {
@@ -236,9 +236,9 @@ func (rq *request) listConductors() {
 	// Ironic's paginate_query: order by (sort_key, id) in one direction,
 	// rows strictly after the marker's (sort_key, id).
 	coll := collationOf(t)
-	order := paginationOrder(func(a, b *collector.ConductorInfo) int { return keyCmp(a, b, coll) },
-		func(x *collector.ConductorInfo) int64 { return x.ID }, sortDir == "desc")
-	items := make([]*collector.ConductorInfo, 0, len(t.Conductors))
+	order := paginationOrder(func(a, b *topology.ConductorInfo) int { return keyCmp(a, b, coll) },
+		func(x *topology.ConductorInfo) int64 { return x.ID }, sortDir == "desc")
+	items := make([]*topology.ConductorInfo, 0, len(t.Conductors))
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
 		if markerC == nil || order(c, markerC) > 0 {
@@ -285,7 +285,7 @@ func (rq *request) listConductors() {
 // hostname is looked up.
 func (rq *request) getConductor(hostname string) {
 	fields, t, err := rq.conductorRequest()
-	var c *collector.ConductorInfo
+	var c *topology.ConductorInfo
 	if err == nil {
 		var ok bool
 		if c, ok = rq.lookupConductor(t, hostname); !ok {
@@ -302,7 +302,7 @@ func (rq *request) getConductor(hostname string) {
 // conductorRequest validates what every request answered by one
 // conductor's detail shares (only a fields argument, a microversion that
 // exposes conductors) and returns the fields and the topology.
-func (rq *request) conductorRequest() ([]string, *collector.Topology, *apiError) {
+func (rq *request) conductorRequest() ([]string, *topology.Topology, *apiError) {
 	var q query
 	if rq.r.URL.RawQuery != "" {
 		q = parseQuery(rq.r.URL.RawQuery)
@@ -328,7 +328,7 @@ func (rq *request) conductorRequest() ([]string, *collector.Topology, *apiError)
 }
 
 // replyConductor renders one conductor with the requested fields.
-func (rq *request) replyConductor(c *collector.ConductorInfo, fields []string) {
+func (rq *request) replyConductor(c *topology.ConductorInfo, fields []string) {
 	mask, err := conductorMask(fields)
 	if err != nil {
 		rq.fail(err)

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
-// fakeSource is a collector.Source returning a fixed snapshot or error.
+// fakeSource is a topology.Source returning a fixed snapshot or error.
 type fakeSource struct {
 	mu   sync.Mutex
 	snap *db.Snapshot
@@ -96,15 +96,15 @@ func testSnapshot(backend db.Backend) *db.Snapshot {
 type fixture struct {
 	h     http.Handler
 	src   *fakeSource
-	cache *collector.Cache
+	cache *topology.Cache
 }
 
 func newFixture(t testing.TB, snap *db.Snapshot, srcErr error, opts Options) *fixture {
 	t.Helper()
 	src := &fakeSource{snap: snap, err: srcErr}
-	cache, err := collector.NewCache(collector.CacheConfig{
+	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: src,
-		Settings: collector.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
+		Settings: topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
 			Algorithm: ring.Algorithm("md5")},
 		MinInterval: time.Hour,
 		Now:         func() time.Time { return testNow },
@@ -115,7 +115,7 @@ func newFixture(t testing.TB, snap *db.Snapshot, srcErr error, opts Options) *fi
 	return &fixture{h: NewHandler(cache, opts), src: src, cache: cache}
 }
 
-func (f *fixture) topology(t testing.TB) *collector.Topology {
+func (f *fixture) topology(t testing.TB) *topology.Topology {
 	t.Helper()
 	v := f.cache.Get(context.Background())
 	if v.Topology == nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // nodeField is one field of the node representation the sidecar serves.
@@ -153,7 +153,7 @@ func (rq *request) provisionState(s *string) *string {
 }
 
 // appendNode appends a node with the given fields.
-func (rq *request) appendNode(b []byte, base string, n *collector.NodeInfo, fields []nodeField) []byte {
+func (rq *request) appendNode(b []byte, base string, n *topology.NodeInfo, fields []nodeField) []byte {
 	b = append(b, '{')
 	for i, f := range fields {
 		b = appendKey(b, i == 0, nodeFieldNames[f])
@@ -203,7 +203,7 @@ func nodeNotFound(ident string) *apiError {
 // UUID-like ident only by UUID (exactly as stored), otherwise by name when
 // the microversion has names (1.5) and the name is valid; then, when Ironic
 // stripped a ".json" extension, the ident with it.
-func (rq *request) findNode(t *collector.Topology, ident string) (*collector.NodeInfo, *apiError) {
+func (rq *request) findNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	n, err := rq.findNodeOnce(t, ident)
 	if err != nil && err.status == http.StatusNotFound && rq.jsonSuffix {
 		if n2, err2 := rq.findNodeOnce(t, ident+".json"); err2 == nil {
@@ -213,7 +213,7 @@ func (rq *request) findNode(t *collector.Topology, ident string) (*collector.Nod
 	return n, err
 }
 
-func (rq *request) findNodeOnce(t *collector.Topology, ident string) (*collector.NodeInfo, *apiError) {
+func (rq *request) findNodeOnce(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	c := collationOf(t)
 	if isUUIDLike(ident) {
 		if n, ok := c.nodeByUUID(t, ident); ok {
@@ -245,11 +245,11 @@ func (rq *request) getNode(ident string) {
 		return
 	}
 	fields, hasFields, err := q.strList("fields")
-	var t *collector.Topology
+	var t *topology.Topology
 	if err == nil {
 		t, err = rq.topology()
 	}
-	var n *collector.NodeInfo
+	var n *topology.NodeInfo
 	if err == nil {
 		n, err = rq.findNode(t, ident)
 	}
@@ -281,11 +281,11 @@ func (rq *request) getNode(ident string) {
 // a 404.
 func (rq *request) nodeConductor(ident string) {
 	fields, t, err := rq.conductorRequest()
-	var n *collector.NodeInfo
+	var n *topology.NodeInfo
 	if err == nil {
 		n, err = rq.findNode(t, ident)
 	}
-	var c *collector.ConductorInfo
+	var c *topology.ConductorInfo
 	if err == nil {
 		if n.Conductor == "" {
 			err = clientError(http.StatusNotFound, "No valid host was found. Reason: No conductor service registered which supports driver "+
@@ -345,7 +345,7 @@ var nodeColumns = map[string]bool{
 
 // nodeCmp compares two nodes by one sort key under the database's
 // collation.
-type nodeCmp func(a, b *collector.NodeInfo, c collation) int
+type nodeCmp func(a, b *topology.NodeInfo, c collation) int
 
 // compareTime orders the zero time (NULL) as the database orders NULL.
 func compareTime(a, b time.Time, c collation) int {
@@ -361,34 +361,34 @@ func compareTime(a, b time.Time, c collation) int {
 }
 
 var nodeSortKeys = map[string]nodeCmp{
-	"id":   func(a, b *collector.NodeInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) },
-	"":     func(a, b *collector.NodeInfo, _ collation) int { return 0 }, // Ironic: by id only
-	"uuid": func(a, b *collector.NodeInfo, c collation) int { return c.compare(a.UUID, b.UUID) },
-	"name": func(a, b *collector.NodeInfo, c collation) int { return c.compareNullable(a.Name, b.Name) },
-	"instance_uuid": func(a, b *collector.NodeInfo, c collation) int {
+	"id":   func(a, b *topology.NodeInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) },
+	"":     func(a, b *topology.NodeInfo, _ collation) int { return 0 }, // Ironic: by id only
+	"uuid": func(a, b *topology.NodeInfo, c collation) int { return c.compare(a.UUID, b.UUID) },
+	"name": func(a, b *topology.NodeInfo, c collation) int { return c.compareNullable(a.Name, b.Name) },
+	"instance_uuid": func(a, b *topology.NodeInfo, c collation) int {
 		return c.compareNullable(a.InstanceUUID, b.InstanceUUID)
 	},
-	"power_state": func(a, b *collector.NodeInfo, c collation) int {
+	"power_state": func(a, b *topology.NodeInfo, c collation) int {
 		return c.compareNullable(a.PowerState, b.PowerState)
 	},
-	"provision_state": func(a, b *collector.NodeInfo, c collation) int {
+	"provision_state": func(a, b *topology.NodeInfo, c collation) int {
 		return c.compareNullable(a.ProvisionState, b.ProvisionState)
 	},
-	"maintenance": func(a, b *collector.NodeInfo, _ collation) int {
+	"maintenance": func(a, b *topology.NodeInfo, _ collation) int {
 		return compareBool(a.Maintenance, b.Maintenance)
 	},
-	"driver": func(a, b *collector.NodeInfo, c collation) int { return c.compare(a.Driver, b.Driver) },
-	"conductor_group": func(a, b *collector.NodeInfo, c collation) int {
+	"driver": func(a, b *topology.NodeInfo, c collation) int { return c.compare(a.Driver, b.Driver) },
+	"conductor_group": func(a, b *topology.NodeInfo, c collation) int {
 		return c.compare(a.ConductorGroup, b.ConductorGroup)
 	},
-	"resource_class": func(a, b *collector.NodeInfo, c collation) int {
+	"resource_class": func(a, b *topology.NodeInfo, c collation) int {
 		return c.compareNullable(a.ResourceClass, b.ResourceClass)
 	},
-	"reservation": func(a, b *collector.NodeInfo, c collation) int {
+	"reservation": func(a, b *topology.NodeInfo, c collation) int {
 		return c.compareNullable(a.Reservation, b.Reservation)
 	},
-	"created_at": func(a, b *collector.NodeInfo, c collation) int { return compareTime(a.CreatedAt, b.CreatedAt, c) },
-	"updated_at": func(a, b *collector.NodeInfo, c collation) int { return compareTime(a.UpdatedAt, b.UpdatedAt, c) },
+	"created_at": func(a, b *topology.NodeInfo, c collation) int { return compareTime(a.CreatedAt, b.CreatedAt, c) },
+	"updated_at": func(a, b *topology.NodeInfo, c collation) int { return compareTime(a.UpdatedAt, b.UpdatedAt, c) },
 }
 
 // nodeFilter holds the filters of a node list.
@@ -399,7 +399,7 @@ type nodeFilter struct {
 
 // match applies the filters as the database does (under its collation),
 // except conductor, which Ironic compares in Python.
-func (f *nodeFilter) match(n *collector.NodeInfo, c collation) bool {
+func (f *nodeFilter) match(n *topology.NodeInfo, c collation) bool {
 	eq := func(want, got *string) bool { return want == nil || got != nil && c.equal(*got, *want) }
 	switch {
 	case !eq(f.instanceUUID, n.InstanceUUID), !eq(f.provisionState, n.ProvisionState),
@@ -547,11 +547,11 @@ func (rq *request) listNodes(detailEndpoint bool) {
 	if err == nil && invalidNodeSortKeys[sortKey] {
 		err = badRequest("The sort_key value " + sortKey + " is an invalid field for sorting")
 	}
-	var t *collector.Topology
+	var t *topology.Topology
 	if err == nil {
 		t, err = rq.topology()
 	}
-	var markerN *collector.NodeInfo
+	var markerN *topology.NodeInfo
 	if err == nil && marker != "" {
 		if n, ok := collationOf(t).nodeByUUID(t, marker); ok {
 			markerN = n
@@ -577,12 +577,12 @@ func (rq *request) listNodes(detailEndpoint bool) {
 	}
 
 	coll := collationOf(t)
-	order := paginationOrder(func(a, b *collector.NodeInfo) int { return keyCmp(a, b, coll) },
-		func(x *collector.NodeInfo) int64 { return x.ID }, sortDir == "desc")
+	order := paginationOrder(func(a, b *topology.NodeInfo) int { return keyCmp(a, b, coll) },
+		func(x *topology.NodeInfo) int64 { return x.ID }, sortDir == "desc")
 	// Unlike Ironic, which applies the conductor filter to a page already
 	// cut to limit (so that pages come out short or empty), every filter
 	// applies before pagination.
-	items := make([]*collector.NodeInfo, 0, min(len(t.Nodes), limit+1))
+	items := make([]*topology.NodeInfo, 0, min(len(t.Nodes), limit+1))
 	sorted := sortKey == "id" && sortDir == "asc" // t.Nodes is in id order
 	for i := range t.Nodes {
 		n := &t.Nodes[i]

@@ -8,11 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // HandlerOptions configures the /metrics handler.
@@ -31,13 +34,14 @@ type HandlerOptions struct {
 // NewHandler returns the /metrics handler. Each scrape builds a registry
 // holding an Exporter bound to the scrape's deadline, taken from the
 // X-Prometheus-Scrape-Timeout-Seconds header.
-func NewHandler(cache *Cache, opts HandlerOptions) http.Handler {
+func NewHandler(cache *topology.Cache, opts HandlerOptions) http.Handler {
 	if opts.ScrapeTimeoutOffset == 0 {
 		opts.ScrapeTimeoutOffset = 500 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	h := &handler{cache: cache, opts: opts}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if timeout, ok := scrapeTimeout(r, opts.ScrapeTimeoutOffset); ok {
@@ -45,24 +49,67 @@ func NewHandler(cache *Cache, opts HandlerOptions) http.Handler {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
-		view := cache.Get(ctx)
-		reg := prometheus.NewRegistry()
-		perScrape := opts.ExporterOptions
-		perScrape.NodeInfo = false // added below from the topology's cache
-		reg.MustRegister(viewCollector{view: view, now: cache.cfg.Now(), opts: perScrape})
-		gatherers := prometheus.Gatherers{reg}
-		if opts.Gatherer != nil {
-			gatherers = append(gatherers, opts.Gatherer)
-		}
-		var g prometheus.Gatherer = gatherers
-		if opts.NodeInfo && view.Topology != nil {
-			g = withFamilies{gatherers, view.Topology.nodeInfoFamily}
-		}
-		promhttp.HandlerFor(g, promhttp.HandlerOpts{
-			ErrorLog:      slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
-			ErrorHandling: promhttp.ContinueOnError,
-		}).ServeHTTP(w, r)
+		h.serveView(w, r, cache.Get(ctx))
 	})
+}
+
+// handler renders views of one cache; it keeps the per-node family of the
+// node generation it last rendered.
+type handler struct {
+	cache *topology.Cache
+	opts  HandlerOptions
+	nodes nodeFamilies
+}
+
+// serveView writes the exposition of v.
+func (h *handler) serveView(w http.ResponseWriter, r *http.Request, v topology.View) {
+	reg := prometheus.NewRegistry()
+	perScrape := h.opts.ExporterOptions
+	perScrape.NodeInfo = false // added below, gathered once per node generation
+	reg.MustRegister(viewCollector{view: v, now: h.cache.Now(), opts: perScrape})
+	gatherers := prometheus.Gatherers{reg}
+	if h.opts.Gatherer != nil {
+		gatherers = append(gatherers, h.opts.Gatherer)
+	}
+	var g prometheus.Gatherer = gatherers
+	if h.opts.NodeInfo && v.Topology != nil {
+		g = withFamilies{gatherers, h.nodes.get(v.Topology)}
+	}
+	promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(h.opts.Logger.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	}).ServeHTTP(w, r)
+}
+
+// nodeFamilies holds ironic_node_conductor_info gathered once per node
+// generation: on a large fleet it is nearly all of the exposition, and
+// gathering it is the bulk of a scrape's cost, while refreshes mostly leave
+// every node's labels as they were. The family is gathered from the very
+// topology a scrape serves, so an older topology served after a newer one
+// was built (a scrape whose deadline ran out during a refresh) still gets
+// its own node series.
+type nodeFamilies struct {
+	mu     sync.Mutex
+	gen    uint64
+	gather func() ([]*dto.MetricFamily, error)
+}
+
+// get returns the gathering of t's node family, shared by every scrape of
+// t's node generation.
+func (f *nodeFamilies) get(t *topology.Topology) func() ([]*dto.MetricFamily, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gather == nil || f.gen != t.NodeGeneration {
+		f.gen = t.NodeGeneration
+		f.gather = sync.OnceValues(func() ([]*dto.MetricFamily, error) {
+			reg := prometheus.NewPedanticRegistry()
+			if err := reg.Register(nodeInfoCollector{t}); err != nil {
+				return nil, err
+			}
+			return reg.Gather()
+		})
+	}
+	return f.gather
 }
 
 // scrapeTimeout reads Prometheus' scrape timeout header, less offset.

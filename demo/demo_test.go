@@ -20,10 +20,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // raceBuild is set by race_test.go when the tests run with -race: the
@@ -109,13 +109,13 @@ func open(t *testing.T, d *Demo) *db.DB {
 	return r
 }
 
-func build(t *testing.T, d *Demo, r *db.DB) (*db.Snapshot, *collector.Topology) {
+func build(t *testing.T, d *Demo, r *db.DB) (*db.Snapshot, *topology.Topology) {
 	t.Helper()
 	snap, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := collector.Build(snap, collector.Settings{HeartbeatTimeout: d.HeartbeatTimeout(),
+	topo, err := topology.Build(snap, topology.Settings{HeartbeatTimeout: d.HeartbeatTimeout(),
 		PartitionExponent: 5, Algorithm: ring.MD5}, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -273,14 +273,14 @@ func TestSimulator(t *testing.T) {
 	defer d.Close()
 	r := open(t, d)
 	drained, crashed := drainVictims[0], crashVictims[0]
-	find := func(topo *collector.Topology, host string) collector.ConductorInfo {
+	find := func(topo *topology.Topology, host string) topology.ConductorInfo {
 		for _, c := range topo.Conductors {
 			if c.Hostname == host {
 				return c
 			}
 		}
 		t.Fatalf("no conductor %s", host)
-		return collector.ConductorInfo{}
+		return topology.ConductorInfo{}
 	}
 	reserved := func(snap *db.Snapshot, host string) int {
 		n := 0
@@ -298,10 +298,10 @@ func TestSimulator(t *testing.T) {
 	waitFor(t, "every event of a cycle", timeout, func() bool {
 		snap, topo := build(t, d, r)
 		dc, cc := find(topo, drained), find(topo, crashed)
-		if !dc.Online && dc.State == collector.StateStopped && len(dc.HardwareTypes) == 0 && reserved(snap, drained) == 0 {
+		if !dc.Online && dc.State == topology.StateStopped && len(dc.HardwareTypes) == 0 && reserved(snap, drained) == 0 {
 			sawDrain = true
 		}
-		if sawDrain && dc.Online && dc.State == collector.StateAlive && len(dc.HardwareTypes) > 0 {
+		if sawDrain && dc.Online && dc.State == topology.StateAlive && len(dc.HardwareTypes) > 0 {
 			sawDrainBack = true
 		}
 		// Dead to Ironic's API, still in its rings on SQLite, locks stuck.

@@ -15,8 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 //go:embed page.html.tmpl
@@ -50,7 +49,7 @@ type Options struct {
 
 // NewHandler returns the status page handler. GET / renders the page; the
 // query parameter "node" (a UUID or name) adds a lookup result.
-func NewHandler(cache *collector.Cache, opts Options) http.Handler {
+func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -96,7 +95,7 @@ type pageData struct {
 	DataAge     time.Duration
 	LastSuccess time.Time
 	Now         time.Time
-	Settings    collector.Settings
+	Settings    topology.Settings
 	Backend     string
 	Counts      map[string]int // conductors per state
 	Conductors  []conductorRow
@@ -112,7 +111,7 @@ type pageData struct {
 
 type conductorRow struct {
 	Hostname, Group string
-	State           collector.State
+	State           topology.State
 	HardwareTypes   []string
 	HeartbeatAge    time.Duration
 	NoHeartbeat     bool
@@ -144,13 +143,13 @@ type lookupResult struct {
 	UUID, Name           string
 	Group, Driver        string
 	Conductor            string
-	ConductorState       collector.State
+	ConductorState       topology.State
 	Reservation, PowerSt string
 	ProvisionState       string
 	ConductorKnown       bool
 }
 
-func build(v collector.View, now time.Time, query string, opts Options) pageData {
+func build(v topology.View, now time.Time, query string, opts Options) pageData {
 	d := pageData{Up: v.Up(), Now: now.UTC(), Query: query, Version: opts.Version, MetricsPath: opts.MetricsPath,
 		Counts: map[string]int{}}
 	if v.Err != nil {
@@ -171,8 +170,8 @@ func build(v collector.View, now time.Time, query string, opts Options) pageData
 		d.Counts[string(c.State)]++
 		row := conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State,
 			HardwareTypes: c.HardwareTypes, Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero()}
-		if t.Backend == db.BackendSQLite {
-			row.NoHeartbeat, row.NotKept = true, true // Ironic does not heartbeat on SQLite
+		if !t.Heartbeats {
+			row.NoHeartbeat, row.NotKept = true, true
 		}
 		if !row.NoHeartbeat {
 			row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
@@ -206,7 +205,7 @@ func build(v collector.View, now time.Time, query string, opts Options) pageData
 }
 
 // ringRows computes, per ring, how many of its nodes each member serves.
-func ringRows(t *collector.Topology) []ringRow {
+func ringRows(t *topology.Topology) []ringRow {
 	type key struct{ group, hw string }
 	perMember := map[key]map[string]int{}
 	for i := range t.Nodes {
@@ -245,7 +244,7 @@ func ringRows(t *collector.Topology) []ringRow {
 	return rows
 }
 
-func lookup(t *collector.Topology, ident string) *lookupResult {
+func lookup(t *topology.Topology, ident string) *lookupResult {
 	n, ok := t.Node(ident)
 	if !ok {
 		return &lookupResult{NotFound: true}

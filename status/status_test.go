@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 type source struct {
@@ -46,8 +46,8 @@ func testSnapshot() *db.Snapshot {
 
 func newHandler(t *testing.T, src *source) http.Handler {
 	t.Helper()
-	cache, err := collector.NewCache(collector.CacheConfig{Source: src,
-		Settings: collector.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}})
+	cache, err := topology.NewCache(topology.CacheConfig{Source: src,
+		Settings: topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func TestPageWithoutData(t *testing.T) {
 
 func TestStaleBanner(t *testing.T) {
 	src := &source{snap: testSnapshot()}
-	cache, _ := collector.NewCache(collector.CacheConfig{Source: src,
-		Settings: collector.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}})
+	cache, _ := topology.NewCache(topology.CacheConfig{Source: src,
+		Settings: topology.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}})
 	h := NewHandler(cache, Options{})
 	get(t, h, "/")
 	src.mu.Lock()

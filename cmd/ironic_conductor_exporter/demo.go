@@ -6,8 +6,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/exporter-toolkit/web"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/demo"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // demoConfig is what the demo command's own flags set.
@@ -42,7 +42,7 @@ func runDemo(cfg config, dc demoConfig, toolkitFlags *web.FlagConfig, logger *sl
 	cfg.dsn, cfg.dsnFile = d.DSN(), ""
 	cfg.heartbeatTimeout, cfg.heartbeatSet = d.HeartbeatTimeout(), true
 	cfg.minInterval = d.MinInterval()
-	cfg.source = func(src collector.Source) collector.Source { return demo.MultiConductor(src) }
+	cfg.source = func(src topology.Source) topology.Source { return demo.MultiConductor(src) }
 	d.LogIntro(*toolkitFlags.WebListenAddresses, cfg.telemetryPath)
 	return serve(cfg, toolkitFlags, logger)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/status"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 const exporterName = "ironic_conductor_exporter"
@@ -59,7 +60,7 @@ type config struct {
 
 	// source, when set, wraps the database the topology is read from (the
 	// demo's multi-conductor fleet).
-	source func(collector.Source) collector.Source
+	source func(topology.Source) topology.Source
 }
 
 func run(args []string) int {
@@ -146,18 +147,22 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("ironic_exporter"),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var source collector.Source = database
+	var source topology.Source = database
 	if cfg.source != nil {
 		source = cfg.source(source)
 	}
-	cache, err := collector.NewCache(collector.CacheConfig{
+	refreshes, err := collector.NewRefreshMetrics(reg)
+	if err != nil {
+		return err
+	}
+	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: source,
-		Settings: collector.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
+		Settings: topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
 			PartitionExponent: cfg.partitionExponent, Algorithm: alg},
 		MinInterval:    cfg.minInterval,
 		RefreshTimeout: cfg.refreshTimeout,
 		Logger:         logger,
-		Registerer:     reg,
+		OnRefresh:      refreshes.Observe,
 	})
 	if err != nil {
 		return err

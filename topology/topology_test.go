@@ -1,4 +1,4 @@
-package collector
+package topology
 
 import (
 	"fmt"
@@ -8,35 +8,20 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 )
 
 var (
-	testNow      = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	testNow      = fixture.Now
 	testSettings = Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5, Algorithm: mustAlg("md5")}
+
+	mustAlg = fixture.Algorithm
+	ptr     = fixture.Ptr
+	ago     = fixture.Ago
+	cond    = fixture.Conductor
+	node    = fixture.Node
 )
-
-func mustAlg(name string) ring.Algorithm {
-	a, err := ring.ParseAlgorithm(name)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
-
-func ptr(s string) *string { return &s }
-
-// ago returns the time d before testNow.
-func ago(d time.Duration) time.Time { return testNow.Add(-d) }
-
-func cond(id int64, host, group string, online bool, heartbeat time.Time, hw ...string) db.Conductor {
-	return db.Conductor{ID: id, Hostname: host, ConductorGroup: group, Online: online,
-		CreatedAt: ago(time.Hour), UpdatedAt: heartbeat, HardwareTypes: hw}
-}
-
-func node(id int64, uuid, group, driver string) db.Node {
-	return db.Node{ID: id, UUID: uuid, ConductorGroup: group, Driver: driver}
-}
 
 func mustBuild(t *testing.T, snap *db.Snapshot, s Settings, prev *Topology) *Topology {
 	t.Helper()

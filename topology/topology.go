@@ -1,7 +1,7 @@
 // Package collector turns database snapshots into Ironic's conductor topology
 // (liveness, hash rings, node-to-conductor mapping), caches it with its
 // refresh policy, and renders it as Prometheus metrics.
-package collector
+package topology
 
 import (
 	"fmt"
@@ -9,9 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
@@ -73,6 +72,14 @@ type NodeInfo struct {
 	Conductor string
 }
 
+// NameOrEmpty returns the node's name, "" when it has none.
+func (n *NodeInfo) NameOrEmpty() string {
+	if n.Name == nil {
+		return ""
+	}
+	return *n.Name
+}
+
 // RingInfo describes one hash ring, keyed "<conductor_group>:<hardware_type>".
 type RingInfo struct {
 	// ConductorGroup and HardwareType make up the ring key.
@@ -98,6 +105,13 @@ type Topology struct {
 	Settings Settings
 	// Backend is the database kind, which changes ring membership.
 	Backend db.Backend
+	// Heartbeats is false where Ironic keeps no heartbeats (SQLite):
+	// updated_at is then the registration time, says nothing of liveness,
+	// and is neither exported nor shown as a heartbeat age.
+	Heartbeats bool
+	// Collation is how the database compares the text columns that Ironic
+	// filters and sorts in SQL.
+	Collation Collation
 	// Now is the instant liveness was judged at.
 	Now time.Time
 	// Conductors in id order.
@@ -124,16 +138,30 @@ type Topology struct {
 	byUUID    map[string]int
 	byName    map[string]int
 
-	orderOnce sync.Once
-	order     []int32 // see nodeInfoOrder
+	// NodeGeneration identifies the nodes' labels: it is carried over from
+	// the previous topology while every node keeps its UUID, name, group,
+	// driver and conductor in the same order, and is new otherwise. Renderers
+	// key what they derive from the node list alone (the per-node metric
+	// family) by it, so that it is computed once per change, not per build.
+	NodeGeneration uint64
 
 	// hostCache holds the active conductors' partition digests, shared by
 	// the rings of a group and carried to the next topology.
 	hostCache *ring.HostCache
+}
 
-	familyOnce sync.Once
-	family     []*dto.MetricFamily // see nodeInfoFamily
-	familyErr  error
+// nodeGenerations hands out NodeGeneration values, unique in the process.
+var nodeGenerations atomic.Uint64
+
+// Collation is how a database compares text in the queries Ironic runs for
+// the API: its filters and sort orders.
+type Collation struct {
+	// FoldCase: equality and order ignore case (MySQL/MariaDB's
+	// utf8mb3_general_ci tables).
+	FoldCase bool
+	// NullsLast: NULL sorts after every value in ascending order
+	// (PostgreSQL); elsewhere it sorts first.
+	NullsLast bool
 }
 
 func ringKey(group, hardwareType string) string { return group + ":" + hardwareType }
@@ -184,8 +212,11 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		return nil, fmt.Errorf("building topology: nil snapshot")
 	}
 	t := &Topology{
-		Settings:     s,
-		Backend:      snap.Backend,
+		Settings:   s,
+		Backend:    snap.Backend,
+		Heartbeats: snap.Backend != db.BackendSQLite,
+		Collation: Collation{FoldCase: snap.Backend == db.BackendMySQL,
+			NullsLast: snap.Backend == db.BackendPostgreSQL},
 		Now:          now,
 		Conductors:   make([]ConductorInfo, 0, len(snap.Conductors)),
 		Orphans:      map[GroupDriver]int{},
@@ -211,7 +242,7 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		ci.HardwareTypes = slices.Compact(slices.Sorted(slices.Values(c.HardwareTypes)))
 		ci.Alive = fresh(c.UpdatedAt, now, s.HeartbeatTimeout)
 		ci.Active = active(&c, snap.Backend, now, s.HeartbeatTimeout)
-		if snap.Backend == db.BackendSQLite {
+		if !t.Heartbeats {
 			// Ironic on SQLite runs one combined process and does not
 			// heartbeat (_conductor_service_record_keepalive returns at
 			// once): updated_at is the registration time and says nothing
@@ -360,17 +391,14 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 				t.Remapped[n.ConductorGroup]++
 			}
 			sameLabels = sameLabels && old == &prev.Nodes[i] && old.Conductor == n.Conductor &&
-				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver && nodeName(old) == nodeName(n)
+				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver && old.NameOrEmpty() == n.NameOrEmpty()
 		}
 		if sameLabels {
-			t.order = prev.nodeInfoOrder()
-			t.orderOnce.Do(func() {})
-			prev.familyOnce.Do(func() {}) // only a family already gathered is carried over
-			if prev.family != nil {
-				t.family, t.familyErr = prev.family, prev.familyErr
-				t.familyOnce.Do(func() {})
-			}
+			t.NodeGeneration = prev.NodeGeneration
 		}
+	}
+	if t.NodeGeneration == 0 {
+		t.NodeGeneration = nodeGenerations.Add(1)
 	}
 	return t, nil
 }

@@ -1,4 +1,4 @@
-package collector
+package topology
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Source yields database snapshots. *db.DB is the production Source.
@@ -34,8 +33,21 @@ type CacheConfig struct {
 	Now func() time.Time
 	// Logger receives refresh failures and recoveries; default discards.
 	Logger *slog.Logger
-	// Registerer receives the cache's own refresh metrics; nil skips them.
-	Registerer prometheus.Registerer
+	// OnRefresh, when set, is told the outcome of every refresh as it ends
+	// (the collector turns it into the refresh histogram and error counter).
+	// It runs on the refreshing goroutine and must not block.
+	OnRefresh func(Refresh)
+}
+
+// Refresh is the outcome of one refresh, as reported to
+// CacheConfig.OnRefresh.
+type Refresh struct {
+	// Started is when the refresh began.
+	Started time.Time
+	// Duration is how long it took.
+	Duration time.Duration
+	// Err is why it failed, nil when it succeeded.
+	Err error
 }
 
 // View is what a reader gets from the cache: the newest good topology and
@@ -65,9 +77,6 @@ var ErrNoData = errors.New("no topology read from the database yet")
 type Cache struct {
 	cfg CacheConfig
 
-	duration prometheus.Histogram
-	errors   prometheus.Counter
-
 	// state is read without locking on the hot path; it is replaced, under
 	// mu, when a refresh ends.
 	state    atomic.Pointer[cacheState]
@@ -84,7 +93,7 @@ type cacheState struct {
 // NewCache returns a Cache; it reads nothing until the first Get.
 func NewCache(cfg CacheConfig) (*Cache, error) {
 	if cfg.Source == nil {
-		return nil, errors.New("collector: CacheConfig.Source is nil")
+		return nil, errors.New("topology: CacheConfig.Source is nil")
 	}
 	if cfg.RefreshTimeout <= 0 {
 		cfg.RefreshTimeout = 30 * time.Second
@@ -95,26 +104,8 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cache{
-		cfg: cfg,
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "exporter", Name: "refresh_duration_seconds",
-			Help:    "Time taken to read the database and rebuild the topology.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "exporter", Name: "refresh_errors_total",
-			Help: "Refreshes from the database that failed.",
-		}),
-	}
+	c := &Cache{cfg: cfg}
 	c.state.Store(&cacheState{view: View{Err: ErrNoData, Remapped: map[string]float64{}}})
-	if cfg.Registerer != nil {
-		for _, m := range []prometheus.Collector{c.duration, c.errors} {
-			if err := cfg.Registerer.Register(m); err != nil {
-				return nil, fmt.Errorf("registering cache metrics: %w", err)
-			}
-		}
-	}
 	return c, nil
 }
 
@@ -145,6 +136,9 @@ func (c *Cache) Get(ctx context.Context) View {
 	return c.Current()
 }
 
+// Now returns the cache's clock reading.
+func (c *Cache) Now() time.Time { return c.cfg.Now() }
+
 // Current returns the cached view without refreshing.
 func (c *Cache) Current() View { return c.state.Load().view }
 
@@ -159,11 +153,12 @@ func (c *Cache) refresh(done chan struct{}) {
 
 	old := c.state.Load().view // only refresh replaces the state
 	topo, err := c.build(ctx, old.Topology, start)
-	c.duration.Observe(time.Since(start).Seconds())
+	if c.cfg.OnRefresh != nil {
+		c.cfg.OnRefresh(Refresh{Started: start, Duration: time.Since(start), Err: err})
+	}
 
 	next := &cacheState{view: old, attempted: start}
 	if err != nil {
-		c.errors.Inc()
 		next.view.Err = err
 		c.cfg.Logger.Error("refresh failed; serving the last good topology", "err", err,
 			"last_success", old.LastSuccess)

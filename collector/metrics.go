@@ -1,16 +1,18 @@
+// Package collector renders the cached Ironic topology (package topology)
+// as Prometheus metrics: the /metrics handler, and the cache's refresh
+// metrics. It computes nothing of Ironic's: every value comes from the
+// Topology.
 package collector
 
 import (
-	"context"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 const namespace = "ironic"
@@ -71,24 +73,17 @@ type ExporterOptions struct {
 	NodeInfo bool
 }
 
-// Exporter renders the cached topology as constant metrics. Build one per
-// scrape with the scrape's context, as mysqld_exporter does, so that the
-// scrape deadline bounds the refresh it may trigger.
-type Exporter struct {
-	ctx   context.Context
-	cache *Cache
-	opts  ExporterOptions
+// viewCollector renders a view already taken from the cache.
+type viewCollector struct {
+	view topology.View
+	now  time.Time
+	opts ExporterOptions
 }
 
-var _ prometheus.Collector = (*Exporter)(nil)
-
-// NewExporter returns an Exporter reading cache within ctx.
-func NewExporter(ctx context.Context, cache *Cache, opts ExporterOptions) *Exporter {
-	return &Exporter{ctx: ctx, cache: cache, opts: opts}
-}
+var _ prometheus.Collector = viewCollector{}
 
 // Describe implements prometheus.Collector.
-func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
+func (c viewCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upDesc, conductorAliveDesc, conductorOnlineDesc,
 		conductorStateDesc, conductorHeartbeatDesc, conductorRingMemberDesc, conductorHardwareTypeDesc,
 		conductorNodesDesc, reservedNodesDesc, nodeInfoDesc, ringConductorsDesc, ringNodesDesc,
@@ -98,21 +93,9 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector.
-func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	collectView(ch, e.cache.Get(e.ctx), e.cache.cfg.Now(), e.opts)
-}
-
-// viewCollector renders a view already taken from the cache.
-type viewCollector struct {
-	view View
-	now  time.Time
-	opts ExporterOptions
-}
-
-func (c viewCollector) Describe(ch chan<- *prometheus.Desc) { (&Exporter{}).Describe(ch) }
 func (c viewCollector) Collect(ch chan<- prometheus.Metric) { collectView(ch, c.view, c.now, c.opts) }
 
-func collectView(ch chan<- prometheus.Metric, v View, now time.Time, opts ExporterOptions) {
+func collectView(ch chan<- prometheus.Metric, v topology.View, now time.Time, opts ExporterOptions) {
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, boolValue(v.Up()))
 	for _, g := range sortedKeys(v.Remapped) {
 		ch <- prometheus.MustNewConstMetric(changesDesc, prometheus.CounterValue, v.Remapped[g], g)
@@ -126,18 +109,18 @@ func collectView(ch chan<- prometheus.Metric, v View, now time.Time, opts Export
 	collectTopology(ch, t, opts)
 }
 
-func collectTopology(ch chan<- prometheus.Metric, t *Topology, opts ExporterOptions) {
+func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts ExporterOptions) {
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
 		labels := []string{c.Hostname, c.ConductorGroup}
 		ch <- prometheus.MustNewConstMetric(conductorAliveDesc, prometheus.GaugeValue, boolValue(c.Alive), labels...)
 		ch <- prometheus.MustNewConstMetric(conductorOnlineDesc, prometheus.GaugeValue, boolValue(c.Online), labels...)
 		ch <- prometheus.MustNewConstMetric(conductorRingMemberDesc, prometheus.GaugeValue, boolValue(c.Active), labels...)
-		for _, s := range States {
+		for _, s := range topology.States {
 			ch <- prometheus.MustNewConstMetric(conductorStateDesc, prometheus.GaugeValue,
 				boolValue(c.State == s), c.Hostname, c.ConductorGroup, string(s))
 		}
-		if !c.UpdatedAt.IsZero() && t.Backend != db.BackendSQLite { // no heartbeats on SQLite
+		if !c.UpdatedAt.IsZero() && t.Heartbeats {
 			ch <- prometheus.MustNewConstMetric(conductorHeartbeatDesc, prometheus.GaugeValue,
 				unixSeconds(c.UpdatedAt), labels...)
 		}
@@ -157,7 +140,7 @@ func collectTopology(ch chan<- prometheus.Metric, t *Topology, opts ExporterOpti
 		ch <- prometheus.MustNewConstMetric(ringNodesDesc, prometheus.GaugeValue,
 			float64(r.Nodes), r.ConductorGroup, r.HardwareType)
 	}
-	orphans := make([]GroupDriver, 0, len(t.Orphans))
+	orphans := make([]topology.GroupDriver, 0, len(t.Orphans))
 	for k := range t.Orphans {
 		orphans = append(orphans, k)
 	}
@@ -172,78 +155,55 @@ func collectTopology(ch chan<- prometheus.Metric, t *Topology, opts ExporterOpti
 			float64(t.Orphans[k]), k.ConductorGroup, k.Driver)
 	}
 	ch <- prometheus.MustNewConstMetric(nodesDesc, prometheus.GaugeValue, float64(len(t.Nodes)))
-	if !opts.NodeInfo {
-		return
+	if opts.NodeInfo {
+		collectNodeInfo(ch, t)
 	}
-	collectNodeInfo(ch, t)
 }
 
-func collectNodeInfo(ch chan<- prometheus.Metric, t *Topology) {
-	for _, i := range t.nodeInfoOrder() {
+// collectNodeInfo emits ironic_node_conductor_info, presorted (see
+// nodeInfoOrder).
+func collectNodeInfo(ch chan<- prometheus.Metric, t *topology.Topology) {
+	for _, i := range nodeInfoOrder(t) {
 		n := &t.Nodes[i]
 		ch <- prometheus.MustNewConstMetric(nodeInfoDesc, prometheus.GaugeValue, 1,
-			n.UUID, nodeName(n), n.ConductorGroup, n.Driver, n.Conductor)
+			n.UUID, n.NameOrEmpty(), n.ConductorGroup, n.Driver, n.Conductor)
 	}
 }
 
 // nodeInfoCollector emits ironic_node_conductor_info of one topology.
-type nodeInfoCollector struct{ t *Topology }
+type nodeInfoCollector struct{ t *topology.Topology }
 
 func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoDesc }
 func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInfo(ch, c.t) }
-
-// nodeInfoFamily returns ironic_node_conductor_info gathered once per
-// topology (and carried over by Build while no node's labels change): on a
-// large fleet it is nearly all of the exposition, and gathering it is the
-// bulk of a scrape's cost.
-func (t *Topology) nodeInfoFamily() ([]*dto.MetricFamily, error) {
-	t.familyOnce.Do(func() {
-		reg := prometheus.NewPedanticRegistry()
-		if t.familyErr = reg.Register(nodeInfoCollector{t}); t.familyErr == nil {
-			t.family, t.familyErr = reg.Gather()
-		}
-	})
-	return t.family, t.familyErr
-}
-
-func nodeName(n *NodeInfo) string {
-	if n.Name == nil {
-		return ""
-	}
-	return *n.Name
-}
 
 // nodeInfoOrder returns the node indexes in the order the registry sorts
 // ironic_node_conductor_info: by label values, labels sorted by name
 // (conductor, conductor_group, driver, node_name, node_uuid). Emitting
 // them presorted lets the registry's sort run in linear time, which on
-// 100,000 nodes saves most of a second per scrape. Computed once per
-// topology, and carried over by Build while no node's labels change.
-func (t *Topology) nodeInfoOrder() []int32 {
-	t.orderOnce.Do(func() {
-		order := make([]int32, len(t.Nodes))
-		for i := range order {
-			order[i] = int32(i)
+// 100,000 nodes saves most of a second per scrape. Computed once per node
+// generation, with the family (see nodeFamilies).
+func nodeInfoOrder(t *topology.Topology) []int32 {
+	order := make([]int32, len(t.Nodes))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		x, y := &t.Nodes[a], &t.Nodes[b]
+		if c := strings.Compare(x.Conductor, y.Conductor); c != 0 {
+			return c
 		}
-		slices.SortFunc(order, func(a, b int32) int {
-			x, y := &t.Nodes[a], &t.Nodes[b]
-			if c := strings.Compare(x.Conductor, y.Conductor); c != 0 {
-				return c
-			}
-			if c := strings.Compare(x.ConductorGroup, y.ConductorGroup); c != 0 {
-				return c
-			}
-			if c := strings.Compare(x.Driver, y.Driver); c != 0 {
-				return c
-			}
-			if c := strings.Compare(nodeName(x), nodeName(y)); c != 0 {
-				return c
-			}
-			return strings.Compare(x.UUID, y.UUID)
-		})
-		t.order = order
+		if c := strings.Compare(x.ConductorGroup, y.ConductorGroup); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.Driver, y.Driver); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.NameOrEmpty(), y.NameOrEmpty()); c != 0 {
+			return c
+		}
+		return strings.Compare(x.UUID, y.UUID)
 	})
-	return t.order
+	return order
 }
 
 func boolValue(b bool) float64 {
