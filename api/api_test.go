@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -791,7 +792,7 @@ func TestNoTopologyYet(t *testing.T) {
 func TestStaleTopologyIsServed(t *testing.T) {
 	src := &fakeSource{snap: testSnapshot(db.BackendPostgreSQL)}
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 0,
-		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"},
+		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5", Release: rules.MustRelease("21.4")},
 		Now:      func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -108,7 +109,7 @@ func newFixture(t testing.TB, snap *db.Snapshot, srcErr error, opts Options) *fi
 	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: src,
 		Settings: topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
-			Algorithm: ring.Algorithm("md5")},
+			Algorithm: ring.Algorithm("md5"), Release: rules.MustRelease("21.4")},
 		MinInterval: time.Hour,
 		Now:         func() time.Time { return testNow },
 	})

@@ -20,13 +20,14 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 var (
 	testNow      = fixture.Now
 	testSettings = topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
-		Algorithm: fixture.Algorithm("md5")}
+		Algorithm: fixture.Algorithm("md5"), Release: rules.MustRelease("21.4")}
 )
 
 func newTestCache(t *testing.T, src topology.Source, minInterval time.Duration) *topology.Cache {
@@ -326,11 +327,20 @@ ironic_node_conductor_changes_total{conductor_group="rack2"} 0
 }
 
 // TestNoHeartbeatsOnSQLite: the heartbeat timestamp is not exported where
-// Ironic does not heartbeat, so no alert or panel reads a stale value.
+// Ironic does not heartbeat (SQLite from 22.1: the schema of 22.1 tells the
+// release), so no alert or panel reads a stale value.
 func TestNoHeartbeatsOnSQLite(t *testing.T) {
 	snap := fixture.Golden()
 	snap.Backend = db.BackendSQLite
-	h := metricsHandler(newTestCache(t, fixture.NewSource(snap), time.Minute), ExporterOptions{})
+	snap.SchemaRevision = "d163df1bab88" // 22.1's head
+	detect := testSettings
+	detect.Release = rules.Release{}
+	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap), Settings: detect,
+		MinInterval: time.Minute, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := metricsHandler(cache, ExporterOptions{})
 	if n := countScrape(t, h, "ironic_conductor_heartbeat_timestamp_seconds"); n != 0 {
 		t.Errorf("%d heartbeat series on SQLite", n)
 	}

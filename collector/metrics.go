@@ -80,6 +80,18 @@ var (
 		"When the served topology was read from the database, as a Unix timestamp.", nil, nil)
 	dataAgeDesc = prometheus.NewDesc("ironic_exporter_data_age_seconds",
 		"Age of the served topology; grows while the database cannot be read.", nil, nil)
+	ironicInfoDesc = prometheus.NewDesc("ironic_exporter_ironic_info",
+		"The Ironic release whose rules the topology follows, the schema revision and what told the release (alembic_version, conductors.version, flag, none).",
+		[]string{"release", "schema_revision", "detected_from", "backend"}, nil)
+	ringSettingsDesc = prometheus.NewDesc("ironic_exporter_hash_ring_info",
+		"The hash ring settings in effect: hash_ring_algorithm as Ironic's release applies it (md5 before 15.2).",
+		[]string{"hash_ring_algorithm"}, nil)
+	heartbeatTimeoutDesc = prometheus.NewDesc("ironic_exporter_heartbeat_timeout_seconds",
+		"The [conductor]heartbeat_timeout liveness and rings are judged with.", nil, nil)
+	partitionExponentDesc = prometheus.NewDesc("ironic_exporter_hash_partition_exponent",
+		"The [DEFAULT]hash_partition_exponent the rings are built with.", nil, nil)
+	inexactDesc = prometheus.NewDesc("ironic_exporter_inexact_reasons",
+		"Reasons the answers may not be Ironic's (unknown revision, mid-upgrade fleet, replicas above 1 before 12.2, ...); 0 when exact. The log says which.", nil, nil)
 )
 
 // ExporterOptions tunes what the exporter renders.
@@ -105,7 +117,8 @@ func (c viewCollector) Describe(ch chan<- *prometheus.Desc) {
 		conductorNodesDesc, reservedNodesDesc, nodeInfoDesc, ringConductorsDesc, ringNodesDesc,
 		nodesWithoutConductorDesc, nodesDesc, changesDesc, lastSuccessDesc, dataAgeDesc,
 		conductorProvisionDesc, conductorMaintenanceDesc, conductorAffinityElsewhereDesc, conductorPreparedDesc,
-		affinityUnavailableDesc, stuckDesc} {
+		affinityUnavailableDesc, stuckDesc,
+		ironicInfoDesc, ringSettingsDesc, heartbeatTimeoutDesc, partitionExponentDesc, inexactDesc} {
 		ch <- d
 	}
 }
@@ -138,6 +151,13 @@ func collectPerScrape(ch chan<- prometheus.Metric, v topology.View, now time.Tim
 }
 
 func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts ExporterOptions) {
+	d, r := t.Detection, t.Rules
+	ch <- prometheus.MustNewConstMetric(ironicInfoDesc, prometheus.GaugeValue, 1,
+		d.Release.String(), d.SchemaRevision, d.From, r.Backend().String())
+	ch <- prometheus.MustNewConstMetric(ringSettingsDesc, prometheus.GaugeValue, 1, string(r.EffectiveAlgorithm()))
+	ch <- prometheus.MustNewConstMetric(heartbeatTimeoutDesc, prometheus.GaugeValue, r.Settings().HeartbeatTimeout.Seconds())
+	ch <- prometheus.MustNewConstMetric(partitionExponentDesc, prometheus.GaugeValue, float64(r.PartitionExponent()))
+	ch <- prometheus.MustNewConstMetric(inexactDesc, prometheus.GaugeValue, float64(len(d.Warnings)+len(r.Exact())))
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
 		labels := []string{c.Hostname, c.ConductorGroup}

@@ -322,7 +322,7 @@ func createMySQLReader(t *testing.T, admin *sql.DB, user, pass string) {
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		acct := q(user) + "@" + q(host)
 		mustExec(t, admin, `CREATE USER `+acct+` IDENTIFIED BY `+q(pass))
-		for _, table := range []string{"conductors", "conductor_hardware_interfaces", "nodes"} {
+		for _, table := range []string{"conductors", "conductor_hardware_interfaces", "nodes", "alembic_version"} {
 			mustExec(t, admin, `GRANT SELECT ON `+mysqlDBName+`.`+table+` TO `+acct)
 		}
 		t.Cleanup(func() { mustExec(t, admin, `DROP USER `+acct) })

@@ -28,7 +28,7 @@ import (
 // SQLite hands timestamps over as text.
 const (
 	// SQLConductors reads the conductors table.
-	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at
+	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at, version
 FROM conductors
 ORDER BY id`
 
@@ -45,6 +45,12 @@ ORDER BY conductor_id, hardware_type`
        conductor_affinity, target_provision_state
 FROM nodes
 ORDER BY id`
+
+	// SQLSchemaRevision reads the alembic revision the schema was migrated
+	// to (or stamped with, by create_schema on SQLite): it tells which Ironic
+	// release wrote the database. A database without the table reads as no
+	// revision.
+	SQLSchemaRevision = `SELECT version_num FROM alembic_version ORDER BY version_num`
 )
 
 // ErrNotIronic is in the chain of a snapshot error when the database has no
@@ -95,7 +101,7 @@ type queries struct {
 // bytea, unconverted, so that the server never refuses a row.
 var pgRawTextQueries = queries{
 	conductors: `SELECT id, convert_to(hostname, 'SQL_ASCII'), convert_to(conductor_group, 'SQL_ASCII'), online,
-       convert_to(drivers, 'SQL_ASCII'), created_at, updated_at
+       convert_to(drivers, 'SQL_ASCII'), created_at, updated_at, convert_to(version, 'SQL_ASCII')
 FROM conductors
 ORDER BY id`,
 	hardwareTypes: `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
@@ -235,19 +241,25 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 	if snap.NodeProbe, err = d.probeNodes(tctx, watch, tx, q.probe); err != nil {
 		return nil, notIronic(err)
 	}
-	if known != nil && *known == snap.NodeProbe {
-		snap.NodesUnchanged = true
-		snap.Warnings, snap.WarningCounts = w.result()
-		return snap, nil
+	if snap.NodesUnchanged = known != nil && *known == snap.NodeProbe; !snap.NodesUnchanged {
+		if snap.Nodes, err = d.readNodes(tctx, watch, tx, q.nodes, w); err != nil {
+			return nil, notIronic(err)
+		}
+		if err := runHook(tctx, "nodes", tx); err != nil {
+			return nil, err
+		}
+		d.lastNodes.Store(int64(len(snap.Nodes)))
 	}
-	if snap.Nodes, err = d.readNodes(tctx, watch, tx, q.nodes, w); err != nil {
-		return nil, notIronic(err)
-	}
-	if err := runHook(tctx, "nodes", tx); err != nil {
+	// Last: on PostgreSQL a missing table aborts the transaction.
+	rev, warning, err := d.readSchemaRevision(tctx, watch, tx)
+	if err != nil {
 		return nil, err
 	}
+	snap.SchemaRevision = rev
 	snap.Warnings, snap.WarningCounts = w.result()
-	d.lastNodes.Store(int64(len(snap.Nodes)))
+	if warning != "" {
+		snap.Warnings = append(snap.Warnings, warning)
+	}
 	return snap, nil
 }
 
@@ -285,9 +297,10 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 			drivers          sql.NullString
 			created, updated dbTime
 			hostname, cgroup sql.NullString
+			version          sql.NullString
 			id               int64
 		)
-		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated); err != nil {
+		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
 			return nil, stepError(step, ctx, start, err)
 		}
 		c.ID = id
@@ -295,6 +308,7 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 		c.ConductorGroup = w.conductorText(id, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
 		c.Online = bool(online)
 		c.CreatedAt, c.UpdatedAt = created.t, updated.t
+		c.Version = version.String
 		for _, col := range []struct {
 			name string
 			v    *dbTime
@@ -323,6 +337,32 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 		return nil, stepError(step, ctx, start, err)
 	}
 	return out, nil
+}
+
+// readSchemaRevision reads alembic_version: "" when the table is missing
+// (PostgreSQL 42P01, MySQL 1146, SQLite "no such table"), empty, or not
+// granted to the exporter's role (then with a warning: the release is told
+// by conductors.version alone). Several rows (never written by Ironic,
+// whose chain is linear) join with ",". A deadline or a lost connection is
+// an error as for the other queries.
+func (d *DB) readSchemaRevision(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx) (rev, warning string, err error) {
+	const step = "reading alembic_version"
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+	defer cancel()
+	defer watch(ctx)()
+	var revs []string
+	if err := tx.SelectContext(ctx, &revs, SQLSchemaRevision); err != nil {
+		msg := err.Error()
+		switch {
+		case ctx.Err() != nil || !strings.Contains(msg, "alembic_version"):
+			return "", "", stepError(step, ctx, start, err)
+		case strings.Contains(msg, "does not exist") || strings.Contains(msg, "doesn't exist") || strings.Contains(msg, "no such table"):
+			return "", "", nil
+		}
+		return "", "alembic_version cannot be read (grant SELECT on it to tell the Ironic release by the schema): " + msg, nil
+	}
+	return strings.Join(revs, ","), "", nil
 }
 
 // readHardwareTypes fills HardwareTypes of conductors (ordered by ID).

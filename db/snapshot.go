@@ -41,6 +41,9 @@ type Snapshot struct {
 	// column is not JSON: Drivers nil). One human-readable line each; they
 	// contain hostnames, never database credentials.
 	Warnings []string
+	// SchemaRevision is alembic_version.version_num, the schema's alembic
+	// revision ("" when the database has no alembic_version table).
+	SchemaRevision string
 	// WarningCounts count the rows behind Warnings by table and reason
 	// (ReasonBadJSON, ...), sorted; nil when there are none.
 	WarningCounts []WarningCount
@@ -78,6 +81,9 @@ type Conductor struct {
 	// HardwareTypes are the distinct hardware types of this conductor in
 	// conductor_hardware_interfaces, sorted.
 	HardwareTypes []string
+	// Version is the Conductor object version the conductor wrote
+	// (conductors.version, e.g. "1.3"); "" when NULL.
+	Version string
 }
 
 // Node is one row of the nodes table, limited to the columns the exporter

@@ -122,7 +122,7 @@ func (c *sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // make the driver parse them with formats of its own choosing.
 var sqliteQueries = queries{
 	conductors: `SELECT id, hostname, conductor_group, online, drivers,
-       CAST(created_at AS TEXT), CAST(updated_at AS TEXT)
+       CAST(created_at AS TEXT), CAST(updated_at AS TEXT), version
 FROM conductors
 ORDER BY id`,
 	hardwareTypes: SQLHardwareTypes,

@@ -23,6 +23,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -116,7 +117,7 @@ func build(t *testing.T, d *Demo, r *db.DB) (*db.Snapshot, *topology.Topology) {
 		t.Fatal(err)
 	}
 	topo, err := topology.Build(snap, topology.Settings{HeartbeatTimeout: d.HeartbeatTimeout(),
-		PartitionExponent: 5, Algorithm: ring.MD5}, time.Now(), nil)
+		PartitionExponent: 5, Algorithm: ring.MD5, Release: rules.MustRelease("24.1")}, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,12 +250,33 @@ func (c *Cache) refresh(done chan struct{}) {
 			c.cfg.Logger.Info("refresh recovered", "down_since_success", old.LastSuccess)
 		}
 		next.view = View{Topology: topo, LastSuccess: start, Remapped: remapped}
+		c.logRules(old.Topology, topo)
 	}
 	c.mu.Lock()
 	c.state.Store(next)
 	c.inflight = nil
 	c.mu.Unlock()
 	close(done)
+}
+
+// logRules logs the Ironic release the topology was judged by, what told
+// it, the settings and every caveat, when any of them changed since prev.
+func (c *Cache) logRules(prev, t *Topology) {
+	d, r := t.Detection, t.Rules
+	if prev != nil && prev.Rules == r && prev.Detection.From == d.From &&
+		prev.Detection.SchemaRevision == d.SchemaRevision &&
+		slices.Equal(prev.Detection.ConductorVersions, d.ConductorVersions) {
+		return
+	}
+	s := r.Settings()
+	c.cfg.Logger.Info("Ironic rules", "release", d.Release, "detected_from", d.From,
+		"schema_revision", d.SchemaRevision, "conductor_versions", strings.Join(d.ConductorVersions, ","),
+		"range", d.Min.String()+"-"+d.Max.String(), "backend", r.Backend(), "ironic_uses_sqlite", r.IronicUsesSQLite(),
+		"heartbeat_timeout", s.HeartbeatTimeout, "hash_partition_exponent", s.PartitionExponent,
+		"hash_ring_algorithm", r.EffectiveAlgorithm(), "heartbeats", r.Heartbeats(), "ungrouped_rings", r.UngroupedRings())
+	for _, w := range append(slices.Clone(d.Warnings), r.Exact()...) {
+		c.cfg.Logger.Warn("answers may not be Ironic's", "reason", w)
+	}
 }
 
 // build reads a snapshot and builds its topology over prev's. With a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // Settings are the Ironic options that decide liveness and the rings. They
@@ -27,6 +28,52 @@ type Settings struct {
 	PartitionExponent int
 	// Algorithm is [DEFAULT]hash_ring_algorithm.
 	Algorithm ring.Algorithm
+	// PinReleaseVersion is [DEFAULT]pin_release_version ("" when unset).
+	PinReleaseVersion string
+	// HashDistributionReplicas is [DEFAULT]hash_distribution_replicas.
+	HashDistributionReplicas int
+	// Connection is Ironic's [database]connection when known: Ironic picks
+	// its SQLite rules by it (rules.IronicUsesSQLite).
+	Connection string
+	// Release, when not zero, overrides the release detected from each
+	// snapshot (--ironic.release).
+	Release rules.Release
+}
+
+// backendKind is the rules' name of a snapshot's backend.
+func backendKind(b db.Backend) rules.Backend {
+	switch b {
+	case db.BackendMySQL:
+		return rules.MySQL
+	case db.BackendSQLite:
+		return rules.SQLite
+	}
+	return rules.PostgreSQL
+}
+
+// Rules detects the release that wrote snap (unless s.Release overrides it)
+// and returns Ironic's rules for it, the detection and an error for a
+// database older than Ironic 11.1.
+func Rules(snap *db.Snapshot, s Settings) (rules.Rules, rules.Detection, error) {
+	var det rules.Detection
+	if s.Release.IsZero() {
+		versions := make([]string, 0, len(snap.Conductors))
+		for _, c := range snap.Conductors {
+			versions = append(versions, c.Version)
+		}
+		var err error
+		if det, err = rules.Detect(snap.SchemaRevision, versions); err != nil {
+			return rules.Rules{}, det, fmt.Errorf("telling the Ironic release: %w", err)
+		}
+	} else {
+		det = rules.Detection{Release: s.Release, Min: s.Release, Max: s.Release,
+			SchemaRevision: snap.SchemaRevision, From: "flag"}
+	}
+	r := rules.New(det.Release, backendKind(snap.Backend), rules.Settings{
+		HeartbeatTimeout: s.HeartbeatTimeout, PartitionExponent: s.PartitionExponent,
+		Algorithm: s.Algorithm, PinReleaseVersion: s.PinReleaseVersion,
+		HashDistributionReplicas: s.HashDistributionReplicas, Connection: s.Connection})
+	return r, det, nil
 }
 
 // State is the operational state of a conductor, derived from its online
@@ -127,6 +174,11 @@ type Topology struct {
 	Settings Settings
 	// Backend is the database kind, which changes ring membership.
 	Backend db.Backend
+	// Rules are Ironic's rules the topology was judged by, of the release
+	// in Detection.
+	Rules rules.Rules
+	// Detection is what the snapshot told of the Ironic release.
+	Detection rules.Detection
 	// Heartbeats is false where Ironic keeps no heartbeats (SQLite):
 	// updated_at is then the registration time, says nothing of liveness,
 	// and is neither exported nor shown as a heartbeat age.
@@ -195,41 +247,14 @@ type Collation struct {
 
 func ringKey(group, hardwareType string) string { return group + ":" + hardwareType }
 
-// fresh reports whether a heartbeat is not older than the timeout, as
-// oslo.utils timeutils.is_older_than does: now - updatedAt > timeout is old.
-func fresh(updatedAt, now time.Time, timeout time.Duration) bool {
-	if updatedAt.IsZero() {
-		return false
+// ringOf is the (group, hardware type) of the ring that serves gd's nodes:
+// gd itself, or the group-less ring where Ironic ignores groups
+// (rules.Rules.UngroupedRings).
+func (t *Topology) ringOf(gd GroupDriver) GroupDriver {
+	if t.Rules.UngroupedRings() {
+		gd.ConductorGroup = ""
 	}
-	return now.Sub(updatedAt) <= timeout
-}
-
-// active mirrors Ironic's _filter_active_conductors: online is required;
-// the heartbeat must also be within the timeout unless Ironic runs on
-// SQLite or the timeout is not positive.
-func active(c *db.Conductor, backend db.Backend, now time.Time, timeout time.Duration) bool {
-	if !c.Online {
-		return false
-	}
-	if backend == db.BackendSQLite || timeout <= 0 {
-		return true
-	}
-	// updated_at >= utcnow() - timedelta(seconds=heartbeat_timeout); NULL
-	// compares false in SQL.
-	return !c.UpdatedAt.IsZero() && !c.UpdatedAt.Before(now.Add(-timeout))
-}
-
-func stateOf(online, isFresh bool) State {
-	switch {
-	case online && isFresh:
-		return StateAlive
-	case !online && isFresh:
-		return StateDraining
-	case !online:
-		return StateStopped
-	default:
-		return StateDead
-	}
+	return gd
 }
 
 // Build computes the topology of snap at now. When prev is not nil, rings
@@ -240,10 +265,16 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	if snap == nil {
 		return nil, fmt.Errorf("building topology: nil snapshot")
 	}
+	rs, det, err := Rules(snap, s)
+	if err != nil {
+		return nil, err
+	}
 	t := &Topology{
 		Settings:   s,
 		Backend:    snap.Backend,
-		Heartbeats: snap.Backend != db.BackendSQLite,
+		Rules:      rs,
+		Detection:  det,
+		Heartbeats: rs.Heartbeats(),
 		Collation: Collation{FoldCase: snap.Backend == db.BackendMySQL,
 			NullsLast: snap.Backend == db.BackendPostgreSQL},
 		Now:          now,
@@ -269,27 +300,23 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		}
 		ci := ConductorInfo{Conductor: c}
 		ci.HardwareTypes = slices.Compact(slices.Sorted(slices.Values(c.HardwareTypes)))
-		ci.Alive = fresh(c.UpdatedAt, now, s.HeartbeatTimeout)
-		ci.Active = active(&c, snap.Backend, now, s.HeartbeatTimeout)
-		if !t.Heartbeats {
-			// Ironic on SQLite runs one combined process and does not
-			// heartbeat (_conductor_service_record_keepalive returns at
-			// once): updated_at is the registration time and says nothing
-			// about liveness, so the state follows online alone.
-			ci.State = stateOf(c.Online, c.Online)
-		} else {
-			ci.State = stateOf(c.Online, ci.Alive)
-		}
+		ci.Alive = rs.Alive(c.Online, c.UpdatedAt, now)
+		ci.Active = rs.RingMember(c.Online, c.UpdatedAt, now)
+		ci.State = State(rs.State(c.Online, c.UpdatedAt, now))
 		t.byHost[c.Hostname] = len(t.Conductors)
 		t.Conductors = append(t.Conductors, ci)
 		if !ci.Active {
 			continue
 		}
+		group := c.ConductorGroup
+		if rs.UngroupedRings() {
+			group = "" // one ring per hardware type, whatever the group
+		}
 		for _, hw := range ci.HardwareTypes {
-			k := ringKey(c.ConductorGroup, hw)
+			k := rs.RingKey(group, hw)
 			m := members[k]
 			if m == nil {
-				m = &ringMembers{group: c.ConductorGroup, hw: hw}
+				m = &ringMembers{group: group, hw: hw}
 				members[k] = m
 			}
 			m.hosts = append(m.hosts, c.Hostname)
@@ -302,12 +329,12 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	}
 	sort.Strings(keys)
 	unchanged := make([]bool, len(keys)) // by ring index: identical to prev's
-	sameSettings := prev != nil && prev.Settings == s
+	sameSettings := prev != nil && prev.Settings == s && prev.Rules == rs
 	if sameSettings && prev.hostCache != nil {
 		t.hostCache = prev.hostCache
 	} else {
 		var err error
-		if t.hostCache, err = ring.NewHostCache(s.PartitionExponent, s.Algorithm); err != nil {
+		if t.hostCache, err = ring.NewHostCache(rs.PartitionExponent(), rs.EffectiveAlgorithm()); err != nil {
 			return nil, fmt.Errorf("building hash rings: %w", err)
 		}
 	}
@@ -357,7 +384,7 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 			continue // rows come ordered by id: a repeated row is adjacent
 		}
 		gd := GroupDriver{n.ConductorGroup, n.Driver}
-		ri, served := t.byRing[gd]
+		ri, served := t.byRing[t.ringOf(gd)]
 		o := int32(-1)
 		switch {
 		case !served:
@@ -536,7 +563,7 @@ func (t *Topology) Node(ident string) (*NodeInfo, bool) {
 
 // Ring returns the ring for a conductor group and hardware type.
 func (t *Topology) Ring(group, hardwareType string) (*RingInfo, bool) {
-	i, ok := t.byRing[GroupDriver{group, hardwareType}]
+	i, ok := t.byRing[t.ringOf(GroupDriver{group, hardwareType})]
 	if !ok {
 		return nil, false
 	}

@@ -71,6 +71,11 @@ func runDemo(cfg config, dc demoConfig, toolkitFlags *web.FlagConfig, logger *sl
 	cfg.heartbeatTimeout, cfg.heartbeatSet = d.HeartbeatTimeout(), true
 	cfg.minInterval = d.MinInterval()
 	cfg.source = func(src topology.Source) topology.Source { return demo.MultiConductor(src) }
+	if cfg.release == "" {
+		// the simulator plays SQLite without heartbeats (22.1+) and an API
+		// alive that ignores online (before 25.0)
+		cfg.release = "24.1"
+	}
 	d.LogIntro(*toolkitFlags.WebListenAddresses, cfg.telemetryPath)
 	return serve(cfg, toolkitFlags, logger)
 }

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/status"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -48,6 +50,7 @@ type config struct {
 	heartbeatTimeout    time.Duration
 	partitionExponent   int
 	algorithm           string
+	release             string
 	telemetryPath       string
 	minInterval         time.Duration
 	fullInterval        time.Duration
@@ -60,6 +63,9 @@ type config struct {
 	// fill were given explicitly (those win over the files).
 	ironicConfigFiles, ironicConfigDirs              []string
 	heartbeatSet, partitionExponentSet, algorithmSet bool
+	// from ironic.conf only: options that change Ironic's rings
+	pinReleaseVersion, ironicConnection string
+	hashDistributionReplicas            int
 
 	// source, when set, wraps the database the topology is read from (the
 	// demo's multi-conductor fleet).
@@ -108,6 +114,8 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 		"Explicit flags win over the files.").StringsVar(&cfg.ironicConfigFiles)
 	app.Flag("ironic.config-dir", "Directory whose *.conf files are read, in lexical order, after --ironic.config-file (repeatable).").
 		StringsVar(&cfg.ironicConfigDirs)
+	app.Flag("ironic.release", "Ironic release whose rules apply (29.0 or 2025.1 style); default: told by the database at every refresh.").
+		StringVar(&cfg.release)
 	app.Flag("ironic.heartbeat-timeout", "Ironic's [conductor]heartbeat_timeout: seconds as in ironic.conf (60), or a duration (1m).").Default("60").
 		IsSetByUser(&cfg.heartbeatSet).SetValue((*seconds)(&cfg.heartbeatTimeout))
 	app.Flag("ironic.hash-partition-exponent", "Ironic's [DEFAULT]hash_partition_exponent.").Default("5").
@@ -214,6 +222,12 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
 		return fmt.Errorf("%s: %w", src.partitionExponent, err)
 	}
+	var release rules.Release
+	if cfg.release != "" {
+		if release, err = rules.ParseRelease(cfg.release); err != nil {
+			return fmt.Errorf("--ironic.release: %w", err)
+		}
+	}
 	database, err := db.Open(dsn, db.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns})
 	if err != nil {
 		return fmt.Errorf("%s: %w", src.dsn, err)
@@ -221,7 +235,8 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	defer database.Close()
 	logger.Info("starting", "version", version.Info(), "build_context", version.BuildContext(),
 		"database", database.String(), "backend", database.Backend(), "heartbeat_timeout", cfg.heartbeatTimeout,
-		"hash_partition_exponent", cfg.partitionExponent, "hash_ring_algorithm", cfg.algorithm)
+		"hash_partition_exponent", cfg.partitionExponent, "hash_ring_algorithm", cfg.algorithm,
+		"ironic_release", cmp.Or(cfg.release, "detected"))
 	if ign := database.IgnoredOptions(); len(ign) > 0 {
 		logger.Info("database URL options the exporter has no use for were ignored", "options", strings.Join(ign, ","))
 	}
@@ -244,7 +259,9 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: source,
 		Settings: topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
-			PartitionExponent: cfg.partitionExponent, Algorithm: alg},
+			PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
+			PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
+			Connection: cfg.ironicConnection},
 		MinInterval:    cfg.minInterval,
 		FullInterval:   cfg.fullInterval,
 		RefreshTimeout: cfg.refreshTimeout,
@@ -379,6 +396,15 @@ func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
 		cfg.algorithm = conf.HashRingAlgorithm.Value
 		src.algorithm = conf.HashRingAlgorithm.Where()
 		note("hash_ring_algorithm", conf.HashRingAlgorithm)
+	}
+	cfg.ironicConnection = conf.Connection.Value
+	if conf.PinReleaseVersion.Set {
+		cfg.pinReleaseVersion = conf.PinReleaseVersion.Value
+		note("pin_release_version", conf.PinReleaseVersion)
+	}
+	if conf.HashDistributionReplicas.Set {
+		cfg.hashDistributionReplicas = conf.HashDistributionReplicas.Value
+		note("hash_distribution_replicas", conf.HashDistributionReplicas)
 	}
 	logger.Info("read Ironic's configuration", append([]any{"files", strings.Join(conf.Files, ",")}, from...)...)
 	return src, nil
