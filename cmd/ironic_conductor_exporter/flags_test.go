@@ -135,7 +135,12 @@ func TestNotIronicDatabase(t *testing.T) {
 		if code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready ("+tc.want) {
 			t.Errorf("%s: /readyz %d %q, want 503 saying %s", tc.want, code, body, tc.want)
 		}
+		// The log reaches the test through a pipe: give it a moment.
 		logs := p.Logs()
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs, "problem="+tc.want) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			logs = p.Logs()
+		}
 		if !strings.Contains(logs, "problem="+tc.want) || strings.Contains(logs, "last good") {
 			t.Errorf("%s: logs:\n%s", tc.want, logs)
 		}
