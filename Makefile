@@ -11,7 +11,7 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build run test unit lint bench conformance conformance-auth vectors fuzz clean e2e
+.PHONY: all build run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults
 
 all: lint build test
 
@@ -37,6 +37,12 @@ lint:
 ## dashboard queries), real Alertmanager (example config), a webhook. `make unit` runs it too.
 e2e:
 	$(GO) test -race -count=1 -v ./e2e
+
+## faults: the fault suite of the binary (issue 11) on PostgreSQL, MariaDB and SQLite: a TCP proxy
+## that black-holes, drops or slows the database, server faults, hostile HTTP clients, a fuzzer;
+## prints FIGURES lines per fault. `make unit` (so `make test`) runs it too.
+faults:
+	$(GO) test -count=1 -v ./faults
 
 ## bench: benchmarks, each printed next to the baseline measured in the same run.
 bench:

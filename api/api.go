@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // Options configures the handler. Zero values take the documented defaults.
@@ -50,7 +52,7 @@ type Access interface {
 }
 
 type handler struct {
-	cache    *collector.Cache
+	cache    *topology.Cache
 	log      *slog.Logger
 	maxLimit int
 	maxMinor int
@@ -63,7 +65,7 @@ type handler struct {
 // GET (and HEAD) of /, /v1, /v1/conductors, /v1/conductors/{hostname},
 // /v1/nodes, /v1/nodes/detail, /v1/nodes/{node_ident} and
 // /v1/nodes/{node_ident}/conductor. It never reads the database itself.
-func NewHandler(cache *collector.Cache, opts Options) http.Handler {
+func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 	h := &handler{cache: cache, log: opts.Logger, maxLimit: opts.MaxLimit, maxMinor: opts.MaxMicroversion,
 		public: strings.TrimRight(opts.PublicEndpoint, "/"), access: opts.Access}
 	if h.log == nil {
@@ -129,7 +131,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr[hdrRequestID] = []string{newRequestID()}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr["Allow"] = allowGetHead
-		rq.fail(errMethodNotAllowed)
+		rq.fail(readOnly(r.Method))
 		return
 	}
 	// Without RawPath the decoded Path is the path as sent (net/http keeps
@@ -168,6 +170,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !rq.version(true) {
 		return
 	}
+	if unservedResources[rest[0]] {
+		rq.fail(unserved(rest[0]))
+		return
+	}
 	switch rest[0] {
 	case "conductors":
 		switch len(rest) {
@@ -201,6 +207,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		case len(rest) == 3 && rest[2] == "conductor":
 			rq.nodeConductor(ident)
+			return
+		case len(rest) >= 3 && unservedNodeResources[rest[2]]:
+			rq.fail(unserved("nodes/{node_ident}/" + rest[2]))
 			return
 		}
 	}
@@ -293,7 +302,13 @@ func (rq *request) base() string {
 	if rq.h.public != "" {
 		return rq.h.public
 	}
+	// Not the Host header nor an absolute request URL, which the client
+	// chooses (links to anywhere): the address the request arrived at.
+	// Without a connection (a request handled in-process), the Host.
 	host := rq.r.Host
+	if a, ok := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+		host = a.String()
+	}
 	if host == "" {
 		host = "localhost"
 	}
@@ -303,15 +318,34 @@ func (rq *request) base() string {
 	return "http://" + host
 }
 
+// Headers of JSON answers rendered from a stale topology: the last refresh
+// failed, or the data is older than the cache's MinInterval allows (plus
+// staleSlack, the time a refresh itself may take).
+const (
+	hdrStale   = "X-Ironic-Exporter-Stale"
+	hdrDataAge = "X-Ironic-Exporter-Data-Age"
+	staleSlack = time.Second
+)
+
 // topology returns the cached topology, or the 503 to answer while none was
-// ever read. A stale topology (the last refresh failed) is served: the
-// metrics expose the staleness.
-func (rq *request) topology() (*collector.Topology, *apiError) {
+// ever read. A stale topology (the last refresh failed) is served, marked
+// by the X-Ironic-Exporter-Stale and -Data-Age headers.
+func (rq *request) topology() (*topology.Topology, *apiError) {
 	v := rq.h.cache.Get(rq.r.Context())
 	if v.Topology == nil {
 		rq.h.log.Debug("api: no topology to serve yet", "err", v.Err)
+		if topology.Permanent(v.Err) {
+			return nil, &apiError{status: http.StatusServiceUnavailable,
+				msg: "The exporter's database is not Ironic's: a table or column Ironic has is missing. Check --db.dsn (or [database]connection)."}
+		}
 		return nil, &apiError{status: http.StatusServiceUnavailable,
 			msg: "The exporter has not read Ironic's database yet; retry later."}
+	}
+	age := rq.h.cache.Now().Sub(v.LastSuccess)
+	if v.Err != nil || age > rq.h.cache.MinInterval()+staleSlack {
+		hdr := rq.w.Header()
+		hdr[hdrStale] = []string{"true"}
+		hdr[hdrDataAge] = []string{strconv.FormatFloat(max(age.Seconds(), 0), 'f', 1, 64)}
 	}
 	return v.Topology, nil
 }
@@ -329,7 +363,7 @@ func (rq *request) reply(body []byte) {
 
 // fail writes an error in Ironic's shape.
 func (rq *request) fail(e *apiError) {
-	if e.status >= 500 {
+	if e.status >= 500 && e.status != http.StatusNotImplemented {
 		rq.h.log.Warn("api: server error", "path", rq.r.URL.Path, "status", e.status, "msg", e.msg)
 	}
 	body := e.body()
@@ -427,22 +461,6 @@ func validateSortDir(dir string) *apiError {
 		return badRequest("Invalid sort direction: " + dir + ". Acceptable values are 'asc' or 'desc'")
 	}
 	return nil
-}
-
-// versionedFields is api_utils.VERSIONED_FIELDS: node fields and the
-// microversion that introduced them. Ironic checks every requested field
-// and sort key against it, for conductors too.
-var versionedFields = map[string]int{
-	"driver_internal_info": 3, "name": 5, "inspection_finished_at": 6, "inspection_started_at": 6,
-	"clean_step": 7, "raid_config": 12, "target_raid_config": 12, "network_interface": 20,
-	"resource_class": 21, "storage_interface": 33, "traits": 37, "rescue_interface": 38,
-	"bios_interface": 40, "fault": 42, "deploy_step": 44, "conductor_group": 46,
-	"automated_clean": 47, "protected": 48, "protected_reason": 48, "conductor": 49,
-	"owner": 50, "description": 51, "allocation_uuid": 52, "events": 54, "retired": 61,
-	"retired_reason": 61, "lessee": 65, "network_data": 66, "boot_mode": 75, "secure_boot": 75,
-	"shard": 82, "boot_interface": 31, "console_interface": 31, "deploy_interface": 31,
-	"inspect_interface": 31, "management_interface": 31, "power_interface": 31,
-	"raid_interface": 31, "vendor_interface": 31,
 }
 
 // checkAllowedFields is api_utils.check_allowed_fields: a field newer than

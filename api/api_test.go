@@ -1,17 +1,20 @@
 package api
 
 import (
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 var requestIDRE = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -471,7 +474,10 @@ func TestNodeList(t *testing.T) {
 	for _, p := range []string{"/v1/nodes/detail?limit=1", "/v1/nodes?detail=True&limit=1", "/v1/nodes/detail/?limit=1", "/nodes/detail?limit=1"} {
 		rec = f.get(p, latest)
 		expectStatus(t, rec, 200)
-		wantNode := `{"uuid": "` + uuidN(1) + `", "created_at": "2026-01-02T02:04:05+00:00", "updated_at": "2026-01-02T03:03:05+00:00", "conductor_group": "", "driver": "ipmi", "instance_uuid": "22222222-2222-4222-8222-222222222222", "maintenance": false, "name": "node-1", "power_state": "power on", "provision_state": "active", "reservation": null, "resource_class": "baremetal", "links": ` + links(uuidN(1)) + `, "conductor": "` + conductors[uuidN(1)] + `"}`
+		wantNode := `{"uuid": "` + uuidN(1) + `", "created_at": "2026-01-02T02:04:05+00:00", "updated_at": "2026-01-02T03:03:05+00:00", "conductor_group": "", "driver": "ipmi", "instance_uuid": "22222222-2222-4222-8222-222222222222", "maintenance": false, "name": "node-1", "power_state": "power on", "provision_state": "active", "reservation": null, "resource_class": "baremetal", "links": ` + links(uuidN(1)) + `, "conductor": "` + conductors[uuidN(1)] + `"`
+		// Ironic's bytes, then the extension (node 1's boot files were
+		// prepared by conductor id 3).
+		wantNode += `, "exporter_conductor_affinity": "Cond-C"}`
 		next := "http://example.com/v1/nodes/detail?sort_key=id&sort_dir=asc&limit=1&marker=" + uuidN(1)
 		if strings.Contains(p, "detail=True") {
 			next = "http://example.com/v1/nodes?sort_key=id&sort_dir=asc&detail=True&limit=1&marker=" + uuidN(1)
@@ -752,7 +758,7 @@ func TestNodeConductor(t *testing.T) {
 		{"/v1/nodes/node-5/conductor?fields=bogus", "latest", 400, `Field(s) "bogus" are not valid`},
 		{"/v1/nodes/node-5/conductor?x=1", "latest", 400, "Unexpected arguments: x"},
 		{"/v1/nodes/node-5/conductor/x", "latest", 404, ""},
-		{"/v1/nodes/node-5/ports", "latest", 404, ""},
+		{"/v1/nodes/node-5/ports", "latest", 501, "ironic-conductor-exporter is a read-only sidecar that serves only conductors and nodes: /v1/nodes/{node_ident}/ports is not served. Use the real Ironic API."},
 	} {
 		rec := f.get(tc.path, ver(tc.version))
 		expectStatus(t, rec, tc.status)
@@ -785,8 +791,8 @@ func TestNoTopologyYet(t *testing.T) {
 
 func TestStaleTopologyIsServed(t *testing.T) {
 	src := &fakeSource{snap: testSnapshot(db.BackendPostgreSQL)}
-	cache, err := collector.NewCache(collector.CacheConfig{Source: src, MinInterval: 0,
-		Settings: collector.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"},
+	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 0,
+		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5", Release: rules.MustRelease("21.4")},
 		Now:      func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatal(err)
@@ -800,6 +806,79 @@ func TestStaleTopologyIsServed(t *testing.T) {
 	if v := cache.Current(); v.Err == nil || v.Topology == nil {
 		t.Fatalf("expected a stale view, got %+v", v)
 	}
+	// Marked stale, with the data's age, on every JSON answer from data.
+	for _, p := range []string{"/v1/nodes/node-1", "/v1/nodes", "/v1/conductors", "/v1/nodes/nope"} {
+		rec := f.get(p)
+		if rec.Header().Get(hdrStale) != "true" || rec.Header().Get(hdrDataAge) != "0.0" {
+			t.Errorf("GET %s: stale %q, age %q", p, rec.Header().Get(hdrStale), rec.Header().Get(hdrDataAge))
+		}
+	}
+}
+
+func TestStaleHeaders(t *testing.T) {
+	now := testNow
+	src := &fakeSource{snap: testSnapshot(db.BackendPostgreSQL)}
+	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 10 * time.Second,
+		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"},
+		Now:      func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{h: NewHandler(cache, Options{}), src: src, cache: cache}
+	rec := f.get("/v1/nodes/node-1")
+	if _, ok := rec.Header()[hdrStale]; ok {
+		t.Errorf("fresh data marked stale: %v", rec.Header())
+	}
+	if _, ok := rec.Header()[hdrDataAge]; ok {
+		t.Errorf("fresh data with an age: %v", rec.Header())
+	}
+	// The database fails; the next refresh (after 10 s) keeps the old data.
+	src.set(nil, errDown)
+	now = now.Add(12300 * time.Millisecond)
+	rec = f.get("/v1/conductors")
+	expectStatus(t, rec, 200)
+	if rec.Header().Get(hdrStale) != "true" || rec.Header().Get(hdrDataAge) != "12.3" {
+		t.Errorf("stale: %q, age %q", rec.Header().Get(hdrStale), rec.Header().Get(hdrDataAge))
+	}
+	// The root carries no data, so no mark.
+	if _, ok := f.get("/").Header()[hdrStale]; ok {
+		t.Error("root marked stale")
+	}
+}
+
+// TestNotIronicsDatabase: a database without Ironic's tables (a real
+// SQLite file holding another table) is a 503 that says so, not "retry
+// later".
+func TestNotIronicsDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.sqlite")
+	w, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Exec("CREATE TABLE things (id INTEGER PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	d, err := db.Open("sqlite:///"+path, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	f := newFixture(t, nil, nil, Options{})
+	cache, err := topology.NewCache(topology.CacheConfig{Source: d, MinInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h, f.cache = NewHandler(cache, Options{}), cache
+	rec := f.get("/v1/nodes", latest)
+	expectStatus(t, rec, 503)
+	if got := message(t, rec); !strings.Contains(got, "not Ironic's") || strings.Contains(got, "retry later") {
+		t.Errorf("503: %q", got)
+	}
+	// A transient failure still says retry later (TestNoTopologyYet).
+	if topology.Permanent(errDown) {
+		t.Errorf("%v classified as permanent", errDown)
+	}
 }
 
 func TestMethodsAndPaths(t *testing.T) {
@@ -811,7 +890,9 @@ func TestMethodsAndPaths(t *testing.T) {
 			if rec.Header().Get("Allow") != "GET, HEAD" {
 				t.Errorf("%s %s: Allow %q", m, p, rec.Header().Get("Allow"))
 			}
-			if got := rec.Body.String(); got != `{"error_message": "{\"code\": 405, \"title\": \"Method Not Allowed\", \"description\": \"\"}"}` {
+			// A faultstring, which ironicclient prints: writes need Ironic.
+			want := `{"error_message": "{\"faultcode\": \"Client\", \"faultstring\": \"ironic-conductor-exporter is a read-only sidecar: ` + m + ` is not served. Send writes to the real Ironic API.\", \"debuginfo\": null}"}`
+			if got := rec.Body.String(); got != want {
 				t.Errorf("%s %s: %s", m, p, got)
 			}
 		}
@@ -823,11 +904,22 @@ func TestMethodsAndPaths(t *testing.T) {
 		t.Errorf("HEAD: body %q, length %q", rec.Body, rec.Header().Get("Content-Length"))
 	}
 	for _, p := range []string{"/v1/foo", "/foo/bar", "/v2", "/v1//nodes", "//v1/nodes", "/v1/nodes/a/b/c/d",
-		"/v1/conductors/x/y", "/v1/chassis", "/v1/ports", "/v1/nodes/detail/x"} {
+		"/v1/conductors/x/y", "/v1/nodes/detail/x"} {
 		rec := f.get(p, latest)
 		expectStatus(t, rec, 404)
 		if in := fault(t, rec); in["code"] != 404.0 || in["title"] != "Not Found" {
 			t.Errorf("GET %s: %v", p, in)
+		}
+	}
+	// Ironic's resources the sidecar does not serve: 501 saying so.
+	for p, res := range map[string]string{"/v1/chassis": "chassis", "/v1/ports": "ports", "/v1/ports/": "ports",
+		"/v1/portgroups/x": "portgroups", "/v1/nodes/node-1/states": "nodes/{node_ident}/states",
+		"/v1/nodes/node-1/maintenance": "nodes/{node_ident}/maintenance", "/v1/nodes/node-1/traits": "nodes/{node_ident}/traits"} {
+		rec := f.get(p, latest)
+		expectStatus(t, rec, 501)
+		want := "ironic-conductor-exporter is a read-only sidecar that serves only conductors and nodes: /v1/" + res + " is not served. Use the real Ironic API."
+		if got := message(t, rec); got != want {
+			t.Errorf("GET %s: %q, want %q", p, got, want)
 		}
 	}
 	// Trailing slashes, as the ironic CLI sends them.

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 )
@@ -62,4 +64,43 @@ func BenchmarkTrivialHandler(b *testing.B) {
 		_, _ = w.Write(body)
 	})
 	benchRequest(b, h, "/")
+}
+
+// bigSnapshot is a fleet of n nodes over 100 conductors in one group.
+func bigSnapshot(n int) *db.Snapshot {
+	s := &db.Snapshot{Backend: db.BackendPostgreSQL}
+	for i := range 100 {
+		s.Conductors = append(s.Conductors, db.Conductor{ID: int64(i + 1),
+			Hostname: fmt.Sprintf("cond-%03d", i), Online: true, CreatedAt: testNow.Add(-time.Hour),
+			UpdatedAt: testNow, Drivers: []string{"ipmi"}, HardwareTypes: []string{"ipmi"}})
+	}
+	for i := range n {
+		s.Nodes = append(s.Nodes, db.Node{ID: int64(i + 1),
+			UUID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), Driver: "ipmi",
+			CreatedAt: testNow.Add(-time.Hour)})
+	}
+	return s
+}
+
+// BenchmarkNodeListByConductor100k is ?conductor= on a 100,000-node fleet:
+// one conductor's ~1,000 nodes, first page and a page after a marker.
+func BenchmarkNodeListByConductor100k(b *testing.B) {
+	f := newFixture(b, bigSnapshot(100_000), nil, Options{})
+	t := f.topology(b)
+	c := &t.Conductors[42]
+	mid := t.Nodes[c.Nodes[len(c.Nodes)/2]].UUID
+	b.Run("first-page", func(b *testing.B) {
+		benchRequest(b, f.h, "/v1/nodes?conductor="+c.Hostname+"&limit=100")
+	})
+	b.Run("after-marker", func(b *testing.B) {
+		benchRequest(b, f.h, "/v1/nodes?conductor="+c.Hostname+"&limit=100&marker="+mid)
+	})
+}
+
+// BenchmarkNodeDetailPage100k is a page of /v1/nodes/detail deep in a
+// 100,000-node fleet.
+func BenchmarkNodeDetailPage100k(b *testing.B) {
+	f := newFixture(b, bigSnapshot(100_000), nil, Options{})
+	t := f.topology(b)
+	benchRequest(b, f.h, "/v1/nodes/detail?limit=100&marker="+t.Nodes[90_000].UUID)
 }

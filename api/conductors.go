@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // conductorField is one field of Ironic's conductor representation.
@@ -57,7 +57,7 @@ func conductorMask(fields []string) (conductorField, *apiError) {
 }
 
 // appendConductor appends Ironic's conductor representation.
-func appendConductor(b []byte, base string, c *collector.ConductorInfo, m conductorField) []byte {
+func appendConductor(b []byte, base string, c *topology.ConductorInfo, m conductorField) []byte {
 	b = append(b, '{')
 	first := true
 	if m&cfCreatedAt != 0 {
@@ -107,7 +107,7 @@ func conductorNotFound(hostname string) *apiError {
 
 // lookupConductor finds a conductor by hostname, retrying with the ".json"
 // Ironic stripped from the path.
-func (rq *request) lookupConductor(t *collector.Topology, hostname string) (*collector.ConductorInfo, bool) {
+func (rq *request) lookupConductor(t *topology.Topology, hostname string) (*topology.ConductorInfo, bool) {
 	coll := collationOf(t)
 	c, ok := coll.conductor(t, hostname)
 	if !ok && rq.jsonSuffix {
@@ -118,20 +118,20 @@ func (rq *request) lookupConductor(t *collector.Topology, hostname string) (*col
 
 // conductorSortKeys compares conductors by each sort key Ironic accepts and
 // the sidecar can sort by (columns of the conductors table).
-var conductorSortKeys = map[string]func(a, b *collector.ConductorInfo, c collation) int{
-	"id": func(a, b *collector.ConductorInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) },
-	"":   func(a, b *collector.ConductorInfo, _ collation) int { return 0 }, // Ironic: by id only
-	"hostname": func(a, b *collector.ConductorInfo, c collation) int {
+var conductorSortKeys = map[string]func(a, b *topology.ConductorInfo, c collation) int{
+	"id": func(a, b *topology.ConductorInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) },
+	"":   func(a, b *topology.ConductorInfo, _ collation) int { return 0 }, // Ironic: by id only
+	"hostname": func(a, b *topology.ConductorInfo, c collation) int {
 		return c.compare(a.Hostname, b.Hostname)
 	},
-	"conductor_group": func(a, b *collector.ConductorInfo, c collation) int {
+	"conductor_group": func(a, b *topology.ConductorInfo, c collation) int {
 		return c.compare(a.ConductorGroup, b.ConductorGroup)
 	},
-	"online": func(a, b *collector.ConductorInfo, _ collation) int { return compareBool(a.Online, b.Online) },
-	"created_at": func(a, b *collector.ConductorInfo, c collation) int {
+	"online": func(a, b *topology.ConductorInfo, _ collation) int { return compareBool(a.Online, b.Online) },
+	"created_at": func(a, b *topology.ConductorInfo, c collation) int {
 		return compareTime(a.CreatedAt, b.CreatedAt, c)
 	},
-	"updated_at": func(a, b *collector.ConductorInfo, c collation) int {
+	"updated_at": func(a, b *topology.ConductorInfo, c collation) int {
 		return compareTime(a.UpdatedAt, b.UpdatedAt, c)
 	},
 }
@@ -147,139 +147,167 @@ func compareBool(a, b bool) int {
 	}
 }
 
+// conductorListArgs are the parsed parameters of a conductor list.
+type conductorListArgs struct {
+	marker            string
+	limit             int
+	fields            []string
+	detail, hasDetail bool
+	sortKey, sortDir  string
+	key               func(a, b *topology.ConductorInfo, c collation) int
+	mask              conductorField
+}
+
+// conductorListArgs parses and validates the parameters of
+// ConductorsController.get_all, in Ironic's order, up to what needs the
+// topology.
+func (rq *request) conductorListArgs() (*conductorListArgs, *apiError) {
+	q := parseQuery(rq.r.URL.RawQuery)
+	if err := q.checkArgs("marker", "limit", "sort_key", "sort_dir", "fields", "detail"); err != nil {
+		return nil, err
+	}
+	a := &conductorListArgs{sortKey: "id", sortDir: "asc"}
+	marker, hasMarker, err := q.str("marker")
+	if err != nil {
+		return nil, err
+	}
+	if hasMarker && marker == "" {
+		return nil, badRequest("Expected name for marker: ") // args.name
+	}
+	a.marker = marker
+	limit, hasLimit, err := q.integer("limit")
+	if err != nil {
+		return nil, err
+	}
+	if v, ok, err := q.str("sort_key"); err != nil {
+		return nil, err
+	} else if ok {
+		a.sortKey = v
+	}
+	if v, ok, err := q.str("sort_dir"); err != nil {
+		return nil, err
+	} else if ok {
+		a.sortDir = v
+	}
+	fields, hasFields, err := q.strList("fields")
+	if err != nil {
+		return nil, err
+	}
+	if a.detail, a.hasDetail, err = q.boolean("detail"); err != nil {
+		return nil, err
+	}
+	if rq.minor < minor49Conductors {
+		return nil, errNotFound
+	}
+	if err := rq.checkFields(fields, hasFields); err != nil {
+		return nil, err
+	}
+	if err := rq.checkAllowedFields([]string{a.sortKey}); err != nil {
+		return nil, err
+	}
+	if a.fields, err = rq.returnFields(fields, hasFields, a.detail, a.hasDetail, conductorDefaultFields); err != nil {
+		return nil, err
+	}
+	if a.limit, err = rq.validateLimit(limit, hasLimit); err != nil {
+		return nil, err
+	}
+	if err := validateSortDir(a.sortDir); err != nil {
+		return nil, err
+	}
+	if a.sortKey == "alive" || a.sortKey == "drivers" {
+		return nil, badRequest("The sort_key value " + a.sortKey + " is an invalid field for sorting")
+	}
+	return a, nil
+}
+
+// resolve finds the marker and checks the sort key and fields, once the
+// topology is known.
+func (a *conductorListArgs) resolve(t *topology.Topology) (marker *topology.ConductorInfo, err *apiError) {
+	if a.marker != "" {
+		var ok bool
+		if marker, ok = collationOf(t).conductor(t, a.marker); !ok {
+			return nil, conductorNotFound(a.marker)
+		}
+	}
+	var known bool
+	if a.key, known = conductorSortKeys[a.sortKey]; !known {
+		if a.sortKey == "version" {
+			return nil, badRequest("Sorting conductors by version is not supported by ironic-conductor-exporter")
+		}
+		return nil, badRequest(`The sort_key value "` + a.sortKey + `" is an invalid field for sorting`)
+	}
+	a.mask, err = conductorMask(a.fields)
+	return marker, err
+}
+
 // listConductors answers GET /v1/conductors (ConductorsController.get_all).
 func (rq *request) listConductors() {
 	if !rq.canGetConductors() {
 		return
 	}
-	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("marker", "limit", "sort_key", "sort_dir", "fields", "detail"); err != nil {
-		rq.fail(err)
-		return
-	}
-	marker, hasMarker, err := q.str("marker")
-	if err == nil && hasMarker && marker == "" {
-		err = badRequest("Expected name for marker: ") // args.name
-	}
-	var limit int
-	var hasLimit, hasFields, detail, hasDetail bool
-	var fields []string
-	sortKey, sortDir := "id", "asc"
-	if err == nil {
-		limit, hasLimit, err = q.integer("limit")
-	}
-	if err == nil {
-		if v, ok, e := q.str("sort_key"); ok || e != nil {
-			sortKey, err = v, e
-		}
-	}
-	if err == nil {
-		if v, ok, e := q.str("sort_dir"); ok || e != nil {
-			sortDir, err = v, e
-		}
-	}
-	if err == nil {
-		fields, hasFields, err = q.strList("fields")
-	}
-	if err == nil {
-		detail, hasDetail, err = q.boolean("detail")
-	}
-	if err == nil && rq.minor < minor49Conductors {
-		err = errNotFound
-	}
-	if err == nil {
-		err = rq.checkAllowSpecifyFields(hasFields)
-	}
-	if err == nil {
-		err = rq.checkAllowedFields(fields)
-	}
-	if err == nil {
-		err = rq.checkAllowedFields([]string{sortKey})
-	}
-	if err == nil {
-		fields, err = rq.returnFields(fields, hasFields, detail, hasDetail, conductorDefaultFields)
-	}
-	if err == nil {
-		limit, err = rq.validateLimit(limit, hasLimit)
-	}
-	if err == nil {
-		err = validateSortDir(sortDir)
-	}
-	if err == nil && (sortKey == "alive" || sortKey == "drivers") {
-		err = badRequest("The sort_key value " + sortKey + " is an invalid field for sorting")
-	}
-	var t *collector.Topology
-	if err == nil {
-		t, err = rq.topology()
-	}
-	var markerC *collector.ConductorInfo
-	if err == nil && marker != "" {
-		var ok bool
-		if markerC, ok = collationOf(t).conductor(t, marker); !ok {
-			err = conductorNotFound(marker)
-		}
-	}
-	keyCmp, known := conductorSortKeys[sortKey]
-	if err == nil && !known {
-		if sortKey == "version" {
-			err = badRequest("Sorting conductors by version is not supported by ironic-conductor-exporter")
-		} else {
-			err = badRequest(`The sort_key value "` + sortKey + `" is an invalid field for sorting`)
-		}
-	}
-	var mask conductorField
-	if err == nil {
-		mask, err = conductorMask(fields)
-	}
+	a, err := rq.conductorListArgs()
 	if err != nil {
 		rq.fail(err)
 		return
 	}
+	t, err := rq.topology()
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	marker, err := a.resolve(t)
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	bp := getBuf()
+	defer putBuf(bp)
+	*bp = rq.appendConductorList(*bp, a, conductorPage(t, a, marker))
+	rq.reply(*bp)
+}
 
-	// Ironic's paginate_query: order by (sort_key, id) in one direction,
-	// rows strictly after the marker's (sort_key, id).
+// conductorPage is Ironic's paginate_query: order by (sort_key, id) in one
+// direction, rows strictly after the marker's (sort_key, id), at most limit.
+func conductorPage(t *topology.Topology, a *conductorListArgs, marker *topology.ConductorInfo) []*topology.ConductorInfo {
 	coll := collationOf(t)
-	order := paginationOrder(func(a, b *collector.ConductorInfo) int { return keyCmp(a, b, coll) },
-		func(x *collector.ConductorInfo) int64 { return x.ID }, sortDir == "desc")
-	items := make([]*collector.ConductorInfo, 0, len(t.Conductors))
+	order := paginationOrder(func(x, y *topology.ConductorInfo) int { return a.key(x, y, coll) },
+		func(x *topology.ConductorInfo) int64 { return x.ID }, a.sortDir == "desc")
+	items := make([]*topology.ConductorInfo, 0, len(t.Conductors))
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
-		if markerC == nil || order(c, markerC) > 0 {
+		if marker == nil || order(c, marker) > 0 {
 			items = append(items, c)
 		}
 	}
-	if sortKey != "id" || sortDir != "asc" {
+	if a.sortKey != "id" || a.sortDir != "asc" {
 		slices.SortStableFunc(items, order)
 	}
-	if len(items) > limit {
-		items = items[:limit]
-	}
+	return items[:min(len(items), a.limit)]
+}
 
+// appendConductorList renders a page of conductors and its next link.
+func (rq *request) appendConductorList(b []byte, a *conductorListArgs, items []*topology.ConductorInfo) []byte {
 	base := rq.base()
-	bp := getBuf()
-	defer putBuf(bp)
-	b := append(*bp, `{"conductors": [`...)
+	b = append(b, `{"conductors": [`...)
 	for i, c := range items {
 		if i > 0 {
 			b = append(b, ',', ' ')
 		}
-		b = appendConductor(b, base, c, mask)
+		b = appendConductor(b, base, c, a.mask)
 	}
 	b = append(b, ']')
-	if len(items) > 0 && len(items) == limit {
-		params := [][2]string{{"sort_key", sortKey}, {"sort_dir", sortDir}}
-		if hasDetail {
-			params = append(params, [2]string{"detail", pyBool(detail)})
+	if len(items) > 0 && len(items) == a.limit {
+		params := [][2]string{{"sort_key", a.sortKey}, {"sort_dir", a.sortDir}}
+		if a.hasDetail {
+			params = append(params, [2]string{"detail", pyBool(a.detail)})
 		}
-		if len(fields) > 0 {
-			params = append(params, [2]string{"fields", strings.Join(fields, ",")})
+		if len(a.fields) > 0 {
+			params = append(params, [2]string{"fields", strings.Join(a.fields, ",")})
 		}
 		b = append(b, `, "next": `...)
-		b = nextLink(b, base, "conductors", params, limit, items[len(items)-1].Hostname)
+		b = nextLink(b, base, "conductors", params, a.limit, items[len(items)-1].Hostname)
 	}
-	b = append(b, '}')
-	*bp = b
-	rq.reply(b)
+	return append(b, '}')
 }
 
 // getConductor answers GET /v1/conductors/{hostname}
@@ -291,23 +319,18 @@ func (rq *request) getConductor(hostname string) {
 		return
 	}
 	fields, t, err := rq.conductorRequest()
-	var c *collector.ConductorInfo
-	if err == nil {
-		var ok bool
-		if c, ok = rq.lookupConductor(t, hostname); !ok {
-			err = conductorNotFound(hostname)
-		}
-	}
 	if err != nil {
 		rq.fail(err)
+		return
+	}
+	c, ok := rq.lookupConductor(t, hostname)
+	if !ok {
+		rq.fail(conductorNotFound(hostname))
 		return
 	}
 	rq.replyConductor(c, fields)
 }
 
-// conductorRequest validates what every request answered by one
-// conductor's detail shares (only a fields argument, a microversion that
-// exposes conductors) and returns the fields and the topology.
 // canGetConductors checks baremetal:conductor:get first, as
 // ConductorsController.get_all and get_one do, and answers 403 when it fails.
 func (rq *request) canGetConductors() bool {
@@ -318,7 +341,10 @@ func (rq *request) canGetConductors() bool {
 	return true
 }
 
-func (rq *request) conductorRequest() ([]string, *collector.Topology, *apiError) {
+// conductorRequest validates what every request answered by one
+// conductor's detail shares (only a fields argument, a microversion that
+// exposes conductors) and returns the fields and the topology.
+func (rq *request) conductorRequest() ([]string, *topology.Topology, *apiError) {
 	var q query
 	if rq.r.URL.RawQuery != "" {
 		q = parseQuery(rq.r.URL.RawQuery)
@@ -327,16 +353,13 @@ func (rq *request) conductorRequest() ([]string, *collector.Topology, *apiError)
 		return nil, nil, err
 	}
 	fields, hasFields, err := q.strList("fields")
-	if err == nil && rq.minor < minor49Conductors {
-		err = errNotFound
-	}
-	if err == nil {
-		err = rq.checkAllowSpecifyFields(hasFields)
-	}
-	if err == nil {
-		err = rq.checkAllowedFields(fields)
-	}
 	if err != nil {
+		return nil, nil, err
+	}
+	if rq.minor < minor49Conductors {
+		return nil, nil, errNotFound
+	}
+	if err := rq.checkFields(fields, hasFields); err != nil {
 		return nil, nil, err
 	}
 	t, err := rq.topology()
@@ -344,7 +367,7 @@ func (rq *request) conductorRequest() ([]string, *collector.Topology, *apiError)
 }
 
 // replyConductor renders one conductor with the requested fields.
-func (rq *request) replyConductor(c *collector.ConductorInfo, fields []string) {
+func (rq *request) replyConductor(c *topology.ConductorInfo, fields []string) {
 	mask, err := conductorMask(fields)
 	if err != nil {
 		rq.fail(err)

@@ -1,6 +1,6 @@
 // Package api serves Ironic-compatible JSON about conductors and the nodes
 // the hash rings map to them, rendered from the cached topology of package
-// collector. A handler never runs SQL: a scrape of /metrics and a lookup here
+// topology. A handler never runs SQL: a scrape of /metrics and a lookup here
 // at the same moment read the same topology.
 //
 // The answers reproduce Ironic 21.4's API byte for byte where the sidecar
@@ -30,7 +30,8 @@
 // Status codes: 200; 400 invalid parameters (Ironic's messages, including
 // "Unexpected arguments: x" for unknown ones); 404 unknown resources and
 // paths, conductor resources below 1.49, a node no conductor can serve on
-// /conductor (Ironic's NoValidHost); 405 other methods; 406 unsupported
+// /conductor (Ironic's NoValidHost); 405 other methods (read-only); 501
+// Ironic's resources not served; 406 unsupported
 // microversions and fields or filters newer than the request's
 // microversion; 503 while the database was never read (a stale topology is
 // served).
@@ -74,12 +75,30 @@
 //     PostgreSQL, first elsewhere, and strings compare case-insensitively on
 //     MySQL/MariaDB, as the database would.
 //   - HEAD works (Ironic: 405); other methods are 405 with "Allow: GET, HEAD"
-//     (Ironic answers OPTIONS and POST / with 200).
+//     and a faultstring saying the sidecar is read-only (Ironic answers
+//     OPTIONS and POST / with 200). Ironic's resources the sidecar does not
+//     serve (/v1/ports, /v1/chassis, ..., node sub-resources such as
+//     /states) are a 501 whose faultstring says so: ironicclient prints
+//     it, and a 501 is not mistaken for a missing object.
 //   - The v1 document lists only nodes and conductors; trailing slashes work
 //     everywhere (Ironic 404s /v1/nodes/detail/).
 //   - GET /v1/nodes/{node_ident}/conductor below 1.49 is a 404, as the
 //     specification says for conductor resources (Ironic 21.4: 406, since
 //     it treats the path as the node's conductor field).
+//
+// # Extensions
+//
+// The node representation has one field Ironic does not have,
+// AffinityField ("exporter_conductor_affinity"): the hostname of the
+// conductor whose id is in nodes.conductor_affinity, the one that last
+// prepared the node's boot environment; null when unset or unknown. It is
+// rendered last, in the detail representations and when fields= names it,
+// from 1.49 like conductor. Answers rendered from stale data (the last
+// refresh failed, or the data is older than the cache's MinInterval plus a
+// second) carry X-Ironic-Exporter-Stale: true and
+// X-Ironic-Exporter-Data-Age (seconds, one decimal). While no topology was
+// ever read, the 503 says whether the database is not Ironic's (a missing
+// table: topology.Permanent) or the failure may pass.
 //
 // # Node fields not served
 //

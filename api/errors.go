@@ -51,10 +51,9 @@ const (
 )
 
 var (
-	errNotFound         = clientError(http.StatusNotFound, msgNotFound)
-	errNotAcceptable    = clientError(http.StatusNotAcceptable, msgNotAcceptable)
-	errRouteNotFound    = routingError(http.StatusNotFound, "")
-	errMethodNotAllowed = routingError(http.StatusMethodNotAllowed, "")
+	errNotFound      = clientError(http.StatusNotFound, msgNotFound)
+	errNotAcceptable = clientError(http.StatusNotAcceptable, msgNotAcceptable)
+	errRouteNotFound = routingError(http.StatusNotFound, "")
 )
 
 // body renders the error document.
@@ -83,4 +82,37 @@ func (e *apiError) body() []byte {
 	b = append(b, `{"error_message": `...)
 	b = appendString(b, string(inner))
 	return append(b, '}')
+}
+
+// readOnly is the answer to a write: the sidecar reads Ironic's database
+// and changes nothing. A faultstring (not webob's routing shape) because
+// ironicclient prints the faultstring: `baremetal node maintenance set`
+// shows the sentence followed by "(HTTP 405)".
+func readOnly(method string) *apiError {
+	return clientError(http.StatusMethodNotAllowed, "ironic-conductor-exporter is a read-only sidecar: "+
+		method+" is not served. Send writes to the real Ironic API.")
+}
+
+// unservedResources are Ironic's v1 resources the sidecar does not serve,
+// unservedNodeResources the node sub-resources.
+var (
+	unservedResources = map[string]bool{
+		"ports": true, "portgroups": true, "chassis": true, "drivers": true, "volume": true,
+		"lookup": true, "heartbeat": true, "allocations": true, "deploy_templates": true,
+		"events": true, "shards": true, "runbooks": true, "continue_inspection": true,
+	}
+	unservedNodeResources = map[string]bool{
+		"ports": true, "portgroups": true, "vifs": true, "volume": true, "traits": true,
+		"bios": true, "allocation": true, "history": true, "inventory": true, "states": true,
+		"management": true, "maintenance": true, "validate": true, "vendor_passthru": true,
+		"firmware": true, "children": true, "virtual_media": true,
+	}
+)
+
+// unserved is the answer for an Ironic resource the sidecar does not
+// serve: 501, so that a client does not read it as "no such object", with
+// a faultstring ironicclient prints (`baremetal port list`).
+func unserved(resource string) *apiError {
+	return clientError(http.StatusNotImplemented, "ironic-conductor-exporter is a read-only sidecar that serves "+
+		"only conductors and nodes: /v1/"+resource+" is not served. Use the real Ironic API.")
 }

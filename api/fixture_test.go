@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
-// fakeSource is a collector.Source returning a fixed snapshot or error.
+// fakeSource is a topology.Source returning a fixed snapshot or error.
 type fakeSource struct {
 	mu   sync.Mutex
 	snap *db.Snapshot
@@ -42,6 +43,8 @@ func (s *fakeSource) set(snap *db.Snapshot, err error) {
 var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func sp(s string) *string { return &s }
+
+func ip(i int64) *int64 { return &i }
 
 func uuidN(i int) string {
 	return "aaaaaaaa-bbbb-4ccc-8ddd-0000000000" + string(rune('0'+i/10)) + string(rune('0'+i%10))
@@ -72,7 +75,8 @@ func testSnapshot(backend db.Backend) *db.Snapshot {
 		Nodes: []db.Node{
 			{ID: 1, UUID: uuidN(1), Name: sp("node-1"), Driver: "ipmi", ProvisionState: sp("active"),
 				PowerState: sp("power on"), InstanceUUID: sp("22222222-2222-4222-8222-222222222222"),
-				ResourceClass: sp("baremetal"), CreatedAt: testNow.Add(-time.Hour), UpdatedAt: testNow.Add(-time.Minute)},
+				ResourceClass: sp("baremetal"), CreatedAt: testNow.Add(-time.Hour), UpdatedAt: testNow.Add(-time.Minute),
+				ConductorAffinity: ip(3)},
 			{ID: 2, UUID: uuidN(2), Driver: "ipmi", ProvisionState: sp("available"), PowerState: sp("power off"),
 				CreatedAt: testNow.Add(-time.Hour)},
 			{ID: 3, UUID: uuidN(3), Name: sp("node-3"), Driver: "redfish", ProvisionState: sp("enroll"),
@@ -96,16 +100,16 @@ func testSnapshot(backend db.Backend) *db.Snapshot {
 type fixture struct {
 	h     http.Handler
 	src   *fakeSource
-	cache *collector.Cache
+	cache *topology.Cache
 }
 
 func newFixture(t testing.TB, snap *db.Snapshot, srcErr error, opts Options) *fixture {
 	t.Helper()
 	src := &fakeSource{snap: snap, err: srcErr}
-	cache, err := collector.NewCache(collector.CacheConfig{
+	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: src,
-		Settings: collector.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
-			Algorithm: ring.Algorithm("md5")},
+		Settings: topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
+			Algorithm: ring.Algorithm("md5"), Release: rules.MustRelease("21.4")},
 		MinInterval: time.Hour,
 		Now:         func() time.Time { return testNow },
 	})
@@ -115,7 +119,7 @@ func newFixture(t testing.TB, snap *db.Snapshot, srcErr error, opts Options) *fi
 	return &fixture{h: NewHandler(cache, opts), src: src, cache: cache}
 }
 
-func (f *fixture) topology(t testing.TB) *collector.Topology {
+func (f *fixture) topology(t testing.TB) *topology.Topology {
 	t.Helper()
 	v := f.cache.Get(context.Background())
 	if v.Topology == nil {

@@ -4,8 +4,7 @@ import (
 	"cmp"
 	"strings"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // collation mimics how Ironic's database compares the strings it looks up,
@@ -18,8 +17,8 @@ type collation struct {
 	nullsLast bool // NULL after values in ascending order (PostgreSQL)
 }
 
-func collationOf(t *collector.Topology) collation {
-	return collation{fold: t.Backend == db.BackendMySQL, nullsLast: t.Backend == db.BackendPostgreSQL}
+func collationOf(t *topology.Topology) collation {
+	return collation{fold: t.Collation.FoldCase, nullsLast: t.Collation.NullsLast}
 }
 
 func (c collation) equal(a, b string) bool {
@@ -80,7 +79,7 @@ func (c collation) nullOrder() int {
 }
 
 // conductor finds a conductor by hostname as the database would.
-func (c collation) conductor(t *collector.Topology, hostname string) (*collector.ConductorInfo, bool) {
+func (c collation) conductor(t *topology.Topology, hostname string) (*topology.ConductorInfo, bool) {
 	if ci, ok := t.Conductor(hostname); ok || !c.fold {
 		return ci, ok
 	}
@@ -93,7 +92,7 @@ func (c collation) conductor(t *collector.Topology, hostname string) (*collector
 }
 
 // nodeByUUID finds a node by UUID as the database would.
-func (c collation) nodeByUUID(t *collector.Topology, uuid string) (*collector.NodeInfo, bool) {
+func (c collation) nodeByUUID(t *topology.Topology, uuid string) (*topology.NodeInfo, bool) {
 	if n, ok := t.Node(uuid); ok && n.UUID == uuid {
 		return n, true
 	}
@@ -108,7 +107,7 @@ func (c collation) nodeByUUID(t *collector.Topology, uuid string) (*collector.No
 }
 
 // nodeByName finds a node by name as the database would.
-func (c collation) nodeByName(t *collector.Topology, name string) (*collector.NodeInfo, bool) {
+func (c collation) nodeByName(t *topology.Topology, name string) (*topology.NodeInfo, bool) {
 	if n, ok := t.Node(name); ok && n.Name != nil && *n.Name == name {
 		return n, true
 	}

@@ -5,204 +5,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
-
-// nodeField is one field of the node representation the sidecar serves.
-type nodeField uint8
-
-const (
-	nfUUID nodeField = iota
-	nfCreatedAt
-	nfUpdatedAt
-	nfConductorGroup
-	nfDriver
-	nfInstanceUUID
-	nfMaintenance
-	nfName
-	nfPowerState
-	nfProvisionState
-	nfReservation
-	nfResourceClass
-	nfLinks
-	nfConductor
-)
-
-var nodeFieldNames = [...]string{
-	nfUUID: "uuid", nfCreatedAt: "created_at", nfUpdatedAt: "updated_at",
-	nfConductorGroup: "conductor_group", nfDriver: "driver", nfInstanceUUID: "instance_uuid",
-	nfMaintenance: "maintenance", nfName: "name", nfPowerState: "power_state",
-	nfProvisionState: "provision_state", nfReservation: "reservation",
-	nfResourceClass: "resource_class", nfLinks: "links", nfConductor: "conductor",
-}
-
-// nodeDetailFields is the full representation in Ironic's key order
-// (node_convert_with_links: uuid, created_at, updated_at, the node fields
-// alphabetically, links, then conductor).
-var nodeDetailFields = []nodeField{nfUUID, nfCreatedAt, nfUpdatedAt, nfConductorGroup, nfDriver,
-	nfInstanceUUID, nfMaintenance, nfName, nfPowerState, nfProvisionState, nfReservation,
-	nfResourceClass, nfLinks, nfConductor}
-
-// nodeDefaultFields is _DEFAULT_RETURN_FIELDS of
-// ironic/api/controllers/v1/node.py.
-var nodeDefaultFields = []string{"instance_uuid", "maintenance", "power_state", "provision_state", "uuid", "name"}
-
-// servedNodeFields maps the node fields a request may name in fields= to
-// what the sidecar renders.
-var servedNodeFields = map[string]nodeField{
-	"uuid": nfUUID, "conductor_group": nfConductorGroup, "driver": nfDriver,
-	"instance_uuid": nfInstanceUUID, "maintenance": nfMaintenance, "name": nfName,
-	"power_state": nfPowerState, "provision_state": nfProvisionState,
-	"reservation": nfReservation, "resource_class": nfResourceClass, "conductor": nfConductor,
-}
-
-// UnservedNodeFields are the fields of Ironic's node (as of 21.4) the
-// sidecar does not serve: it reads only the columns it needs from the
-// nodes table, and has no ports, chassis, allocations or traits. Asking for
-// one of them with fields= is a 400 naming it; the detail representations
-// leave them out (ironicclient shows them empty).
-var UnservedNodeFields = []string{
-	"allocation_uuid", "automated_clean", "bios_interface", "boot_interface", "boot_mode",
-	"chassis_uuid", "clean_step", "console_enabled", "console_interface", "deploy_interface",
-	"deploy_step", "description", "driver_info", "driver_internal_info", "extra", "fault",
-	"inspect_interface", "inspection_finished_at", "inspection_started_at", "instance_info",
-	"last_error", "lessee", "maintenance_reason", "management_interface", "network_data",
-	"network_interface", "owner", "power_interface", "properties", "protected",
-	"protected_reason", "provision_updated_at", "raid_config", "raid_interface",
-	"rescue_interface", "retired", "retired_reason", "secure_boot", "shard",
-	"storage_interface", "target_power_state", "target_provision_state", "target_raid_config",
-	"traits", "vendor_interface",
-	// and the sub-resource links: ports, states, portgroups, volume.
-}
-
-var unservedNodeField = func() map[string]bool {
-	m := map[string]bool{}
-	for _, f := range UnservedNodeFields {
-		m[f] = true
-	}
-	return m
-}()
-
-// nodeFieldMinor is the microversion that introduced a served field.
-func nodeFieldMinor(f nodeField) int {
-	switch f {
-	case nfName:
-		return minor5NodeName
-	case nfResourceClass:
-		return minor21ResourceClass
-	case nfConductorGroup:
-		return minor46ConductorGroup
-	case nfConductor:
-		return minor49Conductors
-	}
-	return 0
-}
-
-// nodeFieldList returns the fields to render in order: all of them
-// (fields == nil), or the requested ones in Ironic's order: uuid, the
-// others as requested, links, conductor. Fields newer than the request's
-// microversion are hidden (hide_fields_in_newer_versions).
-func (rq *request) nodeFieldList(fields []string) ([]nodeField, *apiError) {
-	var out []nodeField
-	if fields == nil {
-		out = make([]nodeField, 0, len(nodeDetailFields))
-		out = append(out, nodeDetailFields...)
-	} else {
-		for _, f := range fields {
-			if _, ok := servedNodeFields[f]; ok {
-				continue
-			}
-			if unservedNodeField[f] {
-				return nil, badRequest("Field " + f + " is not served by ironic-conductor-exporter: it does not read it from Ironic's database.")
-			}
-			return nil, badRequest("Field " + f + " is not a valid field.")
-		}
-		out = make([]nodeField, 0, len(fields)+2)
-		if slices.Contains(fields, "uuid") {
-			out = append(out, nfUUID)
-		}
-		for _, f := range fields {
-			if nf := servedNodeFields[f]; nf != nfUUID && nf != nfConductor {
-				out = append(out, nf)
-			}
-		}
-		out = append(out, nfLinks)
-		if slices.Contains(fields, "conductor") {
-			out = append(out, nfConductor)
-		}
-	}
-	return slices.DeleteFunc(out, func(f nodeField) bool { return rq.minor < nodeFieldMinor(f) }), nil
-}
-
-// provisionState is the provision state as the microversion shows it
-// (update_state_in_older_versions).
-func (rq *request) provisionState(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	switch {
-	case rq.minor < minor2AvailableState && *s == "available":
-		return nil // NOSTATE
-	case rq.minor < minor39InspectWait && *s == "inspect wait":
-		inspecting := "inspecting"
-		return &inspecting
-	}
-	return s
-}
-
-// appendNode appends a node with the given fields.
-func (rq *request) appendNode(b []byte, base string, n *collector.NodeInfo, fields []nodeField) []byte {
-	b = append(b, '{')
-	for i, f := range fields {
-		b = appendKey(b, i == 0, nodeFieldNames[f])
-		switch f {
-		case nfUUID:
-			b = appendString(b, n.UUID)
-		case nfCreatedAt:
-			b = appendTime(b, n.CreatedAt)
-		case nfUpdatedAt:
-			b = appendTime(b, n.UpdatedAt)
-		case nfConductorGroup:
-			b = appendString(b, n.ConductorGroup)
-		case nfDriver:
-			b = appendString(b, n.Driver)
-		case nfInstanceUUID:
-			b = appendNullableString(b, n.InstanceUUID)
-		case nfMaintenance:
-			b = appendBool(b, n.Maintenance)
-		case nfName:
-			b = appendNullableString(b, n.Name)
-		case nfPowerState:
-			b = appendNullableString(b, n.PowerState)
-		case nfProvisionState:
-			b = appendNullableString(b, rq.provisionState(n.ProvisionState))
-		case nfReservation:
-			if rq.acc != nil && !rq.acc.ShowReservation(n.Owner, n.Lessee) {
-				// node_sanitize's redaction, also of a null reservation.
-				b = appendString(b, redactedReservation)
-			} else {
-				b = appendNullableString(b, n.Reservation)
-			}
-		case nfResourceClass:
-			b = appendNullableString(b, n.ResourceClass)
-		case nfLinks:
-			b = appendLinks(b, base, "nodes", n.UUID)
-		case nfConductor:
-			if n.Conductor == "" {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, n.Conductor)
-			}
-		}
-	}
-	return append(b, '}')
-}
-
-// redactedReservation is what _node_sanitize_extended puts in place of a
-// reservation the caller may not see.
-const redactedReservation = "** Redacted - requires baremetal:node:get:reservation permission. **"
 
 func nodeNotFound(ident string) *apiError {
 	return clientError(http.StatusNotFound, "Node "+ident+" could not be found.")
@@ -212,7 +17,7 @@ func nodeNotFound(ident string) *apiError {
 // UUID-like ident only by UUID (exactly as stored), otherwise by name when
 // the microversion has names (1.5) and the name is valid; then, when Ironic
 // stripped a ".json" extension, the ident with it.
-func (rq *request) findNode(t *collector.Topology, ident string) (*collector.NodeInfo, *apiError) {
+func (rq *request) findNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	n, err := rq.findNodeOnce(t, ident)
 	if err != nil && err.status == http.StatusNotFound && rq.jsonSuffix {
 		if n2, err2 := rq.findNodeOnce(t, ident+".json"); err2 == nil {
@@ -224,7 +29,7 @@ func (rq *request) findNode(t *collector.Topology, ident string) (*collector.Nod
 
 // findVisibleNode is findNode followed by check_node_policy_and_retrieve's
 // baremetal:node:get: a node the caller may not see is not found.
-func (rq *request) findVisibleNode(t *collector.Topology, ident string) (*collector.NodeInfo, *apiError) {
+func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	n, err := rq.findNode(t, ident)
 	if err == nil && rq.acc != nil && !rq.acc.CanGetNode(n.Owner, n.Lessee) {
 		return nil, nodeNotFound(ident)
@@ -232,7 +37,7 @@ func (rq *request) findVisibleNode(t *collector.Topology, ident string) (*collec
 	return n, err
 }
 
-func (rq *request) findNodeOnce(t *collector.Topology, ident string) (*collector.NodeInfo, *apiError) {
+func (rq *request) findNodeOnce(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	c := collationOf(t)
 	if isUUIDLike(ident) {
 		if n, ok := c.nodeByUUID(t, ident); ok {
@@ -258,39 +63,41 @@ func (rq *request) findNodeOnce(t *collector.Topology, ident string) (*collector
 
 // getNode answers GET /v1/nodes/{node_ident} (NodesController.get_one).
 func (rq *request) getNode(ident string) {
-	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("fields"); err != nil {
-		rq.fail(err)
-		return
-	}
-	fields, hasFields, err := q.strList("fields")
-	var t *collector.Topology
-	if err == nil {
-		t, err = rq.topology()
-	}
-	var n *collector.NodeInfo
-	if err == nil {
-		n, err = rq.findVisibleNode(t, ident)
-	}
-	if err == nil {
-		err = rq.checkAllowSpecifyFields(hasFields)
-	}
-	if err == nil {
-		err = rq.checkAllowedFields(fields)
-	}
-	var list []nodeField
-	if err == nil {
-		list, err = rq.nodeFieldList(fields)
-	}
+	t, n, list, err := rq.nodeRequest(ident)
 	if err != nil {
 		rq.fail(err)
 		return
 	}
 	bp := getBuf()
 	defer putBuf(bp)
-	b := rq.appendNode(*bp, rq.base(), n, list)
-	*bp = b
-	rq.reply(b)
+	*bp = rq.appendNode(*bp, rq.base(), t, n, list)
+	rq.reply(*bp)
+}
+
+// nodeRequest validates GET /v1/nodes/{node_ident}, in Ironic's order, and
+// finds the node.
+func (rq *request) nodeRequest(ident string) (*topology.Topology, *topology.NodeInfo, []*nodeField, *apiError) {
+	q := parseQuery(rq.r.URL.RawQuery)
+	if err := q.checkArgs("fields"); err != nil {
+		return nil, nil, nil, err
+	}
+	fields, hasFields, err := q.strList("fields")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := rq.topology()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	n, err := rq.findVisibleNode(t, ident)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := rq.checkFields(fields, hasFields); err != nil {
+		return nil, nil, nil, err
+	}
+	list, err := rq.nodeFieldList(fields)
+	return t, n, list, err
 }
 
 // nodeConductor answers GET /v1/nodes/{node_ident}/conductor: the conductor
@@ -300,399 +107,532 @@ func (rq *request) getNode(ident string) {
 // a 404.
 func (rq *request) nodeConductor(ident string) {
 	fields, t, err := rq.conductorRequest()
-	var n *collector.NodeInfo
-	if err == nil {
-		n, err = rq.findVisibleNode(t, ident)
-	}
-	if err == nil && rq.acc != nil && !rq.acc.CanGetConductors() {
-		err = forbidden("baremetal:conductor:get")
-	}
-	var c *collector.ConductorInfo
-	if err == nil {
-		if n.Conductor == "" {
-			err = clientError(http.StatusNotFound, "No valid host was found. Reason: No conductor service registered which supports driver "+
-				n.Driver+` for conductor group "`+n.ConductorGroup+`".`)
-		} else if c, _ = t.Conductor(n.Conductor); c == nil {
-			err = conductorNotFound(n.Conductor)
-		}
-	}
 	if err != nil {
 		rq.fail(err)
+		return
+	}
+	n, err := rq.findVisibleNode(t, ident)
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	if rq.acc != nil && !rq.acc.CanGetConductors() {
+		rq.fail(forbidden("baremetal:conductor:get"))
+		return
+	}
+	if n.Conductor == "" {
+		rq.fail(clientError(http.StatusNotFound, "No valid host was found. Reason: No conductor service registered which supports driver "+
+			n.Driver+` for conductor group "`+n.ConductorGroup+`".`))
+		return
+	}
+	c, ok := t.Conductor(n.Conductor)
+	if !ok {
+		rq.fail(conductorNotFound(n.Conductor))
 		return
 	}
 	rq.replyConductor(c, fields)
 }
 
+// paramKind is the args validator Ironic applies to a list parameter.
+type paramKind uint8
+
+const (
+	paramString paramKind = iota
+	paramUUID
+	paramBool
+	paramInt
+	paramStringList
+)
+
+// nodeParam is one parameter of NodesController.get_all.
+type nodeParam struct {
+	name string
+	kind paramKind
+	// gate is the microversion Ironic requires for the filter (the
+	// check_allow_filter_* helpers), 0 for none.
+	gate int
+	// unread: Ironic filters by it, the sidecar does not read the column.
+	unread bool
+	// field is the node field an equality filter compares.
+	field *nodeField
+}
+
 // nodeListParams are the parameters of NodesController.get_all, in the
 // order args.validate checks them; detail() takes them all but fields and
 // detail.
-var nodeListParams = []string{"chassis_uuid", "instance_uuid", "associated", "maintenance", "retired",
-	"provision_state", "marker", "limit", "sort_key", "sort_dir", "driver", "fields", "resource_class",
-	"fault", "conductor_group", "detail", "conductor", "owner", "description_contains", "lessee",
-	"project", "shard", "sharded"}
+var nodeListParams = []nodeParam{
+	{name: "chassis_uuid", kind: paramUUID, unread: true},
+	{name: "instance_uuid", kind: paramUUID, field: nodeFieldByName["instance_uuid"]},
+	{name: "associated", kind: paramBool},
+	{name: "maintenance", kind: paramBool},
+	{name: "retired", kind: paramBool, unread: true},
+	{name: "provision_state", field: nodeFieldByName["provision_state"]},
+	{name: "marker", kind: paramUUID},
+	{name: "limit", kind: paramInt},
+	{name: "sort_key"},
+	{name: "sort_dir"},
+	{name: "driver", gate: minor16DriverFilter, field: nodeFieldByName["driver"]},
+	{name: "fields", kind: paramStringList},
+	{name: "resource_class", gate: minor21ResourceClass, field: nodeFieldByName["resource_class"]},
+	{name: "fault", gate: minor42Fault, unread: true},
+	{name: "conductor_group", gate: minor46ConductorGroup, field: nodeFieldByName["conductor_group"]},
+	{name: "detail", kind: paramBool},
+	{name: "conductor", gate: minor49Conductors},
+	{name: "owner", gate: minor50Owner, unread: true},
+	{name: "description_contains", unread: true},
+	{name: "lessee", gate: minor65Lessee, unread: true},
+	{name: "project", unread: true},
+	{name: "shard", kind: paramStringList, gate: minor82Shard, unread: true},
+	{name: "sharded", kind: paramBool, gate: minor82Shard, unread: true},
+}
 
-var nodeDetailParams = slices.DeleteFunc(slices.Clone(nodeListParams),
-	func(p string) bool { return p == "fields" || p == "detail" })
+var (
+	nodeListNames   = paramNames(nodeListParams)
+	nodeDetailNames = slices.DeleteFunc(slices.Clone(nodeListNames),
+		func(p string) bool { return p == "fields" || p == "detail" })
+)
+
+func paramNames(ps []nodeParam) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.name
+	}
+	return out
+}
 
 // provisionStates are Ironic's states.machine.states.
 var provisionStates = map[string]bool{
 	"active": true, "adopt failed": true, "adopting": true, "available": true, "clean failed": true,
 	"clean wait": true, "cleaning": true, "deleting": true, "deploy failed": true, "deploying": true,
 	"enroll": true, "error": true, "inspect failed": true, "inspect wait": true, "inspecting": true,
-	"manageable": true, "rescue": true, "rescue failed": true, "rescue wait": true, "rescuing": true,
+	"manageable": true, "rescue": true, "rescue wait": true, "rescue failed": true, "rescuing": true,
 	"unrescue failed": true, "unrescuing": true, "verifying": true, "wait call-back": true,
 }
 
-// invalidNodeSortKeys is NodesController.invalid_sort_key_list.
-var invalidNodeSortKeys = map[string]bool{
-	"properties": true, "driver_info": true, "extra": true, "instance_info": true,
-	"driver_internal_info": true, "clean_step": true, "deploy_step": true, "raid_config": true,
-	"target_raid_config": true, "traits": true, "network_data": true,
+// eqFilter is an equality filter the database applies.
+type eqFilter struct {
+	param *nodeParam
+	want  string
 }
 
-// nodeColumns are the other columns of Ironic's nodes table: valid sort keys
-// for Ironic that the sidecar does not have.
-var nodeColumns = map[string]bool{
-	"allocation_id": true, "automated_clean": true, "bios_interface": true, "boot_interface": true,
-	"boot_mode": true, "chassis_id": true, "conductor_affinity": true, "console_enabled": true,
-	"console_interface": true, "deploy_interface": true, "description": true, "fault": true,
-	"inspect_interface": true, "inspection_finished_at": true, "inspection_started_at": true,
-	"last_error": true, "lessee": true, "maintenance_reason": true, "management_interface": true,
-	"network_interface": true, "owner": true, "power_interface": true, "protected": true,
-	"protected_reason": true, "provision_updated_at": true, "raid_interface": true,
-	"rescue_interface": true, "retired": true, "retired_reason": true, "secure_boot": true,
-	"shard": true, "storage_interface": true, "target_power_state": true,
-	"target_provision_state": true, "vendor_interface": true, "version": true,
-}
-
-// nodeCmp compares two nodes by one sort key under the database's
-// collation.
-type nodeCmp func(a, b *collector.NodeInfo, c collation) int
-
-// compareTime orders the zero time (NULL) as the database orders NULL.
-func compareTime(a, b time.Time, c collation) int {
-	switch {
-	case a.IsZero() && b.IsZero():
-		return 0
-	case a.IsZero():
-		return c.nullOrder()
-	case b.IsZero():
-		return -c.nullOrder()
-	}
-	return a.Compare(b)
-}
-
-var nodeSortKeys = map[string]nodeCmp{
-	"id":   func(a, b *collector.NodeInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) },
-	"":     func(a, b *collector.NodeInfo, _ collation) int { return 0 }, // Ironic: by id only
-	"uuid": func(a, b *collector.NodeInfo, c collation) int { return c.compare(a.UUID, b.UUID) },
-	"name": func(a, b *collector.NodeInfo, c collation) int { return c.compareNullable(a.Name, b.Name) },
-	"instance_uuid": func(a, b *collector.NodeInfo, c collation) int {
-		return c.compareNullable(a.InstanceUUID, b.InstanceUUID)
-	},
-	"power_state": func(a, b *collector.NodeInfo, c collation) int {
-		return c.compareNullable(a.PowerState, b.PowerState)
-	},
-	"provision_state": func(a, b *collector.NodeInfo, c collation) int {
-		return c.compareNullable(a.ProvisionState, b.ProvisionState)
-	},
-	"maintenance": func(a, b *collector.NodeInfo, _ collation) int {
-		return compareBool(a.Maintenance, b.Maintenance)
-	},
-	"driver": func(a, b *collector.NodeInfo, c collation) int { return c.compare(a.Driver, b.Driver) },
-	"conductor_group": func(a, b *collector.NodeInfo, c collation) int {
-		return c.compare(a.ConductorGroup, b.ConductorGroup)
-	},
-	"resource_class": func(a, b *collector.NodeInfo, c collation) int {
-		return c.compareNullable(a.ResourceClass, b.ResourceClass)
-	},
-	"reservation": func(a, b *collector.NodeInfo, c collation) int {
-		return c.compareNullable(a.Reservation, b.Reservation)
-	},
-	"created_at": func(a, b *collector.NodeInfo, c collation) int { return compareTime(a.CreatedAt, b.CreatedAt, c) },
-	"updated_at": func(a, b *collector.NodeInfo, c collation) int { return compareTime(a.UpdatedAt, b.UpdatedAt, c) },
-}
-
-// nodeFilter holds the filters of a node list.
-type nodeFilter struct {
-	instanceUUID, provisionState, driver, resourceClass, conductorGroup, conductor *string
-	associated, maintenance                                                        *bool
-	// project is check_list_policy's: nodes it owns or leases.
+// nodeListArgs are the parsed parameters of a node list.
+type nodeListArgs struct {
+	detailEndpoint          bool
+	given                   query // the raw parameters, for presence
+	eq                      []eqFilter
+	conductor               *string
+	associated, maintenance *bool
+	marker                  string
+	limit                   int
+	hasLimit                bool
+	fields                  []string
+	hasFields               bool
+	detail, hasDetail       bool
+	sortKey, sortDir        string
+	// retFields are the fields to render, nil for all (the detail endpoint).
+	retFields []string
+	// project is check_list_policy's filter: only the nodes it owns or
+	// leases; nil for none.
 	project *string
 }
 
-// match applies the filters as the database does (under its collation),
-// except conductor, which Ironic compares in Python.
-func (f *nodeFilter) match(n *collector.NodeInfo, c collation) bool {
-	eq := func(want, got *string) bool { return want == nil || got != nil && c.equal(*got, *want) }
+// parse applies args.validate to one present parameter.
+func (a *nodeListArgs) parse(q query, p *nodeParam) *apiError {
+	switch p.kind {
+	case paramUUID:
+		v, _, err := q.uuid(p.name)
+		if err != nil {
+			return err
+		}
+		a.setString(p, v)
+	case paramBool:
+		v, _, err := q.boolean(p.name)
+		if err != nil {
+			return err
+		}
+		switch p.name {
+		case "associated":
+			a.associated = &v
+		case "maintenance":
+			a.maintenance = &v
+		case "detail":
+			a.detail, a.hasDetail = v, true
+		}
+	case paramInt:
+		v, _, err := q.integer(p.name)
+		if err != nil {
+			return err
+		}
+		a.limit, a.hasLimit = v, true
+	case paramStringList:
+		v, _, err := q.strList(p.name)
+		if err != nil {
+			return err
+		}
+		if p.name == "fields" {
+			a.fields, a.hasFields = v, true
+		}
+	default:
+		v, _, err := q.str(p.name)
+		if err != nil {
+			return err
+		}
+		a.setString(p, v)
+	}
+	return nil
+}
+
+func (a *nodeListArgs) setString(p *nodeParam, v string) {
 	switch {
-	case !eq(f.instanceUUID, n.InstanceUUID), !eq(f.provisionState, n.ProvisionState),
-		!eq(f.resourceClass, n.ResourceClass), !eq(f.driver, &n.Driver),
-		!eq(f.conductorGroup, &n.ConductorGroup):
+	case p.field != nil:
+		a.eq = append(a.eq, eqFilter{param: p, want: v})
+	case p.name == "marker":
+		a.marker = v
+	case p.name == "sort_key":
+		a.sortKey = v
+	case p.name == "sort_dir":
+		a.sortDir = v
+	case p.name == "conductor":
+		a.conductor = &v
+	}
+}
+
+func (a *nodeListArgs) filter(name string) *string {
+	for i := range a.eq {
+		if a.eq[i].param.name == name {
+			return &a.eq[i].want
+		}
+	}
+	return nil
+}
+
+// nodeListArgs parses and validates the parameters of a node list with the
+// checks of get_all and detail, in their order.
+func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) {
+	q := parseQuery(rq.r.URL.RawQuery)
+	names := nodeListNames
+	if detailEndpoint {
+		names = nodeDetailNames
+	}
+	if err := q.checkArgs(names...); err != nil {
+		return nil, err
+	}
+	a := &nodeListArgs{detailEndpoint: detailEndpoint, given: q, sortKey: "id", sortDir: "asc"}
+	for i := range nodeListParams {
+		p := &nodeListParams[i]
+		if _, present := q[p.name]; !present || detailEndpoint && (p.name == "fields" || p.name == "detail") {
+			continue
+		}
+		if err := a.parse(q, p); err != nil {
+			return nil, err
+		}
+	}
+	// check_list_policy, the first thing get_all and detail do after
+	// args.validate.
+	if rq.acc != nil {
+		project, _, _ := q.str("project")
+		filter, rule, ok := rq.acc.ListNodes(project)
+		if !ok {
+			return nil, forbidden(rule)
+		}
+		if filter != "" {
+			a.project = &filter
+		}
+	}
+	if !detailEndpoint {
+		if err := rq.checkFields(a.fields, a.hasFields); err != nil {
+			return nil, err
+		}
+	}
+	if err := rq.checkAllowedFields([]string{a.sortKey}); err != nil {
+		return nil, err
+	}
+	if err := rq.checkNodeFilters(a); err != nil {
+		return nil, err
+	}
+	if !detailEndpoint {
+		var err *apiError
+		if a.retFields, err = rq.returnFields(a.fields, a.hasFields, a.detail, a.hasDetail, nodeDefaultFields); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range nodeListParams {
+		if _, given := q[p.name]; given && p.unread {
+			return nil, badRequest("Filtering nodes by " + p.name + " is not supported by ironic-conductor-exporter: it does not read that from Ironic's database.")
+		}
+	}
+	var err *apiError
+	if a.limit, err = rq.validateLimit(a.limit, a.hasLimit); err != nil {
+		return nil, err
+	}
+	if err := validateSortDir(a.sortDir); err != nil {
+		return nil, err
+	}
+	if f := nodeFieldByName[a.sortKey]; f != nil && f.sort == sortRefused {
+		return nil, badRequest("The sort_key value " + a.sortKey + " is an invalid field for sorting")
+	}
+	return a, nil
+}
+
+// checkFields is check_allow_specify_fields then check_allowed_fields.
+func (rq *request) checkFields(fields []string, given bool) *apiError {
+	if err := rq.checkAllowSpecifyFields(given); err != nil {
+		return err
+	}
+	return rq.checkAllowedFields(fields)
+}
+
+// checkNodeFilters is the provision state check, then the filters'
+// microversion gates in parameter order.
+func (rq *request) checkNodeFilters(a *nodeListArgs) *apiError {
+	if ps := a.filter("provision_state"); ps != nil {
+		if rq.minor < minor9ProvisionFilter {
+			return errNotAcceptable
+		}
+		if !provisionStates[*ps] {
+			return badRequest(`Provision state "` + *ps + `" is not valid`)
+		}
+	}
+	for _, p := range nodeListParams {
+		if _, given := a.given[p.name]; given && p.gate > 0 && rq.minor < p.gate {
+			return minVersionError(p.gate)
+		}
+	}
+	return nil
+}
+
+// nodeSortField resolves the sort key, once the topology is known.
+func nodeSortField(key string) (*nodeField, *apiError) {
+	f := nodeFieldByName[key]
+	switch {
+	case f != nil && f.sort == sortBy:
+		return f, nil
+	case f != nil && f.sort == sortUnread:
+		return nil, badRequest("Sorting nodes by " + key + " is not supported by ironic-conductor-exporter: it does not read that from Ironic's database.")
+	}
+	return nil, badRequest(`The sort_key value "` + key + `" is an invalid field for sorting`)
+}
+
+// match applies the filters as the database does (under its collation),
+// except conductor, which Ironic compares in Python and the caller applies
+// by listing that conductor's nodes. The policy's project filter is
+// Ironic's "owner = project OR lessee = project".
+func (a *nodeListArgs) match(n *topology.NodeInfo, c collation) bool {
+	for i := range a.eq {
+		got := a.eq[i].param.field.str(n)
+		if got == nil || !c.equal(*got, a.eq[i].want) {
+			return false
+		}
+	}
+	switch {
+	case a.associated != nil && (n.InstanceUUID != nil) != *a.associated:
 		return false
-	case f.conductor != nil && *f.conductor != "" && n.Conductor != *f.conductor:
-		return false // Ironic: "if conductor:" - an empty one filters nothing
-	case f.associated != nil && (n.InstanceUUID != nil) != *f.associated:
+	case a.maintenance != nil && n.Maintenance != *a.maintenance:
 		return false
-	case f.maintenance != nil && n.Maintenance != *f.maintenance:
-		return false
-	case f.project != nil && !eq(f.project, n.Owner) && !eq(f.project, n.Lessee):
+	case a.project != nil && !equalNullable(c, n.Owner, *a.project) && !equalNullable(c, n.Lessee, *a.project):
 		return false
 	}
 	return true
 }
 
-// nodeFilterGates are the microversions Ironic requires for node filters
-// (the check_allow_filter_* helpers), in the order it checks them.
-var nodeFilterGates = []struct {
-	name  string
-	minor int
-}{
-	{"driver", minor16DriverFilter}, {"resource_class", minor21ResourceClass}, {"fault", minor42Fault},
-	{"conductor_group", minor46ConductorGroup}, {"conductor", minor49Conductors},
-	{"owner", minor50Owner}, {"lessee", minor65Lessee}, {"shard", minor82Shard}, {"sharded", minor82Shard},
+// equalNullable is the database's "column = value": false for NULL.
+func equalNullable(c collation, got *string, want string) bool {
+	return got != nil && c.equal(*got, want)
 }
-
-// unsupportedNodeFilters are the filters of Ironic's node list the sidecar
-// cannot apply: it does not read those columns.
-var unsupportedNodeFilters = []string{"chassis_uuid", "retired", "fault", "owner",
-	"description_contains", "lessee", "project", "shard", "sharded"}
 
 // listNodes answers GET /v1/nodes (detail=false) and GET /v1/nodes/detail
 // (NodesController.get_all and detail).
 func (rq *request) listNodes(detailEndpoint bool) {
-	q := parseQuery(rq.r.URL.RawQuery)
-	params := nodeListParams
-	if detailEndpoint {
-		params = nodeDetailParams
-	}
-	if err := q.checkArgs(params...); err != nil {
-		rq.fail(err)
-		return
-	}
-	var (
-		err               *apiError
-		f                 nodeFilter
-		marker            string
-		limit             int
-		hasLimit          bool
-		fields            []string
-		hasFields         bool
-		detail, hasDetail bool
-		sortKey, sortDir  = "id", "asc"
-	)
-	// args.validate, in signature order.
-	for _, p := range params {
-		if _, present := q[p]; !present || err != nil {
-			continue
-		}
-		switch p {
-		case "chassis_uuid":
-			_, _, err = q.uuid(p)
-		case "instance_uuid":
-			var v string
-			v, _, err = q.uuid(p)
-			f.instanceUUID = &v
-		case "associated", "maintenance", "retired", "sharded":
-			var v bool
-			v, _, err = q.boolean(p)
-			switch p {
-			case "associated":
-				f.associated = &v
-			case "maintenance":
-				f.maintenance = &v
-			}
-		case "marker":
-			marker, _, err = q.uuid(p)
-		case "limit":
-			limit, hasLimit, err = q.integer(p)
-		case "sort_key":
-			sortKey, _, err = q.str(p)
-		case "sort_dir":
-			sortDir, _, err = q.str(p)
-		case "fields":
-			fields, hasFields, err = q.strList(p)
-		case "detail":
-			detail, hasDetail, err = q.boolean(p)
-		case "shard":
-			_, _, err = q.strList(p)
-		default: // the string filters
-			var v string
-			v, _, err = q.str(p)
-			switch p {
-			case "provision_state":
-				f.provisionState = &v
-			case "driver":
-				f.driver = &v
-			case "resource_class":
-				f.resourceClass = &v
-			case "conductor_group":
-				f.conductorGroup = &v
-			case "conductor":
-				f.conductor = &v
-			}
-		}
-	}
-	// check_list_policy, the first thing get_all and detail do.
-	if err == nil && rq.acc != nil {
-		project, _, _ := q.str("project")
-		filter, rule, ok := rq.acc.ListNodes(project)
-		if !ok {
-			err = forbidden(rule)
-		} else if filter != "" {
-			f.project = &filter
-		}
-	}
-	// The microversion checks of get_all and detail, in their order.
-	if err == nil && !detailEndpoint {
-		err = rq.checkAllowSpecifyFields(hasFields)
-		if err == nil {
-			err = rq.checkAllowedFields(fields)
-		}
-	}
-	if err == nil {
-		err = rq.checkAllowedFields([]string{sortKey})
-	}
-	if err == nil && f.provisionState != nil {
-		if rq.minor < minor9ProvisionFilter {
-			err = errNotAcceptable
-		} else if !provisionStates[*f.provisionState] {
-			err = badRequest(`Provision state "` + *f.provisionState + `" is not valid`)
-		}
-	}
-	for _, g := range nodeFilterGates {
-		if _, given := q[g.name]; err == nil && given && rq.minor < g.minor {
-			err = minVersionError(g.minor)
-		}
-	}
-	var retFields []string // nil: every field (the detail endpoint)
-	if err == nil && !detailEndpoint {
-		retFields, err = rq.returnFields(fields, hasFields, detail, hasDetail, nodeDefaultFields)
-	}
-	for _, p := range unsupportedNodeFilters {
-		if _, given := q[p]; err == nil && given {
-			err = badRequest("Filtering nodes by " + p + " is not supported by ironic-conductor-exporter: it does not read that from Ironic's database.")
-		}
-	}
-	if err == nil {
-		limit, err = rq.validateLimit(limit, hasLimit)
-	}
-	if err == nil {
-		err = validateSortDir(sortDir)
-	}
-	if err == nil && invalidNodeSortKeys[sortKey] {
-		err = badRequest("The sort_key value " + sortKey + " is an invalid field for sorting")
-	}
-	var t *collector.Topology
-	if err == nil {
-		t, err = rq.topology()
-	}
-	var markerN *collector.NodeInfo
-	if err == nil && marker != "" {
-		if n, ok := collationOf(t).nodeByUUID(t, marker); ok {
-			markerN = n
-		} else {
-			err = nodeNotFound(marker)
-		}
-	}
-	keyCmp, known := nodeSortKeys[sortKey]
-	if err == nil && !known {
-		if nodeColumns[sortKey] {
-			err = badRequest("Sorting nodes by " + sortKey + " is not supported by ironic-conductor-exporter: it does not read that from Ironic's database.")
-		} else {
-			err = badRequest(`The sort_key value "` + sortKey + `" is an invalid field for sorting`)
-		}
-	}
-	var list []nodeField
-	if err == nil {
-		list, err = rq.nodeFieldList(retFields)
-	}
+	a, err := rq.nodeListArgs(detailEndpoint)
 	if err != nil {
 		rq.fail(err)
 		return
 	}
-
-	coll := collationOf(t)
-	order := paginationOrder(func(a, b *collector.NodeInfo) int { return keyCmp(a, b, coll) },
-		func(x *collector.NodeInfo) int64 { return x.ID }, sortDir == "desc")
-	// Unlike Ironic, which applies the conductor filter to a page already
-	// cut to limit (so that pages come out short or empty), every filter
-	// applies before pagination.
-	items := make([]*collector.NodeInfo, 0, min(len(t.Nodes), limit+1))
-	sorted := sortKey == "id" && sortDir == "asc" // t.Nodes is in id order
-	for i := range t.Nodes {
-		n := &t.Nodes[i]
-		if !f.match(n, coll) || markerN != nil && order(n, markerN) <= 0 {
-			continue
-		}
-		items = append(items, n)
-		if sorted && len(items) == limit {
-			break
+	t, err := rq.topology()
+	if err != nil {
+		rq.fail(err)
+		return
+	}
+	var marker *topology.NodeInfo
+	if a.marker != "" {
+		var ok bool
+		if marker, ok = collationOf(t).nodeByUUID(t, a.marker); !ok {
+			rq.fail(nodeNotFound(a.marker))
+			return
 		}
 	}
-	if !sorted {
-		slices.SortStableFunc(items, order)
+	key, err := nodeSortField(a.sortKey)
+	if err != nil {
+		rq.fail(err)
+		return
 	}
-	if len(items) > limit {
-		items = items[:limit]
+	list, err := rq.nodeFieldList(a.retFields)
+	if err != nil {
+		rq.fail(err)
+		return
 	}
-
-	base := rq.base()
+	items := selectNodes(t, a, key, marker)
 	bp := getBuf()
 	defer putBuf(bp)
-	b := append(*bp, `{"nodes": [`...)
+	*bp = rq.appendNodeList(*bp, t, a, items, list)
+	rq.reply(*bp)
+}
+
+// selectNodes returns the page: the nodes that match, after the marker, in
+// the requested order, at most limit of them. Unlike Ironic, which applies
+// the conductor filter to a page already cut to limit (so that pages come
+// out short or empty), every filter applies before pagination. The work is
+// proportional to the candidates (one conductor's nodes for ?conductor=)
+// and, in id order, to the page.
+func selectNodes(t *topology.Topology, a *nodeListArgs, key *nodeField, marker *topology.NodeInfo) []*topology.NodeInfo {
+	coll := collationOf(t)
+	cand := candidates(t, a)
+	idOrder := key.name == "id" || key.name == ""
+	if idOrder {
+		return pageInIDOrder(t, a, cand, marker, coll)
+	}
+	order := paginationOrder(func(x, y *topology.NodeInfo) int { return key.compare(x, y, coll) },
+		func(x *topology.NodeInfo) int64 { return x.ID }, a.sortDir == "desc")
+	items := make([]*topology.NodeInfo, 0, min(cand.len(), a.limit+1))
+	for i := range cand.len() {
+		n := cand.at(t, i)
+		if a.match(n, coll) && (marker == nil || order(n, marker) > 0) {
+			items = append(items, n)
+		}
+	}
+	slices.SortStableFunc(items, order)
+	return items[:min(len(items), a.limit)]
+}
+
+// nodeSet is the nodes a list starts from, in id order: every node, or the
+// ones a conductor's rings map to it.
+type nodeSet struct {
+	all bool
+	idx []int // indexes into Topology.Nodes when !all
+	n   int
+}
+
+func (s nodeSet) len() int { return s.n }
+
+func (s nodeSet) at(t *topology.Topology, i int) *topology.NodeInfo {
+	if s.all {
+		return &t.Nodes[i]
+	}
+	return &t.Nodes[s.idx[i]]
+}
+
+// candidates are every node or, for ?conductor=X (Ironic: "if conductor:",
+// an empty one filters nothing), the nodes mapped to X, compared exactly.
+func candidates(t *topology.Topology, a *nodeListArgs) nodeSet {
+	if a.conductor == nil || *a.conductor == "" {
+		return nodeSet{all: true, n: len(t.Nodes)}
+	}
+	c, ok := t.Conductor(*a.conductor)
+	if !ok {
+		return nodeSet{}
+	}
+	return nodeSet{idx: c.Nodes, n: len(c.Nodes)}
+}
+
+// pageInIDOrder walks the candidates from the marker, forwards or
+// backwards, until the page is full.
+func pageInIDOrder(t *topology.Topology, a *nodeListArgs, cand nodeSet, marker *topology.NodeInfo, coll collation) []*topology.NodeInfo {
+	desc := a.sortDir == "desc"
+	start, step := 0, 1
+	if desc {
+		start, step = cand.len()-1, -1
+	}
+	if marker != nil {
+		// The first candidate with an id above the marker's.
+		i, found := sortSearch(cand.len(), func(i int) int { return cmp.Compare(cand.at(t, i).ID, marker.ID) })
+		start = i
+		if found && !desc {
+			start++
+		}
+		if desc {
+			start = i - 1
+		}
+	}
+	items := make([]*topology.NodeInfo, 0, min(cand.len(), a.limit))
+	for i := start; i >= 0 && i < cand.len() && len(items) < a.limit; i += step {
+		if n := cand.at(t, i); a.match(n, coll) {
+			items = append(items, n)
+		}
+	}
+	return items
+}
+
+// sortSearch is slices.BinarySearch over an index: the position where
+// cmp(i) stops being negative, and whether it is 0 there.
+func sortSearch(n int, cmp func(int) int) (int, bool) {
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if cmp(m) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < n && cmp(lo) == 0
+}
+
+// appendNodeList renders the page and its next link.
+func (rq *request) appendNodeList(b []byte, t *topology.Topology, a *nodeListArgs, items []*topology.NodeInfo, list []*nodeField) []byte {
+	base := rq.base()
+	b = append(b, `{"nodes": [`...)
 	for i, n := range items {
 		if i > 0 {
 			b = append(b, ',', ' ')
 		}
-		b = rq.appendNode(b, base, n, list)
+		b = rq.appendNode(b, base, t, n, list)
 	}
 	b = append(b, ']')
-	nextLimit := limit
-	if f.instanceUUID != nil {
+	nextLimit := a.limit
+	if a.filter("instance_uuid") != nil {
 		nextLimit = 0 // Ironic: instance_uuid is unique, never a next link
 	}
 	if len(items) > 0 && len(items) == nextLimit {
-		// Ironic's parameters first, in its order and format...
-		var np [][2]string
-		np = append(np, [2]string{"sort_key", sortKey}, [2]string{"sort_dir", sortDir})
-		if f.associated != nil && *f.associated {
-			np = append(np, [2]string{"associated", "True"})
-		}
-		if f.maintenance != nil && *f.maintenance {
-			np = append(np, [2]string{"maintenance", "True"})
-		}
-		if hasDetail {
-			np = append(np, [2]string{"detail", pyBool(detail)})
-		}
-		if len(retFields) > 0 {
-			np = append(np, [2]string{"fields", strings.Join(retFields, ",")})
-		}
-		// ...then the filters Ironic drops from its next links (so that
-		// following them lists other nodes); kept here.
-		if f.associated != nil && !*f.associated {
-			np = append(np, [2]string{"associated", "False"})
-		}
-		if f.maintenance != nil && !*f.maintenance {
-			np = append(np, [2]string{"maintenance", "False"})
-		}
-		for _, kv := range []struct {
-			k string
-			v *string
-		}{{"provision_state", f.provisionState}, {"driver", f.driver}, {"resource_class", f.resourceClass},
-			{"conductor_group", f.conductorGroup}, {"conductor", f.conductor}} {
-			if kv.v != nil && (kv.k != "conductor" || *kv.v != "") {
-				np = append(np, [2]string{kv.k, *kv.v})
-			}
-		}
 		resource := "nodes"
-		if detailEndpoint {
+		if a.detailEndpoint {
 			resource = "nodes/detail"
 		}
 		b = append(b, `, "next": `...)
-		b = nextLink(b, base, resource, np, limit, items[len(items)-1].UUID)
+		b = nextLink(b, base, resource, a.nextParams(), a.limit, items[len(items)-1].UUID)
 	}
-	b = append(b, '}')
-	*bp = b
-	rq.reply(b)
+	return append(b, '}')
+}
+
+// nextParams are the parameters of a next link: Ironic's, in its order and
+// format, then the filters Ironic drops from its next links (so that
+// following them lists other nodes), kept here.
+func (a *nodeListArgs) nextParams() [][2]string {
+	np := [][2]string{{"sort_key", a.sortKey}, {"sort_dir", a.sortDir}}
+	if a.associated != nil && *a.associated {
+		np = append(np, [2]string{"associated", "True"})
+	}
+	if a.maintenance != nil && *a.maintenance {
+		np = append(np, [2]string{"maintenance", "True"})
+	}
+	if a.hasDetail {
+		np = append(np, [2]string{"detail", pyBool(a.detail)})
+	}
+	if len(a.retFields) > 0 {
+		np = append(np, [2]string{"fields", strings.Join(a.retFields, ",")})
+	}
+	if a.associated != nil && !*a.associated {
+		np = append(np, [2]string{"associated", "False"})
+	}
+	if a.maintenance != nil && !*a.maintenance {
+		np = append(np, [2]string{"maintenance", "False"})
+	}
+	for _, name := range []string{"provision_state", "driver", "resource_class", "conductor_group"} {
+		if v := a.filter(name); v != nil {
+			np = append(np, [2]string{name, *v})
+		}
+	}
+	if a.conductor != nil && *a.conductor != "" {
+		np = append(np, [2]string{"conductor", *a.conductor})
+	}
+	return np
 }

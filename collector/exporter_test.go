@@ -3,73 +3,36 @@ package collector
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
-// fakeSource serves a fixed snapshot or error and counts reads; block, when
-// set, holds each read until it is closed.
-type fakeSource struct {
-	mu    sync.Mutex
-	snap  *db.Snapshot
-	err   error
-	block chan struct{}
-	reads atomic.Int32
-}
+var (
+	testNow      = fixture.Now
+	testSettings = topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
+		Algorithm: fixture.Algorithm("md5"), Release: rules.MustRelease("21.4")}
+)
 
-func (f *fakeSource) Snapshot(ctx context.Context) (*db.Snapshot, error) {
-	f.reads.Add(1)
-	f.mu.Lock()
-	block, snap, err := f.block, f.snap, f.err
-	f.mu.Unlock()
-	if block != nil {
-		select {
-		case <-block:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return snap, err
-}
-
-func (f *fakeSource) set(snap *db.Snapshot, err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.snap, f.err = snap, err
-}
-
-// goldenSnapshot has one conductor in each state, a ring with two members,
-// an orphan node, and a lock held by a host that is not a conductor.
-func goldenSnapshot() *db.Snapshot {
-	n1 := node(1, "11111111-1111-4111-8111-111111111111", "", "ipmi")
-	n1.Name = ptr("node-1")
-	n1.Reservation = ptr("c-alive")
-	n2 := node(2, "22222222-2222-4222-8222-222222222222", "", "ipmi")
-	n2.Reservation = ptr("gone:6385")
-	n3 := node(3, "33333333-3333-4333-8333-333333333333", "rack2", "redfish")
-	return &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
-		cond(1, "c-alive", "", true, ago(10*time.Second), "ipmi", "redfish"),
-		cond(2, "c-draining", "", false, ago(10*time.Second), "ipmi"),
-		cond(3, "c-stopped", "rack2", false, ago(time.Hour), "redfish"),
-		cond(4, "c-dead", "rack2", true, ago(time.Hour), "redfish"),
-		cond(5, "c-two", "", true, ago(20*time.Second), "ipmi"),
-	}, Nodes: []db.Node{n1, n2, n3}}
-}
-
-func newTestCache(t *testing.T, src Source, minInterval time.Duration) *Cache {
+func newTestCache(t *testing.T, src topology.Source, minInterval time.Duration) *topology.Cache {
 	t.Helper()
-	c, err := NewCache(CacheConfig{Source: src, Settings: testSettings, MinInterval: minInterval,
+	c, err := topology.NewCache(topology.CacheConfig{Source: src, Settings: testSettings, MinInterval: minInterval,
 		Now: func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +40,73 @@ func newTestCache(t *testing.T, src Source, minInterval time.Duration) *Cache {
 	return c
 }
 
+// metricsHandler is the /metrics handler production serves, over cache.
+func metricsHandler(cache *topology.Cache, opts ExporterOptions) http.Handler {
+	return NewHandler(cache, HandlerOptions{ExporterOptions: opts})
+}
+
+// compareScrape scrapes h through a real HTTP server and compares the
+// named families with the expected exposition.
+func compareScrape(t *testing.T, h http.Handler, expected string, names ...string) error {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	return testutil.ScrapeAndCompare(srv.URL, strings.NewReader(expected), names...)
+}
+
+// scrapeText returns h's exposition text.
+func scrapeText(t *testing.T, h http.Handler) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: status %d: %s", rec.Code, rec.Body)
+	}
+	return rec.Body.String()
+}
+
+// countScrape counts the series of h's exposition, of the named families
+// only when names are given.
+func countScrape(t *testing.T, h http.Handler, names ...string) int {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(scrapeText(t, h)))
+	if err != nil {
+		t.Fatalf("parsing the exposition: %v", err)
+	}
+	n := 0
+	for name, mf := range mfs {
+		if len(names) == 0 || containsString(names, name) {
+			n += len(mf.GetMetric())
+		}
+	}
+	return n
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// lintScrape runs promlint over h's exposition.
+func lintScrape(t *testing.T, h http.Handler) []promlint.Problem {
+	t.Helper()
+	problems, err := promlint.New(io.NopCloser(strings.NewReader(scrapeText(t, h)))).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return problems
+}
+
 // TestExporterGolden compares the full exposition of a known topology. The
 // node-to-conductor answers come from the ring the tests of package ring
 // prove against tooz; here they are what Build computed, checked by name.
 func TestExporterGolden(t *testing.T) {
-	cache := newTestCache(t, &fakeSource{snap: goldenSnapshot()}, time.Minute)
+	cache := newTestCache(t, fixture.NewSource(fixture.Golden()), time.Minute)
 	topo := cache.Get(context.Background()).Topology
 	n1, _ := topo.Node("node-1")
 	n2, _ := topo.Node("22222222-2222-4222-8222-222222222222")
@@ -105,8 +130,8 @@ ironic_node_conductor_info{conductor="` + n2.Conductor + `",conductor_group="",d
 ironic_node_conductor_info{conductor="",conductor_group="rack2",driver="redfish",node_name="",node_uuid="33333333-3333-4333-8333-333333333333"} 1
 `)
 	b.WriteString(goldenStatic)
-	exp := NewExporter(context.Background(), cache, ExporterOptions{NodeInfo: true})
-	if err := testutil.CollectAndCompare(exp, strings.NewReader(b.String()),
+	h := metricsHandler(cache, ExporterOptions{NodeInfo: true})
+	if err := compareScrape(t, h, b.String(),
 		"ironic_up", "ironic_conductor_alive", "ironic_conductor_online", "ironic_conductor_state",
 		"ironic_conductor_hash_ring_member", "ironic_conductor_heartbeat_timestamp_seconds",
 		"ironic_conductor_hardware_type_info", "ironic_conductor_nodes", "ironic_conductor_reserved_nodes",
@@ -115,11 +140,7 @@ ironic_node_conductor_info{conductor="",conductor_group="rack2",driver="redfish"
 		"ironic_exporter_last_refresh_success_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}
-	problems, err := testutil.CollectAndLint(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
+	for _, p := range lintScrape(t, h) {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }
@@ -216,13 +237,13 @@ ironic_exporter_last_refresh_success_timestamp_seconds 1.79604e+09
 // TestExporterWithoutNodeInfo checks --no-collector.node-info drops exactly
 // the per-node series.
 func TestExporterWithoutNodeInfo(t *testing.T) {
-	cache := newTestCache(t, &fakeSource{snap: goldenSnapshot()}, time.Minute)
-	with := testutil.CollectAndCount(NewExporter(context.Background(), cache, ExporterOptions{NodeInfo: true}))
-	without := testutil.CollectAndCount(NewExporter(context.Background(), cache, ExporterOptions{}))
+	cache := newTestCache(t, fixture.NewSource(fixture.Golden()), time.Minute)
+	with := countScrape(t, metricsHandler(cache, ExporterOptions{NodeInfo: true}))
+	without := countScrape(t, metricsHandler(cache, ExporterOptions{}))
 	if with-without != 3 {
 		t.Errorf("node info added %d series, want 3 (one per node)", with-without)
 	}
-	if n := testutil.CollectAndCount(NewExporter(context.Background(), cache, ExporterOptions{}), "ironic_node_conductor_info"); n != 0 {
+	if n := countScrape(t, metricsHandler(cache, ExporterOptions{}), "ironic_node_conductor_info"); n != 0 {
 		t.Errorf("%d node info series without the option", n)
 	}
 }
@@ -230,16 +251,16 @@ func TestExporterWithoutNodeInfo(t *testing.T) {
 // TestCacheDownAtStart: no topology yet gives ironic_up 0 and nothing else
 // from the topology; recovery is automatic on the next refresh.
 func TestCacheDownAtStartThenRecovers(t *testing.T) {
-	src := &fakeSource{err: errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")}
+	src := fixture.NewSource(nil)
+	src.Set(nil, errors.New("dial tcp 127.0.0.1:5432: connect: connection refused"))
 	cache := newTestCache(t, src, 0)
-	exp := NewExporter(context.Background(), cache, ExporterOptions{NodeInfo: true})
-	if err := testutil.CollectAndCompare(exp, strings.NewReader(`# HELP ironic_up 1 when the latest refresh from Ironic's database worked, 0 otherwise.
+	if err := compareScrape(t, metricsHandler(cache, ExporterOptions{NodeInfo: true}), `# HELP ironic_up 1 when the latest refresh from Ironic's database worked, 0 otherwise.
 # TYPE ironic_up gauge
 ironic_up 0
-`)); err != nil {
+`); err != nil {
 		t.Error(err)
 	}
-	src.set(goldenSnapshot(), nil)
+	src.Set(fixture.Golden(), nil)
 	if v := cache.Get(context.Background()); !v.Up() || len(v.Topology.Conductors) != 5 {
 		t.Errorf("no recovery: up=%v err=%v", v.Up(), v.Err)
 	}
@@ -248,65 +269,33 @@ ironic_up 0
 // TestCacheServesLastGoodTopology: a failed refresh keeps the last good
 // topology, marked down, with the error.
 func TestCacheServesLastGoodTopology(t *testing.T) {
-	src := &fakeSource{snap: goldenSnapshot()}
+	src := fixture.NewSource(fixture.Golden())
 	now := testNow
-	cache, _ := NewCache(CacheConfig{Source: src, Settings: testSettings, Now: func() time.Time { return now }})
+	cache, _ := topology.NewCache(topology.CacheConfig{Source: src, Settings: testSettings, Now: func() time.Time { return now }})
 	good := cache.Get(context.Background())
-	src.set(nil, errors.New("database lost"))
+	src.Set(nil, errors.New("database lost"))
 	now = now.Add(time.Minute)
 	v := cache.Get(context.Background())
 	if v.Up() || v.Topology != good.Topology || v.Err == nil || !strings.Contains(v.Err.Error(), "database lost") {
 		t.Fatalf("after failure: up=%v same=%v err=%v", v.Up(), v.Topology == good.Topology, v.Err)
 	}
-	if err := testutil.CollectAndCompare(NewExporter(context.Background(), cache, ExporterOptions{}),
-		strings.NewReader(`# HELP ironic_up 1 when the latest refresh from Ironic's database worked, 0 otherwise.
+	if err := compareScrape(t, metricsHandler(cache, ExporterOptions{}),
+		`# HELP ironic_up 1 when the latest refresh from Ironic's database worked, 0 otherwise.
 # TYPE ironic_up gauge
 ironic_up 0
 # HELP ironic_exporter_data_age_seconds Age of the served topology; grows while the database cannot be read.
 # TYPE ironic_exporter_data_age_seconds gauge
 ironic_exporter_data_age_seconds 60
-`), "ironic_up", "ironic_exporter_data_age_seconds"); err != nil {
+`, "ironic_up", "ironic_exporter_data_age_seconds"); err != nil {
 		t.Error(err)
-	}
-}
-
-// TestCacheSharesOneRefresh: concurrent callers wait for one read, and a
-// caller whose context ends gets the current view instead of blocking.
-func TestCacheSharesOneRefresh(t *testing.T) {
-	src := &fakeSource{snap: goldenSnapshot(), block: make(chan struct{})}
-	cache := newTestCache(t, src, time.Hour)
-	var wg sync.WaitGroup
-	results := make([]View, 8)
-	for i := range results {
-		wg.Add(1)
-		go func() { defer wg.Done(); results[i] = cache.Get(context.Background()) }()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if v := cache.Get(ctx); v.Topology != nil || v.Err != ErrNoData {
-		t.Errorf("impatient caller got %+v, want the empty view", v)
-	}
-	close(src.block)
-	wg.Wait()
-	if n := src.reads.Load(); n != 1 {
-		t.Errorf("%d database reads for concurrent callers, want 1", n)
-	}
-	for i, v := range results {
-		if !v.Up() {
-			t.Errorf("caller %d: not up: %v", i, v.Err)
-		}
-	}
-	cache.Get(context.Background())
-	if n := src.reads.Load(); n != 1 {
-		t.Errorf("read again within min interval (%d reads)", n)
 	}
 }
 
 // TestHandlerScrapeTimeout: the scrape deadline header bounds the wait for
 // a hung database, and the scrape still answers.
 func TestHandlerScrapeTimeout(t *testing.T) {
-	src := &fakeSource{snap: goldenSnapshot(), block: make(chan struct{})}
-	defer close(src.block)
+	src := fixture.NewSource(fixture.Golden())
+	defer src.Block()()
 	cache := newTestCache(t, src, 0)
 	reg := prometheus.NewRegistry()
 	h := NewHandler(cache, HandlerOptions{Gatherer: reg})
@@ -326,28 +315,76 @@ func TestHandlerScrapeTimeout(t *testing.T) {
 // TestChangesCounterStartsAtZero: every group with nodes has its churn
 // counter from the first refresh, so that increase() sees the first remap.
 func TestChangesCounterStartsAtZero(t *testing.T) {
-	cache := newTestCache(t, &fakeSource{snap: goldenSnapshot()}, time.Minute)
-	if err := testutil.CollectAndCompare(NewExporter(context.Background(), cache, ExporterOptions{}), strings.NewReader(`
+	cache := newTestCache(t, fixture.NewSource(fixture.Golden()), time.Minute)
+	if err := compareScrape(t, metricsHandler(cache, ExporterOptions{}), `
 # HELP ironic_node_conductor_changes_total Nodes whose conductor changed between two refreshes since the exporter started (ring churn).
 # TYPE ironic_node_conductor_changes_total counter
 ironic_node_conductor_changes_total{conductor_group=""} 0
 ironic_node_conductor_changes_total{conductor_group="rack2"} 0
-`), "ironic_node_conductor_changes_total"); err != nil {
+`, "ironic_node_conductor_changes_total"); err != nil {
 		t.Error(err)
 	}
 }
 
 // TestNoHeartbeatsOnSQLite: the heartbeat timestamp is not exported where
-// Ironic does not heartbeat, so no alert or panel reads a stale value.
+// Ironic does not heartbeat (SQLite from 22.1: the schema of 22.1 tells the
+// release), so no alert or panel reads a stale value.
 func TestNoHeartbeatsOnSQLite(t *testing.T) {
-	snap := goldenSnapshot()
+	snap := fixture.Golden()
 	snap.Backend = db.BackendSQLite
-	cache := newTestCache(t, &fakeSource{snap: snap}, time.Minute)
-	exp := NewExporter(context.Background(), cache, ExporterOptions{})
-	if n := testutil.CollectAndCount(exp, "ironic_conductor_heartbeat_timestamp_seconds"); n != 0 {
+	snap.SchemaRevision = "d163df1bab88" // 22.1's head
+	detect := testSettings
+	detect.Release = rules.Release{}
+	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap), Settings: detect,
+		MinInterval: time.Minute, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := metricsHandler(cache, ExporterOptions{})
+	if n := countScrape(t, h, "ironic_conductor_heartbeat_timestamp_seconds"); n != 0 {
 		t.Errorf("%d heartbeat series on SQLite", n)
 	}
-	if n := testutil.CollectAndCount(exp, "ironic_conductor_state"); n != 20 {
+	if n := countScrape(t, h, "ironic_conductor_state"); n != 20 {
 		t.Errorf("%d state series, want 20", n)
+	}
+}
+
+// TestNodeInfoOfAnOlderTopology: a scrape served the previous topology (its
+// deadline ran out while a refresh built the next one) still gets every node
+// series, whether or not that topology's family was gathered before the
+// next one was built from it; a changed node list gets its own family.
+func TestNodeInfoOfAnOlderTopology(t *testing.T) {
+	snap := fixture.Golden()
+	older, err := topology.Build(snap, testSettings, testNow, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := topology.Build(snap, testSettings, testNow, older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if older.NodeGeneration != newer.NodeGeneration {
+		t.Fatalf("unchanged nodes got a new generation: %d, %d", older.NodeGeneration, newer.NodeGeneration)
+	}
+	shrunk := fixture.Golden()
+	shrunk.Nodes = shrunk.Nodes[:2]
+	fewer, err := topology.Build(shrunk, testSettings, testNow, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &handler{cache: newTestCache(t, fixture.NewSource(snap), time.Minute),
+		opts: HandlerOptions{ExporterOptions: ExporterOptions{NodeInfo: true}, Logger: slog.New(slog.DiscardHandler)}}
+	for _, step := range []struct {
+		name string
+		topo *topology.Topology
+		want int
+	}{{"the older topology, never scraped", older, 3}, {"the newer one", newer, 3},
+		{"a changed node list", fewer, 2}, {"the older one again", older, 3}} {
+		served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.serveView(w, r, topology.View{Topology: step.topo, LastSuccess: testNow})
+		})
+		if n := countScrape(t, served, "ironic_node_conductor_info"); n != step.want {
+			t.Errorf("%s: %d ironic_node_conductor_info series, want %d", step.name, n, step.want)
+		}
 	}
 }

@@ -2,17 +2,16 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // HandlerOptions configures the /metrics handler.
@@ -31,13 +30,14 @@ type HandlerOptions struct {
 // NewHandler returns the /metrics handler. Each scrape builds a registry
 // holding an Exporter bound to the scrape's deadline, taken from the
 // X-Prometheus-Scrape-Timeout-Seconds header.
-func NewHandler(cache *Cache, opts HandlerOptions) http.Handler {
+func NewHandler(cache *topology.Cache, opts HandlerOptions) http.Handler {
 	if opts.ScrapeTimeoutOffset == 0 {
 		opts.ScrapeTimeoutOffset = 500 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	h := &handler{cache: cache, opts: opts}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if timeout, ok := scrapeTimeout(r, opts.ScrapeTimeoutOffset); ok {
@@ -45,24 +45,35 @@ func NewHandler(cache *Cache, opts HandlerOptions) http.Handler {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
-		view := cache.Get(ctx)
-		reg := prometheus.NewRegistry()
-		perScrape := opts.ExporterOptions
-		perScrape.NodeInfo = false // added below from the topology's cache
-		reg.MustRegister(viewCollector{view: view, now: cache.cfg.Now(), opts: perScrape})
-		gatherers := prometheus.Gatherers{reg}
-		if opts.Gatherer != nil {
-			gatherers = append(gatherers, opts.Gatherer)
-		}
-		var g prometheus.Gatherer = gatherers
-		if opts.NodeInfo && view.Topology != nil {
-			g = withFamilies{gatherers, view.Topology.nodeInfoFamily}
-		}
-		promhttp.HandlerFor(g, promhttp.HandlerOpts{
-			ErrorLog:      slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
-			ErrorHandling: promhttp.ContinueOnError,
-		}).ServeHTTP(w, r)
+		h.serveView(w, r, cache.Get(ctx))
 	})
+}
+
+// handler renders views of one cache; it keeps the pre-rendered pieces of
+// the latest view and node generation (render.go).
+type handler struct {
+	cache    *topology.Cache
+	opts     HandlerOptions
+	rendered rendered
+}
+
+// serveView writes the exposition of v: the text format from pre-rendered
+// pieces, any other format (protobuf) through promhttp.
+func (h *handler) serveView(w http.ResponseWriter, r *http.Request, v topology.View) {
+	if format := expfmt.Negotiate(r.Header); format.FormatType() == expfmt.TypeTextPlain {
+		h.servePrerendered(w, r, v, format)
+		return
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(viewCollector{view: v, now: h.cache.Now(), opts: h.opts.ExporterOptions})
+	gatherers := prometheus.Gatherers{reg}
+	if h.opts.Gatherer != nil {
+		gatherers = append(gatherers, h.opts.Gatherer)
+	}
+	promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(h.opts.Logger.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	}).ServeHTTP(w, r)
 }
 
 // scrapeTimeout reads Prometheus' scrape timeout header, less offset.
@@ -72,7 +83,7 @@ func scrapeTimeout(r *http.Request, offset time.Duration) (time.Duration, bool) 
 		return 0, false
 	}
 	secs, err := strconv.ParseFloat(v, 64)
-	if err != nil || secs <= 0 || secs > 3600 {
+	if err != nil || !(secs > 0 && secs <= 3600) { // NaN fails both
 		return 0, false
 	}
 	d := time.Duration(secs * float64(time.Second))
@@ -80,20 +91,4 @@ func scrapeTimeout(r *http.Request, offset time.Duration) (time.Duration, bool) 
 		d -= offset
 	}
 	return d, true
-}
-
-// withFamilies adds families gathered once per topology to a gatherer's.
-// Unlike prometheus.Gatherers it does not re-check every metric of them:
-// they came from a registry already, and their names are their own.
-type withFamilies struct {
-	prometheus.Gatherer
-	extra func() ([]*dto.MetricFamily, error)
-}
-
-func (w withFamilies) Gather() ([]*dto.MetricFamily, error) {
-	mfs, err := w.Gatherer.Gather()
-	extra, extraErr := w.extra()
-	mfs = append(mfs, extra...)
-	slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
-	return mfs, errors.Join(err, extraErr)
 }

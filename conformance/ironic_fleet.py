@@ -506,39 +506,6 @@ def _install_request_logger(path):
     ironic_app.VersionSelectorApplication.__call__ = __call__
 
 
-def _backport_current_membership():
-    """Give Ironic 21.4's API current Ironic's ring membership rule.
-
-    Ironic 21.4's ``_filter_active_conductors`` requires ``online`` and a
-    heartbeat no older than ``heartbeat_timeout`` on every backend. Current
-    Ironic stops heartbeating on SQLite (the conductor's keepalive returns at
-    once, ``warn_about_sqlite``: "the conductor's last_updated field will
-    also not update") and so counts ``online`` only there, and also when
-    ``heartbeat_timeout <= 0``. The sidecar follows current Ironic
-    (CONVENTIONS.md). Only this one function is replaced, in the API
-    process, before its workers fork; everything else is 21.4's code. The
-    fleet is unchanged: stale conductors stay in it, and ``compare`` lists
-    the nodes whose conductor the two rules disagree on as NOTEs and checks
-    the sidecar's answer for each against the current rule.
-    """
-    import datetime as _dt
-    from oslo_utils import timeutils
-    from ironic.conf import CONF
-    from ironic.db.sqlalchemy import api as sa_api
-    from ironic.db.sqlalchemy import models
-
-    def _filter_active_conductors(query, interval=None):
-        if interval is None:
-            interval = CONF.conductor.heartbeat_timeout
-        query = query.filter(models.Conductor.online.is_(True))
-        if ('sqlite' not in CONF.database.connection.lower()
-                and interval > 0):
-            limit = timeutils.utcnow() - _dt.timedelta(seconds=interval)
-            query = query.filter(models.Conductor.updated_at >= limit)
-        return query
-    sa_api._filter_active_conductors = _filter_active_conductors
-
-
 def cmd_serve(a):
     logdir = a.log_dir or os.path.join(tempfile.gettempdir(),
                                        'ironic-conformance')
@@ -557,21 +524,6 @@ def cmd_serve(a):
     # ironic.cmd sets up eventlet monkey patching exactly as the real
     # ironic-api console script does.
     import ironic.cmd  # noqa: F401
-    if a.ring_membership == 'current':
-        # ironic.db.sqlalchemy.api can only be imported once the
-        # configuration is parsed: patch right after prepare_service, before
-        # the API workers fork.
-        from ironic.common import service as ironic_service
-        orig_prepare = ironic_service.prepare_service
-
-        def prepare_service(*args, **kwargs):
-            r = orig_prepare(*args, **kwargs)
-            _backport_current_membership()
-            print('ironic-api: ring membership: current Ironic\'s rule '
-                  '(online only on SQLite or with heartbeat_timeout <= 0)',
-                  flush=True)
-            return r
-        ironic_service.prepare_service = prepare_service
     if not a.no_request_log:
         _install_request_logger(os.path.join(logdir,
                                              'requests-%d.jsonl' % a.port))
@@ -796,7 +748,7 @@ REQUIRED_NODE_FIELDS = ('uuid', 'links', 'conductor')
 # known Ironic bugs: reported as FAIL [difference: NAME] unless accepted
 # with --accept NAME (then a NOTE).
 DIFFERENCES = {
-    'request-id': 'the sidecar sends no Openstack-Request-Id header',
+    'request-id': 'the sidecar\'s Openstack-Request-Id header differs from Ironic\'s',
     'version-headers': 'version headers on responses where Ironic sends '
                        'none (other than GET /)',
     'node-conductor-below-1.49': 'GET /v1/nodes/{uuid}/conductor below 1.49:'
@@ -889,6 +841,11 @@ def resp_problems(ri, rs, volatile=()):
     return json_problems([ri[0], ri[2]], [rs[0], rs[2]], volatile)
 
 
+# Fields the sidecar adds to Ironic's node, documented as extensions
+# (api/doc.go); named so that they cannot collide with Ironic's.
+SIDECAR_EXTENSIONS = ('exporter_conductor_affinity',)
+
+
 def node_problems(i, s, served, label=''):
     """A node representation: the sidecar's keys are a subset of Ironic's,
     in Ironic's order, include every field of Ironic's it serves elsewhere
@@ -897,7 +854,7 @@ def node_problems(i, s, served, label=''):
         return json_problems(i, s, label=label)
     pre = label + ': ' if label else ''
     p = []
-    extra = [k for k in s if k not in i]
+    extra = [k for k in s if k not in i and k not in SIDECAR_EXTENSIONS]
     missing = [k for k in i if k in served and k not in s]
     if extra:
         p.append(Problem(pre + 'fields Ironic does not have: %s' %
@@ -1691,8 +1648,6 @@ def cmd_compare(a):
         tasks.append(lambda u=u: one_node(u))
 
     run(tasks)
-    if fleet and fleet.get('db_url', '').startswith('sqlite'):
-        _sqlite_membership_check(chk, fleet, I, S, a)
     for n in v1_notes[:1]:
         chk.note(n)
     if chk.retried:
@@ -1708,85 +1663,6 @@ def cmd_compare(a):
     pool.shutdown()
     req_pool.shutdown()
     return chk.summary()
-
-
-def _fleet_rings(fleet, exponent, algorithm, heartbeat_checked):
-    """node uuid -> conductor hostname (or None), computed from the fleet
-    with tooz's HashRing as ironic.common.hash_ring builds it: one ring per
-    "group:hardware_type" over the active conductors, node key
-    "group:driver", one replica. heartbeat_checked is Ironic 21.4's rule
-    (online and age <= heartbeat_timeout, ages as at setup/heartbeat);
-    without it, current Ironic's rule on SQLite (online only)."""
-    from tooz import hashring
-    timeout = fleet['heartbeat_timeout']
-    members = {}
-    for c in fleet['conductors']:
-        if not c['online']:
-            continue
-        if heartbeat_checked and c['age_seconds'] > timeout:
-            continue
-        for ht in c['hardware_types']:
-            members.setdefault('%s:%s' % (c['conductor_group'], ht),
-                               set()).add(c['hostname'])
-    rings = {k: hashring.HashRing(v, partitions=2 ** exponent,
-                                  hash_function=algorithm)
-             for k, v in members.items()}
-    out = {}
-    for n in fleet['nodes']:
-        ring = rings.get('%s:%s' % (n['conductor_group'], n['driver']))
-        out[n['uuid']] = (ring.get_nodes(n['uuid'].encode('utf-8'),
-                                         replicas=1).pop()
-                          if ring else None)
-    return out
-
-
-def _sqlite_membership_check(chk, fleet, ironic, sidecar, a):
-    """On SQLite the sidecar follows current Ironic's membership rule
-    (online only), not Ironic 21.4's (online and fresh heartbeat): list the
-    nodes the two rules map differently as NOTEs, and check the sidecar's
-    answer for each of them against the current rule."""
-    try:
-        old = _fleet_rings(fleet, a.hash_partition_exponent,
-                           a.hash_ring_algorithm, True)
-        new = _fleet_rings(fleet, a.hash_partition_exponent,
-                           a.hash_ring_algorithm, False)
-    except ImportError as e:
-        chk.fail('SQLite membership check needs tooz (python3-tooz)', e)
-        return
-    stale = sorted(c['hostname'] for c in fleet['conductors']
-                   if c['online'] and c['age_seconds'] >
-                   fleet['heartbeat_timeout'])
-    affected = sorted(u for u in new if new[u] != old[u])
-    chk.note('NOTE sqlite: the sidecar follows current Ironic (ring members: '
-             'online conductors, heartbeat not checked, as current Ironic '
-             'stops heartbeating on SQLite); Ironic 21.4 also checks the '
-             'heartbeat. Online conductors with a stale heartbeat: %s; '
-             '%d of %d nodes map differently under the two rules (the '
-             'Ironic API here runs with --ring-membership current)' % (
-                 ', '.join(stale) or 'none', len(affected),
-                 len(fleet['nodes'])))
-    for i, u in enumerate(affected):
-        st, _, body = http_get(sidecar, '/v1/nodes/%s?fields=uuid,conductor'
-                               % u, LATEST)
-        got = (body or {}).get('conductor') if st == 200 else '<%s>' % st
-        what = ('sqlite membership: node %s: sidecar %r == current Ironic '
-                '%r (Ironic 21.4: %r)' % (u, got, new[u], old[u]))
-        if i < 10:
-            chk.note('NOTE ' + what)
-        elif i == 10:
-            chk.note('NOTE sqlite membership: %d more such nodes (run with '
-                     '-v to see them all)' % (len(affected) - 10))
-        if got == new[u]:
-            chk.ok(what)
-        else:
-            chk.fail(what)
-        # the rule as computed here is the one the (patched) Ironic API
-        # applies: real Ironic code agrees with this computation
-        st, _, body = http_get(ironic, '/v1/nodes/%s?fields=uuid,conductor'
-                               % u, LATEST)
-        got = (body or {}).get('conductor') if st == 200 else '<%s>' % st
-        chk.eq('sqlite membership: node %s: Ironic API (--ring-membership '
-               'current) agrees with the computed rule' % u, new[u], got)
 
 
 # --------------------------------------------------------------------------
@@ -2193,12 +2069,6 @@ def main(argv=None):
     s.add_argument('--log-dir')
     s.add_argument('--debug', action='store_true')
     s.add_argument('--no-request-log', action='store_true')
-    s.add_argument('--ring-membership', choices=('ironic-21.4', 'current'),
-                   default='ironic-21.4',
-                   help="'current': replace 21.4's _filter_active_conductors "
-                        "with current Ironic's rule (online only on SQLite "
-                        "or with heartbeat_timeout <= 0), which the sidecar "
-                        "follows")
     s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser('compare', help='compare sidecar with Ironic')

@@ -17,9 +17,8 @@
 #                            --ironic.heartbeat-timeout
 #                mysql       MYURL (MariaDB/MySQL through pymysql)
 #                sqlite      a file under the work directory
-#                            (sqlite:////tmp/...); Ironic's API runs with
-#                            current Ironic's ring membership rule, which the
-#                            sidecar follows (see README.md)
+#                            (sqlite:////tmp/...), Ironic unpatched: the
+#                            sidecar tells the release from the database
 #                pgconf      PostgreSQL with hash_ring_algorithm = sha256,
 #                            hash_partition_exponent = 7,
 #                            heartbeat_timeout = 30, which the sidecar learns
@@ -34,7 +33,8 @@
 #   KEEP=1     keep databases and logs
 #   CLI_SAMPLE conductors/nodes sampled by the cli step (default 3)
 #   ACCEPT     known differences compare reports as NOTEs instead of
-#              failures (comma-separated; see README.md), default none
+#              failures (comma-separated; see README.md), default
+#              "node-conductor-below-1.49,conductor-filter-limit"
 #   SHOW_LINES lines of each step's output shown (default 120)
 set -u -o pipefail
 
@@ -160,8 +160,7 @@ for case in $CASES; do
     case "$backend" in
     postgresql) url="$PGURL/$db" ;;
     mysql)      url="$MYURL/$db" ;;
-    sqlite)     url="sqlite:///$WORK/$db.sqlite"
-                serve_args=(--ring-membership current) ;;
+    sqlite)     url="sqlite:///$WORK/$db.sqlite" ;;
     pgconf)     url="$PGURL/$db"
                 hb=30
                 serve_args=(--hash-partition-exponent 7 --hash-ring-algorithm sha256)

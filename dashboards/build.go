@@ -102,12 +102,20 @@ func unescapeHTML(b []byte) []byte {
 	return out
 }
 
-// The template variables. Every dashboard has datasource, job and instance
+// ClusterLabel is the label that tells clusters (regions, sites) apart: the
+// cluster variable lists its values and every query matches it. It is the
+// default of the mixin's _config.clusterLabel (mixin/config.libsonnet),
+// which rewrites it in the mixin's copy of the dashboards.
+const ClusterLabel = "cluster"
+
+// The template variables. Every dashboard has datasource, cluster, job and instance
 // as dashboard-linter's template-datasource-rule, template-job-rule and
 // template-instance-rule require; every query selects job=~"$job" and
-// instance=~"$instance" (target-job-rule, target-instance-rule).
+// instance=~"$instance" (target-job-rule, target-instance-rule), and
+// cluster=~"$cluster" (All is ".*", so series without the label match).
 const (
 	varDatasource = "$datasource"
+	matchCluster  = ClusterLabel + `=~"$cluster"`
 	matchJob      = `job=~"$job"`
 	matchInstance = `instance=~"$instance"`
 )
@@ -115,7 +123,7 @@ const (
 // sel returns the selector of metric restricted to the chosen job and
 // instance, plus the extra matchers.
 func sel(metric string, extra ...string) string {
-	return metric + "{" + strings.Join(append([]string{matchJob, matchInstance}, extra...), ", ") + "}"
+	return metric + "{" + strings.Join(append([]string{matchCluster, matchJob, matchInstance}, extra...), ", ") + "}"
 }
 
 func dsRef() common.DataSourceRef {
@@ -311,16 +319,25 @@ func labelVariable(name, label, query, description string) *dashboard.QueryVaria
 // query on $datasource, labelled "Job"/"Instance", multi-select, with an
 // All option whose value is ".+".
 func jobVariable() *dashboard.QueryVariableBuilder {
-	return labelVariable("job", "Job", "label_values(ironic_up, job)",
+	return labelVariable("job", "Job", "label_values(ironic_up{"+matchCluster+"}, job)",
 		"Prometheus jobs that scrape ironic-conductor-exporter.").
 		Multi(true).IncludeAll(true).AllValue(".+")
 }
 
 func instanceVariable() *dashboard.QueryVariableBuilder {
-	return labelVariable("instance", "Instance", `label_values(ironic_up{job=~"$job"}, instance)`,
+	return labelVariable("instance", "Instance", "label_values(ironic_up{"+matchCluster+", "+matchJob+"}, instance)",
 		"Exporter instances. Several instances reading the same Ironic database report the same topology: "+
 			"the panels take the maximum over instances, so selecting several never double counts.").
 		Multi(true).IncludeAll(true).AllValue(".+")
+}
+
+// clusterVariable lists the clusters (or regions) Prometheus sees. Its All
+// is ".*" so that a Prometheus without the label (one Ironic, no external
+// labels) still matches every series.
+func clusterVariable() *dashboard.QueryVariableBuilder {
+	return labelVariable("cluster", "Cluster", "label_values(ironic_up, "+ClusterLabel+")",
+		"Clusters or regions, by the "+ClusterLabel+" label; empty when Prometheus has none.").
+		Multi(true).IncludeAll(true).AllValue(".*")
 }
 
 // links offers the project's other dashboards, keeping the time range and
@@ -338,7 +355,7 @@ func links() *dashboard.DashboardLinkBuilder {
 // interpolation (e.g. ${__value.raw}), keeping the time range, the data
 // source, job and instance.
 func conductorURL(hostname string) string {
-	return "/d/" + ConductorUID + "?${__url_time_range}&${datasource:queryparam}&${job:queryparam}&${instance:queryparam}&var-hostname=" + hostname
+	return "/d/" + ConductorUID + "?${__url_time_range}&${datasource:queryparam}&${cluster:queryparam}&${job:queryparam}&${instance:queryparam}&var-hostname=" + hostname
 }
 
 func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {

@@ -14,7 +14,7 @@ const (
 
 func hostnameVariable() *dashboard.QueryVariableBuilder {
 	return labelVariable("hostname", "Conductor",
-		`label_values(ironic_conductor_state{job=~"$job", instance=~"$instance"}, hostname)`,
+		"label_values(ironic_conductor_state{"+matchCluster+", "+matchJob+", "+matchInstance+"}, hostname)",
 		"The conductor to show (Ironic's [DEFAULT]host of the conductor).").
 		Multi(false).IncludeAll(false)
 }
@@ -25,6 +25,7 @@ func Conductor() (dashboard.Dashboard, error) {
 		"One OpenStack Ironic conductor: its state and heartbeat, the hardware types it registered, the nodes "+
 			"Ironic's hash rings map to it and the locks it holds, from ironic-conductor-exporter.").
 		WithVariable(datasourceVariable()).
+		WithVariable(clusterVariable()).
 		WithVariable(jobVariable()).
 		WithVariable(instanceVariable()).
 		WithVariable(hostnameVariable())

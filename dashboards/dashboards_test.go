@@ -690,7 +690,7 @@ func TestThresholds(t *testing.T) {
 
 // The variables a query may use: the e2e test substitutes exactly these.
 var allowedVariables = map[string]bool{
-	"datasource": true, "job": true, "instance": true, "hostname": true,
+	"datasource": true, "cluster": true, "job": true, "instance": true, "hostname": true,
 	"__rate_interval": true, "__interval": true, "__range": true,
 }
 
@@ -705,6 +705,7 @@ var (
 
 	valuesForParsing = map[string]string{
 		"datasource":      "prometheus",
+		"cluster":         "eu-1",
 		"job":             "ironic-conductor-exporter",
 		"instance":        "localhost:9608",
 		"hostname":        "cond-1.example.com",
@@ -797,6 +798,7 @@ func TestTargetJobInstanceRules(t *testing.T) {
 	for tg, e := range parsed(t) {
 		for _, sel := range parser.ExtractSelectors(e) {
 			for _, want := range []*labels.Matcher{
+				labels.MustNewMatcher(labels.MatchRegexp, ClusterLabel, "$cluster"),
 				labels.MustNewMatcher(labels.MatchRegexp, "job", "$job"),
 				labels.MustNewMatcher(labels.MatchRegexp, "instance", "$instance"),
 			} {
@@ -985,7 +987,7 @@ func (m metricDef) seriesType(series string) string {
 // instance), or it is a histogram's le.
 func (m metricDef) hasLabel(l string) bool {
 	switch l {
-	case "job", "instance", labels.MetricName:
+	case "job", "instance", ClusterLabel, labels.MetricName:
 		return true
 	case "le":
 		return m.typ == "histogram"
@@ -999,7 +1001,7 @@ func (m metricDef) hasLabel(l string) bool {
 // contract (or one a query itself makes with label_replace).
 func TestMetricContract(t *testing.T) {
 	c := metricContract(t)
-	known := map[string]bool{"job": true, "instance": true, "le": true}
+	known := map[string]bool{"job": true, "instance": true, ClusterLabel: true, "le": true}
 	for _, m := range c {
 		for _, l := range m.labels {
 			known[l] = true
@@ -1217,7 +1219,7 @@ func TestQueriesOnATopology(t *testing.T) {
 	var tests []map[string]any
 	for _, c := range cases {
 		values := map[string]string{
-			"job": "ironic", "instance": ".+", "hostname": c.hostname,
+			"cluster": ".*", "job": "ironic", "instance": ".+", "hostname": c.hostname,
 			"__rate_interval": "5m", "__interval": "1m", "__range": "6h",
 		}
 		tests = append(tests, map[string]any{

@@ -53,6 +53,7 @@ func Fleet() (dashboard.Dashboard, error) {
 		"Liveness of OpenStack Ironic's conductors and how Ironic's hash rings spread the nodes over them, "+
 			"from ironic-conductor-exporter.").
 		WithVariable(datasourceVariable()).
+		WithVariable(clusterVariable()).
 		WithVariable(jobVariable()).
 		WithVariable(instanceVariable())
 

@@ -3,14 +3,20 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // Options tune the connection pool and the query deadlines. The zero value
@@ -27,6 +33,10 @@ type Options struct {
 	// ConnMaxLifetime recycles connections, so that a fail-over or a DNS
 	// change is picked up. Default 5m.
 	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes a pooled connection unused this long, before a
+	// server's own idle timeout (PostgreSQL idle_session_timeout, MySQL
+	// wait_timeout) or a firewall drops it. Default 1m.
+	ConnMaxIdleTime time.Duration
 }
 
 // Defaults of Options.
@@ -34,11 +44,18 @@ const (
 	DefaultQueryTimeout    = 10 * time.Second
 	DefaultMaxOpenConns    = 2
 	DefaultConnMaxLifetime = 5 * time.Minute
+	DefaultConnMaxIdleTime = time.Minute
 )
 
 func (o Options) withDefaults() (Options, error) {
-	if o.QueryTimeout < 0 || o.MaxOpenConns < 0 || o.MaxIdleConns < 0 || o.ConnMaxLifetime < 0 {
-		return o, errors.New("invalid database options: negative value")
+	for _, v := range []struct {
+		name string
+		bad  bool
+	}{{"QueryTimeout", o.QueryTimeout < 0}, {"MaxOpenConns", o.MaxOpenConns < 0}, {"MaxIdleConns", o.MaxIdleConns < 0},
+		{"ConnMaxLifetime", o.ConnMaxLifetime < 0}, {"ConnMaxIdleTime", o.ConnMaxIdleTime < 0}} {
+		if v.bad {
+			return o, fmt.Errorf("invalid database options: negative %s", v.name)
+		}
 	}
 	if o.QueryTimeout == 0 {
 		o.QueryTimeout = DefaultQueryTimeout
@@ -52,6 +69,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ConnMaxLifetime == 0 {
 		o.ConnMaxLifetime = DefaultConnMaxLifetime
 	}
+	if o.ConnMaxIdleTime == 0 {
+		o.ConnMaxIdleTime = DefaultConnMaxIdleTime
+	}
 	return o, nil
 }
 
@@ -62,9 +82,13 @@ type DB struct {
 	dialect  dialect
 	opts     Options
 	redacted string
+	// rawText: read PostgreSQL text columns as bytes (a SQL_ASCII
+	// database with non-UTF-8 text, see Snapshot).
+	rawText atomic.Bool
 	// lastNodes is the node count of the last snapshot, to size the next.
 	lastNodes atomic.Int64
-	// ownerCols says whether nodes has owner and lessee: 0 unknown, 1 yes, 2 no.
+	// ownerCols says whether nodes has owner and lessee (ownerColsUnknown,
+	// ownerColsPresent, ownerColsMissing).
 	ownerCols atomic.Int32
 }
 
@@ -86,6 +110,7 @@ func Open(dsn string, opts Options) (*DB, error) {
 	sdb.SetMaxOpenConns(opts.MaxOpenConns)
 	sdb.SetMaxIdleConns(opts.MaxIdleConns)
 	sdb.SetConnMaxLifetime(opts.ConnMaxLifetime)
+	sdb.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
 	return &DB{
 		db:       sqlx.NewDb(sdb, d.driverName()),
 		dialect:  d,
@@ -109,7 +134,12 @@ func (d *DB) IgnoredOptions() []string { return slices.Clone(d.dialect.ignored()
 func (d *DB) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
-	if err := d.db.PingContext(ctx); err != nil {
+	// A pooled connection the server closed fails the first try.
+	err := d.db.PingContext(ctx)
+	if err != nil && ctx.Err() == nil && retryable(err) {
+		err = d.db.PingContext(ctx)
+	}
+	if err != nil {
 		return d.scrub(fmt.Errorf("pinging database: %w", err))
 	}
 	return nil
@@ -171,4 +201,100 @@ func passwordsIn(dsn string) []string {
 		}
 	}
 	return out
+}
+
+// retryable reports whether err says the connection, not the query, failed:
+// the server or the network closed it (typically while it sat idle in the
+// pool), so that the same snapshot on a new connection may well work. A
+// step that overran its deadline is not retried: the refresh's time is up.
+func retryable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, mysql.ErrInvalidConn) {
+		return true
+	}
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) {
+		// Class 57, operator intervention: admin_shutdown (57P01,
+		// pg_terminate_backend), crash_shutdown, cannot_connect_now,
+		// idle_session_timeout (57P05); and 25P03
+		// idle_in_transaction_session_timeout.
+		return strings.HasPrefix(string(pqErr.Code), "57P") || pqErr.Code == "25P03"
+	}
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		// ER_CONNECTION_KILLED, ER_SERVER_SHUTDOWN; CR_SERVER_GONE_ERROR,
+		// CR_SERVER_LOST (client-side codes, from MariaDB's connector).
+		switch myErr.Number {
+		case 1927, 1053, 2006, 2013, 4031:
+			return true
+		}
+	}
+	return false
+}
+
+// Error kinds of ErrorKind: bounded values for a metric label.
+const (
+	KindTimeout    = "timeout"
+	KindConnection = "connection"
+	KindAuth       = "auth"
+	KindSchema     = "schema"
+	KindQuery      = "query"
+	KindOther      = "other"
+)
+
+// ErrorKind classifies an error of Snapshot or Ping into one of the Kind
+// constants, for a metric label or a generic public message; the details
+// (addresses, user names) belong in logs only.
+func ErrorKind(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return KindTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return KindTimeout
+	}
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) {
+		switch c := string(pqErr.Code); {
+		case strings.HasPrefix(c, "28"): // invalid authorization
+			return KindAuth
+		case c == "3D000" || c == "42P01" || c == "42703" || c == "42883": // no database, table, column
+			return KindSchema
+		case c == "55P03" || c == "57014": // lock_not_available, query_canceled
+			return KindTimeout
+		case strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P"):
+			return KindConnection
+		}
+		return KindQuery
+	}
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		switch myErr.Number {
+		case 1044, 1045, 1698: // access denied
+			return KindAuth
+		case 1049, 1146, 1054: // unknown database, table, column
+			return KindSchema
+		case 1205, 3024, 1969: // lock wait timeout, max_execution_time, max_statement_time
+			return KindTimeout
+		}
+		return KindQuery
+	}
+	var opErr *net.OpError
+	if retryable(err) || errors.As(err, &opErr) || errors.Is(err, syscall.ECONNREFUSED) {
+		return KindConnection
+	}
+	if m := err.Error(); strings.Contains(m, "no such table") || strings.Contains(m, "no such column") {
+		return KindSchema // SQLite
+	}
+	if m := err.Error(); strings.Contains(m, "database is locked") || strings.Contains(m, "SQLITE_BUSY") {
+		return KindTimeout
+	}
+	return KindOther
 }

@@ -455,6 +455,7 @@ FROM conductor_hardware_interfaces
 ORDER BY conductor_id`,
 	nodes:             SQLNodes,
 	nodesWithoutOwner: SQLNodesWithoutOwner,
+	probe:             SQLNodeProbe,
 }
 
 func (*mysqlDialect) queries() *queries { return &mysqlQueries }

@@ -251,7 +251,7 @@ func TestMySQLQueryTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	d := openTest(t, mysqlDSN, Options{QueryTimeout: timeout})
 	for _, tc := range []struct{ table, want string }{
-		{"nodes", "reading nodes: timed out after 300ms"},
+		{"nodes", "probing nodes: timed out after 300ms"}, // the probe is the first to wait for the table
 		{"conductors", "reading conductors: timed out after 300ms"},
 		{"conductor_hardware_interfaces", "reading conductor hardware types: timed out after 300ms"},
 	} {
@@ -322,7 +322,7 @@ func createMySQLReader(t *testing.T, admin *sql.DB, user, pass string) {
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		acct := q(user) + "@" + q(host)
 		mustExec(t, admin, `CREATE USER `+acct+` IDENTIFIED BY `+q(pass))
-		for _, table := range []string{"conductors", "conductor_hardware_interfaces", "nodes"} {
+		for _, table := range []string{"conductors", "conductor_hardware_interfaces", "nodes", "alembic_version"} {
 			mustExec(t, admin, `GRANT SELECT ON `+mysqlDBName+`.`+table+` TO `+acct)
 		}
 		t.Cleanup(func() { mustExec(t, admin, `DROP USER `+acct) })

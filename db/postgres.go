@@ -67,7 +67,7 @@ const defaultApplicationName = "ironic-conductor-exporter"
 type postgres struct {
 	// params are the libpq keywords handed to lib/pq (tests read them).
 	params  map[string]string
-	conn    *pq.Connector
+	conn    *pgConnector
 	secret  []string
 	dropped []string
 }
@@ -240,11 +240,17 @@ func finishPostgres(p *pgParams) (dialect, error) {
 		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
 	}
 	secrets = append(secrets, cfg.Password)
-	conn, err := pq.NewConnectorConfig(cfg)
-	if err != nil {
+	// The session itself is read-only, not only the snapshot transaction:
+	// a run-time parameter of the startup packet, which lib/pq sends for
+	// any key it does not know.
+	if cfg.Runtime == nil {
+		cfg.Runtime = map[string]string{}
+	}
+	cfg.Runtime["default_transaction_read_only"] = "on"
+	if _, err := pq.NewConnectorConfig(cfg); err != nil {
 		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
 	}
-	return &postgres{params: p.vals, conn: conn, secret: secrets, dropped: p.dropped}, nil
+	return &postgres{params: p.vals, conn: &pgConnector{cfg: cfg}, secret: secrets, dropped: p.dropped}, nil
 }
 
 // socketDirs are where libpq builds look for the server's socket by default.

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,19 +11,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // The snapshot queries. They name only columns that exist since Ironic Rocky
-// (alembic revision 664f85c2f622 added conductor_group to both tables), are
+// (alembic revision 664f85c2f622 added conductor_group to both tables;
+// nodes.conductor_affinity and target_provision_state are older still), are
 // plain SQL that PostgreSQL, MySQL and SQLite all accept, and sort by the
 // primary key, as Ironic's list calls do by default. A dialect may adapt them
 // (see queries): MySQL compares strings by a case-insensitive collation,
 // SQLite hands timestamps over as text.
 const (
 	// SQLConductors reads the conductors table.
-	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at
+	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at, version
 FROM conductors
 ORDER BY id`
 
@@ -37,17 +43,56 @@ ORDER BY conductor_id, hardware_type`
 	// lessee (Ironic 15.0, Ussuri) for the API's policy.
 	SQLNodes = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
        power_state, provision_state, maintenance, resource_class, created_at, updated_at,
-       owner, lessee
+       conductor_affinity, target_provision_state, owner, lessee
 FROM nodes
 ORDER BY id`
 
 	// SQLNodesWithoutOwner reads the nodes table of a schema older than
 	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
 	SQLNodesWithoutOwner = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class, created_at, updated_at
+       power_state, provision_state, maintenance, resource_class, created_at, updated_at,
+       conductor_affinity, target_provision_state, NULL, NULL
 FROM nodes
 ORDER BY id`
+
+	// SQLSchemaRevision reads the alembic revision the schema was migrated
+	// to (or stamped with, by create_schema on SQLite): it tells which Ironic
+	// release wrote the database. A database without the table reads as no
+	// revision.
+	SQLSchemaRevision = `SELECT version_num FROM alembic_version ORDER BY version_num`
 )
+
+// ErrNotIronic is in the chain of a snapshot error when the database has no
+// conductors, conductor_hardware_interfaces or nodes table: it is not
+// Ironic's database (or Ironic's schema was never created), a permanent
+// problem that retrying will not fix, unlike a lost connection or a
+// timeout.
+var ErrNotIronic = errors.New("not Ironic's database")
+
+// missingTable reports whether err is the server saying a table does not
+// exist: PostgreSQL SQLSTATE 42P01 (undefined_table, any driver with
+// SQLState()), MySQL/MariaDB error 1146 (ER_NO_SUCH_TABLE), SQLite "no
+// such table".
+func missingTable(err error) bool {
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) && state.SQLState() == "42P01" {
+		return true
+	}
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && my.Number == 1146 {
+		return true
+	}
+	// The SQLite driver has no error type for it: its message is all.
+	return strings.Contains(err.Error(), "no such table: ")
+}
+
+// notIronic marks a missing-table error with ErrNotIronic.
+func notIronic(err error) error {
+	if err != nil && missingTable(err) {
+		return fmt.Errorf("%w (no such table: is this Ironic's database, with its schema?): %w", ErrNotIronic, err)
+	}
+	return err
+}
 
 // queries are the three statements of a snapshot, as a dialect words them.
 // Their columns are those of SQLConductors, SQLHardwareTypes and SQLNodes, in
@@ -56,13 +101,54 @@ ORDER BY id`
 // be distinct (the reader deduplicates them byte-wise).
 type queries struct {
 	conductors, hardwareTypes, nodes string
-	// nodesWithoutOwner is nodes without owner and lessee (old schemas).
+	// nodesWithoutOwner is nodes with NULL for owner and lessee (schemas
+	// older than those columns, see SQLNodesWithoutOwner).
 	nodesWithoutOwner string
+	// probe is SQLNodeProbe as the dialect words it.
+	probe string
+}
+
+// pgRawTextQueries are the statements for a PostgreSQL database whose text
+// is not all valid in its encoding (SQL_ASCII): the text columns come as
+// bytea, unconverted, so that the server never refuses a row.
+var pgRawTextQueries = queries{
+	conductors: `SELECT id, convert_to(hostname, 'SQL_ASCII'), convert_to(conductor_group, 'SQL_ASCII'), online,
+       convert_to(drivers, 'SQL_ASCII'), created_at, updated_at, convert_to(version, 'SQL_ASCII')
+FROM conductors
+ORDER BY id`,
+	hardwareTypes: `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
+FROM conductor_hardware_interfaces
+ORDER BY 1, 2`,
+	nodes: `SELECT id, convert_to(uuid, 'SQL_ASCII'), convert_to(name, 'SQL_ASCII'), convert_to(driver, 'SQL_ASCII'),
+       convert_to(conductor_group, 'SQL_ASCII'), convert_to(reservation, 'SQL_ASCII'),
+       convert_to(instance_uuid, 'SQL_ASCII'), convert_to(power_state, 'SQL_ASCII'),
+       convert_to(provision_state, 'SQL_ASCII'), maintenance, convert_to(resource_class, 'SQL_ASCII'),
+       created_at, updated_at, conductor_affinity, convert_to(target_provision_state, 'SQL_ASCII'),
+       convert_to(owner, 'SQL_ASCII'), convert_to(lessee, 'SQL_ASCII')
+FROM nodes
+ORDER BY id`,
+	nodesWithoutOwner: `SELECT id, convert_to(uuid, 'SQL_ASCII'), convert_to(name, 'SQL_ASCII'), convert_to(driver, 'SQL_ASCII'),
+       convert_to(conductor_group, 'SQL_ASCII'), convert_to(reservation, 'SQL_ASCII'),
+       convert_to(instance_uuid, 'SQL_ASCII'), convert_to(power_state, 'SQL_ASCII'),
+       convert_to(provision_state, 'SQL_ASCII'), maintenance, convert_to(resource_class, 'SQL_ASCII'),
+       created_at, updated_at, conductor_affinity, convert_to(target_provision_state, 'SQL_ASCII'),
+       NULL::bytea, NULL::bytea
+FROM nodes
+ORDER BY id`,
+	probe: SQLNodeProbe,
+}
+
+// isInvalidEncoding reports PostgreSQL's refusal to convert text to the
+// client's encoding (22021 character_not_in_repertoire, 22P05
+// untranslatable_character).
+func isInvalidEncoding(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && (pqErr.Code == "22021" || pqErr.Code == "22P05")
 }
 
 // standardQueries are the statements as written above (PostgreSQL).
 var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes,
-	nodesWithoutOwner: SQLNodesWithoutOwner}
+	nodesWithoutOwner: SQLNodesWithoutOwner, probe: SQLNodeProbe}
 
 // testHook, when set by a test, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
@@ -79,40 +165,119 @@ func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
 // Snapshot reads conductors, their hardware types and nodes in one read-only
 // REPEATABLE READ transaction, so that the three agree. Getting a connection
 // and each query have their own deadline of QueryTimeout; ctx bounds the
-// whole. A row that cannot be decoded does not fail the snapshot: it is kept
-// as well as possible and described in Snapshot.Warnings. Errors say which
-// step failed and never contain the password.
+// whole, whatever the network does: a connection whose step overran its
+// deadline is closed and discarded, never reused. A connection the server
+// closed while it sat idle in the pool (pg_terminate_backend,
+// idle_session_timeout, wait_timeout, a fail-over) is retried once on a new
+// connection. A row that cannot be decoded does not fail the snapshot: it is
+// kept as well as possible and described in Snapshot.Warnings and
+// Snapshot.WarningCounts. Errors say which step failed after how long, and
+// never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
-	s, err := d.snapshot(ctx)
-	if err != nil && d.ownerCols.Load() == 0 && missingOwnerColumn(err) {
-		// A schema older than nodes.owner (Ironic 12.1) or nodes.lessee
-		// (15.0): read without them from now on.
-		d.ownerCols.Store(2)
-		s, err = d.snapshot(ctx)
+	return d.snapshotRetrying(ctx, nil)
+}
+
+// snapshotRetrying reads a snapshot (its nodes only when known is nil or
+// the probe differs from it, see SnapshotSince), switching to raw text on
+// a SQL_ASCII database and retrying once on a connection the server closed.
+func (d *DB) snapshotRetrying(ctx context.Context, known *NodeProbe) (*Snapshot, error) {
+	s, err := d.snapshotOwnerFallback(ctx, known)
+	if err != nil && ctx.Err() == nil && d.dialect.backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+		// A SQL_ASCII database holding bytes that are not UTF-8: the
+		// server refuses to send them as UTF-8 text. Read the text
+		// columns as bytes from now on; the reader checks them.
+		d.rawText.Store(true)
+		s, err = d.snapshotOwnerFallback(ctx, known)
 	}
-	if err == nil && d.ownerCols.Load() == 0 {
-		d.ownerCols.Store(1)
+	if err != nil && ctx.Err() == nil && retryable(err) {
+		s, err = d.snapshotOwnerFallback(ctx, known)
+		if err != nil {
+			err = fmt.Errorf("%w (after retrying on a new connection)", err)
+		}
 	}
 	return s, d.scrub(err)
 }
 
-func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
+// Values of DB.ownerCols: whether nodes has the owner and lessee columns.
+const (
+	ownerColsUnknown int32 = iota
+	ownerColsPresent
+	ownerColsMissing
+)
+
+// snapshotOwnerFallback is snapshot, read again without nodes.owner and
+// nodes.lessee (and without them from then on) when the first nodes query
+// of the process finds a schema older than those columns (nodes.owner:
+// Ironic 12.1, Stein; nodes.lessee: 15.0, Ussuri).
+func (d *DB) snapshotOwnerFallback(ctx context.Context, known *NodeProbe) (*Snapshot, error) {
+	s, err := d.snapshot(ctx, known)
+	if err != nil && ctx.Err() == nil && d.ownerCols.Load() == ownerColsUnknown && missingOwnerColumn(err) {
+		d.ownerCols.Store(ownerColsMissing)
+		s, err = d.snapshot(ctx, known)
+	}
+	if err == nil && !s.NodesUnchanged {
+		d.ownerCols.CompareAndSwap(ownerColsUnknown, ownerColsPresent)
+	}
+	return s, err
+}
+
+// missingOwnerColumn reports whether err is the nodes query failing on a
+// schema without the owner or lessee column: PostgreSQL SQLSTATE 42703
+// (undefined_column), MySQL/MariaDB 1054 (ER_BAD_FIELD_ERROR), SQLite "no
+// such column", naming owner or lessee.
+func missingOwnerColumn(err error) bool {
+	msg := strings.ToLower(err.Error())
+	if !strings.HasPrefix(msg, "reading nodes") || !(strings.Contains(msg, "owner") || strings.Contains(msg, "lessee")) {
+		return false
+	}
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) && state.SQLState() == "42703" {
+		return true
+	}
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && my.Number == 1054 {
+		return true
+	}
+	return strings.Contains(msg, "no such column")
+}
+
+// noWatch is the watch of connections whose driver honours contexts itself.
+func noWatch(context.Context) func() bool { return func() bool { return false } }
+
+func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err error) {
+	begin := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	conn, err := d.db.Connx(cctx)
 	cancel()
 	if err != nil {
-		return nil, stepError("connecting to database", cctx, d.opts.QueryTimeout, err)
+		return nil, stepError("connecting to database", cctx, begin, err)
 	}
-	defer conn.Close()
-	withOwner := d.ownerCols.Load() != 2
+	// watch closes the connection's socket when a step's context ends, for
+	// drivers that would otherwise block in a read (lib/pq, see watchdog.go).
+	watch := noWatch
+	_ = conn.Raw(func(dc any) error {
+		if w, ok := dc.(watchedConn); ok {
+			watch = w.watch
+		}
+		return nil
+	})
+	defer func() {
+		if err != nil {
+			// Whatever failed, the connection is not trusted again.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
 
 	// The transaction's context bounds BEGIN and guards against a stuck
 	// step: four steps of QueryTimeout at most.
 	tctx, cancel := context.WithTimeout(ctx, 4*d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(tctx)()
+	stepStart := time.Now()
 	tx, err := conn.BeginTxx(tctx, d.dialect.txOptions())
 	if err != nil {
-		return nil, stepError("starting read-only transaction", tctx, d.opts.QueryTimeout, err)
+		return nil, stepError("starting read-only transaction", tctx, stepStart, err)
 	}
 	// Read-only: rolling back is all there is to end it.
 	defer tx.Rollback() //nolint:errcheck
@@ -121,54 +286,75 @@ func (d *DB) snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	}
 
 	snap := &Snapshot{Backend: d.dialect.backend()}
+	w := &warner{}
 	q := d.dialect.queries()
-	if snap.Conductors, snap.Warnings, err = d.readConductors(tctx, tx, q.conductors); err != nil {
-		return nil, err
+	if d.rawText.Load() {
+		q = &pgRawTextQueries
+	}
+	nodesQuery := q.nodes
+	if d.ownerCols.Load() == ownerColsMissing {
+		nodesQuery = q.nodesWithoutOwner
+	}
+	if snap.Conductors, err = d.readConductors(tctx, watch, tx, q.conductors, w); err != nil {
+		return nil, notIronic(err)
 	}
 	if err := runHook(tctx, "conductors", tx); err != nil {
 		return nil, err
 	}
-	if err := d.readHardwareTypes(tctx, tx, q.hardwareTypes, snap.Conductors); err != nil {
-		return nil, err
+	if err := d.readHardwareTypes(tctx, watch, tx, q.hardwareTypes, snap.Conductors, w); err != nil {
+		return nil, notIronic(err)
 	}
 	if err := runHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
 	}
-	var nodeWarnings []string
-	nodesQuery := q.nodes
-	if !withOwner {
-		nodesQuery = q.nodesWithoutOwner
+	if snap.NodeProbe, err = d.probeNodes(tctx, watch, tx, q.probe); err != nil {
+		return nil, notIronic(err)
 	}
-	if snap.Nodes, nodeWarnings, err = d.readNodes(tctx, tx, nodesQuery, withOwner); err != nil {
+	if snap.NodesUnchanged = known != nil && *known == snap.NodeProbe; !snap.NodesUnchanged {
+		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, w); err != nil {
+			return nil, notIronic(err)
+		}
+		if err := runHook(tctx, "nodes", tx); err != nil {
+			return nil, err
+		}
+		d.lastNodes.Store(int64(len(snap.Nodes)))
+	}
+	// Last: on PostgreSQL a missing table aborts the transaction.
+	rev, warning, err := d.readSchemaRevision(tctx, watch, tx)
+	if err != nil {
 		return nil, err
 	}
-	snap.Warnings = append(snap.Warnings, nodeWarnings...)
-	if err := runHook(tctx, "nodes", tx); err != nil {
-		return nil, err
+	snap.SchemaRevision = rev
+	snap.Warnings, snap.WarningCounts = w.result()
+	if warning != "" {
+		snap.Warnings = append(snap.Warnings, warning)
 	}
-	d.lastNodes.Store(int64(len(snap.Nodes)))
 	return snap, nil
 }
 
 // stepError wraps err with the step and, when the step's deadline expired,
-// says so (errors.Is(err, context.DeadlineExceeded) holds then).
-func stepError(step string, ctx context.Context, timeout time.Duration, err error) error {
+// says so with the time the step really took (errors.Is(err,
+// context.DeadlineExceeded) holds then).
+func stepError(step string, ctx context.Context, start time.Time, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		took := time.Since(start).Round(time.Millisecond)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: timed out after %s: %w", step, timeout, err)
+			return fmt.Errorf("%s: timed out after %s: %w", step, took, err)
 		}
-		return fmt.Errorf("%s: timed out after %s (%w): %w", step, timeout, context.DeadlineExceeded, err)
+		return fmt.Errorf("%s: timed out after %s (%w): %w", step, took, context.DeadlineExceeded, err)
 	}
 	return fmt.Errorf("%s: %w", step, err)
 }
 
-func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx, query string) (_ []Conductor, warnings []string, err error) {
+func (d *DB) readConductors(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) (_ []Conductor, err error) {
 	const step = "reading conductors"
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, stepError(step, ctx, start, err)
 	}
 	defer rows.Close()
 
@@ -179,58 +365,106 @@ func (d *DB) readConductors(ctx context.Context, tx *sqlx.Tx, query string) (_ [
 			online           anyBool
 			drivers          sql.NullString
 			created, updated dbTime
-			hostname, cgroup string
+			hostname, cgroup sql.NullString
+			version          sql.NullString
 			id               int64
 		)
-		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated); err != nil {
-			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
+			return nil, stepError(step, ctx, start, err)
 		}
-		c.ID, c.Hostname, c.ConductorGroup = id, hostname, cgroup
+		c.ID = id
+		c.Hostname = w.conductorText(id, hostname.String, "hostname", hostname.Valid, hostname.String)
+		c.ConductorGroup = w.conductorText(id, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
 		c.Online = bool(online)
 		c.CreatedAt, c.UpdatedAt = created.t, updated.t
+		c.Version = version.String
 		for _, col := range []struct {
 			name string
 			v    *dbTime
 		}{{"created_at", &created}, {"updated_at", &updated}} {
 			if col.v.bad != "" {
-				warnings = append(warnings, fmt.Sprintf(
+				w.add(tableConductors, ReasonBadTimestamp, fmt.Sprintf(
 					"conductor %q (id %d): %s %s is not a timestamp, read as NULL", c.Hostname, c.ID, col.name, col.v.bad))
 			}
 		}
 		if drivers.Valid {
 			if err := json.Unmarshal([]byte(drivers.String), &c.Drivers); err != nil {
 				c.Drivers = nil
-				warnings = append(warnings, fmt.Sprintf(
+				w.add(tableConductors, ReasonBadJSON, fmt.Sprintf(
 					"conductor %q (id %d): drivers column is not a JSON list of strings, read as empty: %v",
 					c.Hostname, c.ID, err))
+			}
+			for i, dr := range c.Drivers {
+				if !utf8.ValidString(dr) {
+					c.Drivers[i] = strings.ToValidUTF8(dr, "\uFFFD")
+				}
 			}
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, stepError(step, ctx, start, err)
 	}
-	return out, warnings, nil
+	return out, nil
+}
+
+// readSchemaRevision reads alembic_version: "" when the table is missing
+// (PostgreSQL 42P01, MySQL 1146, SQLite "no such table"), empty, or not
+// granted to the exporter's role (then with a warning: the release is told
+// by conductors.version alone). Several rows (never written by Ironic,
+// whose chain is linear) join with ",". A deadline or a lost connection is
+// an error as for the other queries.
+func (d *DB) readSchemaRevision(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx) (rev, warning string, err error) {
+	const step = "reading alembic_version"
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+	defer cancel()
+	defer watch(ctx)()
+	var revs []string
+	if err := tx.SelectContext(ctx, &revs, SQLSchemaRevision); err != nil {
+		msg := err.Error()
+		switch {
+		case ctx.Err() != nil || !strings.Contains(msg, "alembic_version"):
+			return "", "", stepError(step, ctx, start, err)
+		case strings.Contains(msg, "does not exist") || strings.Contains(msg, "doesn't exist") || strings.Contains(msg, "no such table"):
+			return "", "", nil
+		}
+		return "", "alembic_version cannot be read (grant SELECT on it to tell the Ironic release by the schema): " + msg, nil
+	}
+	return strings.Join(revs, ","), "", nil
 }
 
 // readHardwareTypes fills HardwareTypes of conductors (ordered by ID).
-func (d *DB) readHardwareTypes(ctx context.Context, tx *sqlx.Tx, query string, conductors []Conductor) error {
+func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, conductors []Conductor, w *warner) error {
 	const step = "reading conductor hardware types"
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return stepError(step, ctx, d.opts.QueryTimeout, err)
+		return stepError(step, ctx, start, err)
 	}
 	defer rows.Close()
 
 	for rows.Next() {
 		var (
 			id int64
-			ht string
+			nt sql.NullString
 		)
-		if err := rows.Scan(&id, &ht); err != nil {
-			return stepError(step, ctx, d.opts.QueryTimeout, err)
+		if err := rows.Scan(&id, &nt); err != nil {
+			return stepError(step, ctx, start, err)
+		}
+		if !nt.Valid {
+			w.add(tableHardwareInterfaces, ReasonNull, fmt.Sprintf(
+				"conductor_hardware_interfaces (conductor_id %d): hardware_type is NULL, row skipped", id))
+			continue
+		}
+		ht := nt.String
+		if !utf8.ValidString(ht) {
+			ht = strings.ToValidUTF8(ht, "\uFFFD")
+			w.add(tableHardwareInterfaces, ReasonNotUTF8, fmt.Sprintf(
+				"conductor_hardware_interfaces (conductor_id %d): hardware_type is not UTF-8, read as %q", id, ht))
 		}
 		// Rows of a conductor the snapshot does not have cannot exist (a
 		// foreign key, the same transaction); skip them if they do.
@@ -244,7 +478,7 @@ func (d *DB) readHardwareTypes(ctx context.Context, tx *sqlx.Tx, query string, c
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return stepError(step, ctx, d.opts.QueryTimeout, err)
+		return stepError(step, ctx, start, err)
 	}
 	// The server sorts by its collation; the snapshot promises byte order and
 	// byte-wise distinct values.
@@ -265,81 +499,186 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// missingOwnerColumn reports whether err is the nodes query failing on a
-// schema without the owner or lessee column (PostgreSQL: column "owner" does
-// not exist; MySQL: Unknown column 'owner'; SQLite: no such column: owner).
-func missingOwnerColumn(err error) bool {
-	msg := strings.ToLower(err.Error())
-	return strings.HasPrefix(msg, "reading nodes") && strings.Contains(msg, "column") &&
-		(strings.Contains(msg, "owner") || strings.Contains(msg, "lessee"))
-}
-
-func (d *DB) readNodes(ctx context.Context, tx *sqlx.Tx, query string, withOwner bool) (_ []Node, warnings []string, err error) {
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) (_ []Node, err error) {
 	const step = "reading nodes"
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
+	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, stepError(step, ctx, start, err)
 	}
 	defer rows.Close()
 
 	out := make([]Node, 0, d.lastNodes.Load())
 	var (
-		in   = interner{}
-		slab stringSlab
-		// Scan targets, reused across rows.
+		in    = interner{}
+		ptrs  = ptrInterner{}
+		arena stringArena
+		// Scan targets, reused across rows. Text columns are scanned as
+		// sql.RawBytes (the driver's buffer, no copy): the values of
+		// low-cardinality columns are looked up without a conversion, the
+		// others copied into an arena, so a row allocates nothing of its own.
 		id                                        int64
-		uuid, name, driver, reservation, instance sql.NullString
-		power, provision, resourceClass           sql.NullString
-		owner, lessee                             sql.NullString
-		cgroup                                    string
+		uuid, name, driver, reservation, instance sql.RawBytes
+		power, provision, resourceClass, cgroup   sql.RawBytes
+		target, owner, lessee                     sql.RawBytes
+		affinity                                  sql.NullInt64
+		ids                                       int64Slab
 		maintenance                               anyBool
 		created, updated                          dbTime
 		badTimes                                  int
 		firstBad                                  string
+		nulls, notUTF8                            rowTally
 	)
-	dest := []any{&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
-		&power, &provision, &maintenance, &resourceClass, &created, &updated}
-	if withOwner {
-		dest = append(dest, &owner, &lessee)
-	}
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
+			&power, &provision, &maintenance, &resourceClass, &created, &updated,
+			&affinity, &target, &owner, &lessee); err != nil {
+			return nil, stepError(step, ctx, start, err)
 		}
 		if created.bad != "" || updated.bad != "" {
 			if badTimes++; badTimes == 1 {
 				firstBad = fmt.Sprintf("node %s (id %d): created_at %s, updated_at %s",
-					uuid.String, id, created.describe(), updated.describe())
+					uuid, id, created.describe(), updated.describe())
+			}
+		}
+		if cgroup == nil {
+			// Ironic's model: conductor_group NOT NULL, default ''.
+			nulls.add(string(uuid), id, "conductor_group")
+		}
+		for _, col := range [...]struct {
+			name string
+			v    *sql.RawBytes
+		}{{"uuid", &uuid}, {"name", &name}, {"driver", &driver}, {"conductor_group", &cgroup},
+			{"reservation", &reservation}, {"instance_uuid", &instance}, {"power_state", &power},
+			{"provision_state", &provision}, {"resource_class", &resourceClass},
+			{"target_provision_state", &target}, {"owner", &owner}, {"lessee", &lessee}} {
+			if *col.v != nil && !utf8.Valid(*col.v) {
+				*col.v = sql.RawBytes(strings.ToValidUTF8(string(*col.v), "\uFFFD"))
+				notUTF8.add(string(uuid), id, col.name)
 			}
 		}
 		out = append(out, Node{
-			ID:             id,
-			UUID:           uuid.String, // NULL (never in practice) reads as ""
-			Name:           slab.ptr(name),
-			Driver:         in.str(driver.String),
-			ConductorGroup: in.str(cgroup),
-			Reservation:    slab.ptr(in.nullable(reservation)),
-			InstanceUUID:   slab.ptr(instance),
-			PowerState:     slab.ptr(in.nullable(power)),
-			ProvisionState: slab.ptr(in.nullable(provision)),
-			Maintenance:    bool(maintenance),
-			ResourceClass:  slab.ptr(in.nullable(resourceClass)),
-			Owner:          slab.ptr(in.nullable(owner)),
-			Lessee:         slab.ptr(in.nullable(lessee)),
-			CreatedAt:      created.t,
-			UpdatedAt:      updated.t,
+			ID:                   id,
+			UUID:                 arena.str(uuid), // NULL (never in practice) reads as ""
+			Name:                 arena.ptr(name),
+			Driver:               in.bytes(driver),
+			ConductorGroup:       in.bytes(cgroup),
+			Reservation:          ptrs.ptr(reservation),
+			InstanceUUID:         arena.ptr(instance),
+			PowerState:           ptrs.ptr(power),
+			ProvisionState:       ptrs.ptr(provision),
+			Maintenance:          bool(maintenance),
+			ResourceClass:        ptrs.ptr(resourceClass),
+			CreatedAt:            created.t,
+			UpdatedAt:            updated.t,
+			TargetProvisionState: ptrs.ptr(target),
+			Owner:                ptrs.ptr(owner),
+			Lessee:               ptrs.ptr(lessee),
 		})
+		out[len(out)-1].ConductorAffinity = ids.ptr(affinity)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, stepError(step, ctx, d.opts.QueryTimeout, err)
+		return nil, stepError(step, ctx, start, err)
 	}
 	if badTimes > 0 {
-		warnings = append(warnings, fmt.Sprintf(
+		w.addN(tableNodes, ReasonBadTimestamp, badTimes, fmt.Sprintf(
 			"%d node(s) with a created_at or updated_at that is not a timestamp, read as NULL; first: %s", badTimes, firstBad))
 	}
-	return out, warnings, nil
+	if nulls.n > 0 {
+		w.addN(tableNodes, ReasonNull, nulls.n, fmt.Sprintf(
+			"%d node(s) with conductor_group NULL, read as the default group \"\"; first: %s", nulls.n, nulls.first))
+	}
+	if notUTF8.n > 0 {
+		w.addN(tableNodes, ReasonNotUTF8, notUTF8.n, fmt.Sprintf(
+			"%d node(s) with text that is not UTF-8, invalid bytes read as U+FFFD; first: %s", notUTF8.n, notUTF8.first))
+	}
+	return out, nil
+}
+
+// rowTally counts the nodes with one kind of problem and names the first.
+type rowTally struct {
+	n     int
+	last  int64
+	first string
+}
+
+func (t *rowTally) add(uuid string, id int64, column string) {
+	if t.n > 0 && t.last == id {
+		return // one count per row
+	}
+	if t.n++; t.n == 1 {
+		t.first = fmt.Sprintf("node %s (id %d), column %s", strings.ToValidUTF8(uuid, "\uFFFD"), id, column)
+	}
+	t.last = id
+}
+
+// The tables and reasons of WarningCount (bounded values, for labels).
+const (
+	tableConductors         = "conductors"
+	tableHardwareInterfaces = "conductor_hardware_interfaces"
+	tableNodes              = "nodes"
+
+	// ReasonBadJSON: a JSON column (conductors.drivers) that does not
+	// decode; read as empty.
+	ReasonBadJSON = "bad_json"
+	// ReasonBadTimestamp: a timestamp column that holds no timestamp;
+	// read as NULL.
+	ReasonBadTimestamp = "bad_timestamp"
+	// ReasonNotUTF8: text that is not UTF-8 (e.g. a PostgreSQL SQL_ASCII
+	// or a MySQL latin1 database); invalid bytes read as U+FFFD.
+	ReasonNotUTF8 = "not_utf8"
+	// ReasonNull: NULL in a column Ironic's model declares NOT NULL; read
+	// as Ironic's default ("" for conductor_group), or the row skipped
+	// (a NULL hardware_type).
+	ReasonNull = "null"
+)
+
+// warner collects the problems of the rows of one snapshot.
+type warner struct {
+	lines  []string
+	counts map[[2]string]int
+}
+
+func (w *warner) add(table, reason, line string) { w.addN(table, reason, 1, line) }
+
+func (w *warner) addN(table, reason string, rows int, line string) {
+	if w.counts == nil {
+		w.counts = map[[2]string]int{}
+	}
+	w.counts[[2]string{table, reason}] += rows
+	w.lines = append(w.lines, line)
+}
+
+// conductorText checks one text column of a conductor row: NULL reads as
+// "", text that is not UTF-8 has its invalid bytes replaced.
+func (w *warner) conductorText(id int64, host, column string, valid bool, v string) string {
+	host = strings.ToValidUTF8(host, "\uFFFD")
+	if !valid {
+		w.add(tableConductors, ReasonNull, fmt.Sprintf("conductor %q (id %d): %s is NULL, read as \"\"", host, id, column))
+		return ""
+	}
+	if !utf8.ValidString(v) {
+		v = strings.ToValidUTF8(v, "\uFFFD")
+		w.add(tableConductors, ReasonNotUTF8, fmt.Sprintf("conductor %q (id %d): %s is not UTF-8, read as %q", host, id, column, v))
+	}
+	return v
+}
+
+func (w *warner) result() ([]string, []WarningCount) {
+	if len(w.counts) == 0 {
+		return w.lines, nil
+	}
+	out := make([]WarningCount, 0, len(w.counts))
+	for k, n := range w.counts {
+		out = append(out, WarningCount{Table: k[0], Reason: k[1], Rows: n})
+	}
+	slices.SortFunc(out, func(a, b WarningCount) int {
+		return strings.Compare(a.Table+"\x00"+a.Reason, b.Table+"\x00"+b.Reason)
+	})
+	return w.lines, out
 }
 
 // anyBool scans a boolean column: a boolean (PostgreSQL), or an integer
@@ -489,7 +828,7 @@ func wallUTC(t sql.NullTime) time.Time {
 }
 
 // interner shares the memory of the few distinct values of low-cardinality
-// columns (driver, group, states, resource class, reservation) across the
+// columns (driver, group, states, resource class, reservation, owner, lessee) across the
 // nodes of one snapshot, which the collector keeps.
 type interner map[string]string
 
@@ -501,26 +840,83 @@ func (in interner) str(s string) string {
 	return s
 }
 
-func (in interner) nullable(s sql.NullString) sql.NullString {
-	if s.Valid {
-		s.String = in.str(s.String)
+// bytes is str of a column's bytes; the lookup converts nothing.
+func (in interner) bytes(b []byte) string {
+	if v, ok := in[string(b)]; ok {
+		return v
 	}
+	s := string(b)
+	in[s] = s
 	return s
 }
 
-// stringSlab hands out *string from chunks, one allocation per chunk rather
-// than one per nullable column of each node.
-type stringSlab struct{ chunk []string }
+// int64Slab hands out *int64 from chunks, as stringArena does for strings.
+type int64Slab struct{ chunk []int64 }
 
-const slabChunk = 1024
-
-func (s *stringSlab) ptr(v sql.NullString) *string {
+func (s *int64Slab) ptr(v sql.NullInt64) *int64 {
 	if !v.Valid {
 		return nil
 	}
 	if len(s.chunk) == cap(s.chunk) {
-		s.chunk = make([]string, 0, slabChunk)
+		s.chunk = make([]int64, 0, ptrChunk)
 	}
-	s.chunk = append(s.chunk, v.String)
+	s.chunk = append(s.chunk, v.Int64)
 	return &s.chunk[len(s.chunk)-1]
+}
+
+// ptrInterner hands out one shared *string per distinct value of a nullable
+// low-cardinality column (reservation, states, resource class, owner,
+// lessee): nil for NULL. The snapshot is read-only, so nodes may share the pointer.
+type ptrInterner map[string]*string
+
+func (p ptrInterner) ptr(b sql.RawBytes) *string {
+	if b == nil {
+		return nil
+	}
+	if v, ok := p[string(b)]; ok {
+		return v
+	}
+	s := string(b)
+	p[s] = &s
+	return &s
+}
+
+// stringArena copies column bytes into large chunks and hands out strings
+// and *string over them: one allocation per chunk, not per value. A chunk
+// is never written again once a string points into it.
+type stringArena struct {
+	buf  []byte
+	ptrs []string
+}
+
+const (
+	arenaChunk = 64 << 10
+	ptrChunk   = 1024
+)
+
+func (a *stringArena) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > arenaChunk/8 {
+		return string(b)
+	}
+	if len(a.buf)+len(b) > cap(a.buf) {
+		a.buf = make([]byte, 0, arenaChunk)
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return unsafe.String(&a.buf[start], len(b))
+}
+
+// ptr returns a *string of b's text, nil for NULL.
+func (a *stringArena) ptr(b sql.RawBytes) *string {
+	if b == nil {
+		return nil
+	}
+	if len(a.ptrs) == cap(a.ptrs) {
+		a.ptrs = make([]string, 0, ptrChunk)
+	}
+	a.ptrs = append(a.ptrs, a.str(b))
+	return &a.ptrs[len(a.ptrs)-1]
 }

@@ -27,13 +27,36 @@ type Snapshot struct {
 	Backend Backend
 	// Conductors are the rows of the conductors table, ordered by id.
 	Conductors []Conductor
-	// Nodes are the rows of the nodes table, ordered by id.
+	// Nodes are the rows of the nodes table, ordered by id; none when
+	// NodesUnchanged.
 	Nodes []Node
+	// NodeProbe is what SQLNodeProbe said of the nodes table, in the same
+	// transaction.
+	NodeProbe NodeProbe
+	// NodesUnchanged is set by SnapshotSince when the probe equalled the
+	// known one and the nodes were not read.
+	NodesUnchanged bool
 	// Warnings describe rows that could not be fully decoded and were kept
 	// with the undecodable value left empty (e.g. a conductor whose drivers
 	// column is not JSON: Drivers nil). One human-readable line each; they
 	// contain hostnames, never database credentials.
 	Warnings []string
+	// SchemaRevision is alembic_version.version_num, the schema's alembic
+	// revision ("" when the database has no alembic_version table).
+	SchemaRevision string
+	// WarningCounts count the rows behind Warnings by table and reason
+	// (ReasonBadJSON, ...), sorted; nil when there are none.
+	WarningCounts []WarningCount
+}
+
+// WarningCount is how many rows of a table had one kind of problem.
+type WarningCount struct {
+	// Table is conductors, conductor_hardware_interfaces or nodes.
+	Table string
+	// Reason is one of the Reason constants.
+	Reason string
+	// Rows is the number of rows.
+	Rows int
 }
 
 // Conductor is one row of the conductors table with the hardware types it
@@ -58,6 +81,9 @@ type Conductor struct {
 	// HardwareTypes are the distinct hardware types of this conductor in
 	// conductor_hardware_interfaces, sorted.
 	HardwareTypes []string
+	// Version is the Conductor object version the conductor wrote
+	// (conductors.version, e.g. "1.3"); "" when NULL.
+	Version string
 }
 
 // Node is one row of the nodes table, limited to the columns the exporter
@@ -81,6 +107,8 @@ type Node struct {
 	PowerState *string
 	// ProvisionState is the current provision state, or nil.
 	ProvisionState *string
+	// TargetProvisionState is the state the node is moving to, or nil.
+	TargetProvisionState *string
 	// Maintenance is the maintenance flag.
 	Maintenance bool
 	// ResourceClass is the node's resource class, or nil.
@@ -94,4 +122,9 @@ type Node struct {
 	CreatedAt time.Time
 	// UpdatedAt is the row's last update (UTC); zero when NULL.
 	UpdatedAt time.Time
+	// ConductorAffinity is the conductors.id of the conductor that last
+	// prepared the node's boot environment (deploy, takeover: the one
+	// holding it; Ironic sets it in ironic/conductor/deployments.py and
+	// _do_takeover in ironic/conductor/manager.py), or nil.
+	ConductorAffinity *int64
 }

@@ -2,21 +2,26 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"github.com/lib/pq/pqerror"
 )
 
 func sp(s string) *string { return &s }
+func i64p(v int64) *int64 { return &v }
 
 func ts(s string) time.Time {
 	t, err := time.ParseInLocation("2006-01-02 15:04:05.999999", s, time.UTC)
@@ -51,14 +56,16 @@ var fixtureSQL = []string{
 	 (3, 'ipmi', 'boot', 'ipxe', true),
 	 (7, 'idrac', 'power', 'idrac-redfish', true)`,
 	`INSERT INTO nodes (id, uuid, name, driver, conductor_group, reservation, instance_uuid, power_state,
-	                   provision_state, maintenance, resource_class, created_at, updated_at) VALUES
+	                   provision_state, maintenance, resource_class, created_at, updated_at,
+	                   conductor_affinity, target_provision_state, owner, lessee) VALUES
 	 (1, '1be26c0b-03f2-4d2e-ae87-c02d7f33c123', 'node-1', 'ipmi', '', 'cond-a.example.com',
 	  '8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11', 'power on', 'active', true, 'baremetal',
-	  '2024-03-10 02:30:00', '2024-03-10 07:00:00.000001'),
+	  '2024-03-10 02:30:00', '2024-03-10 07:00:00.000001', 1, NULL, 'f3a1c9e0d2b84e6f9a7c5b3d1e0f2a4b', NULL),
 	 (2, '2be26c0b-03f2-4d2e-ae87-c02d7f33c123', NULL, 'redfish', 'rack1', NULL, NULL, NULL,
-	  NULL, NULL, NULL, NULL, NULL),
+	  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
 	 (10, '3be26c0b-03f2-4d2e-ae87-c02d7f33c123', 'nœud-3', 'idrac', 'grüppe', 'cond-gone', NULL, 'power off',
-	  'enroll', false, '', '2020-02-29 00:00:00', '2020-02-29 23:59:59')`,
+	  'inspect wait', false, '', '2020-02-29 00:00:00', '2020-02-29 23:59:59', 3, 'manageable',
+	  'f3a1c9e0d2b84e6f9a7c5b3d1e0f2a4b', 'Projekt-ö')`,
 }
 
 var fixtureWant = &Snapshot{
@@ -83,17 +90,20 @@ var fixtureWant = &Snapshot{
 			ConductorGroup: "", Reservation: sp("cond-a.example.com"),
 			InstanceUUID: sp("8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11"), PowerState: sp("power on"),
 			ProvisionState: sp("active"), Maintenance: true, ResourceClass: sp("baremetal"),
-			CreatedAt: ts("2024-03-10 02:30:00"), UpdatedAt: ts("2024-03-10 07:00:00.000001")},
+			CreatedAt: ts("2024-03-10 02:30:00"), UpdatedAt: ts("2024-03-10 07:00:00.000001"),
+			ConductorAffinity: i64p(1), Owner: sp("f3a1c9e0d2b84e6f9a7c5b3d1e0f2a4b")},
 		{ID: 2, UUID: "2be26c0b-03f2-4d2e-ae87-c02d7f33c123", Driver: "redfish", ConductorGroup: "rack1"},
 		{ID: 10, UUID: "3be26c0b-03f2-4d2e-ae87-c02d7f33c123", Name: sp("nœud-3"), Driver: "idrac",
 			ConductorGroup: "grüppe", Reservation: sp("cond-gone"), PowerState: sp("power off"),
-			ProvisionState: sp("enroll"), ResourceClass: sp(""),
-			CreatedAt: ts("2020-02-29 00:00:00"), UpdatedAt: ts("2020-02-29 23:59:59")},
+			ProvisionState: sp("inspect wait"), TargetProvisionState: sp("manageable"), ResourceClass: sp(""),
+			CreatedAt: ts("2020-02-29 00:00:00"), UpdatedAt: ts("2020-02-29 23:59:59"), ConductorAffinity: i64p(3),
+			Owner: sp("f3a1c9e0d2b84e6f9a7c5b3d1e0f2a4b"), Lessee: sp("Projekt-ö")},
 	},
 	Warnings: []string{
 		`conductor "kondüktör-ß.例え.jp" (id 3): drivers column is not a JSON list of strings, read as empty: invalid character 'o' in literal null (expecting 'u')`,
 		`conductor "[2001:db8::1]:8080" (id 4): drivers column is not a JSON list of strings, read as empty: json: cannot unmarshal number into Go value of type string`,
 	},
+	WarningCounts: []WarningCount{{Table: "conductors", Reason: ReasonBadJSON, Rows: 2}},
 }
 
 // wantFor is fixtureWant as backend kind stores and returns it:
@@ -105,6 +115,7 @@ var fixtureWant = &Snapshot{
 func wantFor(kind Backend) *Snapshot {
 	w := cloneSnapshot(fixtureWant)
 	w.Backend = kind
+	w.SchemaRevision = schemaHead()
 	switch kind {
 	case BackendMySQL:
 		trunc := func(t *time.Time) { *t = t.Truncate(time.Second) }
@@ -122,19 +133,35 @@ func wantFor(kind Backend) *Snapshot {
 	return w
 }
 
+// schemaHead is the alembic revision of the test schemas (all three are
+// built by the same Ironic), read from PostgreSQL's.
+var schemaHead = sync.OnceValue(func() string {
+	conn, err := sql.Open("postgres", adminDSNFor(testDBName))
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close()
+	var rev string
+	if err := conn.QueryRow(SQLSchemaRevision).Scan(&rev); err != nil {
+		panic(fmt.Sprintf("reading the test schema's revision: %v", err))
+	}
+	return rev
+})
+
 func cloneSnapshot(s *Snapshot) *Snapshot {
 	c := *s
 	c.Conductors = slices.Clone(s.Conductors)
 	c.Nodes = slices.Clone(s.Nodes)
 	c.Warnings = slices.Clone(s.Warnings)
+	c.WarningCounts = slices.Clone(s.WarningCounts)
 	return &c
 }
 
 // timeCmp compares instants, wall clock and location: a value that reads
 // the same instant in another zone is still a failure.
-var timeCmp = cmp.Comparer(func(a, b time.Time) bool {
+var timeCmp = cmp.Options{cmp.Comparer(func(a, b time.Time) bool {
 	return a.Equal(b) && a.Location() == b.Location() && a.String() == b.String()
-})
+}), cmpopts.IgnoreFields(Snapshot{}, "NodeProbe")} // the probe has tests of its own (probe_test.go)
 
 // loadFixture loads the fixture into the PostgreSQL test database.
 func loadFixture(t *testing.T) { loadFixtureOn(t, pgBackend) }
@@ -225,7 +252,7 @@ func TestSnapshotTimeZones(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(fixtureWant, got, timeCmp); diff != "" {
+			if diff := cmp.Diff(wantFor(BackendPostgreSQL), got, timeCmp); diff != "" {
 				t.Errorf("snapshot (-want +got):\n%s", diff)
 			}
 		})
@@ -336,7 +363,7 @@ func TestSnapshotQueryTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	d := openTest(t, testDSN, Options{QueryTimeout: timeout})
 	for _, tc := range []struct{ table, want string }{
-		{"nodes", "reading nodes: timed out after 300ms"},
+		{"nodes", "probing nodes: timed out after 300ms"}, // the probe is the first to wait for the table
 		{"conductors", "reading conductors: timed out after 300ms"},
 		{"conductor_hardware_interfaces", "reading conductor hardware types: timed out after 300ms"},
 	} {
@@ -456,6 +483,7 @@ func TestSteinSchema(t *testing.T) {
 			Drivers: []string{"ipmi"}, HardwareTypes: []string{"ipmi"}}},
 		Nodes: []Node{{ID: 1, UUID: "u1", Driver: "ipmi", ConductorGroup: "g",
 			ResourceClass: sp("bm"), ProvisionState: sp("available")}},
+		SchemaRevision: steinRevision,
 	}
 	if diff := cmp.Diff(want, got, timeCmp); diff != "" {
 		t.Errorf("snapshot (-want +got):\n%s", diff)
@@ -472,9 +500,9 @@ func TestConnectForms(t *testing.T) {
 	qrole := `"` + role + `"`
 	mustExec(t, admin,
 		`CREATE ROLE `+qrole+` LOGIN PASSWORD 'p@ss:w/rd%'`,
-		`GRANT SELECT ON conductors, conductor_hardware_interfaces, nodes TO `+qrole)
+		`GRANT SELECT ON conductors, conductor_hardware_interfaces, nodes, alembic_version TO `+qrole)
 	t.Cleanup(func() {
-		mustExec(t, admin, `REVOKE ALL ON conductors, conductor_hardware_interfaces, nodes FROM `+qrole, `DROP ROLE `+qrole)
+		mustExec(t, admin, `REVOKE ALL ON conductors, conductor_hardware_interfaces, nodes, alembic_version FROM `+qrole, `DROP ROLE `+qrole)
 	})
 	encRole := strings.NewReplacer(" ", "%20", "@", "%40").Replace(role)
 	for _, dsn := range []string{
@@ -493,7 +521,7 @@ func TestConnectForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(fixtureWant, got, timeCmp); diff != "" {
+			if diff := cmp.Diff(wantFor(BackendPostgreSQL), got, timeCmp); diff != "" {
 				t.Errorf("snapshot (-want +got):\n%s", diff)
 			}
 		})
@@ -512,8 +540,17 @@ func checkTimedOut(t *testing.T, d *DB, err error, elapsed, timeout time.Duratio
 		t.Fatal("snapshot succeeded through a lock")
 	}
 	t.Logf("error after %s: %v", elapsed.Round(time.Millisecond), err)
-	if !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("error %q, want prefix %q", err, want)
+	// The error gives the time the step really took: at least the
+	// deadline, at most the whole snapshot.
+	const after = "timed out after "
+	prefix, _, _ := strings.Cut(want, after)
+	msg, ok := strings.CutPrefix(err.Error(), prefix+after)
+	if !ok {
+		t.Fatalf("error %q, want prefix %q", err, prefix+after)
+	}
+	took, perr := time.ParseDuration(strings.FieldsFunc(msg, func(r rune) bool { return r == ' ' || r == ':' })[0])
+	if perr != nil || took < timeout || took > elapsed+time.Millisecond {
+		t.Errorf("error %q: says %s (%v), want between the deadline %s and the snapshot's %s", err, took, perr, timeout, elapsed)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", err)
@@ -523,5 +560,27 @@ func checkTimedOut(t *testing.T, d *DB, err error, elapsed, timeout time.Duratio
 	}
 	if _, err := d.Snapshot(context.Background()); err != nil {
 		t.Errorf("snapshot after the lock was released: %v", err)
+	}
+}
+
+// TestSnapshotNotIronic: a database without Ironic's tables is told apart
+// from a transient failure (ErrNotIronic), on every backend; a server that
+// is down is not.
+func TestSnapshotNotIronic(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *testBackend) {
+		for _, table := range []string{"conductors", "nodes"} {
+			conn := b.admin(t)
+			b.reset(t, conn)
+			b.exec(t, conn, "ALTER TABLE "+table+" RENAME TO "+table+"_elsewhere")
+			_, err := openTest(t, b.dsn, Options{}).Snapshot(context.Background())
+			b.exec(t, conn, "ALTER TABLE "+table+"_elsewhere RENAME TO "+table)
+			if !errors.Is(err, ErrNotIronic) || !strings.Contains(err.Error(), "is this Ironic's database") {
+				t.Errorf("no %s table: %v, want ErrNotIronic", table, err)
+			}
+		}
+	})
+	d := openTest(t, "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2", Options{QueryTimeout: 2 * time.Second})
+	if _, err := d.Snapshot(context.Background()); err == nil || errors.Is(err, ErrNotIronic) {
+		t.Errorf("server down: %v, want a transient error", err)
 	}
 }

@@ -38,6 +38,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // MaxSpeed bounds Options.Speed: faster, the heartbeats of the simulated
@@ -243,14 +244,9 @@ func (d *Demo) removeFiles() error {
 // MultiConductor wraps the demo database's snapshots so that the exporter
 // judges them as on MariaDB/MySQL (see the package doc): everything read
 // is the file's, only Snapshot.Backend says mysql.
-func MultiConductor(src Snapshotter) Snapshotter { return multiConductor{src} }
+func MultiConductor(src topology.Source) topology.Source { return multiConductor{src} }
 
-// Snapshotter is what the exporter reads snapshots from (*db.DB).
-type Snapshotter interface {
-	Snapshot(ctx context.Context) (*db.Snapshot, error)
-}
-
-type multiConductor struct{ src Snapshotter }
+type multiConductor struct{ src topology.Source }
 
 func (m multiConductor) Snapshot(ctx context.Context) (*db.Snapshot, error) {
 	snap, err := m.src.Snapshot(ctx)

@@ -20,10 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // raceBuild is set by race_test.go when the tests run with -race: the
@@ -109,14 +110,14 @@ func open(t *testing.T, d *Demo) *db.DB {
 	return r
 }
 
-func build(t *testing.T, d *Demo, r *db.DB) (*db.Snapshot, *collector.Topology) {
+func build(t *testing.T, d *Demo, r *db.DB) (*db.Snapshot, *topology.Topology) {
 	t.Helper()
 	snap, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := collector.Build(snap, collector.Settings{HeartbeatTimeout: d.HeartbeatTimeout(),
-		PartitionExponent: 5, Algorithm: ring.MD5}, time.Now(), nil)
+	topo, err := topology.Build(snap, topology.Settings{HeartbeatTimeout: d.HeartbeatTimeout(),
+		PartitionExponent: 5, Algorithm: ring.MD5, Release: rules.MustRelease("24.1")}, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +170,23 @@ func TestFleet(t *testing.T) {
 	}
 	if named != len(snap.Nodes) {
 		t.Errorf("%d of %d nodes named", named, len(snap.Nodes))
+	}
+	// Deployed nodes' boot environments were prepared by their conductor;
+	// provision states are Ironic's.
+	active, prepared := 0, 0
+	for _, n := range topo.Nodes {
+		if n.ProvisionState != nil && *n.ProvisionState == "active" {
+			active++
+			if n.Affinity == topology.AffinityUp && n.AffinityHost == n.Conductor {
+				prepared++
+			}
+		}
+		if topology.ProvisionStateLabel(n.ProvisionState) == topology.ProvisionStateOther {
+			t.Errorf("node %s: provision state %v is not Ironic's", n.UUID, n.ProvisionState)
+		}
+	}
+	if active < len(topo.Nodes)/2 || prepared < active*9/10 {
+		t.Errorf("%d active nodes, %d with their boot files on their conductor", active, prepared)
 	}
 	if len(topo.Rings) < 8 {
 		t.Errorf("%d rings, want several", len(topo.Rings))
@@ -273,14 +291,14 @@ func TestSimulator(t *testing.T) {
 	defer d.Close()
 	r := open(t, d)
 	drained, crashed := drainVictims[0], crashVictims[0]
-	find := func(topo *collector.Topology, host string) collector.ConductorInfo {
+	find := func(topo *topology.Topology, host string) topology.ConductorInfo {
 		for _, c := range topo.Conductors {
 			if c.Hostname == host {
 				return c
 			}
 		}
 		t.Fatalf("no conductor %s", host)
-		return collector.ConductorInfo{}
+		return topology.ConductorInfo{}
 	}
 	reserved := func(snap *db.Snapshot, host string) int {
 		n := 0
@@ -298,10 +316,10 @@ func TestSimulator(t *testing.T) {
 	waitFor(t, "every event of a cycle", timeout, func() bool {
 		snap, topo := build(t, d, r)
 		dc, cc := find(topo, drained), find(topo, crashed)
-		if !dc.Online && dc.State == collector.StateStopped && len(dc.HardwareTypes) == 0 && reserved(snap, drained) == 0 {
+		if !dc.Online && dc.State == topology.StateStopped && len(dc.HardwareTypes) == 0 && reserved(snap, drained) == 0 {
 			sawDrain = true
 		}
-		if sawDrain && dc.Online && dc.State == collector.StateAlive && len(dc.HardwareTypes) > 0 {
+		if sawDrain && dc.Online && dc.State == topology.StateAlive && len(dc.HardwareTypes) > 0 {
 			sawDrainBack = true
 		}
 		// Dead to Ironic's API, still in its rings on SQLite, locks stuck.
@@ -413,9 +431,17 @@ func TestDemoCommand(t *testing.T) {
 	drained, crashed := drainVictims[0], crashVictims[0]
 	states := map[string]bool{}
 	drainedStates := map[string]bool{}
-	var sawCrash, sawEnroll bool
+	var sawCrash, sawEnroll, sawStuck, sawStranded bool
 	waitFor(t, "the events of a cycle in /metrics", 2*Cycle/speed, func() bool {
 		m := p.metrics(t)
+		for s, v := range m {
+			if strings.HasPrefix(s, "ironic_nodes_stuck{") && strings.Contains(s, `reason="lock_holder_not_alive"`) && v > 0 {
+				sawStuck = true
+			}
+			if strings.HasPrefix(s, "ironic_nodes_affinity_unavailable{") && strings.Contains(s, `affinity="not_alive"`) && v > 0 {
+				sawStranded = true
+			}
+		}
 		for s, v := range m {
 			if v != 1 || !strings.HasPrefix(s, "ironic_conductor_state{") {
 				continue
@@ -436,7 +462,8 @@ func TestDemoCommand(t *testing.T) {
 		if m["ironic_nodes"] >= first["ironic_nodes"]+nodesEnrolled {
 			sawEnroll = true
 		}
-		return drainedStates["alive"] && drainedStates["draining"] && drainedStates["stopped"] && sawCrash && sawEnroll
+		return drainedStates["alive"] && drainedStates["draining"] && drainedStates["stopped"] && sawCrash && sawEnroll &&
+			sawStuck && sawStranded
 	})
 	t.Logf("states seen: %v; %s: %v", states, drained, drainedStates)
 

@@ -180,7 +180,7 @@ type newNode struct {
 // insertNode writes one node row. enrolled: a node just created through the
 // API (provision state enroll, no power state, no timestamps but created_at);
 // otherwise a node that has been in service for a while.
-func insertNode(ctx context.Context, tx sqlExecer, rng *rand.Rand, n newNode, rc string, now time.Time, enrolled bool) (int64, error) {
+func insertNode(ctx context.Context, tx sqlExecer, rng *rand.Rand, n newNode, rc string, now time.Time, enrolled bool) (int64, string, error) {
 	var (
 		created               = now
 		updated, provUpdated  any
@@ -232,7 +232,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, '{}', '{}', '{}', '{}', ?, '{}', 
 		sqlaTime(created), updated, nodeObjectVersion, n.uuid, instance, name, power, provision, provUpdated,
 		properties, n.driver, rc, n.group, maintenance, maintenanceReason, powerIface, mgmtIface)
 	if err != nil {
-		return 0, fmt.Errorf("inserting node %s: %w", n.uuid, err)
+		return 0, "", fmt.Errorf("inserting node %s: %w", n.uuid, err)
 	}
-	return res.LastInsertId()
+	id, err := res.LastInsertId()
+	return id, provision, err
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +29,13 @@ import (
 //     (online=true, updated_at=now), re-register hardware interfaces;
 //   - locks: a conductor reserves a node its ring maps to it for a few
 //     heartbeats (reserve_node / release_node);
-//   - enrolment: create_node of a few nodes (provision state enroll).
+//   - enrolment: create_node of a few nodes (provision state enroll); the
+//     oldest enrolled nodes are deleted again, so the fleet stays bounded;
+//   - boot environments: a deployed node's conductor_affinity is the
+//     conductor that prepared it; a crashing conductor leaves deploys in
+//     wait call-back under its lock, failed when it restarts; the takeover
+//     (_sync_local_state) moves the affinity of active nodes to the ring's
+//     conductor once a cycle.
 //
 // Ring membership follows Ironic on SQLite: an online conductor is in its
 // rings whatever its heartbeat, so a crashed conductor keeps its nodes.
@@ -66,6 +73,9 @@ var (
 const (
 	locksAtCrash  = 3 // locks a crashing conductor takes just before
 	nodesEnrolled = 6 // nodes enrolled per cycle
+	// MaxEnrolled bounds the nodes the demo enrols on top of its fleet:
+	// beyond it the oldest enrolled nodes are deleted.
+	MaxEnrolled = 4 * nodesEnrolled
 )
 
 // Ring settings the simulator uses to take locks on the nodes a conductor
@@ -84,12 +94,15 @@ type simConductor struct {
 	registered    bool          // its conductor_hardware_interfaces rows exist
 	working       bool          // takes and releases locks
 	locks         map[int64]int // node id -> heartbeats left to hold it
+	deploying     []int64       // deploys it left in wait call-back when it crashed
 }
 
 type simNode struct {
 	id                  int64
 	uuid, group, driver string
 	reservation         string
+	state               string // provision_state
+	affinity            int64  // conductor_affinity, 0 for NULL
 }
 
 type simulator struct {
@@ -105,6 +118,8 @@ type simulator struct {
 	// names counts the nodes named per group prefix, for new names.
 	names map[string]int
 	rings map[string]*ring.Ring
+	// enrolled are the ids of the nodes enrolled since start, oldest first.
+	enrolled []int64
 }
 
 func (s *simulator) scale(d time.Duration) time.Duration { return d / time.Duration(s.speed) }
@@ -152,28 +167,90 @@ func (s *simulator) setup(ctx context.Context, now time.Time) error {
 			}
 		}
 	}
+	s.rebuildRings()
+	// The conductor that deployed each node in service prepared its boot
+	// environment: one statement per conductor.
+	byConductor := map[int64][]string{}
+	for _, n := range s.nodes {
+		if n.state != "active" && n.state != "clean wait" && n.state != "deploy failed" {
+			continue
+		}
+		if c := s.byHost[s.servedBy(n)]; c != nil {
+			n.affinity = c.id
+			byConductor[c.id] = append(byConductor[c.id], strconv.FormatInt(n.id, 10))
+		}
+	}
+	for id, nodes := range byConductor {
+		if _, err := tx.ExecContext(ctx, `UPDATE nodes SET conductor_affinity=? WHERE id IN (`+strings.Join(nodes, ",")+`)`, id); err != nil {
+			return fmt.Errorf("setting conductor_affinity: %w", err)
+		}
+	}
 	// Heartbeats last, so that they are fresh when the exporter first reads.
 	if _, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=? WHERE online=1`, sqlaTime(time.Now())); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return err
+	return tx.Commit()
+}
+
+func (s *simulator) setAffinity(ctx context.Context, tx sqlExecer, n *simNode, id int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET conductor_affinity=? WHERE id=?`, id, n.id); err != nil {
+		return fmt.Errorf("setting conductor_affinity of %s: %w", n.uuid, err)
 	}
-	s.rebuildRings()
+	n.affinity = id
 	return nil
+}
+
+// takeOver is Ironic's _sync_local_state: each working conductor takes
+// over the active, unlocked nodes the ring maps to it whose boot
+// environment another conductor prepared, and rebuilds it
+// (_do_takeover sets conductor_affinity).
+func (s *simulator) takeOver(ctx context.Context, tx sqlExecer) (int, error) {
+	moved := 0
+	for _, n := range s.nodes {
+		if n.state != "active" || n.reservation != "" {
+			continue
+		}
+		c := s.byHost[s.servedBy(n)]
+		if c == nil || !c.working || c.id == n.affinity {
+			continue
+		}
+		if err := s.setAffinity(ctx, tx, n, c.id); err != nil {
+			return moved, err
+		}
+		moved++
+	}
+	return moved, nil
 }
 
 func (s *simulator) addNode(ctx context.Context, tx sqlExecer, g groupSpec, now time.Time, enrolled bool) error {
 	s.names[g.prefix]++
 	n := newNode{uuid: newUUID(s.rng), name: fmt.Sprintf("%s-%04d", g.prefix, s.names[g.prefix]),
 		group: g.group, driver: pickDriver(s.rng, g.drivers)}
-	id, err := insertNode(ctx, tx, s.rng, n, g.resourceClass, now, enrolled)
+	id, state, err := insertNode(ctx, tx, s.rng, n, g.resourceClass, now, enrolled)
 	if err != nil {
 		return err
 	}
 	k := ringKey(n.group, n.driver)
-	s.nodes[id] = &simNode{id: id, uuid: n.uuid, group: n.group, driver: n.driver}
+	s.nodes[id] = &simNode{id: id, uuid: n.uuid, group: n.group, driver: n.driver, state: state}
 	s.nodesBy[k] = append(s.nodesBy[k], id)
+	if enrolled {
+		s.enrolled = append(s.enrolled, id)
+	}
+	return nil
+}
+
+// deleteNode is `baremetal node delete`.
+func (s *simulator) deleteNode(ctx context.Context, tx sqlExecer, id int64) error {
+	n := s.nodes[id]
+	if _, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE id=?`, id); err != nil {
+		return fmt.Errorf("deleting node %s: %w", n.uuid, err)
+	}
+	for _, c := range s.cond {
+		delete(c.locks, id)
+	}
+	k := ringKey(n.group, n.driver)
+	s.nodesBy[k] = slices.DeleteFunc(s.nodesBy[k], func(x int64) bool { return x == id })
+	delete(s.nodes, id)
 	return nil
 }
 
@@ -430,6 +507,24 @@ func (s *simulator) crash(ctx context.Context, cycle int) error {
 				return err
 			}
 		}
+		// One of them was being deployed: it waits for the ramdisk's
+		// call-back, under the lock, with its boot files on c.
+		for id := range c.locks {
+			n := s.nodes[id]
+			if n.state == "enroll" { // a deploy, or a rebuild of an active node
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET provision_state='wait call-back', target_provision_state='active',
+  provision_updated_at=? WHERE id=?`, sqlaTime(now), id); err != nil {
+				return err
+			}
+			n.state = "wait call-back"
+			c.deploying = append(c.deploying, id)
+			if err := s.setAffinity(ctx, tx, n, c.id); err != nil {
+				return err
+			}
+			break
+		}
 		return nil
 	})
 	if err != nil {
@@ -478,6 +573,26 @@ func (s *simulator) crashBack(ctx context.Context, cycle int) error {
 	if err != nil {
 		return err
 	}
+	// The deploys it left waiting fail, as _check_orphan_nodes and the
+	// call-back timeout would have them.
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, id := range c.deploying {
+			n := s.nodes[id]
+			if n == nil || n.state != "wait call-back" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET provision_state='deploy failed', target_provision_state='active',
+  provision_updated_at=? WHERE id=?`, sqlaTime(time.Now()), id); err != nil {
+				return err
+			}
+			n.state = "deploy failed"
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failing the deploys of %s: %w", c.host, err)
+	}
+	c.deploying = nil
 	s.log.Info("demo: the crashed conductor restarted: it released its stuck locks and heartbeats again",
 		"conductor", c.host, "locks_released", released)
 	return nil
@@ -501,16 +616,33 @@ func (s *simulator) enroll(ctx context.Context, cycle int) error {
 	g := fleetGroups[i]
 	first := s.names[g.prefix] + 1
 	now := time.Now()
+	var deleted, takenOver int
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		for range nodesEnrolled {
 			if err := s.addNode(ctx, tx, g, now, true); err != nil {
 				return err
 			}
 		}
-		return nil
+		for len(s.enrolled) > MaxEnrolled {
+			if err := s.deleteNode(ctx, tx, s.enrolled[0]); err != nil {
+				return err
+			}
+			s.enrolled = s.enrolled[1:]
+			deleted++
+		}
+		var err error
+		takenOver, err = s.takeOver(ctx, tx)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("enrolling nodes: %w", err)
+	}
+	if takenOver > 0 {
+		s.log.Info("demo: conductors took over active nodes whose boot files another conductor prepared (_sync_local_state)",
+			"nodes", takenOver, "look_at", "ironic_nodes_affinity_unavailable, ironic_conductor_affinity_elsewhere_nodes")
+	}
+	if deleted > 0 {
+		s.log.Info("demo: the oldest enrolled nodes were deleted, so that the fleet stays bounded", "count", deleted)
 	}
 	s.log.Info("demo: new nodes enrolled", "count", nodesEnrolled, "conductor_group", group,
 		"names", fmt.Sprintf("%s-%04d..%s-%04d", g.prefix, first, g.prefix, s.names[g.prefix]),

@@ -218,8 +218,19 @@ func TestSystemdAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(sa, "verify", "--man=no", unitFile).CombinedOutput()
-	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
-		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	// verify also loads the machine's own units and reports their faults
+	// (a package's unit with a dependency on itself, say): only what it
+	// says of ours, or a failure, counts.
+	var ours []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.Contains(line, "ironic-conductor-exporter") || strings.Contains(line, unitFile) {
+			ours = append(ours, line)
+		} else if line != "" {
+			t.Logf("systemd-analyze verify, about another unit: %s", line)
+		}
+	}
+	if err != nil || len(ours) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, strings.Join(ours, "\n"))
 	}
 	out, err = exec.Command(sa, "security", "--offline=true", "--threshold=20", "--no-pager", unitFile).CombinedOutput()
 	if err != nil {

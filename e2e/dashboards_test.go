@@ -312,6 +312,12 @@ func resolveVariables(p prom, d *dashboard) (map[string]resolved, map[string][]s
 		default:
 			return nil, nil, fmt.Errorf("variable %s: type %q not supported by the test", v.Name, v.Type)
 		}
+		if len(values) == 0 && v.IncludeAll && v.AllValue != "" {
+			// Grafana offers All alone, e.g. the cluster variable of a
+			// Prometheus without that label: its allValue matches them all.
+			vars[v.Name] = resolved{multi: true, all: v.AllValue}
+			continue
+		}
 		if len(values) == 0 {
 			return nil, nil, fmt.Errorf("variable %s (%s %q) has no value in Prometheus", v.Name, v.Type, v.queryText())
 		}

@@ -83,6 +83,13 @@ type Config struct {
 	// HashRingAlgorithm is [DEFAULT] hash_ring_algorithm, as written (the
 	// caller checks it is an algorithm it knows).
 	HashRingAlgorithm Opt[string]
+	// PinReleaseVersion is [DEFAULT] pin_release_version (a release such as
+	// "11.0" or "queens"): Ironic 11.1-16.0 ignore conductor groups in their
+	// rings while it pins an RPC API older than 1.47.
+	PinReleaseVersion Opt[string]
+	// HashDistributionReplicas is [DEFAULT] hash_distribution_replicas
+	// (Ironic 12.1 and older).
+	HashDistributionReplicas Opt[int]
 	// Auth holds the options of the API's authentication and policy
 	// (AuthOptions), keyed "section.key"; an option no file sets is absent.
 	// [keystone_authtoken] password is a secret: never log it.
@@ -253,6 +260,8 @@ var (
 	heartbeatNames = []optName{{"conductor", "heartbeat_timeout"}}
 	exponentNames  = []optName{{"DEFAULT", "hash_partition_exponent"}}
 	algorithmNames = []optName{{"DEFAULT", "hash_ring_algorithm"}}
+	pinNames       = []optName{{"DEFAULT", "pin_release_version"}}
+	replicasNames  = []optName{{"DEFAULT", "hash_distribution_replicas"}}
 )
 
 // set is the parsed files, in order.
@@ -425,6 +434,13 @@ func (s set) config(paths []string) (*Config, error) {
 	}
 	if c.HashRingAlgorithm.Set {
 		c.HashRingAlgorithm.Value = strings.TrimSpace(c.HashRingAlgorithm.Value)
+	}
+	if c.PinReleaseVersion, err = s.str(pinNames, false); err != nil {
+		errs = append(errs, err)
+	}
+	c.PinReleaseVersion.Value = strings.TrimSpace(c.PinReleaseVersion.Value)
+	if c.HashDistributionReplicas, err = s.integer(replicasNames); err != nil {
+		errs = append(errs, err)
 	}
 	c.Auth = map[string]Opt[string]{}
 	for _, name := range AuthOptions {

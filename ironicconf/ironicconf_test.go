@@ -329,3 +329,24 @@ func TestWhere(t *testing.T) {
 		t.Errorf("heartbeat timeout %v", c.HeartbeatTimeout.Value)
 	}
 }
+
+// TestLoadRingOptions reads the two other options that change Ironic's
+// rings, as oslo.config would (the last file wins, values trimmed).
+func TestLoadRingOptions(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a.conf": "[DEFAULT]\npin_release_version = 10.1\nhash_distribution_replicas = 3\n",
+		"b.conf": "[DEFAULT]\npin_release_version =  11.0 \n",
+	})
+	c, err := Load([]string{filepath.Join(dir, "a.conf"), filepath.Join(dir, "b.conf")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PinReleaseVersion.Value != "11.0" || !c.PinReleaseVersion.Set || c.HashDistributionReplicas.Value != 3 {
+		t.Errorf("pin %+v replicas %+v", c.PinReleaseVersion, c.HashDistributionReplicas)
+	}
+	writeFiles(t, dir, map[string]string{"c.conf": "[DEFAULT]\nhash_distribution_replicas = many\n"})
+	if _, err := Load([]string{filepath.Join(dir, "c.conf")}, nil); err == nil || !strings.Contains(err.Error(), "hash_distribution_replicas") {
+		t.Errorf("a non-integer replica count: %v", err)
+	}
+}

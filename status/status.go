@@ -7,16 +7,18 @@ package status
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 //go:embed page.html.tmpl
@@ -30,6 +32,8 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 		}
 		return strings.Join(s, ", ")
 	},
+	"conductorURL": func(host string) string { return "/?conductor=" + url.QueryEscape(host) },
+	"nodeURL":      func(ident string) string { return "/?node=" + url.QueryEscape(ident) },
 	"groupName": func(g string) string {
 		if g == "" {
 			return "(default)"
@@ -46,16 +50,24 @@ type Options struct {
 	Version string
 	// MetricsPath is linked from the page.
 	MetricsPath string
+	// History, when set, gives each conductor's page its state changes
+	// since the exporter started. Feed it the cache's refreshes.
+	History *History
+	// RefreshSeconds is the page's meta refresh period; default 30.
+	RefreshSeconds int
 }
 
 // NewHandler returns the status page handler. GET / renders the page; the
 // query parameter "node" (a UUID or name) adds a lookup result.
-func NewHandler(cache *collector.Cache, opts Options) http.Handler {
+func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.MetricsPath == "" {
 		opts.MetricsPath = "/metrics"
+	}
+	if opts.RefreshSeconds <= 0 {
+		opts.RefreshSeconds = 30
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -64,9 +76,20 @@ func NewHandler(cache *collector.Cache, opts Options) http.Handler {
 			return
 		}
 		v := cache.Get(r.Context())
-		data := build(v, time.Now(), strings.TrimSpace(r.URL.Query().Get("node")), opts)
+		q := r.URL.Query()
+		data := build(v, time.Now(), strings.TrimSpace(q.Get("node")), opts)
+		data.NoRefresh = q.Get("refresh") == "off"
+		data.RefreshSeconds = opts.RefreshSeconds
+		tmpl := "page"
+		data.Title = "Ironic conductors"
+		if host := q.Get("conductor"); host != "" {
+			tmpl = "conductor"
+			data.Conductor = conductorPage(v.Topology, host, opts.History)
+			data.Title = "Ironic conductor " + host
+		}
+		data.SelfURL, data.ToggleURL = selfURLs(r, data.NoRefresh)
 		var buf bytes.Buffer
-		if err := page.Execute(&buf, data); err != nil {
+		if err := page.ExecuteTemplate(&buf, tmpl, data); err != nil {
 			opts.Logger.Error("rendering the status page", "err", err)
 			http.Error(w, "cannot render the status page", http.StatusInternalServerError)
 			return
@@ -74,7 +97,7 @@ func NewHandler(cache *collector.Cache, opts Options) http.Handler {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-		if data.Lookup != nil && data.Lookup.NotFound {
+		if (data.Lookup != nil && data.Lookup.NotFound) || (data.Conductor != nil && data.Conductor.NotFound) {
 			w.WriteHeader(http.StatusNotFound)
 		}
 		_, _ = w.Write(buf.Bytes())
@@ -90,13 +113,15 @@ func WantsHTML(r *http.Request) bool {
 }
 
 type pageData struct {
+	Title       string
 	Up          bool
 	Err         string
+	Permanent   bool // the database is not Ironic's: retrying will not help
 	HasData     bool
 	DataAge     time.Duration
 	LastSuccess time.Time
 	Now         time.Time
-	Settings    collector.Settings
+	Settings    topology.Settings
 	Backend     string
 	Counts      map[string]int // conductors per state
 	Conductors  []conductorRow
@@ -108,11 +133,41 @@ type pageData struct {
 	Lookup      *lookupResult
 	Version     string
 	MetricsPath string
+
+	Summary        summary
+	Stranded       []strandedRow
+	StuckNodes     []stuckNodeRow
+	Conductor      *conductorData
+	NoRefresh      bool
+	RefreshSeconds int
+	SelfURL        string // this page without the refresh switch
+	ToggleURL      string // this page with the refresh switch flipped
+}
+
+// summary is the banner at the top: the worst level and what is wrong.
+type summary struct {
+	Level    string // "ok", "warn" or "bad"
+	Problems []problem
+}
+
+type problem struct {
+	Level, Text, Anchor string
+}
+
+type strandedRow struct {
+	UUID, Name, State, Host string
+	HostState               topology.State
+	Gone                    bool
+	Conductor               string
+}
+
+type stuckNodeRow struct {
+	UUID, Name, State, Reservation, Conductor, Why string
 }
 
 type conductorRow struct {
 	Hostname, Group string
-	State           collector.State
+	State           topology.State
 	HardwareTypes   []string
 	HeartbeatAge    time.Duration
 	NoHeartbeat     bool
@@ -144,20 +199,30 @@ type lookupResult struct {
 	UUID, Name           string
 	Group, Driver        string
 	Conductor            string
-	ConductorState       collector.State
+	ConductorState       topology.State
 	Reservation, PowerSt string
 	ProvisionState       string
 	ConductorKnown       bool
+	Maintenance          bool
+	AffinityHost         string
+	AffinityState        topology.State
+	Affinity             topology.Affinity
+	AffinityText         string // where the boot files are, in words
+	StuckText            string
 }
 
-func build(v collector.View, now time.Time, query string, opts Options) pageData {
+func build(v topology.View, now time.Time, query string, opts Options) pageData {
 	d := pageData{Up: v.Up(), Now: now.UTC(), Query: query, Version: opts.Version, MetricsPath: opts.MetricsPath,
 		Counts: map[string]int{}}
 	if v.Err != nil {
-		d.Err = v.Err.Error()
+		// The database's own message (addresses, user names) stays in the
+		// logs; the public page says only what kind of failure it was.
+		d.Err = publicError(v.Err)
+		d.Permanent = v.Permanent()
 	}
 	t := v.Topology
 	if t == nil {
+		d.Summary = summarize(d, nil)
 		return d
 	}
 	d.HasData = true
@@ -171,15 +236,19 @@ func build(v collector.View, now time.Time, query string, opts Options) pageData
 		d.Counts[string(c.State)]++
 		row := conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State,
 			HardwareTypes: c.HardwareTypes, Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero()}
-		if t.Backend == db.BackendSQLite {
-			row.NoHeartbeat, row.NotKept = true, true // Ironic does not heartbeat on SQLite
+		if !t.Heartbeats {
+			row.NoHeartbeat, row.NotKept = true, true
 		}
 		if !row.NoHeartbeat {
 			row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
 		}
 		d.Conductors = append(d.Conductors, row)
 	}
+	// Trouble first: dead, then stopped, draining, alive.
 	slices.SortStableFunc(d.Conductors, func(a, b conductorRow) int {
+		if x, y := stateRank(a.State), stateRank(b.State); x != y {
+			return x - y
+		}
 		return strings.Compare(a.Group+"\x00"+a.Hostname, b.Group+"\x00"+b.Hostname)
 	})
 	d.Rings = ringRows(t)
@@ -187,6 +256,9 @@ func build(v collector.View, now time.Time, query string, opts Options) pageData
 		d.Orphans = append(d.Orphans, orphanRow{Group: k.ConductorGroup, Driver: k.Driver, Nodes: n})
 	}
 	slices.SortFunc(d.Orphans, func(a, b orphanRow) int {
+		if a.Nodes != b.Nodes {
+			return b.Nodes - a.Nodes
+		}
 		return strings.Compare(a.Group+"\x00"+a.Driver, b.Group+"\x00"+b.Driver)
 	})
 	for host, n := range t.Reservations {
@@ -198,15 +270,22 @@ func build(v collector.View, now time.Time, query string, opts Options) pageData
 			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: "conductor " + string(c.State)})
 		}
 	}
-	slices.SortFunc(d.Stuck, func(a, b stuckRow) int { return strings.Compare(a.Host, b.Host) })
+	slices.SortFunc(d.Stuck, func(a, b stuckRow) int {
+		if a.Nodes != b.Nodes {
+			return b.Nodes - a.Nodes
+		}
+		return strings.Compare(a.Host, b.Host)
+	})
+	d.Stranded, d.StuckNodes = nodeTrouble(t)
 	if query != "" {
 		d.Lookup = lookup(t, query)
 	}
+	d.Summary = summarize(d, t)
 	return d
 }
 
 // ringRows computes, per ring, how many of its nodes each member serves.
-func ringRows(t *collector.Topology) []ringRow {
+func ringRows(t *topology.Topology) []ringRow {
 	type key struct{ group, hw string }
 	perMember := map[key]map[string]int{}
 	for i := range t.Nodes {
@@ -245,12 +324,17 @@ func ringRows(t *collector.Topology) []ringRow {
 	return rows
 }
 
-func lookup(t *collector.Topology, ident string) *lookupResult {
+func lookup(t *topology.Topology, ident string) *lookupResult {
 	n, ok := t.Node(ident)
+	if !ok {
+		// Ironic stores UUIDs in lower case; people paste them in any.
+		n, ok = t.Node(strings.ToLower(ident))
+	}
 	if !ok {
 		return &lookupResult{NotFound: true}
 	}
-	res := &lookupResult{UUID: n.UUID, Group: n.ConductorGroup, Driver: n.Driver, Conductor: n.Conductor}
+	res := &lookupResult{UUID: n.UUID, Group: n.ConductorGroup, Driver: n.Driver, Conductor: n.Conductor,
+		Maintenance: n.Maintenance, AffinityHost: n.AffinityHost, Affinity: n.Affinity}
 	if n.Name != nil {
 		res.Name = *n.Name
 	}
@@ -267,6 +351,11 @@ func lookup(t *collector.Topology, ident string) *lookupResult {
 		res.ConductorState = c.State
 		res.ConductorKnown = true
 	}
+	if c, ok := t.Conductor(n.AffinityHost); ok {
+		res.AffinityState = c.State
+	}
+	res.AffinityText = affinityText(n, res)
+	res.StuckText = stuckText(n)
 	return res
 }
 
@@ -284,4 +373,13 @@ func humanAge(d time.Duration) string {
 	default:
 		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
 	}
+}
+
+// publicError is the generic text of a refresh error for the public page.
+func publicError(err error) string {
+	if errors.Is(err, topology.ErrNoData) {
+		return err.Error()
+	}
+	kind := db.ErrorKind(err)
+	return "the latest refresh from the database failed (" + kind + "); the exporter's log has the details"
 }

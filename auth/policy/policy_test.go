@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 func creds(project any, system any, roles ...string) Values {
@@ -95,5 +97,23 @@ func TestParsePrecedence(t *testing.T) {
 	g, _ := parse("project_id:%(node.owner)s")
 	if !g.eval(e, Values{"node.owner": nil}, Values{"project_id": nil}, 0) {
 		t.Error("None vs None")
+	}
+}
+
+// TestForRelease: the legacy-compatible defaults up to 23.x, the secure
+// RBAC ones from 24.0 (commit 435932355) and while the release is unknown.
+func TestForRelease(t *testing.T) {
+	for _, c := range []struct {
+		r    string
+		want Release
+	}{{"17.0", Release214}, {"21.4", Release214}, {"23.1", Release214}, {"24.0", ReleaseNewest},
+		{"2024.1", ReleaseNewest}, {"29.0", ReleaseNewest}, {"", ReleaseNewest}} {
+		var r rules.Release
+		if c.r != "" {
+			r = rules.MustRelease(c.r)
+		}
+		if got := ForRelease(r); got != c.want {
+			t.Errorf("ForRelease(%q) = %s, want %s", c.r, got, c.want)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // authConfig is the command line of the API's authentication.
@@ -48,9 +48,14 @@ func addAuthFlags(app *kingpin.Application, c *authConfig) {
 	app.Flag("auth.keystone.timeout", "keystone: deadline of each request to Keystone.").Default("10s").DurationVar(&c.ksTimeout)
 	app.Flag("auth.policy-file", "keystone: Ironic's policy.yaml ([oslo_policy]policy_file); its baremetal:node:get, :list, :list_all, :get:filter_threshold, "+
 		":get:reservation and baremetal:conductor:get rules (and the rules they reference) are honoured.").StringVar(&c.policyFile)
-	app.Flag("auth.policy-release", "keystone: the Ironic release whose policy defaults apply: 21.4 (enforce_scope and enforce_new_defaults off) or newest (both on).").
-		Default(string(policy.Release214)).EnumVar(&c.policyRelease, string(policy.Release214), string(policy.ReleaseNewest))
+	app.Flag("auth.policy-release", "keystone: the policy defaults that apply: detected (those of --ironic.release, else of the release the database tells: "+
+		"before 24.0 as 21.4, from 24.0 newest; newest while no release is known), 21.4 (enforce_scope and enforce_new_defaults off) or newest (both on).").
+		Default(policyDetected).EnumVar(&c.policyRelease, policyDetected, string(policy.Release214), string(policy.ReleaseNewest))
 }
+
+// policyDetected is --auth.policy-release's default: the policy of the
+// Ironic release the rules follow.
+const policyDetected = "detected"
 
 // apiAuth is the wired authentication: the Authenticator (nil: noauth) and
 // the policy access for api.Options (nil unless keystone).
@@ -58,6 +63,31 @@ type apiAuth struct {
 	mode   string
 	authn  auth.Authenticator
 	access func(r *http.Request) api.Access
+	// enforcers are the policies by their defaults (keystone only); fixed
+	// is the one --auth.policy-release names, "" to follow the release.
+	enforcers map[policy.Release]*policy.Enforcer
+	fixed     policy.Release
+	// release, set by bindRelease, is the Ironic release the rules follow
+	// (ok false while none is known).
+	release func() (rules.Release, bool)
+}
+
+// bindRelease makes the policy's defaults follow release (with
+// --auth.policy-release=detected): policy.ForRelease of it, the newest
+// defaults while it is unknown.
+func (a *apiAuth) bindRelease(release func() (rules.Release, bool)) { a.release = release }
+
+// enforcer is the policy a request is judged by now.
+func (a *apiAuth) enforcer() *policy.Enforcer {
+	if a.fixed != "" {
+		return a.enforcers[a.fixed]
+	}
+	if a.release != nil {
+		if r, ok := a.release(); ok {
+			return a.enforcers[policy.ForRelease(r)]
+		}
+	}
+	return a.enforcers[policy.ReleaseNewest]
 }
 
 // setupAuth builds the API's authentication from the flags and Ironic's
@@ -71,7 +101,7 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 		return o.Value, ok
 	}
 	mode := c.strategy
-	if !c.strategySet {
+	if !givenBy(c.strategySet, "auth.strategy") {
 		mode = auth.ModeNoauth
 		if conf != nil {
 			mode = auth.ModeKeystone // Ironic's default auth_strategy
@@ -141,7 +171,7 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 	} else {
 		ks.Password, _ = opt("keystone_authtoken.password")
 	}
-	if v, ok := opt("keystone_authtoken.token_cache_time"); ok && !c.cacheTimeSet {
+	if v, ok := opt("keystone_authtoken.token_cache_time"); ok && !givenBy(c.cacheTimeSet, "auth.keystone.token-cache-time") {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return nil, fmt.Errorf("[keystone_authtoken] token_cache_time %q: %w", v, err)
@@ -154,7 +184,7 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 	}
 	a.authn = k
 
-	po := policy.Options{Release: policy.Release(c.policyRelease), PolicyFile: c.policyFile}
+	po := policy.Options{PolicyFile: c.policyFile}
 	boolOpt := func(name string) (*bool, error) {
 		v, ok := opt("oslo_policy." + name)
 		if !ok {
@@ -175,11 +205,17 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 	if po.PolicyFile == "" && conf != nil {
 		po.PolicyFile = findPolicyFile(conf)
 	}
-	enf, err := policy.New(po)
-	if err != nil {
-		return nil, err
+	a.enforcers = map[policy.Release]*policy.Enforcer{}
+	for _, r := range []policy.Release{policy.Release214, policy.ReleaseNewest} {
+		po.Release = r
+		if a.enforcers[r], err = policy.New(po); err != nil {
+			return nil, err
+		}
 	}
-	a.access = func(r *http.Request) api.Access { return auth.NewAccess(enf, auth.FromContext(r.Context())) }
+	if c.policyRelease != policyDetected {
+		a.fixed = policy.Release(c.policyRelease)
+	}
+	a.access = func(r *http.Request) api.Access { return auth.NewAccess(a.enforcer(), auth.FromContext(r.Context())) }
 	logger.Info("auth: keystone", "auth_url", ks.AuthURL, "service_user", ks.Username, "policy_release", c.policyRelease,
 		"policy_file", po.PolicyFile, "token_cache_time", ks.TokenCacheTime)
 	return a, nil
@@ -227,8 +263,6 @@ func beyondLoopback(listen []string) []string {
 	}
 	return out
 }
-
-var errNotReady = errors.New("not ready")
 
 // guardStatusPage authenticates the status page (not a public route, unlike
 // Ironic's root) and, under keystone, lets through only callers whom

@@ -2,12 +2,17 @@ package main
 
 import (
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // TestSetupAuthDefaults: an ironic.conf without auth_strategy is Ironic's
@@ -33,5 +38,55 @@ func TestSetupAuthDefaults(t *testing.T) {
 	}
 	if got := beyondLoopback([]string{"127.0.0.1:1", "[::1]:2", "localhost:3", ":4", "10.0.0.1:5"}); strings.Join(got, ",") != ":4,10.0.0.1:5" {
 		t.Errorf("beyondLoopback = %v", got)
+	}
+}
+
+// TestPolicyFollowsRelease: with --auth.policy-release=detected the policy
+// is 21.4's for a release before 24.0 and the secure-RBAC one from 24.0
+// and while no release is known; a named one ignores the release.
+func TestPolicyFollowsRelease(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "ironic.conf")
+	conf := "[DEFAULT]\nauth_strategy = keystone\n[keystone_authtoken]\nauth_url = http://127.0.0.1:1/identity\n" +
+		"username = ironic\npassword = secret\nproject_name = service\n"
+	if err := os.WriteFile(p, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ironicconf.Load([]string{p}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	// A project admin: Ironic 21.4's deprecated defaults (rule:is_admin)
+	// let it read conductors, the secure-RBAC ones (system scope) do not.
+	admin := &auth.Credentials{Values: policy.Values{"project_id": "P", "system_scope": nil, "roles": []string{"admin", "reader"},
+		"domain_id": nil, "project_domain_id": "default", "project_name": "P"}}
+	canGet := func(a *apiAuth) bool {
+		r := httptest.NewRequest(http.MethodGet, "/v1/conductors", nil)
+		return a.access(r.WithContext(auth.WithCredentials(r.Context(), admin))).CanGetConductors()
+	}
+	a, err := setupAuth(authConfig{policyRelease: policyDetected}, c, []string{"127.0.0.1:9608"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if canGet(a) {
+		t.Error("no release known yet: the legacy defaults apply")
+	}
+	for _, tc := range []struct {
+		release string
+		want    bool
+	}{{"21.4", true}, {"23.1", true}, {"24.0", false}, {"2025.1", false}} {
+		a.bindRelease(func() (rules.Release, bool) { return rules.MustRelease(tc.release), true })
+		if got := canGet(a); got != tc.want {
+			t.Errorf("release %s: project admin reads conductors = %v, want %v", tc.release, got, tc.want)
+		}
+	}
+	fixed, err := setupAuth(authConfig{policyRelease: string(policy.Release214)}, c, []string{"127.0.0.1:9608"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed.bindRelease(func() (rules.Release, bool) { return rules.MustRelease("29.0"), true })
+	if !canGet(fixed) {
+		t.Error("--auth.policy-release=21.4 on a 29.0 database: the 21.4 defaults must apply")
 	}
 }

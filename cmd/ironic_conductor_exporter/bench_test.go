@@ -16,6 +16,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // benchFleet fills the test database with scripts/bench-fleet.sql: 300
@@ -43,8 +44,8 @@ func BenchmarkRefresh(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		settings := collector.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}
-		scrape := func(cache *collector.Cache) {
+		settings := topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}
+		scrape := func(cache *topology.Cache) {
 			rec := httptest.NewRecorder()
 			collector.NewHandler(cache, collector.HandlerOptions{ExporterOptions: collector.ExporterOptions{NodeInfo: true}}).
 				ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
@@ -53,8 +54,8 @@ func BenchmarkRefresh(b *testing.B) {
 			}
 			io.Copy(io.Discard, rec.Body)
 		}
-		newCache := func() *collector.Cache {
-			c, err := collector.NewCache(collector.CacheConfig{Source: database, Settings: settings})
+		newCache := func() *topology.Cache {
+			c, err := topology.NewCache(topology.CacheConfig{Source: database, Settings: settings})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,7 +34,9 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/status"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 const exporterName = "ironic_conductor_exporter"
@@ -47,60 +51,38 @@ type config struct {
 	heartbeatTimeout    time.Duration
 	partitionExponent   int
 	algorithm           string
+	release             string
 	telemetryPath       string
 	minInterval         time.Duration
+	fullInterval        time.Duration
 	refreshTimeout      time.Duration
 	nodeInfo            bool
 	shutdownGracePeriod time.Duration
+	web                 webLimits
 
 	// Ironic's own configuration files, and which of the flags they may
 	// fill were given explicitly (those win over the files).
 	ironicConfigFiles, ironicConfigDirs              []string
 	heartbeatSet, partitionExponentSet, algorithmSet bool
+	// from ironic.conf only: options that change Ironic's rings
+	pinReleaseVersion, ironicConnection string
+	hashDistributionReplicas            int
+
+	// ironicConf is Ironic's configuration as read (nil without files).
+	ironicConf *ironicconf.Config
 
 	// auth configures the JSON API's authentication.
 	auth authConfig
 
 	// source, when set, wraps the database the topology is read from (the
 	// demo's multi-conductor fleet).
-	source func(collector.Source) collector.Source
+	source func(topology.Source) topology.Source
 }
 
 func run(args []string) int {
-	app := kingpin.New(exporterName, "Prometheus exporter and Ironic-compatible JSON API for OpenStack Ironic conductors and hash rings.")
 	var cfg config
-	app.Flag("db.dsn", "Ironic's database connection string, as in ironic.conf [database]connection (SQLAlchemy URL: postgresql://, mysql+pymysql://, sqlite:////path) or a libpq URL / key=value DSN; default: from --ironic.config-file.").
-		Envar("IRONIC_EXPORTER_DB_DSN").StringVar(&cfg.dsn)
-	app.Flag("db.dsn-file", "File holding the connection string (for secrets mounted as files).").StringVar(&cfg.dsnFile)
-	app.Flag("db.query-timeout", "Deadline of each database query.").Default("10s").DurationVar(&cfg.queryTimeout)
-	app.Flag("db.max-open-conns", "Connections the exporter may hold open.").Default("2").IntVar(&cfg.maxOpenConns)
-	app.Flag("ironic.config-file", "Ironic's configuration file (ironic.conf), read as oslo.config reads it for [database]connection, "+
-		"[conductor]heartbeat_timeout, [DEFAULT]hash_partition_exponent and [DEFAULT]hash_ring_algorithm; repeatable, later files win. "+
-		"Explicit flags win over the files.").StringsVar(&cfg.ironicConfigFiles)
-	app.Flag("ironic.config-dir", "Directory whose *.conf files are read, in lexical order, after --ironic.config-file (repeatable).").
-		StringsVar(&cfg.ironicConfigDirs)
-	app.Flag("ironic.heartbeat-timeout", "Ironic's [conductor]heartbeat_timeout.").Default("60s").
-		IsSetByUser(&cfg.heartbeatSet).DurationVar(&cfg.heartbeatTimeout)
-	app.Flag("ironic.hash-partition-exponent", "Ironic's [DEFAULT]hash_partition_exponent.").Default("5").
-		IsSetByUser(&cfg.partitionExponentSet).IntVar(&cfg.partitionExponent)
-	app.Flag("ironic.hash-ring-algorithm", "Ironic's [DEFAULT]hash_ring_algorithm: "+strings.Join(ring.Algorithms(), ", ")+".").
-		Default("md5").IsSetByUser(&cfg.algorithmSet).StringVar(&cfg.algorithm)
-	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.telemetryPath)
-	app.Flag("refresh.min-interval", "A scrape or lookup reads the database only when the cached topology is older than this.").
-		Default("5s").DurationVar(&cfg.minInterval)
-	app.Flag("refresh.timeout", "Deadline of one refresh (all queries and the topology).").Default("30s").DurationVar(&cfg.refreshTimeout)
-	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
-		Default("true").BoolVar(&cfg.nodeInfo)
-	app.Flag("web.shutdown-grace-period", "Time given to in-flight requests on SIGTERM.").Default("10s").DurationVar(&cfg.shutdownGracePeriod)
-	addAuthFlags(app, &cfg.auth)
-	toolkitFlags := kingpinflag.AddFlags(app, ":9608")
-	promslogConfig := &promslog.Config{}
-	flag.AddFlags(app, promslogConfig)
-	app.Version(version.Print(exporterName))
-	app.HelpFlag.Short('h')
-	app.Command("serve", "Serve Ironic's database (the default command).").Default()
 	var demoCfg demoConfig
-	demoCmd := addDemoCommand(app, &demoCfg)
+	app, toolkitFlags, promslogConfig, demoCmd := newApp(&cfg, &demoCfg)
 	command, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
@@ -109,6 +91,10 @@ func run(args []string) int {
 	logger := promslog.New(promslogConfig)
 
 	if command == demoCmd.FullCommand() {
+		if err := checkDemoArgs(args, demoCfg); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
+			return 2
+		}
 		err = runDemo(cfg, demoCfg, toolkitFlags, logger)
 	} else {
 		err = serve(cfg, toolkitFlags, logger)
@@ -120,7 +106,115 @@ func run(args []string) int {
 	return 0
 }
 
+// newApp defines the command line: every flag, each with its environment
+// variable (IRONIC_EXPORTER_ and the flag's name in capitals, dots and
+// dashes as underscores).
+func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagConfig, *promslog.Config, *kingpin.CmdClause) {
+	app := kingpin.New(exporterName, "Prometheus exporter and Ironic-compatible JSON API for OpenStack Ironic conductors and hash rings.")
+	app.Flag("db.dsn", "Ironic's database connection string, as in ironic.conf [database]connection (SQLAlchemy URL: postgresql://, mysql+pymysql://, sqlite:////path) or a libpq URL / key=value DSN; default: from --ironic.config-file.").
+		Envar("IRONIC_EXPORTER_DB_DSN").StringVar(&cfg.dsn)
+	app.Flag("db.dsn-file", "File holding the connection string (for secrets mounted as files).").StringVar(&cfg.dsnFile)
+	app.Flag("db.query-timeout", "Deadline of each database query.").Default("10s").DurationVar(&cfg.queryTimeout)
+	app.Flag("db.max-open-conns", "Connections the exporter may hold open.").Default("2").IntVar(&cfg.maxOpenConns)
+	app.Flag("ironic.config-file", "Ironic's configuration file (ironic.conf), read as oslo.config reads it for [database]connection, "+
+		"[conductor]heartbeat_timeout, [DEFAULT]hash_partition_exponent and [DEFAULT]hash_ring_algorithm; repeatable, later files win. "+
+		"Explicit flags win over the files.").StringsVar(&cfg.ironicConfigFiles)
+	app.Flag("ironic.config-dir", "Directory whose *.conf files are read, in lexical order, after --ironic.config-file (repeatable).").
+		StringsVar(&cfg.ironicConfigDirs)
+	app.Flag("ironic.release", "Ironic release whose rules apply (29.0 or 2025.1 style); default: told by the database at every refresh.").
+		StringVar(&cfg.release)
+	app.Flag("ironic.heartbeat-timeout", "Ironic's [conductor]heartbeat_timeout: seconds as in ironic.conf (60), or a duration (1m).").Default("60").
+		IsSetByUser(&cfg.heartbeatSet).SetValue((*seconds)(&cfg.heartbeatTimeout))
+	app.Flag("ironic.hash-partition-exponent", "Ironic's [DEFAULT]hash_partition_exponent.").Default("5").
+		IsSetByUser(&cfg.partitionExponentSet).IntVar(&cfg.partitionExponent)
+	app.Flag("ironic.hash-ring-algorithm", "Ironic's [DEFAULT]hash_ring_algorithm: "+strings.Join(ring.Algorithms(), ", ")+".").
+		Default("md5").IsSetByUser(&cfg.algorithmSet).StringVar(&cfg.algorithm)
+	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.telemetryPath)
+	app.Flag("refresh.min-interval", "A scrape or lookup reads the database only when the cached topology is older than this.").
+		Default("5s").DurationVar(&cfg.minInterval)
+	app.Flag("refresh.full-interval", "A refresh reads the nodes only when a probe of the nodes table changed, or when they were last read this long ago; 0 reads them at every refresh.").
+		Default("1m").DurationVar(&cfg.fullInterval)
+	app.Flag("refresh.timeout", "Deadline of one refresh (all queries and the topology).").Default("30s").DurationVar(&cfg.refreshTimeout)
+	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
+		Default("true").BoolVar(&cfg.nodeInfo)
+	app.Flag("web.shutdown-grace-period", "Time given to in-flight requests on SIGTERM.").Default("10s").DurationVar(&cfg.shutdownGracePeriod)
+	app.Flag("web.read-timeout", "Time a client has to send a whole request.").Default("30s").DurationVar(&cfg.web.readTimeout)
+	app.Flag("web.write-timeout", "Time a response may take to write, from the end of the request; a client that reads slower is cut off.").
+		Default("60s").DurationVar(&cfg.web.writeTimeout)
+	app.Flag("web.idle-timeout", "Time an idle keep-alive connection stays open.").Default("30s").DurationVar(&cfg.web.idleTimeout)
+	app.Flag("web.max-requests", "Requests served at once (probes excepted); more wait up to 1s, then get 503. 0: no limit.").
+		Default("40").IntVar(&cfg.web.maxRequests)
+	app.Flag("web.max-renders", "Renders of the telemetry path at once; more wait up to 5s, then get 503. 0: no limit.").
+		Default("2").IntVar(&cfg.web.maxRenders)
+	app.Flag("web.max-connections", "Open connections per listen address; more wait in the kernel's backlog. 0: no limit.").
+		Default("512").IntVar(&cfg.web.maxConns)
+	app.Flag("web.external-url", "Base URL of links in the JSON API (Ironic's [api]public_endpoint), e.g. https://ironic.example.com:6385; "+
+		"default: the address the request arrived at.").StringVar(&cfg.web.externalURL)
+	addAuthFlags(app, &cfg.auth)
+	toolkitFlags := kingpinflag.AddFlags(app, ":9608")
+	promslogConfig := &promslog.Config{}
+	flag.AddFlags(app, promslogConfig)
+	app.Version(version.Print(exporterName))
+	app.HelpFlag.Short('h')
+	app.Command("serve", "Serve Ironic's database (the default command).").Default()
+	demoCmd := addDemoCommand(app, demoCfg)
+	addEnvars(app, demoCmd)
+	return app, toolkitFlags, promslogConfig, demoCmd
+}
+
+// envarFor is the environment variable of a flag.
+func envarFor(flag string) string {
+	return "IRONIC_EXPORTER_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(flag))
+}
+
+// addEnvars gives every visible flag of the application and of cmds its
+// environment variable, unless it has one.
+func addEnvars(app *kingpin.Application, cmds ...*kingpin.CmdClause) {
+	for _, f := range app.Model().Flags {
+		if !f.Hidden && f.Envar == "" && f.Name != "help" && f.Name != "version" {
+			app.GetFlag(f.Name).Envar(envarFor(f.Name))
+		}
+	}
+	for _, c := range cmds {
+		for _, f := range c.Model().Flags {
+			if !f.Hidden && f.Envar == "" {
+				c.GetFlag(f.Name).Envar(envarFor(f.Name))
+			}
+		}
+	}
+}
+
+// givenBy reports whether a flag was set on the command line (by) or in
+// its environment variable: kingpin's IsSetByUser sees only the former.
+func givenBy(by bool, flag string) bool { return by || os.Getenv(envarFor(flag)) != "" }
+
+// seconds is a duration flag that also takes bare seconds, as ironic.conf
+// writes heartbeat_timeout ("60").
+type seconds time.Duration
+
+func (s *seconds) Set(v string) error {
+	if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+		*s = seconds(time.Duration(n) * time.Second)
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("want seconds (60) or a duration (1m): %q", v)
+	}
+	*s = seconds(d)
+	return nil
+}
+
+func (s *seconds) String() string { return time.Duration(*s).String() }
+
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
+	if err := checkFlags(cfg); err != nil {
+		return err
+	}
+	externalURL, err := checkExternalURL(cfg.web.externalURL)
+	if err != nil {
+		return err
+	}
 	src, err := applyIronicConfig(&cfg, logger)
 	if err != nil {
 		return err
@@ -136,13 +230,13 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
 		return fmt.Errorf("%s: %w", src.partitionExponent, err)
 	}
-	var conf *ironicconf.Config
-	if len(cfg.ironicConfigFiles) > 0 || len(cfg.ironicConfigDirs) > 0 {
-		if conf, err = ironicconf.Load(cfg.ironicConfigFiles, cfg.ironicConfigDirs); err != nil {
-			return err
+	var release rules.Release
+	if cfg.release != "" {
+		if release, err = rules.ParseRelease(cfg.release); err != nil {
+			return fmt.Errorf("--ironic.release: %w", err)
 		}
 	}
-	authn, err := setupAuth(cfg.auth, conf, *toolkitFlags.WebListenAddresses, logger)
+	authn, err := setupAuth(cfg.auth, cfg.ironicConf, *toolkitFlags.WebListenAddresses, logger)
 	if err != nil {
 		return err
 	}
@@ -153,7 +247,8 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	defer database.Close()
 	logger.Info("starting", "version", version.Info(), "build_context", version.BuildContext(),
 		"database", database.String(), "backend", database.Backend(), "heartbeat_timeout", cfg.heartbeatTimeout,
-		"hash_partition_exponent", cfg.partitionExponent, "hash_ring_algorithm", cfg.algorithm)
+		"hash_partition_exponent", cfg.partitionExponent, "hash_ring_algorithm", cfg.algorithm,
+		"ironic_release", cmp.Or(cfg.release, "detected"))
 	if ign := database.IgnoredOptions(); len(ign) > 0 {
 		logger.Info("database URL options the exporter has no use for were ignored", "options", strings.Join(ign, ","))
 	}
@@ -161,33 +256,49 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("ironic_exporter"),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var source collector.Source = database
+	health := collector.NewDatabaseHealth(logger)
+	reg.MustRegister(health)
+	var source topology.Source = health.Source(database)
 	if cfg.source != nil {
 		source = cfg.source(source)
 	}
-	cache, err := collector.NewCache(collector.CacheConfig{
+	refreshes, err := collector.NewRefreshMetrics(reg)
+	if err != nil {
+		return err
+	}
+	// The status page's per-conductor history: bounded, since start.
+	history := status.NewHistory(2000, 100)
+	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: source,
-		Settings: collector.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
-			PartitionExponent: cfg.partitionExponent, Algorithm: alg},
+		Settings: topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
+			PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
+			PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
+			Connection: cfg.ironicConnection},
 		MinInterval:    cfg.minInterval,
+		FullInterval:   cfg.fullInterval,
 		RefreshTimeout: cfg.refreshTimeout,
 		Logger:         logger,
-		Registerer:     reg,
+		OnRefresh: func(r topology.Refresh) {
+			refreshes.Observe(r)
+			health.Observe(r)
+			history.Observe(r)
+		},
 	})
 	if err != nil {
 		return err
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(cfg.telemetryPath, collector.NewHandler(cache, collector.HandlerOptions{
+	metricsHandler := collector.NewHandler(cache, collector.HandlerOptions{
 		ExporterOptions: collector.ExporterOptions{NodeInfo: cfg.nodeInfo},
 		Gatherer:        reg,
 		Logger:          logger,
-	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(cfg.telemetryPath, onlyGetHead(limit(quietOnDisconnect(metricsHandler, logger), cfg.web.maxRenders, 5*time.Second, "renders")))
+	mux.Handle("/healthz", onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})))
+	mux.Handle("/readyz", onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
 		// refresh (a not-ready pod may get no scrape to do it) and waits
 		// for it briefly; once ready it never touches the database.
@@ -198,16 +309,32 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 			cancel()
 		}
 		if v.Topology == nil {
-			// The error (addresses, user names) goes to the log and
-			// /metrics, never to an unauthenticated probe.
-			http.Error(w, errNotReady.Error(), http.StatusServiceUnavailable)
+			// The database's error (addresses, user names) is for the
+			// logs and ironic_up only; the probe tells only its kind.
+			logger.Debug("not ready", "err", v.Err)
+			what := "not ready (transient)"
+			if v.Permanent() {
+				what = "not ready (permanent: the database is not Ironic's)"
+			}
+			http.Error(w, what, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
+	})))
+	// The policy's defaults follow the Ironic release: the flag's, else the
+	// one the served topology was judged by.
+	authn.bindRelease(func() (rules.Release, bool) {
+		if !release.IsZero() {
+			return release, true
+		}
+		if v := cache.Current(); v.Topology != nil {
+			return v.Topology.Rules.Release(), true
+		}
+		return rules.Release{}, false
 	})
-	apiHandler := auth.Middleware(authn.authn, api.NewHandler(cache, api.Options{Logger: logger, Access: authn.access}))
+	apiHandler := auth.Middleware(authn.authn, api.NewHandler(cache, api.Options{Logger: logger, PublicEndpoint: externalURL, Access: authn.access}))
 	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,
-		MetricsPath: cfg.telemetryPath})
+		MetricsPath: cfg.telemetryPath, History: history})
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Browsers get the status page at /; API clients get Ironic's root.
 		if r.URL.Path == "/" && status.WantsHTML(r) {
@@ -220,12 +347,22 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		apiHandler.ServeHTTP(w, r)
 	}))
 
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	// Probes bypass --web.max-requests, so that a flood of requests does
+	// not get the pod restarted.
+	limited := limit(mux, cfg.web.maxRequests, time.Second, "requests")
+	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		limited.ServeHTTP(w, r)
+	})
+	srv := newServer(root, cfg.web, logger)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go cache.Get(ctx) // warm the cache; failures are logged and exported
 	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(srv, toolkitFlags, logger) }()
+	go func() { errc <- listenAndServe(srv, toolkitFlags, cfg.web.maxConns, logger) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
@@ -265,6 +402,7 @@ func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
 	if err != nil {
 		return src, err
 	}
+	cfg.ironicConf = conf
 	var from []any
 	note := func(setting string, o interface{ Where() string }) { from = append(from, setting, o.Where()) }
 	if cfg.dsn == "" && cfg.dsnFile == "" && conf.Connection.Set {
@@ -272,19 +410,28 @@ func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
 		src.dsn = conf.Connection.Where()
 		note("database", conf.Connection)
 	}
-	if !cfg.heartbeatSet && conf.HeartbeatTimeout.Set {
+	if !givenBy(cfg.heartbeatSet, "ironic.heartbeat-timeout") && conf.HeartbeatTimeout.Set {
 		cfg.heartbeatTimeout = conf.HeartbeatTimeout.Value
 		note("heartbeat_timeout", conf.HeartbeatTimeout)
 	}
-	if !cfg.partitionExponentSet && conf.HashPartitionExponent.Set {
+	if !givenBy(cfg.partitionExponentSet, "ironic.hash-partition-exponent") && conf.HashPartitionExponent.Set {
 		cfg.partitionExponent = conf.HashPartitionExponent.Value
 		src.partitionExponent = conf.HashPartitionExponent.Where()
 		note("hash_partition_exponent", conf.HashPartitionExponent)
 	}
-	if !cfg.algorithmSet && conf.HashRingAlgorithm.Set {
+	if !givenBy(cfg.algorithmSet, "ironic.hash-ring-algorithm") && conf.HashRingAlgorithm.Set {
 		cfg.algorithm = conf.HashRingAlgorithm.Value
 		src.algorithm = conf.HashRingAlgorithm.Where()
 		note("hash_ring_algorithm", conf.HashRingAlgorithm)
+	}
+	cfg.ironicConnection = conf.Connection.Value
+	if conf.PinReleaseVersion.Set {
+		cfg.pinReleaseVersion = conf.PinReleaseVersion.Value
+		note("pin_release_version", conf.PinReleaseVersion)
+	}
+	if conf.HashDistributionReplicas.Set {
+		cfg.hashDistributionReplicas = conf.HashDistributionReplicas.Value
+		note("hash_distribution_replicas", conf.HashDistributionReplicas)
 	}
 	logger.Info("read Ironic's configuration", append([]any{"files", strings.Join(conf.Files, ",")}, from...)...)
 	return src, nil

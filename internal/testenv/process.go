@@ -121,3 +121,6 @@ func (p *Process) Err() error {
 
 // Signal sends sig to the process.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// PID returns the process id, to read /proc/PID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }

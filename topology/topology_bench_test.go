@@ -1,4 +1,4 @@
-package collector
+package topology
 
 import (
 	"crypto/md5"

@@ -1,7 +1,9 @@
-// Package collector turns database snapshots into Ironic's conductor topology
-// (liveness, hash rings, node-to-conductor mapping), caches it with its
-// refresh policy, and renders it as Prometheus metrics.
-package collector
+// Package topology turns database snapshots into Ironic's conductor topology
+// (liveness, hash rings, node-to-conductor mapping) and caches it with its
+// refresh policy. It is pure: it knows nothing of Prometheus or HTTP; the
+// metrics (collector), the JSON API (api) and the status page (status) are
+// all rendered from the Topology it builds.
+package topology
 
 import (
 	"fmt"
@@ -9,12 +11,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // Settings are the Ironic options that decide liveness and the rings. They
@@ -26,6 +28,52 @@ type Settings struct {
 	PartitionExponent int
 	// Algorithm is [DEFAULT]hash_ring_algorithm.
 	Algorithm ring.Algorithm
+	// PinReleaseVersion is [DEFAULT]pin_release_version ("" when unset).
+	PinReleaseVersion string
+	// HashDistributionReplicas is [DEFAULT]hash_distribution_replicas.
+	HashDistributionReplicas int
+	// Connection is Ironic's [database]connection when known: Ironic picks
+	// its SQLite rules by it (rules.IronicUsesSQLite).
+	Connection string
+	// Release, when not zero, overrides the release detected from each
+	// snapshot (--ironic.release).
+	Release rules.Release
+}
+
+// backendKind is the rules' name of a snapshot's backend.
+func backendKind(b db.Backend) rules.Backend {
+	switch b {
+	case db.BackendMySQL:
+		return rules.MySQL
+	case db.BackendSQLite:
+		return rules.SQLite
+	}
+	return rules.PostgreSQL
+}
+
+// Rules detects the release that wrote snap (unless s.Release overrides it)
+// and returns Ironic's rules for it, the detection and an error for a
+// database older than Ironic 11.1.
+func Rules(snap *db.Snapshot, s Settings) (rules.Rules, rules.Detection, error) {
+	var det rules.Detection
+	if s.Release.IsZero() {
+		versions := make([]string, 0, len(snap.Conductors))
+		for _, c := range snap.Conductors {
+			versions = append(versions, c.Version)
+		}
+		var err error
+		if det, err = rules.Detect(snap.SchemaRevision, versions); err != nil {
+			return rules.Rules{}, det, fmt.Errorf("telling the Ironic release: %w", err)
+		}
+	} else {
+		det = rules.Detection{Release: s.Release, Min: s.Release, Max: s.Release,
+			SchemaRevision: snap.SchemaRevision, From: "flag"}
+	}
+	r := rules.New(det.Release, backendKind(snap.Backend), rules.Settings{
+		HeartbeatTimeout: s.HeartbeatTimeout, PartitionExponent: s.PartitionExponent,
+		Algorithm: s.Algorithm, PinReleaseVersion: s.PinReleaseVersion,
+		HashDistributionReplicas: s.HashDistributionReplicas, Connection: s.Connection})
+	return r, det, nil
 }
 
 // State is the operational state of a conductor, derived from its online
@@ -63,6 +111,18 @@ type ConductorInfo struct {
 	// Nodes are indexes into Topology.Nodes of the nodes mapped here, in
 	// node id order.
 	Nodes []int
+	// ProvisionStates counts the nodes mapped here by provision state,
+	// indexed as ProvisionStateIndex (the last entry is "other").
+	ProvisionStates []int
+	// Maintenance counts the nodes mapped here that are in maintenance.
+	Maintenance int
+	// AffinityElsewhere counts the nodes mapped here whose boot
+	// environment another conductor (or a conductor now gone) prepared.
+	AffinityElsewhere int
+	// Prepared are indexes into Topology.Nodes of the nodes whose
+	// conductor_affinity is this conductor (it holds their boot files), in
+	// node id order.
+	Prepared []int
 }
 
 // NodeInfo is a node row with the conductor the rings map it to.
@@ -71,6 +131,22 @@ type NodeInfo struct {
 	// Conductor is the hostname Ironic's get_conductor_for returns, or ""
 	// when no ring serves the node's group and driver (NoValidHost).
 	Conductor string
+	// AffinityHost is the hostname of the conductor whose id is in
+	// conductor_affinity, "" when NULL or when no such conductor exists.
+	AffinityHost string
+	// Affinity says whether that conductor is up, down or gone.
+	Affinity Affinity
+	// Stuck is why the node, in a state a conductor works or waits in,
+	// cannot progress; "" when it can or is not in progress.
+	Stuck Stuck
+}
+
+// NameOrEmpty returns the node's name, "" when it has none.
+func (n *NodeInfo) NameOrEmpty() string {
+	if n.Name == nil {
+		return ""
+	}
+	return *n.Name
 }
 
 // RingInfo describes one hash ring, keyed "<conductor_group>:<hardware_type>".
@@ -98,6 +174,18 @@ type Topology struct {
 	Settings Settings
 	// Backend is the database kind, which changes ring membership.
 	Backend db.Backend
+	// Rules are Ironic's rules the topology was judged by, of the release
+	// in Detection.
+	Rules rules.Rules
+	// Detection is what the snapshot told of the Ironic release.
+	Detection rules.Detection
+	// Heartbeats is false where Ironic keeps no heartbeats (SQLite):
+	// updated_at is then the registration time, says nothing of liveness,
+	// and is neither exported nor shown as a heartbeat age.
+	Heartbeats bool
+	// Collation is how the database compares the text columns that Ironic
+	// filters and sorts in SQL.
+	Collation Collation
 	// Now is the instant liveness was judged at.
 	Now time.Time
 	// Conductors in id order.
@@ -116,6 +204,13 @@ type Topology struct {
 	// that has nodes is present, with 0 when nothing moved, so that the
 	// counter built from it starts at 0 and increase() sees its first move.
 	Remapped map[string]int
+	// AffinityUnavailable counts nodes whose boot environment was prepared
+	// by a conductor that is not running or no longer exists, among the
+	// nodes that need it (deployed, rescued, held or in progress).
+	AffinityUnavailable map[AffinityKey]int
+	// Stuck counts nodes in progress that cannot move on, by group,
+	// provision state and reason.
+	Stuck map[StuckKey]int
 
 	byHost map[string]int
 	byRing map[GroupDriver]int // the ring of a node's (conductor_group, driver)
@@ -124,55 +219,42 @@ type Topology struct {
 	byUUID    map[string]int
 	byName    map[string]int
 
-	orderOnce sync.Once
-	order     []int32 // see nodeInfoOrder
+	// NodeGeneration identifies the nodes' labels: it is carried over from
+	// the previous topology while every node keeps its UUID, name, group,
+	// driver and conductor in the same order, and is new otherwise. Renderers
+	// key what they derive from the node list alone (the per-node metric
+	// family) by it, so that it is computed once per change, not per build.
+	NodeGeneration uint64
 
 	// hostCache holds the active conductors' partition digests, shared by
 	// the rings of a group and carried to the next topology.
 	hostCache *ring.HostCache
+}
 
-	familyOnce sync.Once
-	family     []*dto.MetricFamily // see nodeInfoFamily
-	familyErr  error
+// nodeGenerations hands out NodeGeneration values, unique in the process.
+var nodeGenerations atomic.Uint64
+
+// Collation is how a database compares text in the queries Ironic runs for
+// the API: its filters and sort orders.
+type Collation struct {
+	// FoldCase: equality and order ignore case (MySQL/MariaDB's
+	// utf8mb3_general_ci tables).
+	FoldCase bool
+	// NullsLast: NULL sorts after every value in ascending order
+	// (PostgreSQL); elsewhere it sorts first.
+	NullsLast bool
 }
 
 func ringKey(group, hardwareType string) string { return group + ":" + hardwareType }
 
-// fresh reports whether a heartbeat is not older than the timeout, as
-// oslo.utils timeutils.is_older_than does: now - updatedAt > timeout is old.
-func fresh(updatedAt, now time.Time, timeout time.Duration) bool {
-	if updatedAt.IsZero() {
-		return false
+// ringOf is the (group, hardware type) of the ring that serves gd's nodes:
+// gd itself, or the group-less ring where Ironic ignores groups
+// (rules.Rules.UngroupedRings).
+func (t *Topology) ringOf(gd GroupDriver) GroupDriver {
+	if t.Rules.UngroupedRings() {
+		gd.ConductorGroup = ""
 	}
-	return now.Sub(updatedAt) <= timeout
-}
-
-// active mirrors Ironic's _filter_active_conductors: online is required;
-// the heartbeat must also be within the timeout unless Ironic runs on
-// SQLite or the timeout is not positive.
-func active(c *db.Conductor, backend db.Backend, now time.Time, timeout time.Duration) bool {
-	if !c.Online {
-		return false
-	}
-	if backend == db.BackendSQLite || timeout <= 0 {
-		return true
-	}
-	// updated_at >= utcnow() - timedelta(seconds=heartbeat_timeout); NULL
-	// compares false in SQL.
-	return !c.UpdatedAt.IsZero() && !c.UpdatedAt.Before(now.Add(-timeout))
-}
-
-func stateOf(online, isFresh bool) State {
-	switch {
-	case online && isFresh:
-		return StateAlive
-	case !online && isFresh:
-		return StateDraining
-	case !online:
-		return StateStopped
-	default:
-		return StateDead
-	}
+	return gd
 }
 
 // Build computes the topology of snap at now. When prev is not nil, rings
@@ -183,9 +265,18 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	if snap == nil {
 		return nil, fmt.Errorf("building topology: nil snapshot")
 	}
+	rs, det, err := Rules(snap, s)
+	if err != nil {
+		return nil, err
+	}
 	t := &Topology{
-		Settings:     s,
-		Backend:      snap.Backend,
+		Settings:   s,
+		Backend:    snap.Backend,
+		Rules:      rs,
+		Detection:  det,
+		Heartbeats: rs.Heartbeats(),
+		Collation: Collation{FoldCase: snap.Backend == db.BackendMySQL,
+			NullsLast: snap.Backend == db.BackendPostgreSQL},
 		Now:          now,
 		Conductors:   make([]ConductorInfo, 0, len(snap.Conductors)),
 		Orphans:      map[GroupDriver]int{},
@@ -209,27 +300,23 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		}
 		ci := ConductorInfo{Conductor: c}
 		ci.HardwareTypes = slices.Compact(slices.Sorted(slices.Values(c.HardwareTypes)))
-		ci.Alive = fresh(c.UpdatedAt, now, s.HeartbeatTimeout)
-		ci.Active = active(&c, snap.Backend, now, s.HeartbeatTimeout)
-		if snap.Backend == db.BackendSQLite {
-			// Ironic on SQLite runs one combined process and does not
-			// heartbeat (_conductor_service_record_keepalive returns at
-			// once): updated_at is the registration time and says nothing
-			// about liveness, so the state follows online alone.
-			ci.State = stateOf(c.Online, c.Online)
-		} else {
-			ci.State = stateOf(c.Online, ci.Alive)
-		}
+		ci.Alive = rs.Alive(c.Online, c.UpdatedAt, now)
+		ci.Active = rs.RingMember(c.Online, c.UpdatedAt, now)
+		ci.State = State(rs.State(c.Online, c.UpdatedAt, now))
 		t.byHost[c.Hostname] = len(t.Conductors)
 		t.Conductors = append(t.Conductors, ci)
 		if !ci.Active {
 			continue
 		}
+		group := c.ConductorGroup
+		if rs.UngroupedRings() {
+			group = "" // one ring per hardware type, whatever the group
+		}
 		for _, hw := range ci.HardwareTypes {
-			k := ringKey(c.ConductorGroup, hw)
+			k := rs.RingKey(group, hw)
 			m := members[k]
 			if m == nil {
-				m = &ringMembers{group: c.ConductorGroup, hw: hw}
+				m = &ringMembers{group: group, hw: hw}
 				members[k] = m
 			}
 			m.hosts = append(m.hosts, c.Hostname)
@@ -242,12 +329,12 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	}
 	sort.Strings(keys)
 	unchanged := make([]bool, len(keys)) // by ring index: identical to prev's
-	sameSettings := prev != nil && prev.Settings == s
+	sameSettings := prev != nil && prev.Settings == s && prev.Rules == rs
 	if sameSettings && prev.hostCache != nil {
 		t.hostCache = prev.hostCache
 	} else {
 		var err error
-		if t.hostCache, err = ring.NewHostCache(s.PartitionExponent, s.Algorithm); err != nil {
+		if t.hostCache, err = ring.NewHostCache(rs.PartitionExponent(), rs.EffectiveAlgorithm()); err != nil {
 			return nil, fmt.Errorf("building hash rings: %w", err)
 		}
 	}
@@ -297,7 +384,7 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 			continue // rows come ordered by id: a repeated row is adjacent
 		}
 		gd := GroupDriver{n.ConductorGroup, n.Driver}
-		ri, served := t.byRing[gd]
+		ri, served := t.byRing[t.ringOf(gd)]
 		o := int32(-1)
 		switch {
 		case !served:
@@ -351,6 +438,8 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		}
 	}
 
+	t.lifecycle()
+
 	if prev != nil {
 		sameLabels := len(prev.Nodes) == len(t.Nodes)
 		for i := range t.Nodes {
@@ -360,17 +449,14 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 				t.Remapped[n.ConductorGroup]++
 			}
 			sameLabels = sameLabels && old == &prev.Nodes[i] && old.Conductor == n.Conductor &&
-				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver && nodeName(old) == nodeName(n)
+				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver && old.NameOrEmpty() == n.NameOrEmpty()
 		}
 		if sameLabels {
-			t.order = prev.nodeInfoOrder()
-			t.orderOnce.Do(func() {})
-			prev.familyOnce.Do(func() {}) // only a family already gathered is carried over
-			if prev.family != nil {
-				t.family, t.familyErr = prev.family, prev.familyErr
-				t.familyOnce.Do(func() {})
-			}
+			t.NodeGeneration = prev.NodeGeneration
 		}
+	}
+	if t.NodeGeneration == 0 {
+		t.NodeGeneration = nodeGenerations.Add(1)
 	}
 	return t, nil
 }
@@ -477,7 +563,7 @@ func (t *Topology) Node(ident string) (*NodeInfo, bool) {
 
 // Ring returns the ring for a conductor group and hardware type.
 func (t *Topology) Ring(group, hardwareType string) (*RingInfo, bool) {
-	i, ok := t.byRing[GroupDriver{group, hardwareType}]
+	i, ok := t.byRing[t.ringOf(GroupDriver{group, hardwareType})]
 	if !ok {
 		return nil, false
 	}

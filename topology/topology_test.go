@@ -1,4 +1,4 @@
-package collector
+package topology
 
 import (
 	"fmt"
@@ -8,35 +8,24 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 var (
-	testNow      = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	testSettings = Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5, Algorithm: mustAlg("md5")}
+	testNow = fixture.Now
+	// Ironic 24.1: alive ignores online (before 25.0), rings follow 22.1's
+	// SQLite and timeout rules; TestRulesByRelease covers the others.
+	testSettings = Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5, Algorithm: mustAlg("md5"),
+		Release: rules.MustRelease("24.1")}
+
+	mustAlg = fixture.Algorithm
+	ptr     = fixture.Ptr
+	ago     = fixture.Ago
+	cond    = fixture.Conductor
+	node    = fixture.Node
 )
-
-func mustAlg(name string) ring.Algorithm {
-	a, err := ring.ParseAlgorithm(name)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
-
-func ptr(s string) *string { return &s }
-
-// ago returns the time d before testNow.
-func ago(d time.Duration) time.Time { return testNow.Add(-d) }
-
-func cond(id int64, host, group string, online bool, heartbeat time.Time, hw ...string) db.Conductor {
-	return db.Conductor{ID: id, Hostname: host, ConductorGroup: group, Online: online,
-		CreatedAt: ago(time.Hour), UpdatedAt: heartbeat, HardwareTypes: hw}
-}
-
-func node(id int64, uuid, group, driver string) db.Node {
-	return db.Node{ID: id, UUID: uuid, ConductorGroup: group, Driver: driver}
-}
 
 func mustBuild(t *testing.T, snap *db.Snapshot, s Settings, prev *Topology) *Topology {
 	t.Helper()
@@ -386,5 +375,64 @@ func TestStatesOnSQLite(t *testing.T) {
 	}
 	if topo.Conductors[0].Alive || !topo.Conductors[0].Active {
 		t.Errorf("up: alive=%v (Ironic's API: false) active=%v (ring: true)", topo.Conductors[0].Alive, topo.Conductors[0].Active)
+	}
+}
+
+// TestRulesByRelease: the release is told by each snapshot, and the
+// topology follows its rules: a draining conductor (offline, fresh) is
+// alive for 21.4's API, not for 29.0's; a registered SQLite conductor with
+// an old updated_at serves nodes on 22.1+, not on 21.4; 16.0 pinned to 11.0
+// serves every group from one ring per hardware type.
+func TestRulesByRelease(t *testing.T) {
+	s := testSettings
+	s.Release = rules.Release{}
+	for _, c := range []struct {
+		name    string
+		backend db.Backend
+		rev     string
+		version string
+		pin     string
+		online  bool
+		age     time.Duration
+		release string
+		alive   bool
+		member  bool
+		state   State
+	}{
+		{"21.4 draining", db.BackendPostgreSQL, "4dbec778866e", "1.3", "", false, time.Second, "21.4", true, false, StateDraining},
+		{"29.0 draining", db.BackendPostgreSQL, "21c48150dea9", "1.4", "", false, time.Second, "29.0", false, false, StateDraining},
+		{"21.4 SQLite stale", db.BackendSQLite, "4dbec778866e", "1.3", "", true, time.Hour, "21.4", false, false, StateDead},
+		{"29.0 SQLite stale", db.BackendSQLite, "21c48150dea9", "1.4", "", true, time.Hour, "29.0", false, true, StateAlive},
+		{"16.0 MySQL fresh", db.BackendMySQL, "cf1a80fdb352", "1.3", "", true, time.Second, "16.0", true, true, StateAlive},
+	} {
+		snap := &db.Snapshot{Backend: c.backend, SchemaRevision: c.rev,
+			Conductors: []db.Conductor{cond(1, "c1", "g", c.online, ago(c.age), "ipmi")},
+			Nodes:      []db.Node{node(1, "u1", "g", "ipmi")}}
+		snap.Conductors[0].Version = c.version
+		ss := s
+		ss.PinReleaseVersion = c.pin
+		topo := mustBuild(t, snap, ss, nil)
+		ci := topo.Conductors[0]
+		if topo.Detection.Release.String() != c.release || ci.Alive != c.alive || ci.Active != c.member || ci.State != c.state {
+			t.Errorf("%s: release %s (from %s), alive %v, member %v, state %s; want %s, %v, %v, %s", c.name,
+				topo.Detection.Release, topo.Detection.From, ci.Alive, ci.Active, ci.State, c.release, c.alive, c.member, c.state)
+		}
+	}
+	// pin_release_version 11.0 on 16.0: one ring for groups g and h
+	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, SchemaRevision: "cf1a80fdb352",
+		Conductors: []db.Conductor{cond(1, "c1", "g", true, ago(time.Second), "ipmi")},
+		Nodes:      []db.Node{node(1, "u1", "h", "ipmi")}}
+	ss := s
+	ss.PinReleaseVersion = "11.0"
+	if topo := mustBuild(t, snap, ss, nil); topo.Nodes[0].Conductor != "c1" || len(topo.Rings) != 1 {
+		t.Errorf("16.0 pinned to 11.0: node of group h on %q, %d rings", topo.Nodes[0].Conductor, len(topo.Rings))
+	}
+	ss.PinReleaseVersion = ""
+	if topo := mustBuild(t, snap, ss, nil); topo.Nodes[0].Conductor != "" {
+		t.Errorf("16.0 unpinned: node of group h on %q", topo.Nodes[0].Conductor)
+	}
+	// a schema without conductor_group
+	if _, err := Build(&db.Snapshot{Backend: db.BackendPostgreSQL, SchemaRevision: "b9117ac17882"}, s, testNow, nil); err == nil {
+		t.Error("a 11.0 schema builds")
 	}
 }

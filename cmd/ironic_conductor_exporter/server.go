@@ -1,0 +1,199 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/net/netutil"
+)
+
+// The bounds of the HTTP server (issue 11): a silent database, a slow or
+// idle client, or many of them, never hold the process' memory or file
+// descriptors.
+
+// webLimits are the flags bounding the HTTP server.
+type webLimits struct {
+	readTimeout, writeTimeout, idleTimeout time.Duration
+	maxRequests, maxRenders, maxConns      int
+	externalURL                            string
+}
+
+// checkTelemetryPath refuses a telemetry path that is not an absolute,
+// clean path of its own (it would panic in http.ServeMux or shadow another
+// endpoint).
+func checkTelemetryPath(p string) error {
+	switch {
+	case p == "" || p[0] != '/':
+		return fmt.Errorf("--web.telemetry-path=%q: must start with /", p)
+	case p == "/" || p == "/healthz" || p == "/readyz" || strings.HasPrefix(p, "/v1"):
+		return fmt.Errorf("--web.telemetry-path=%q: taken by another endpoint", p)
+	case strings.ContainsAny(p, " \t\n{}?#%") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") ||
+		strings.Contains(p, "/./") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/.."):
+		return fmt.Errorf("--web.telemetry-path=%q: not a plain path like /metrics", p)
+	}
+	return nil
+}
+
+// checkExternalURL accepts an absolute http(s) URL without query or
+// fragment.
+func checkExternalURL(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--web.external-url=%q: want an absolute http:// or https:// URL without query", s)
+	}
+	return strings.TrimRight(s, "/"), nil
+}
+
+// checkFlags names the flag of a value that makes no sense.
+func checkFlags(cfg config) error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--db.query-timeout", cfg.queryTimeout}, {"--refresh.timeout", cfg.refreshTimeout},
+		{"--refresh.min-interval", cfg.minInterval}, {"--web.shutdown-grace-period", cfg.shutdownGracePeriod},
+		{"--web.read-timeout", cfg.web.readTimeout}, {"--web.write-timeout", cfg.web.writeTimeout},
+		{"--web.idle-timeout", cfg.web.idleTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("%s=%s: must not be negative", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"--db.max-open-conns", cfg.maxOpenConns}, {"--web.max-requests", cfg.web.maxRequests},
+		{"--web.max-renders", cfg.web.maxRenders}, {"--web.max-connections", cfg.web.maxConns}} {
+		if n.v < 0 {
+			return fmt.Errorf("%s=%d: must not be negative", n.name, n.v)
+		}
+	}
+	return checkTelemetryPath(cfg.telemetryPath)
+}
+
+// newServer is the http.Server with its timeouts.
+func newServer(h http.Handler, l webLimits, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: min(10*time.Second, l.readTimeout),
+		ReadTimeout:       l.readTimeout,
+		WriteTimeout:      l.writeTimeout,
+		IdleTimeout:       l.idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+}
+
+// listenAndServe is web.ListenAndServe with at most maxConns connections
+// open per listener (0: no limit); systemd and vsock listeners are left to
+// the toolkit unlimited.
+func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logger *slog.Logger) error {
+	special := flags.WebSystemdSocket != nil && *flags.WebSystemdSocket
+	for _, a := range *flags.WebListenAddresses {
+		special = special || strings.HasPrefix(a, "vsock://")
+	}
+	if special || maxConns == 0 {
+		return web.ListenAndServe(srv, flags, logger)
+	}
+	var ls []net.Listener
+	for _, a := range *flags.WebListenAddresses {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, o := range ls {
+				o.Close()
+			}
+			return err
+		}
+		ls = append(ls, netutil.LimitListener(l, maxConns))
+	}
+	return web.ServeMultiple(ls, srv, flags, logger)
+}
+
+// onlyGetHead answers 405 to methods other than GET and HEAD.
+func onlyGetHead(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// limit lets at most n requests run h at once (node_exporter's
+// --web.max-requests); the others wait up to wait for a slot, then get 503.
+// n == 0 is no limit.
+func limit(h http.Handler, n int, wait time.Duration, what string) http.Handler {
+	if n <= 0 {
+		return h
+	}
+	sem := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case sem <- struct{}{}:
+		case <-t.C:
+			http.Error(w, fmt.Sprintf("limit of %d concurrent %s reached", n, what), http.StatusServiceUnavailable)
+			return
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-sem }()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// quietOnDisconnect hides write errors from h after the first one: a
+// client that went away mid-response costs one debug line, not one error
+// per metric family.
+func quietOnDisconnect(h http.Handler, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		qw := &quietWriter{ResponseWriter: w}
+		h.ServeHTTP(qw, r)
+		if qw.err != nil {
+			logger.Debug("client went away before the response was written", "path", r.URL.Path,
+				"remote", r.RemoteAddr, "err", qw.err)
+		}
+	})
+}
+
+type quietWriter struct {
+	http.ResponseWriter
+	once sync.Once
+	err  error
+}
+
+func (q *quietWriter) Write(p []byte) (int, error) {
+	if q.err != nil {
+		return len(p), nil
+	}
+	n, err := q.ResponseWriter.Write(p)
+	if err != nil {
+		q.once.Do(func() { q.err = err })
+		return len(p), nil
+	}
+	return n, nil
+}
+
+// Flush keeps http.Flusher working through the wrapper.
+func (q *quietWriter) Flush() {
+	if f, ok := q.ResponseWriter.(http.Flusher); ok && q.err == nil {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (q *quietWriter) Unwrap() http.ResponseWriter { return q.ResponseWriter }
+
+// probeWait is how long /readyz waits for a first refresh.
+const probeWait = 2 * time.Second

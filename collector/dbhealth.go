@@ -1,0 +1,107 @@
+package collector
+
+import (
+	"context"
+
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+var (
+	lastRefreshErrorDesc = prometheus.NewDesc(namespace+"_exporter_last_refresh_error",
+		"1 for the kind of error the latest refresh from the database failed with (timeout, connection, auth, schema, query, other); all 0 when it worked.",
+		[]string{"kind"}, nil)
+	snapshotWarningsDesc = prometheus.NewDesc(namespace+"_exporter_snapshot_warnings",
+		"Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, not_utf8, null).",
+		[]string{"table", "reason"}, nil)
+)
+
+// errorKinds are the values of the kind label, all always exported.
+var errorKinds = []string{db.KindTimeout, db.KindConnection, db.KindAuth, db.KindSchema, db.KindQuery, db.KindOther}
+
+// DatabaseHealth exports what the refreshes say about the database: the
+// kind of the latest error and the row warnings of the latest snapshot,
+// which it also logs once each time they change.
+type DatabaseHealth struct {
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	kind     string
+	warnings []db.WarningCount
+	lines    []string
+}
+
+var _ prometheus.Collector = (*DatabaseHealth)(nil)
+
+// NewDatabaseHealth returns a DatabaseHealth logging to logger.
+func NewDatabaseHealth(logger *slog.Logger) *DatabaseHealth {
+	return &DatabaseHealth{logger: logger}
+}
+
+// Observe records one refresh; chain it into topology.CacheConfig.OnRefresh.
+func (h *DatabaseHealth) Observe(r topology.Refresh) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kind = db.ErrorKind(r.Err)
+}
+
+// Source wraps src to see the warnings of each snapshot.
+func (h *DatabaseHealth) Source(src topology.Source) topology.Source { return healthSource{src, h} }
+
+type healthSource struct {
+	topology.Source
+	h *DatabaseHealth
+}
+
+func (s healthSource) Snapshot(ctx context.Context) (*db.Snapshot, error) {
+	snap, err := s.Source.Snapshot(ctx)
+	if err == nil && snap != nil {
+		s.h.snapshot(snap)
+	}
+	return snap, err
+}
+
+func (h *DatabaseHealth) snapshot(snap *db.Snapshot) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if slices.Equal(h.lines, snap.Warnings) {
+		h.warnings = snap.WarningCounts
+		return
+	}
+	h.warnings, h.lines = snap.WarningCounts, slices.Clone(snap.Warnings)
+	if len(snap.Warnings) == 0 {
+		h.logger.Info("snapshot has no row warnings any more")
+		return
+	}
+	for _, w := range snap.Warnings {
+		h.logger.Warn("snapshot row warning", "warning", w)
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (h *DatabaseHealth) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lastRefreshErrorDesc
+	ch <- snapshotWarningsDesc
+}
+
+// Collect implements prometheus.Collector.
+func (h *DatabaseHealth) Collect(ch chan<- prometheus.Metric) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range errorKinds {
+		v := 0.0
+		if k == h.kind {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(lastRefreshErrorDesc, prometheus.GaugeValue, v, k)
+	}
+	for _, w := range h.warnings {
+		ch <- prometheus.MustNewConstMetric(snapshotWarningsDesc, prometheus.GaugeValue, float64(w.Rows), w.Table, w.Reason)
+	}
+}

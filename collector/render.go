@@ -1,0 +1,336 @@
+package collector
+
+import (
+	"bytes"
+	"compress/flate"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// The text exposition (what Prometheus negotiates: the handler does not
+// offer OpenMetrics) is served from pre-rendered pieces, one per metric
+// family, each sorted by family name as the registry sorts them:
+//
+//   - ironic_node_conductor_info, rendered once per node generation
+//     (Topology.NodeGeneration), in chunks of nodes through the same
+//     collector and a registry, so no per-node dto.Metric outlives its chunk;
+//     its gzip form is kept, its plain form only once a scrape asked for it;
+//   - every other family of collectView, rendered once per view (topology
+//     and refresh outcome), plain and gzip;
+//   - what changes between scrapes of one view, rendered per scrape: the
+//     families named in perScrapeFamilies (from collectPerScrape) and the
+//     process-wide Gatherer's (build info, Go runtime, refresh histogram).
+//
+// Any other negotiated format (protobuf) takes promhttp's path.
+
+// perScrapeFamilies are the families of collectView whose value depends on
+// the scrape's clock, not only on the view: collectPerScrape emits them.
+var perScrapeFamilies = map[string]bool{"ironic_exporter_data_age_seconds": true}
+
+// nodeChunk is how many nodes are gathered at a time into the node family.
+const nodeChunk = 4096
+
+// piece is one metric family's exposition, plain and as a gzip chunk.
+type piece struct {
+	name  string
+	plain []byte
+	z     zchunk
+}
+
+// viewKey identifies what a view's rendering depends on.
+type viewKey struct {
+	topo        *topology.Topology
+	lastSuccess time.Time
+	err         string
+	up          bool
+}
+
+func keyOf(v topology.View) viewKey {
+	k := viewKey{topo: v.Topology, lastSuccess: v.LastSuccess, up: v.Up()}
+	if v.Err != nil {
+		k.err = v.Err.Error()
+	}
+	return k
+}
+
+// viewPieces is the rendering of one view, less its node family.
+type viewPieces struct {
+	key    viewKey
+	pieces []*piece
+	err    error // from gathering; the pieces hold what was gathered
+}
+
+// nodePieces is the node family of one node generation.
+type nodePieces struct {
+	gen       uint64
+	mu        sync.Mutex
+	z         *zchunk
+	plain     []byte
+	plainDone bool
+	err       error
+}
+
+// rendered holds the latest view's pieces and the latest node generation's.
+type rendered struct {
+	mu    sync.Mutex
+	view  *viewPieces
+	nodes *nodePieces
+}
+
+// viewOf returns the pieces of v, rendering them when v is not the view
+// rendered last.
+func (h *handler) viewOf(v topology.View) *viewPieces {
+	key := keyOf(v)
+	h.rendered.mu.Lock()
+	defer h.rendered.mu.Unlock()
+	if vp := h.rendered.view; vp != nil && vp.key == key {
+		return vp
+	}
+	vp := &viewPieces{key: key}
+	reg := prometheus.NewRegistry()
+	opts := h.opts.ExporterOptions
+	opts.NodeInfo = false // see nodesOf
+	reg.MustRegister(viewCollector{view: v, now: h.cache.Now(), opts: opts})
+	mfs, err := reg.Gather()
+	vp.err = err
+	for _, mf := range mfs {
+		if perScrapeFamilies[mf.GetName()] {
+			continue
+		}
+		p, err := renderPiece(mf, flate.DefaultCompression)
+		if err != nil {
+			vp.err = errors.Join(vp.err, err)
+			continue
+		}
+		vp.pieces = append(vp.pieces, p)
+	}
+	h.rendered.view = vp
+	return vp
+}
+
+// nodesOf returns the node family pieces of t's node generation.
+func (h *handler) nodesOf(t *topology.Topology) *nodePieces {
+	h.rendered.mu.Lock()
+	defer h.rendered.mu.Unlock()
+	if np := h.rendered.nodes; np != nil && np.gen == t.NodeGeneration {
+		return np
+	}
+	np := &nodePieces{gen: t.NodeGeneration}
+	h.rendered.nodes = np
+	return np
+}
+
+// gzipped returns the node family as a gzip chunk, rendering it from t on
+// first use.
+func (np *nodePieces) gzipped(t *topology.Topology) (*zchunk, error) {
+	np.mu.Lock()
+	defer np.mu.Unlock()
+	if np.z == nil && np.err == nil {
+		z := newZwriter(flate.DefaultCompression)
+		err := renderNodeFamily(z, t)
+		c, ferr := z.finish(flate.DefaultCompression)
+		if np.err = errors.Join(err, ferr); np.err == nil {
+			np.z = &c
+		}
+	}
+	return np.z, np.err
+}
+
+// text returns the node family as plain text, rendering it from t on first
+// use.
+func (np *nodePieces) text(t *topology.Topology) ([]byte, error) {
+	np.mu.Lock()
+	defer np.mu.Unlock()
+	if !np.plainDone {
+		var b bytes.Buffer
+		np.err = renderNodeFamily(&b, t)
+		np.plain, np.plainDone = bytes.Clone(b.Bytes()), true
+	}
+	return np.plain, np.err
+}
+
+// renderNodeFamily writes ironic_node_conductor_info of t: nodeInfoCollector
+// over successive runs of nodeInfoOrder, each gathered by a registry (which
+// checks and sorts it) and encoded, the HELP and TYPE lines kept from the
+// first run only. The order is the registry's over the whole family, since
+// each run is a slice of the presorted order.
+func renderNodeFamily(w io.Writer, t *topology.Topology) error {
+	order := nodeInfoOrder(t)
+	var b bytes.Buffer
+	for lo := 0; lo < len(order); lo += nodeChunk {
+		hi := min(lo+nodeChunk, len(order))
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(nodeInfoCollector{t: t, order: order[lo:hi]}); err != nil {
+			return fmt.Errorf("registering the node family: %w", err)
+		}
+		mfs, err := reg.Gather()
+		if err != nil {
+			return fmt.Errorf("gathering the node family: %w", err)
+		}
+		b.Reset()
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+				return fmt.Errorf("encoding the node family: %w", err)
+			}
+		}
+		out := b.Bytes()
+		if lo > 0 {
+			out = stripComments(out)
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stripComments drops the leading # lines (HELP, TYPE) of an exposition.
+func stripComments(b []byte) []byte {
+	for len(b) > 0 && b[0] == '#' {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return nil
+		}
+		b = b[i+1:]
+	}
+	return b
+}
+
+// renderPiece encodes one family as text and as a gzip chunk.
+func renderPiece(mf *dto.MetricFamily, level int) (*piece, error) {
+	var b bytes.Buffer
+	if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", mf.GetName(), err)
+	}
+	p := &piece{name: mf.GetName(), plain: bytes.Clone(b.Bytes())}
+	z := newZwriter(level)
+	_, _ = z.Write(p.plain) // a bytes.Buffer underneath: no error
+	var err error
+	p.z, err = z.finish(level)
+	return p, err
+}
+
+// perScrapeCollector emits the families of a view that change with the
+// scrape's clock.
+type perScrapeCollector struct {
+	view topology.View
+	now  time.Time
+}
+
+func (c perScrapeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dataAgeDesc }
+func (c perScrapeCollector) Collect(ch chan<- prometheus.Metric) {
+	collectPerScrape(ch, c.view, c.now)
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding allows gzip
+// (a q-value of 0 refuses it).
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(name) != "*" {
+			continue
+		}
+		q := 1.0
+		if k, v, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.TrimSpace(k) == "q" {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				q = f
+			}
+		}
+		return q > 0
+	}
+	return false
+}
+
+// servePrerendered writes the text exposition of v from its pieces.
+func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v topology.View, format expfmt.Format) {
+	vp := h.viewOf(v)
+	errs := []error{vp.err}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(perScrapeCollector{view: v, now: h.cache.Now()})
+	gatherers := prometheus.Gatherers{reg}
+	if h.opts.Gatherer != nil {
+		gatherers = append(gatherers, h.opts.Gatherer)
+	}
+	mfs, err := gatherers.Gather()
+	errs = append(errs, err)
+	gz := acceptsGzip(r)
+	level := flate.BestSpeed
+	pieces := slices.Clone(vp.pieces)
+	have := make(map[string]bool, len(pieces)+len(mfs)+1)
+	for _, p := range pieces {
+		have[p.name] = true
+	}
+	for _, mf := range mfs {
+		if have[mf.GetName()] {
+			errs = append(errs, fmt.Errorf("family %s gathered twice; the process-wide one dropped", mf.GetName()))
+			continue
+		}
+		p, err := renderPiece(mf, level)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pieces = append(pieces, p)
+	}
+	var np *nodePieces
+	if h.opts.NodeInfo && v.Topology != nil {
+		np = h.nodesOf(v.Topology)
+		pieces = append(pieces, &piece{name: nodeInfoName})
+	}
+	slices.SortStableFunc(pieces, func(a, b *piece) int { return strings.Compare(a.name, b.name) })
+
+	w.Header().Add("Vary", "Accept")
+	w.Header().Add("Vary", "Accept-Encoding")
+	w.Header().Set("Content-Type", string(format))
+	if gz {
+		w.Header().Set("Content-Encoding", "gzip")
+		g := newGzipStream(w)
+		for _, p := range pieces {
+			if p.name == nodeInfoName && np != nil {
+				z, err := np.gzipped(v.Topology)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				g.chunk(z)
+				continue
+			}
+			g.chunk(&p.z)
+		}
+		errs = append(errs, g.close())
+	} else {
+		for _, p := range pieces {
+			b := p.plain
+			if p.name == nodeInfoName && np != nil {
+				var err error
+				if b, err = np.text(v.Topology); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			}
+			if _, err := w.Write(b); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		h.opts.Logger.Error("rendering /metrics", "err", err)
+	}
+}
+
+const nodeInfoName = "ironic_node_conductor_info"

@@ -1,0 +1,167 @@
+package collector
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"sync"
+)
+
+// A gzip response is spliced from pieces compressed at different times: the
+// per-node family once per node generation, the rest of the topology once
+// per view, the exporter's own metrics per scrape. Each piece is a run of
+// non-final deflate blocks ending on a byte boundary (a sync flush, RFC 1951
+// 3.2.4 stored block of length 0), whose back-references stay inside the
+// piece; such runs concatenate into one valid deflate stream, which one
+// final empty block closes. The gzip trailer's CRC-32 of the whole is
+// combined from the pieces' CRCs (the GF(2) operator of appending n zero
+// bytes, as zlib's crc32_combine), so a cached piece needs no plain copy.
+
+// zchunk is one piece of a gzip response: deflate blocks and what the
+// trailer needs of the plain text they hold.
+type zchunk struct {
+	data  []byte      // non-final deflate blocks, byte-aligned
+	crc   uint32      // CRC-32 (IEEE) of the plain text
+	size  int64       // length of the plain text
+	shift crcOperator // appending size zero bytes, for crcCombine
+}
+
+// zwriter compresses plain text into a zchunk.
+type zwriter struct {
+	buf  bytes.Buffer
+	fw   *flate.Writer
+	crc  uint32
+	size int64
+}
+
+var flatePools = map[int]*sync.Pool{}
+
+func init() {
+	for _, level := range []int{flate.BestSpeed, flate.DefaultCompression} {
+		flatePools[level] = &sync.Pool{New: func() any {
+			fw, _ := flate.NewWriter(io.Discard, level) // the level is valid
+			return fw
+		}}
+	}
+}
+
+func newZwriter(level int) *zwriter {
+	z := &zwriter{fw: flatePools[level].Get().(*flate.Writer)}
+	z.fw.Reset(&z.buf)
+	return z
+}
+
+func (z *zwriter) Write(p []byte) (int, error) {
+	z.crc = crc32.Update(z.crc, crc32.IEEETable, p)
+	z.size += int64(len(p))
+	return z.fw.Write(p)
+}
+
+// finish ends the chunk with a sync flush and returns the writer to its pool.
+func (z *zwriter) finish(level int) (zchunk, error) {
+	err := z.fw.Flush()
+	z.fw.Reset(io.Discard)
+	flatePools[level].Put(z.fw)
+	data := bytes.Clone(z.buf.Bytes()) // exact size: it is kept
+	return zchunk{data: data, crc: z.crc, size: z.size, shift: zeroesOperator(z.size)}, err
+}
+
+// gzipStream writes one gzip member from chunks.
+type gzipStream struct {
+	w    io.Writer
+	crc  uint32
+	size int64
+	err  error
+}
+
+var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff} // no name, no mtime, OS unknown
+
+func newGzipStream(w io.Writer) *gzipStream {
+	g := &gzipStream{w: w}
+	_, g.err = w.Write(gzipHeader)
+	return g
+}
+
+func (g *gzipStream) chunk(c *zchunk) {
+	if g.err != nil {
+		return
+	}
+	_, g.err = g.w.Write(c.data)
+	g.crc = crcCombine(g.crc, c.crc, &c.shift)
+	g.size += c.size
+}
+
+// close writes the final empty block (fixed Huffman, BFINAL=1: 0x03 0x00)
+// and the trailer.
+func (g *gzipStream) close() error {
+	if g.err != nil {
+		return g.err
+	}
+	var tail [10]byte
+	tail[0], tail[1] = 0x03, 0x00
+	binary.LittleEndian.PutUint32(tail[2:], g.crc)
+	binary.LittleEndian.PutUint32(tail[6:], uint32(g.size)) // ISIZE is the size mod 2^32
+	_, err := g.w.Write(tail[:])
+	return err
+}
+
+// crcOperator is a 32x32 GF(2) matrix acting on a CRC-32 register, one
+// column per bit.
+type crcOperator [32]uint32
+
+func (m *crcOperator) times(v uint32) uint32 {
+	var sum uint32
+	for i := 0; v != 0; i, v = i+1, v>>1 {
+		if v&1 != 0 {
+			sum ^= m[i]
+		}
+	}
+	return sum
+}
+
+func (m *crcOperator) square() crcOperator {
+	var sq crcOperator
+	for i := range m {
+		sq[i] = m.times(m[i])
+	}
+	return sq
+}
+
+func (m *crcOperator) mul(n *crcOperator) crcOperator { // m after n
+	var p crcOperator
+	for i := range n {
+		p[i] = m.times(n[i])
+	}
+	return p
+}
+
+// zeroesOperator returns the operator of feeding n zero bytes through the
+// CRC-32 register (the reflected IEEE polynomial 0xedb88320).
+func zeroesOperator(n int64) crcOperator {
+	var op, result crcOperator
+	op[0] = 0xedb88320 // one zero bit
+	for i := 1; i < 32; i++ {
+		op[i] = 1 << (i - 1)
+	}
+	for i := range result {
+		result[i] = 1 << i
+	}
+	op = op.square() // 2 bits
+	op = op.square() // 4 bits
+	op = op.square() // 8 bits: one byte
+	for ; n > 0; n >>= 1 {
+		if n&1 != 0 {
+			result = op.mul(&result)
+		}
+		op = op.square()
+	}
+	return result
+}
+
+// crcCombine returns the CRC-32 of A followed by B from crcA, crcB and the
+// operator of B's length.
+func crcCombine(crcA, crcB uint32, shiftB *crcOperator) uint32 {
+	return shiftB.times(crcA) ^ crcB
+}

@@ -1,0 +1,226 @@
+package db
+
+import (
+	"context"
+	"database/sql/driver"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// Bounding lib/pq.
+//
+// lib/pq honours a context only by sending PostgreSQL a CancelRequest over a
+// second connection; the goroutine running the query stays blocked in the
+// socket read until the server answers. When the network black-holes, stalls
+// or half-closes the connection, neither the CancelRequest nor the answer
+// ever arrive, and the read lasts until the kernel gives up (minutes, or
+// forever on an established connection without keepalive probes). A dialer
+// with deadlines does not help either: lib/pq resets the deadline after the
+// startup handshake.
+//
+// So the exporter owns the socket: pgConnector dials it itself, closes it
+// when the context of Connect ends before the handshake does, and pgConn
+// closes it when the context of any step it is watched for ends (see
+// (*DB).snapshot). A closed socket fails the blocked read at once, and the
+// connection is then invalid, so database/sql discards it instead of
+// pooling it.
+
+// cancelRequestTimeout bounds lib/pq's CancelRequest connection (dial,
+// write, and its read to EOF), which it runs in a goroutine of its own.
+const cancelRequestTimeout = 5 * time.Second
+
+// tcpKeepAlive is the keepalive period of the exporter's TCP connections.
+const tcpKeepAlive = 15 * time.Second
+
+// pgConnector opens lib/pq connections on sockets it watches.
+type pgConnector struct {
+	cfg pq.Config
+}
+
+func (c *pgConnector) Driver() driver.Driver { return &pq.Driver{} }
+
+func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	pc, err := pq.NewConnectorConfig(c.cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &pgDialer{ctx: ctx}
+	pc.Dialer(d)
+	dc, err := pc.Connect(ctx)
+	nc := d.finish()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, err
+	}
+	if ctx.Err() != nil { // the handshake ended by our closing the socket
+		dc.Close()
+		return nil, context.Cause(ctx)
+	}
+	return &pgConn{inner: dc, sock: nc}, nil
+}
+
+// pgDialer dials the sockets of one Connect: while it runs, each socket is
+// closed when the context of Connect ends; afterwards (lib/pq's
+// CancelRequest connections) each socket gets a fixed deadline.
+type pgDialer struct {
+	ctx context.Context
+
+	mu      sync.Mutex
+	done    bool
+	last    net.Conn
+	stopAll []func() bool
+}
+
+func (d *pgDialer) Dial(network, addr string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, addr)
+}
+
+func (d *pgDialer) DialTimeout(network, addr string, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return d.DialContext(ctx, network, addr)
+}
+
+func (d *pgDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	connecting := !d.done
+	d.mu.Unlock()
+	if connecting {
+		var cancel context.CancelFunc
+		ctx, cancel = mergeCancel(ctx, d.ctx)
+		defer cancel()
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cancelRequestTimeout)
+		defer cancel()
+	}
+	nd := net.Dialer{KeepAlive: tcpKeepAlive}
+	nc, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if !connecting {
+		_ = nc.SetDeadline(time.Now().Add(cancelRequestTimeout))
+		return nc, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		_ = nc.SetDeadline(time.Now().Add(cancelRequestTimeout))
+		return nc, nil
+	}
+	d.last = nc
+	d.stopAll = append(d.stopAll, context.AfterFunc(d.ctx, func() { nc.Close() }))
+	return nc, nil
+}
+
+// finish ends the watch of Connect's context and returns the socket of the
+// connection (the last one dialed).
+func (d *pgDialer) finish() net.Conn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.done = true
+	for _, stop := range d.stopAll {
+		stop()
+	}
+	return d.last
+}
+
+// mergeCancel returns a context that ends with a or b.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(a)
+	stop := context.AfterFunc(b, func() { cancel(context.Cause(b)) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// pgConn is a lib/pq connection whose socket the exporter can close.
+type pgConn struct {
+	inner  driver.Conn
+	sock   net.Conn
+	killed atomic.Bool
+}
+
+// watchedConn is a driver connection that can be closed from outside when a
+// context ends (see pgConn.watch).
+type watchedConn interface {
+	watch(ctx context.Context) (stop func() bool)
+}
+
+var (
+	_ watchedConn                 = (*pgConn)(nil)
+	_ driver.ConnBeginTx          = (*pgConn)(nil)
+	_ driver.QueryerContext       = (*pgConn)(nil)
+	_ driver.ExecerContext        = (*pgConn)(nil)
+	_ driver.ConnPrepareContext   = (*pgConn)(nil)
+	_ driver.Pinger               = (*pgConn)(nil)
+	_ driver.SessionResetter      = (*pgConn)(nil)
+	_ driver.Validator            = (*pgConn)(nil)
+	_ driver.NamedValueChecker    = (*pgConn)(nil)
+	_ driver.Conn                 = (*pgConn)(nil)
+	_ driver.Connector            = (*pgConnector)(nil)
+	_ pq.DialerContext            = (*pgDialer)(nil)
+	_ interface{ IsValid() bool } = (*pgConn)(nil)
+)
+
+// watch closes the socket when ctx ends, until stop is called.
+func (c *pgConn) watch(ctx context.Context) func() bool {
+	return context.AfterFunc(ctx, c.kill)
+}
+
+func (c *pgConn) kill() {
+	if c.killed.CompareAndSwap(false, true) && c.sock != nil {
+		c.sock.Close()
+	}
+}
+
+func (c *pgConn) Prepare(q string) (driver.Stmt, error) { return c.inner.Prepare(q) }
+func (c *pgConn) Close() error                          { return c.inner.Close() }
+
+//nolint:staticcheck // driver.Conn requires Begin.
+func (c *pgConn) Begin() (driver.Tx, error) { return c.inner.Begin() }
+
+func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.inner.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+func (c *pgConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.inner.(driver.QueryerContext).QueryContext(ctx, q, args)
+}
+
+func (c *pgConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	return c.inner.(driver.ExecerContext).ExecContext(ctx, q, args)
+}
+
+func (c *pgConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
+	return c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, q)
+}
+
+// Ping is bounded by ctx like a snapshot step.
+func (c *pgConn) Ping(ctx context.Context) error {
+	defer c.watch(ctx)()
+	if c.killed.Load() {
+		return driver.ErrBadConn
+	}
+	return c.inner.(driver.Pinger).Ping(ctx)
+}
+
+func (c *pgConn) ResetSession(ctx context.Context) error {
+	if c.killed.Load() {
+		return driver.ErrBadConn
+	}
+	return c.inner.(driver.SessionResetter).ResetSession(ctx)
+}
+
+func (c *pgConn) IsValid() bool {
+	return !c.killed.Load() && c.inner.(driver.Validator).IsValid()
+}
+
+func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
+	return c.inner.(driver.NamedValueChecker).CheckNamedValue(nv)
+}

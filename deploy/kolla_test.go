@@ -1,0 +1,152 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/mixin"
+)
+
+// TestKollaPrometheus runs a real Prometheus (Debian's prometheus) on the
+// configuration Kolla-Ansible builds from deploy/kolla/config, and from
+// Kayobe's deploy/kolla/kayobe/kolla/config, as placed in
+// /etc/kolla/config: deploy/kolla/test/render.py reproduces the role's
+// "*.rules" find, its prometheus.yml.j2 rule_files and the prometheus.yml.d
+// merge, with real Jinja2 (python3-jinja2). Prometheus must load every rule
+// of the mixin and scrape the job from a real exporter on a real PostgreSQL
+// database with Ironic's schema.
+func TestKollaPrometheus(t *testing.T) {
+	prometheusBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal("prometheus not found in PATH: install Debian's prometheus package (.ci/run does)")
+	}
+	rendered, err := mixin.Render(root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alerts []string
+	for _, g := range rendered.Alerts.Groups {
+		for _, r := range g.Rules {
+			alerts = append(alerts, r.Alert)
+		}
+	}
+	slices.Sort(alerts)
+
+	db, err := testenv.NewIronicDB("ice_kolla")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Drop)
+	addrs := testenv.FreeAddrs(t, 3)
+	exporterAddr := addrs[0]
+	_, port, _ := strings.Cut(exporterAddr, ":")
+	dsn := fmt.Sprintf("postgresql+psycopg2://postgres@127.0.0.1:5432/%s?sslmode=disable", db.Name)
+	exporter := testenv.Start(t, "exporter", exporterBinary(t), []string{"IRONIC_EXPORTER_DB_DSN=" + dsn},
+		"--web.listen-address="+exporterAddr)
+
+	for i, layout := range []struct{ name, dir, flag string }{
+		{"kolla-ansible", filepath.Join(root, "deploy", "kolla", "config"), ""},
+		{"kayobe", filepath.Join(root, "deploy", "kolla", "kayobe", "kolla", "config"), "--kayobe"},
+	} {
+		t.Run(layout.name, func(t *testing.T) {
+			promAddr := addrs[1+i]
+			out := filepath.Join(t.TempDir(), "prometheus-server")
+			args := []string{filepath.Join(root, "deploy", "kolla", "test", "render.py")}
+			if layout.flag != "" {
+				args = append(args, layout.flag)
+			}
+			args = append(args, layout.dir, out, port)
+			cmd := exec.Command("/usr/bin/python3", args...)
+			cmd.Env = append(os.Environ(), "PROMETHEUS_ADDRESS="+promAddr)
+			found, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("render.py: %v\n%s", err, found)
+			}
+			if got := strings.TrimSpace(string(found)); got != "ironic-conductor-exporter.rules" {
+				t.Fatalf("Kolla's *.rules find picked %q", got)
+			}
+			prom := testenv.Start(t, "prometheus", prometheusBin, nil,
+				"--config.file="+filepath.Join(out, "prometheus.yml"),
+				"--storage.tsdb.path="+filepath.Join(out, "data"),
+				"--web.listen-address="+promAddr)
+			base := "http://" + promAddr
+			var loaded []string
+			var health string
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				loaded, health = nil, ""
+				var rules struct {
+					Data struct {
+						Groups []struct {
+							File  string `json:"file"`
+							Rules []struct {
+								Name   string `json:"name"`
+								Health string `json:"health"`
+							} `json:"rules"`
+						} `json:"groups"`
+					} `json:"data"`
+				}
+				var targets struct {
+					Data struct {
+						ActiveTargets []struct {
+							Labels map[string]string `json:"labels"`
+							Health string            `json:"health"`
+						} `json:"activeTargets"`
+					} `json:"data"`
+				}
+				if getJSON(base+"/api/v1/rules", &rules) == nil && getJSON(base+"/api/v1/targets", &targets) == nil {
+					for _, g := range rules.Data.Groups {
+						for _, r := range g.Rules {
+							if r.Health != "err" {
+								loaded = append(loaded, r.Name)
+							}
+						}
+					}
+					slices.Sort(loaded)
+					for _, tg := range targets.Data.ActiveTargets {
+						if tg.Labels["job"] == rendered.Config.JobName && tg.Labels["instance"] == "127.0.0.1:"+port {
+							health = tg.Health
+						}
+					}
+				}
+				if slices.Equal(loaded, alerts) && health == "up" {
+					break
+				}
+				select {
+				case <-prom.Done():
+					t.Fatalf("prometheus exited: %v\n%s", prom.Err(), prom.Tail(20))
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after 60s: rules loaded %v (want %v), target %s:%s health %q\n%s\n%s",
+						loaded, alerts, rendered.Config.JobName, port, health, prom.Tail(20), exporter.Tail(10))
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+			t.Logf("%s: %d rules loaded, job %s up", layout.name, len(loaded), rendered.Config.JobName)
+		})
+	}
+}
+
+func getJSON(u string, v any) error {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", u, strconv.Itoa(resp.StatusCode))
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}

@@ -1,0 +1,337 @@
+package faults
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+)
+
+// networkFault puts the proxy in mode m between the exporter and b's
+// server, while readers load the exporter, then restores it.
+func networkFault(t *testing.T, b backend, m mode, hold time.Duration) {
+	admin := b.admin(t)
+	fixture(t, admin, b.name == "mysql")
+	p := newProxy(t, b.direct)
+	e := startExporter(t, b.dsn(p.addr))
+	e.waitUp("1", 15*time.Second)
+	before := e.usage()
+	stopLoad := e.load()
+
+	r := report{fault: b.name + " " + m.String()}
+	p.set(m)
+	if m == slow {
+		for range 5 {
+			v, took := e.up()
+			if v != "1" {
+				t.Errorf("slow link: ironic_up %q", v)
+			}
+			if took > refreshTimeout+margin {
+				t.Errorf("slow link: scrape took %s", took)
+			}
+		}
+		p.set(pass)
+		r.worst = stopLoad()
+		checkWorst(t, r.worst)
+		r.log(t)
+		e.settled(before, 64)
+		return
+	}
+	r.toDown = e.waitUp("0", refreshTimeout+margin)
+	// While the fault lasts, every refresh stays bounded: a scrape that
+	// waits for one never waits longer than a refresh.
+	end := time.Now().Add(hold)
+	for time.Now().Before(end) {
+		v, took := e.up()
+		if v == "1" {
+			t.Errorf("ironic_up 1 while the database is unreachable")
+		}
+		if took > refreshTimeout+margin {
+			t.Errorf("scrape took %s during the fault, want at most the refresh timeout %s (+%s)", took, refreshTimeout, margin)
+		}
+	}
+	p.set(pass)
+	start := time.Now()
+	e.waitUp("1", 2*refreshTimeout+margin)
+	r.toRecovery = time.Since(start)
+	r.worst = stopLoad()
+	checkWorst(t, r.worst)
+	waitLog(t, e, "refresh failed", "refresh recovered")
+	if m == blackhole {
+		waitLog(t, e, "timed out after")
+	}
+	if strings.Contains(e.Logs(), "s3cret-pw") {
+		t.Error("password in the logs")
+	}
+	r.log(t)
+	e.settled(before, 64)
+}
+
+func TestPostgreSQLNetwork(t *testing.T) {
+	for _, m := range []mode{blackhole, drop, slow} {
+		t.Run(m.String(), func(t *testing.T) { networkFault(t, postgres(), m, 2*refreshTimeout) })
+	}
+}
+
+func TestMariaDBNetwork(t *testing.T) {
+	for _, m := range []mode{blackhole, drop, slow} {
+		t.Run(m.String(), func(t *testing.T) { networkFault(t, mariadb(), m, 2*refreshTimeout) })
+	}
+}
+
+// exporterConns terminates the exporter's PostgreSQL sessions.
+func terminate(t *testing.T, b backend) int {
+	t.Helper()
+	var n int
+	err := b.admin(t).QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = $1 AND application_name = 'ironic-conductor-exporter'`, pgDB.Name).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPostgreSQLTerminated: the first refresh after pg_terminate_backend of
+// the pooled connection succeeds (retried on a new connection).
+func TestPostgreSQLTerminated(t *testing.T) {
+	b := postgres()
+	fixture(t, b.admin(t), false)
+	e := startExporter(t, b.dsn(b.direct))
+	e.waitUp("1", 15*time.Second)
+	for i := range 3 {
+		if n := terminate(t, b); n == 0 {
+			t.Fatalf("round %d: no exporter session to terminate", i)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if v, took := e.up(); v != "1" {
+			t.Errorf("round %d: first scrape after pg_terminate_backend: ironic_up %q (%s)", i, v, took)
+		}
+	}
+	if strings.Contains(e.Logs(), "refresh failed") {
+		t.Errorf("a refresh failed:\n%s", e.Tail(20))
+	}
+}
+
+// TestPostgreSQLIdleSessionTimeout: with the server closing idle sessions
+// faster than scrapes come, ironic_up stays 1.
+func TestPostgreSQLIdleSessionTimeout(t *testing.T) {
+	b := postgres()
+	admin := b.admin(t)
+	fixture(t, admin, false)
+	if _, err := admin.Exec(`ALTER DATABASE ` + pgDB.Name + ` SET idle_session_timeout = '300ms'`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(`ALTER DATABASE ` + pgDB.Name + ` RESET idle_session_timeout`) })
+	e := startExporter(t, b.dsn(b.direct))
+	e.waitUp("1", 15*time.Second)
+	for i := range 5 {
+		time.Sleep(700 * time.Millisecond)
+		if v, _ := e.up(); v != "1" {
+			t.Errorf("scrape %d after an idle session timeout: ironic_up %q", i, v)
+		}
+	}
+	if strings.Contains(e.Logs(), "refresh failed") {
+		t.Errorf("a refresh failed:\n%s", e.Tail(20))
+	}
+}
+
+// TestPostgreSQLLock: a lock on nodes fails the refresh after the query
+// deadline, readers answer at once from the last topology, and the release
+// recovers.
+func TestPostgreSQLLock(t *testing.T) {
+	b := postgres()
+	admin := b.admin(t)
+	fixture(t, admin, false)
+	e := startExporter(t, b.dsn(b.direct))
+	e.waitUp("1", 15*time.Second)
+	before := e.usage()
+	stopLoad := e.load()
+	tx, err := admin.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	r := report{fault: "postgresql lock on nodes"}
+	r.toDown = e.waitUp("0", refreshTimeout+margin)
+	waitLog(t, e, "reading nodes: timed out after")
+	tx.Rollback()
+	start := time.Now()
+	e.waitUp("1", refreshTimeout+margin)
+	r.toRecovery = time.Since(start)
+	r.worst = stopLoad()
+	checkWorst(t, r.worst)
+	r.log(t)
+	e.settled(before, 64)
+}
+
+// TestMariaDBLock: the same with LOCK TABLES on MariaDB.
+func TestMariaDBLock(t *testing.T) {
+	b := mariadb()
+	admin := b.admin(t)
+	fixture(t, admin, true)
+	e := startExporter(t, b.dsn(b.direct))
+	e.waitUp("1", 15*time.Second)
+	before := e.usage()
+	stopLoad := e.load()
+	conn, err := admin.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), `LOCK TABLES nodes WRITE`); err != nil {
+		t.Fatal(err)
+	}
+	r := report{fault: "mysql lock on nodes"}
+	r.toDown = e.waitUp("0", refreshTimeout+margin)
+	conn.ExecContext(context.Background(), `UNLOCK TABLES`)
+	start := time.Now()
+	e.waitUp("1", refreshTimeout+margin)
+	r.toRecovery = time.Since(start)
+	r.worst = stopLoad()
+	checkWorst(t, r.worst)
+	r.log(t)
+	e.settled(before, 64)
+}
+
+// TestPostgreSQLSchemaChanged: a column renamed under the exporter fails
+// refreshes with kind "schema"; the page and /readyz never show the raw
+// error; renaming it back recovers.
+func TestPostgreSQLSchemaChanged(t *testing.T) {
+	b := postgres()
+	admin := b.admin(t)
+	fixture(t, admin, false)
+	e := startExporter(t, b.dsn(b.direct))
+	e.waitUp("1", 15*time.Second)
+	if _, err := admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class TO resource_class_gone`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class_gone TO resource_class`) })
+	r := report{fault: "postgresql column renamed"}
+	r.toDown = e.waitUp("0", refreshTimeout+margin)
+	_, body, _, _ := e.tryGet("/metrics", nil)
+	if v := series(body, `ironic_exporter_last_refresh_error{kind="schema"}`); v != "1" {
+		t.Errorf(`ironic_exporter_last_refresh_error{kind="schema"} = %q`, v)
+	}
+	_, page, _, _ := e.tryGet("/", map[string]string{"Accept": "text/html"})
+	if strings.Contains(page, "resource_class") || strings.Contains(page, "127.0.0.1") {
+		t.Errorf("status page shows the database's error")
+	}
+	admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class_gone TO resource_class`)
+	start := time.Now()
+	e.waitUp("1", refreshTimeout+margin)
+	r.toRecovery = time.Since(start)
+	r.log(t)
+}
+
+// TestPostgreSQLBadRows: a NULL conductor_group is kept as the default
+// group with a named warning, counted in ironic_exporter_snapshot_warnings.
+func TestPostgreSQLBadRows(t *testing.T) {
+	b := postgres()
+	admin := b.admin(t)
+	fixture(t, admin, false)
+	for _, q := range []string{`ALTER TABLE nodes ALTER COLUMN conductor_group DROP NOT NULL`,
+		`UPDATE nodes SET conductor_group = NULL WHERE name = 'n2'`} {
+		if _, err := admin.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		admin.Exec(`UPDATE nodes SET conductor_group = '' WHERE conductor_group IS NULL`)
+		admin.Exec(`ALTER TABLE nodes ALTER COLUMN conductor_group SET NOT NULL`)
+	})
+	e := startExporter(t, b.dsn(b.direct))
+	e.waitUp("1", 15*time.Second)
+	_, body, _, _ := e.tryGet("/metrics", nil)
+	if v := series(body, `ironic_exporter_snapshot_warnings{reason="null",table="nodes"}`); v != "1" {
+		t.Errorf("snapshot warnings for the NULL conductor_group: %q", v)
+	}
+	waitLog(t, e, "snapshot row warning", "conductor_group NULL", "22222222-2222-4222-8222-222222222222")
+	if n := strings.Count(e.Logs(), "snapshot row warning"); n != 1 {
+		t.Errorf("warning logged %d times, want once", n)
+	}
+}
+
+// TestSQLiteLocked: an exclusive lock on the SQLite file fails refreshes
+// within the bound; its release recovers; a non-UTF-8 name is kept with a
+// warning.
+func TestSQLiteLocked(t *testing.T) {
+	admin := sqliteAdmin(t)
+	fixture(t, admin, false)
+	if _, err := admin.Exec(`UPDATE nodes SET name = CAST(X'6EFF32' AS TEXT) WHERE uuid = '22222222-2222-4222-8222-222222222222'`); err != nil {
+		t.Fatal(err)
+	}
+	e := startExporter(t, sqliteDSN())
+	e.waitUp("1", 15*time.Second)
+	_, body, _, _ := e.tryGet("/metrics", nil)
+	if v := series(body, `ironic_exporter_snapshot_warnings{reason="not_utf8",table="nodes"}`); v != "1" {
+		t.Errorf("snapshot warnings for the non-UTF-8 name: %q", v)
+	}
+	before := e.usage()
+	stopLoad := e.load()
+	conn, err := admin.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	r := report{fault: "sqlite exclusive lock"}
+	r.toDown = e.waitUp("0", refreshTimeout+margin)
+	conn.ExecContext(context.Background(), `ROLLBACK`)
+	start := time.Now()
+	e.waitUp("1", refreshTimeout+margin)
+	r.toRecovery = time.Since(start)
+	r.worst = stopLoad()
+	checkWorst(t, r.worst)
+	r.log(t)
+	e.settled(before, 64)
+}
+
+// TestPostgreSQLSQLASCII: in a SQL_ASCII database, text that is not UTF-8
+// is kept (invalid bytes as U+FFFD) with a warning naming the row; the
+// snapshot does not fail. The three tables are made by hand with the
+// columns the exporter reads (Ironic's migrations refuse SQL_ASCII).
+func TestPostgreSQLSQLASCII(t *testing.T) {
+	admin := postgres().admin(t)
+	name := pgDB.Name + "_ascii"
+	if _, err := admin.Exec(`CREATE DATABASE ` + name + ` ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`) })
+	d, err := sql.Open("postgres", "host=127.0.0.1 port=5432 user=postgres sslmode=disable dbname="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, q := range []string{
+		`CREATE TABLE conductors (id serial PRIMARY KEY, hostname varchar(255) NOT NULL, conductor_group varchar(255),
+			online boolean, drivers text, created_at timestamp, updated_at timestamp)`,
+		`CREATE TABLE conductor_hardware_interfaces (conductor_id int, hardware_type varchar(255))`,
+		`CREATE TABLE nodes (id serial PRIMARY KEY, uuid varchar(36), name varchar(255), driver varchar(255),
+			conductor_group varchar(255), reservation varchar(255), instance_uuid varchar(36), power_state varchar(15),
+			provision_state varchar(15), maintenance boolean, resource_class varchar(80), created_at timestamp, updated_at timestamp)`,
+		`INSERT INTO conductors (hostname, conductor_group, online, drivers, created_at, updated_at)
+			VALUES (E'c\xff1', '', true, '["ipmi"]', now() at time zone 'utc', now() at time zone 'utc')`,
+		`INSERT INTO conductor_hardware_interfaces VALUES (1, 'ipmi')`,
+		`INSERT INTO nodes (uuid, name, driver, conductor_group, created_at)
+			VALUES ('11111111-1111-4111-8111-111111111111', E'n\xe91', 'ipmi', '', now())`,
+	} {
+		if _, err := d.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	e := startExporter(t, "postgresql://postgres@127.0.0.1:5432/"+name+"?sslmode=disable")
+	e.waitUp("1", 15*time.Second)
+	_, body, _, _ := e.tryGet("/metrics", nil)
+	for _, s := range []string{`ironic_exporter_snapshot_warnings{reason="not_utf8",table="conductors"}`,
+		`ironic_exporter_snapshot_warnings{reason="not_utf8",table="nodes"}`} {
+		if v := series(body, s); v != "1" {
+			t.Errorf("%s = %q", s, v)
+		}
+	}
+	waitLog(t, e, "snapshot row warning", "(id 1): hostname is not UTF-8")
+}

@@ -1,0 +1,213 @@
+// The alerting rules of ironic-conductor-exporter, from _config.
+//
+// Two kinds of alert:
+// - about one exporter replica (IronicExporter*): they carry its instance,
+//   since each replica can fail on its own;
+// - about Ironic (conductors, nodes, rings): every replica reading the same
+//   database reports the same topology, so the expressions aggregate the
+//   replica labels (_config.replicaLabels) away and a pair of replicas
+//   fires each alert once. They only count replicas that read the database
+//   now (ironic_up == 1): a replica that cannot serves a frozen topology,
+//   and IronicExporterDatabaseUnreachable speaks for it instead.
+local units = { s: 'second', m: 'minute', h: 'hour', d: 'day' };
+
+// "5m" -> "5 minutes"; with article=true "1h" -> "hour" ("the last hour").
+local humanize(d, article=false) =
+  local n = std.parseInt(std.substr(d, 0, std.length(d) - 1));
+  local u = units[d[std.length(d) - 1]];
+  if n == 1 then (if article then u else '1 ' + u) else '%d %ss' % [n, u];
+
+local strip(s) = std.rstripChars(s, '\n');
+
+{
+  prometheusAlerts+:: {
+    local c = $._config,
+    local replica = std.join(', ', c.replicaLabels),
+    local target = std.join(', ', [c.clusterLabel, 'job'] + c.replicaLabels),
+    local group = std.join(', ', [c.clusterLabel, 'job']),
+    local v = c {
+      replica: replica,
+      target: target,
+      group: group,
+      up: 'ironic_up{%s} == 1' % c.selector,
+      flappingWindowText: humanize(c.flappingWindow, true),
+      churnWindowText: humanize(c.churnWindow, true),
+    },
+    local alert(name, severity, expr, summary, description) = {
+      alert: name,
+      expr: strip(expr),
+      labels: { severity: severity },
+      annotations: {
+        summary: summary,
+        description: description,
+        runbook_url: c.runbookURLBase + std.asciiLower(name),
+      },
+    } + (if std.objectHas(c['for'], name) then { 'for': c['for'][name] } else {}),
+
+    groups+: [
+      {
+        name: 'ironic-conductor-exporter.exporter',
+        rules: [
+          alert(
+            'IronicExporterDown',
+            'warning',
+            'up{%(selector)s} == 0' % v,
+            'ironic-conductor-exporter cannot be scraped.',
+            'Prometheus has failed to scrape the ironic-conductor-exporter {{ $labels.instance }} (job {{ $labels.job }}) for more than %s: conductor liveness and the node to conductor mapping are not monitored.' % humanize(c['for'].IronicExporterDown),
+          ),
+          alert(
+            'IronicExporterAbsent',
+            'warning',
+            'absent(up{%(selector)s})' % v,
+            'No ironic-conductor-exporter target is known to Prometheus.',
+            'Prometheus has had no target in job {{ $labels.job }} for %s: service discovery lost the exporter, or the job is named differently from what the alerting rules expect.' % humanize(c['for'].IronicExporterAbsent),
+          ),
+          alert(
+            'IronicExporterDatabaseUnreachable',
+            'critical',
+            'ironic_up{%(selector)s} == 0' % v,
+            "ironic-conductor-exporter cannot read Ironic's database.",
+            "The exporter {{ $labels.instance }} has failed to read Ironic's database for more than %s. It serves the last topology it read, frozen, and the conductor alerts are silenced until it can read again." % humanize(c['for'].IronicExporterDatabaseUnreachable),
+          ),
+          alert(
+            'IronicExporterDataStale',
+            'warning',
+            'ironic_exporter_data_age_seconds{%(selector)s} > %(dataStaleSeconds)d' % v,
+            'ironic-conductor-exporter serves an old topology.',
+            "The topology served by {{ $labels.instance }} was read from Ironic's database {{ $value | humanizeDuration }} ago.",
+          ),
+        ],
+      },
+      {
+        name: 'ironic-conductor-exporter.conductors',
+        rules: [
+          alert(
+            'IronicConductorDown',
+            'critical',
+            |||
+              max without (%(replica)s) (
+                ironic_conductor_state{%(selector)s, state="dead"} == 1
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'An Ironic conductor is online but no longer heartbeats.',
+            'Conductor {{ $labels.hostname }} (conductor group "{{ $labels.conductor_group }}") is registered online but its heartbeat is older than Ironic\'s heartbeat_timeout: it crashed or hangs. Ironic has taken it out of the hash rings and its nodes moved to other conductors.',
+          ),
+          alert(
+            'IronicConductorHeartbeatStale',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                (
+                  ironic_exporter_last_refresh_success_timestamp_seconds{%(selector)s}
+                  - on (%(target)s) group_right
+                  ironic_conductor_heartbeat_timestamp_seconds{%(selector)s}
+                ) > %(heartbeatStaleSeconds)d
+                and on (%(target)s, hostname, conductor_group) ironic_conductor_online{%(selector)s} == 1
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'An online Ironic conductor has missed several heartbeats.',
+            'Conductor {{ $labels.hostname }} (conductor group "{{ $labels.conductor_group }}") is online but its last heartbeat was {{ $value | humanizeDuration }} old when the database was last read. At heartbeat_timeout Ironic will declare it dead and move its nodes.',
+          ),
+          alert(
+            'IronicConductorFlapping',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                sum without (state) (changes(ironic_conductor_state{%(selector)s}[%(flappingWindow)s])) / 2 > %(flappingChanges)d
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'An Ironic conductor keeps changing state.',
+            'Conductor {{ $labels.hostname }} (conductor group "{{ $labels.conductor_group }}") changed state (alive, draining, stopped, dead) {{ $value | humanize }} times in the last %(flappingWindowText)s; each change may move nodes between conductors.' % v,
+          ),
+          alert(
+            'IronicConductorGroupWithoutAliveConductor',
+            'critical',
+            |||
+              max by (%(group)s, conductor_group) (
+                sum by (%(target)s, conductor_group) (ironic_nodes_without_conductor{%(selector)s})
+                unless on (%(target)s, conductor_group)
+                  max by (%(target)s, conductor_group) (ironic_conductor_hash_ring_member{%(selector)s}) == 1
+                and on (%(target)s, conductor_group)
+                  count by (%(target)s, conductor_group) (ironic_conductor_hash_ring_member{%(selector)s})
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'An Ironic conductor group has nodes but no conductor to serve them.',
+            'No conductor of conductor group "{{ $labels.conductor_group }}" is alive and online, so no hash ring serves the group and its {{ $value | humanize }} node(s) can be neither managed nor deployed.',
+          ),
+        ],
+      },
+      {
+        name: 'ironic-conductor-exporter.nodes',
+        rules: [
+          alert(
+            'IronicNodesWithoutConductor',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_nodes_without_conductor{%(selector)s} > 0
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'Some Ironic nodes have no conductor.',
+            '{{ $value | humanize }} node(s) of conductor group "{{ $labels.conductor_group }}" with driver {{ $labels.driver }} are served by no conductor: no alive, online conductor of that group enables that hardware type.',
+          ),
+          alert(
+            'IronicNodeReservedByDeadConductor',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_conductor_reserved_nodes{%(selector)s} > 0
+                unless on (%(target)s, hostname) ironic_conductor_alive{%(selector)s} == 1
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'Ironic nodes are locked by a conductor that is not alive.',
+            '{{ $labels.hostname }}, which is not an alive conductor, holds the reservation (lock) of {{ $value | humanize }} node(s): every change to them fails with NodeLocked until the lock is released.',
+          ),
+          alert(
+            'IronicBootEnvironmentStranded',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_nodes_affinity_unavailable{%(selector)s} > 0
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            "Ironic nodes' boot environments are on a conductor that is not running.",
+            '{{ $value | humanize }} deployed, rescued or in-progress node(s) of conductor group "{{ $labels.conductor_group }}" have their boot files and deploy logs on a conductor that is {{ if eq $labels.affinity "missing" }}gone from the database{{ else }}stopped or dead{{ end }}, and no takeover has rebuilt them for %s.' % humanize(c['for'].IronicBootEnvironmentStranded),
+          ),
+          alert(
+            'IronicNodesStuck',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_nodes_stuck{%(selector)s} > 0
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'Ironic nodes are stuck in a provision state no running conductor will finish.',
+            '{{ $value | humanize }} node(s) of conductor group "{{ $labels.conductor_group }}" have been in provision state "{{ $labels.provision_state }}" for %s with {{ if eq $labels.reason "lock_holder_not_alive" }}their lock held by a host that is not running{{ else if eq $labels.reason "no_conductor" }}no conductor serving them{{ else }}a ring conductor that is not running{{ end }}.' % humanize(c['for'].IronicNodesStuck),
+          ),
+          alert(
+            'IronicHashRingChurn',
+            'info',
+            |||
+              max by (%(group)s, conductor_group) (
+                sum by (%(target)s, conductor_group) (increase(ironic_node_conductor_changes_total{%(selector)s}[%(churnWindow)s]))
+                > on (%(target)s, conductor_group)
+                  2 * sum by (%(target)s, conductor_group) (ironic_hash_ring_nodes{%(selector)s})
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            "Ironic's hash ring keeps moving nodes between conductors.",
+            '{{ $value | humanize }} node moves between conductors in conductor group "{{ $labels.conductor_group }}" in the last %(churnWindowText)s, more than twice the nodes the group\'s rings serve: conductors keep joining and leaving.' % v,
+          ),
+        ],
+      },
+    ],
+  },
+}

@@ -1,0 +1,318 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+)
+
+// Backend is the kind of database Ironic runs on.
+type Backend int
+
+// The backends Ironic supports.
+const (
+	PostgreSQL Backend = iota + 1
+	MySQL
+	SQLite
+)
+
+// String names the backend as the exporter's logs and labels do.
+func (b Backend) String() string {
+	switch b {
+	case PostgreSQL:
+		return "postgresql"
+	case MySQL:
+		return "mysql"
+	case SQLite:
+		return "sqlite"
+	}
+	return "unknown"
+}
+
+// IronicUsesSQLite is how Ironic itself decides that it runs on SQLite:
+// the word "sqlite" anywhere in [database]connection, case-insensitively
+// (ironic/common/utils.py is_ironic_using_sqlite, commit 0099d1812
+// "Don't actually heartbeat with sqlite", 22.1.0). So a PostgreSQL database
+// or password containing "sqlite" turns Ironic's SQLite rules on.
+func IronicUsesSQLite(connection string) bool {
+	return strings.Contains(strings.ToLower(connection), "sqlite")
+}
+
+// Settings are the ironic.conf options that change Ironic's answers.
+type Settings struct {
+	// HeartbeatTimeout is [conductor]heartbeat_timeout (Ironic's default
+	// 60s); zero and negative values are Ironic's timeout <= 0.
+	HeartbeatTimeout time.Duration
+	// PartitionExponent is [DEFAULT]hash_partition_exponent (default 5).
+	PartitionExponent int
+	// Algorithm is [DEFAULT]hash_ring_algorithm (default md5).
+	Algorithm ring.Algorithm
+	// PinReleaseVersion is [DEFAULT]pin_release_version ("" when unset).
+	PinReleaseVersion string
+	// HashDistributionReplicas is [DEFAULT]hash_distribution_replicas
+	// (1 when unset; the option exists up to 12.1).
+	HashDistributionReplicas int
+	// Connection is Ironic's [database]connection when known (from its
+	// ironic.conf); it decides IronicUsesSQLite. When empty, the backend the
+	// exporter reads decides.
+	Connection string
+}
+
+// Rules are Ironic's rules for one release, backend and settings.
+type Rules struct {
+	release Release
+	backend Backend
+	sqlite  bool // Ironic believes it runs on SQLite
+	s       Settings
+}
+
+// Release points where a rule changed; Detect warns when a detected range
+// straddles one of them.
+var (
+	// commit 9189b4bb2 "Add an option to choose the hash ring algorithm"
+	algorithmSince = Release{15, 2}
+	// commit f5589de02 "Remove compatibility with conductors that do not
+	// support groups": 16.1 drops use_groups
+	ungroupedUntil = Release{16, 0}
+	// commit e9540f5d2 "Removes hash_distribution_replicas configuration option"
+	replicasUntil = Release{12, 1}
+	// commit 0099d1812 "Don't actually heartbeat with sqlite"
+	sqliteSince = Release{22, 1}
+	// commit 3f9151163 "Introduce conductor touch while offline"
+	drainSince = Release{23, 1}
+	// commit e67f71606 "Fix GET for conductors with a port or IPv6 address"
+	hostPortSince = Release{24, 0}
+	// commit 4a9a7949c "Improve clarity of exception message"
+	noValidHostSince = Release{24, 1}
+	// commit 161374f76 "Expose conductor online boolean for accurate alive"
+	onlineAliveSince = Release{25, 0}
+	// the conductors API (commit 7c7744dfb "Expose conductors: api")
+	conductorAPISince = Release{12, 0}
+)
+
+var changes = []struct {
+	since Release
+	what  string
+}{
+	{Release{12, 2}, "hash_distribution_replicas (removed)"},
+	{algorithmSince, "hash_ring_algorithm (honoured)"},
+	{Release{16, 1}, "pin_release_version's ungrouped rings (removed)"},
+	{sqliteSince, "SQLite heartbeats and ring membership"},
+	{drainSince, "the drain on stop (online=false while heartbeating)"},
+	{hostPortSince, "host:port conductor names in the API"},
+	{noValidHostSince, "the NoValidHost reason"},
+	{onlineAliveSince, "the API's alive (online and a fresh heartbeat)"},
+}
+
+// New builds the rules of release on backend with settings s. Zero
+// settings take Ironic's defaults (exponent 5, md5, one replica), except
+// HeartbeatTimeout: Ironic accepts 0 (and rings then ignore heartbeats from
+// 22.1), so the caller gives it (Ironic's default is 60s).
+func New(release Release, backend Backend, s Settings) Rules {
+	if s.PartitionExponent == 0 {
+		s.PartitionExponent = 5
+	}
+	if s.Algorithm == "" {
+		s.Algorithm = ring.MD5
+	}
+	if s.HashDistributionReplicas == 0 {
+		s.HashDistributionReplicas = 1
+	}
+	sqlite := backend == SQLite
+	if s.Connection != "" {
+		sqlite = IronicUsesSQLite(s.Connection)
+	}
+	return Rules{release: release, backend: backend, sqlite: sqlite, s: s}
+}
+
+// Release is the release the rules are of.
+func (r Rules) Release() Release { return r.release }
+
+// Backend is the database kind the rules were built for.
+func (r Rules) Backend() Backend { return r.backend }
+
+// Settings are the settings in effect (defaults filled in).
+func (r Rules) Settings() Settings { return r.s }
+
+// IronicUsesSQLite reports whether Ironic applies its SQLite rules (see the
+// function of that name).
+func (r Rules) IronicUsesSQLite() bool { return r.sqlite }
+
+// fresh mirrors oslo_utils timeutils.is_older_than(updated_at, timeout)
+// negated: the heartbeat is at most heartbeat_timeout old (a NULL heartbeat
+// is never fresh).
+func (r Rules) fresh(updatedAt, now time.Time) bool {
+	return !updatedAt.IsZero() && now.Sub(updatedAt) <= r.s.HeartbeatTimeout
+}
+
+// Alive is the API's `alive` of a conductor
+// (ironic/api/controllers/v1/conductor.py convert_with_links):
+// 12.0-24.x: a heartbeat not older than heartbeat_timeout, online ignored;
+// 25.0+ (commit 161374f76 "Expose conductor online boolean for accurate
+// alive", merged 2024-04): online and a fresh heartbeat. The same on every
+// backend: on SQLite 22.1+, where nothing heartbeats, conductors read as not
+// alive heartbeat_timeout after they registered, although they serve nodes.
+func (r Rules) Alive(online bool, updatedAt, now time.Time) bool {
+	if r.release.AtLeast(onlineAliveSince) {
+		return online && r.fresh(updatedAt, now)
+	}
+	return r.fresh(updatedAt, now)
+}
+
+// RingMember says whether Ironic puts the conductor in its hash rings
+// (ironic/db/sqlalchemy/api.py _filter_active_conductors, used by
+// get_active_hardware_type_dict): 11.1-22.0 on every backend, online and
+// updated_at >= now - heartbeat_timeout (also for a timeout <= 0); 22.1+
+// (commit 0099d1812 "Don't actually heartbeat with sqlite"): the same,
+// except on SQLite or with heartbeat_timeout <= 0, where online alone
+// decides.
+func (r Rules) RingMember(online bool, updatedAt, now time.Time) bool {
+	if r.release.AtLeast(sqliteSince) && (r.sqlite || r.s.HeartbeatTimeout <= 0) {
+		return online
+	}
+	return online && r.fresh(updatedAt, now)
+}
+
+// Heartbeats reports whether conductors heartbeat (update updated_at every
+// heartbeat_interval): always, except on SQLite from 22.1
+// (ironic/conductor/base_manager.py _conductor_service_record_keepalive
+// returns at once, commit 0099d1812): updated_at changes only when a
+// conductor registers or unregisters.
+func (r Rules) Heartbeats() bool {
+	return !(r.sqlite && r.release.AtLeast(sqliteSince))
+}
+
+// State is a conductor's state as the exporter names it.
+type State string
+
+// The states of ironic_conductor_state.
+const (
+	StateAlive    State = "alive"    // online, fresh heartbeat (or online where nothing heartbeats)
+	StateDraining State = "draining" // offline while still heartbeating
+	StateStopped  State = "stopped"  // offline, stale heartbeat
+	StateDead     State = "dead"     // online, stale heartbeat: crashed or hung
+)
+
+// States are the states a conductor can be in under these rules, in the
+// order the metrics list them. Where nothing heartbeats (SQLite 22.1+) the
+// heartbeat tells nothing: alive and stopped only.
+func (r Rules) States() []State {
+	if !r.Heartbeats() {
+		return []State{StateAlive, StateStopped}
+	}
+	return []State{StateAlive, StateDraining, StateStopped, StateDead}
+}
+
+// State is the conductor's state. Draining is what 23.1+ shows while a
+// stopping conductor waits for its locks (commit 3f9151163 "Introduce
+// conductor touch while offline": the keepalive writes online=False); in
+// older releases it is seen only briefly, right after unregistering.
+func (r Rules) State(online bool, updatedAt, now time.Time) State {
+	if !r.Heartbeats() {
+		if online {
+			return StateAlive
+		}
+		return StateStopped
+	}
+	fresh := r.fresh(updatedAt, now)
+	switch {
+	case online && fresh:
+		return StateAlive
+	case online:
+		return StateDead
+	case fresh:
+		return StateDraining
+	}
+	return StateStopped
+}
+
+// UngroupedRings reports whether Ironic's rings ignore conductor groups:
+// 11.1-16.0 while pin_release_version pins an RPC API older than 1.47
+// (ironic/conductor/rpcapi.py ConductorAPI.__init__:
+// HashRingManager(use_groups=self.client.can_send_version('1.47')), from
+// commit 26fd55f7d, 11.1.0; pins of 11.0 and older are RPC 1.44 or less);
+// 16.1 removed it (commit f5589de02).
+func (r Rules) UngroupedRings() bool {
+	if r.s.PinReleaseVersion == "" || r.release.Compare(ungroupedUntil) > 0 {
+		return false
+	}
+	pin, err := ParseRelease(r.s.PinReleaseVersion)
+	return err == nil && pin.Before(oldestGrouped)
+}
+
+// RingKey is the key of the ring that serves a node of hardware type
+// (driver) hardwareType in conductor group group, and that a conductor
+// registering hardwareType in group joins: "%s:%s" % (group, hardware_type)
+// (ironic/common/hash_ring.py _get_ring and
+// ironic/db/sqlalchemy/api.py get_active_hardware_type_dict, commit
+// 26fd55f7d, 11.1.0), or the hardware type alone for UngroupedRings.
+func (r Rules) RingKey(group, hardwareType string) string {
+	if r.UngroupedRings() {
+		return hardwareType
+	}
+	return group + ":" + hardwareType
+}
+
+// EffectiveAlgorithm is the hash the rings use: hash_ring_algorithm from
+// 15.2 (commit 9189b4bb2 "Add an option to choose the hash ring
+// algorithm"), md5 before, whatever the setting says.
+func (r Rules) EffectiveAlgorithm() ring.Algorithm {
+	if r.release.Before(algorithmSince) {
+		return ring.MD5
+	}
+	return r.s.Algorithm
+}
+
+// PartitionExponent is hash_partition_exponent (2**exponent partitions per
+// host, ironic/common/hash_ring.py _load_hash_rings; no release changed it).
+func (r Rules) PartitionExponent() int { return r.s.PartitionExponent }
+
+// NoValidHostReason is the reason Ironic gives when no ring serves a node
+// (ironic/conductor/rpcapi.py get_conductor_for); 24.1+ appends "Ensure the
+// driver is valid and enabled." (commit 4a9a7949c). The API wraps it as
+// "No valid host was found. Reason: %(reason)s" (exception.NoValidHost).
+func (r Rules) NoValidHostReason(driver, group string) string {
+	reason := fmt.Sprintf("No conductor service registered which supports driver %s for conductor group \"%s\".", driver, group)
+	if r.release.AtLeast(noValidHostSince) {
+		reason += " Ensure the driver is valid and enabled."
+	}
+	return reason
+}
+
+// ConductorAPI reports whether the release has /v1/conductors (12.0+,
+// commit 7c7744dfb "Expose conductors: api").
+func (r Rules) ConductorAPI() bool { return r.release.AtLeast(conductorAPISince) }
+
+// HostPortNames reports whether GET /v1/conductors/{hostname} accepts a
+// host:port or IPv6 hostname (24.0+, args.host_port instead of args.name,
+// commit e67f71606 "Fix GET for conductors with a port or IPv6 address");
+// older releases answer 400.
+func (r Rules) HostPortNames() bool { return r.release.AtLeast(hostPortSince) }
+
+// RingsCachedForProcess reports whether Ironic keeps the rings it built
+// first for the life of the process, rebuilding them only when a ring is
+// missing (ironic/common/hash_ring.py HashRingManager.ring skips
+// hash_ring_reset_interval on SQLite; commit 0099d1812, 22.1.0). The
+// exporter's rings then match a process started after the last change of
+// the fleet.
+func (r Rules) RingsCachedForProcess() bool {
+	return r.sqlite && r.release.AtLeast(sqliteSince)
+}
+
+// Exact lists why the exporter's answers may not be Ironic's under these
+// rules (empty when they are exact): replicas above 1 before 12.2
+// (get_conductor_for pops an arbitrary member of a set of replicas), rings
+// cached for the process life on SQLite.
+func (r Rules) Exact() []string {
+	var c []string
+	if r.s.HashDistributionReplicas > 1 && r.release.Compare(replicasUntil) <= 0 {
+		c = append(c, fmt.Sprintf("hash_distribution_replicas = %d: Ironic %s picks an arbitrary one of the replicas (a Python set's pop); the exporter names the first",
+			r.s.HashDistributionReplicas, r.release))
+	}
+	if r.RingsCachedForProcess() {
+		c = append(c, "Ironic on SQLite keeps the rings it built at start: after a conductor joins or leaves, a running Ironic may still map nodes as before until restarted")
+	}
+	return c
+}

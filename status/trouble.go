@@ -1,0 +1,318 @@
+package status
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// maxNodeRows bounds the node tables of the page: on a large fleet the
+// rest is counted, not listed.
+const maxNodeRows = 500
+
+func stateRank(s topology.State) int {
+	switch s {
+	case topology.StateDead:
+		return 0
+	case topology.StateStopped:
+		return 1
+	case topology.StateDraining:
+		return 2
+	}
+	return 3
+}
+
+func name(n *topology.NodeInfo) string { return n.NameOrEmpty() }
+
+func provision(n *topology.NodeInfo) string {
+	if n.ProvisionState == nil {
+		return "—"
+	}
+	return *n.ProvisionState
+}
+
+// nodeTrouble lists the nodes whose boot files are on a conductor that is
+// not running, and the stuck nodes, each at most maxNodeRows.
+func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []stuckNodeRow) {
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		if (n.Affinity == topology.AffinityNotAlive || n.Affinity == topology.AffinityMissing) && len(stranded) < maxNodeRows {
+			r := strandedRow{UUID: n.UUID, Name: name(n), State: provision(n), Host: n.AffinityHost,
+				Gone: n.Affinity == topology.AffinityMissing, Conductor: n.Conductor}
+			if c, ok := t.Conductor(n.AffinityHost); ok {
+				r.HostState = c.State
+			}
+			stranded = append(stranded, r)
+		}
+		if n.Stuck != "" && len(stuck) < maxNodeRows {
+			r := stuckNodeRow{UUID: n.UUID, Name: name(n), State: provision(n), Conductor: n.Conductor, Why: stuckText(n)}
+			if n.Reservation != nil {
+				r.Reservation = *n.Reservation
+			}
+			stuck = append(stuck, r)
+		}
+	}
+	return stranded, stuck
+}
+
+// summarize says first what is wrong, worst first, each with the section
+// that shows it.
+func summarize(d pageData, t *topology.Topology) summary {
+	var s summary
+	add := func(level, anchor, format string, args ...any) {
+		s.Problems = append(s.Problems, problem{Level: level, Text: fmt.Sprintf(format, args...), Anchor: anchor})
+	}
+	switch {
+	case d.Permanent:
+		add("bad", "", "The database is not Ironic's (no conductors or nodes table): check --db.dsn; retrying will not help.")
+	case !d.HasData:
+		add("bad", "", "No data: the exporter has not read Ironic's database yet.")
+	case !d.Up:
+		add("bad", "", "Stale data: the last refresh failed; what follows is %s old.", humanAge(d.DataAge))
+	}
+	if t != nil {
+		if n := d.Counts[string(topology.StateDead)]; n > 0 {
+			add("bad", "conductors-h", "%d conductor(s) dead (online, no heartbeat).", n)
+		}
+		if groups := groupsWithoutRunning(t); len(groups) > 0 {
+			add("bad", "conductors-h", "%d conductor group(s) without a live conductor: %s.", len(groups), strings.Join(groups, ", "))
+		}
+		orphans := 0
+		for _, o := range d.Orphans {
+			orphans += o.Nodes
+		}
+		if orphans > 0 {
+			add("bad", "orphans-h", "%d node(s) without a conductor.", orphans)
+		}
+		locks := 0
+		for _, st := range d.Stuck {
+			locks += st.Nodes
+		}
+		if locks > 0 {
+			add("warn", "stuck-h", "%d node(s) locked by hosts that are not alive.", locks)
+		}
+		if n := sum(t.Stuck); n > 0 {
+			add("warn", "stuck-nodes-h", "%d node(s) stuck in progress with no running conductor to finish.", n)
+		}
+		if n := sum(t.AffinityUnavailable); n > 0 {
+			add("warn", "stranded-h", "%d node(s) with boot files on a conductor that is not running.", n)
+		}
+		if n := d.Counts[string(topology.StateDraining)]; n > 0 {
+			add("warn", "conductors-h", "%d conductor(s) draining.", n)
+		}
+	}
+	s.Level = "ok"
+	for _, p := range s.Problems {
+		if p.Level == "bad" {
+			s.Level = "bad"
+			break
+		}
+		s.Level = "warn"
+	}
+	return s
+}
+
+func sum[K comparable](m map[K]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// groupsWithoutRunning lists the conductor groups that have conductors or
+// nodes but no conductor that is alive.
+func groupsWithoutRunning(t *topology.Topology) []string {
+	has, live := map[string]bool{}, map[string]bool{}
+	for i := range t.Conductors {
+		c := &t.Conductors[i]
+		has[c.ConductorGroup] = true
+		live[c.ConductorGroup] = live[c.ConductorGroup] || c.State == topology.StateAlive
+	}
+	for k := range t.Orphans {
+		has[k.ConductorGroup] = true
+	}
+	var out []string
+	for g := range has {
+		if !live[g] {
+			if g == "" {
+				g = "(default)"
+			}
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// affinityText says, in words, where the node's boot files are and what
+// Ironic will do about them (_sync_local_state takes over ACTIVE nodes not
+// in maintenance and not locked whose conductor_affinity is not the ring's
+// conductor; _do_takeover rebuilds the boot environment).
+func affinityText(n *topology.NodeInfo, r *lookupResult) string {
+	var where string
+	switch n.Affinity {
+	case topology.AffinityNone:
+		return "No conductor has prepared this node's boot environment yet (conductor_affinity is empty)."
+	case topology.AffinityMissing:
+		where = fmt.Sprintf("Boot files were prepared by a conductor that no longer exists (id %d)", *n.ConductorAffinity)
+	default:
+		where = fmt.Sprintf("Boot files were prepared by %s (%s)", n.AffinityHost, r.AffinityState)
+	}
+	switch {
+	case n.Conductor == "":
+		return where + "; no conductor serves the node now, so nothing will rebuild them."
+	case n.Conductor == n.AffinityHost:
+		return where + "; the ring maps the node to the same conductor: its files and logs are there."
+	}
+	where += "; the ring now maps the node to " + n.Conductor
+	active := n.ProvisionState != nil && *n.ProvisionState == "active"
+	switch {
+	case active && !n.Maintenance && n.Reservation == nil:
+		return where + ": a takeover will rebuild them."
+	case active && n.Maintenance:
+		return where + ": no takeover while the node is in maintenance."
+	case active:
+		return where + ": a takeover will rebuild them once the lock is released."
+	}
+	return where + ": Ironic takes over only active nodes; the next operation prepares the node there."
+}
+
+func stuckText(n *topology.NodeInfo) string {
+	switch n.Stuck {
+	case topology.StuckLockHolder:
+		return "locked by " + *n.Reservation + ", which is not running"
+	case topology.StuckNoConductor:
+		return "no conductor serves it"
+	case topology.StuckConductorNotAlive:
+		return "its conductor " + n.Conductor + " is not running"
+	}
+	return ""
+}
+
+// conductorData is the page of one conductor.
+type conductorData struct {
+	NotFound   bool
+	Hostname   string
+	Row        conductorRow
+	Online     bool
+	Rings      []string
+	History    []historyRow
+	Dropped    int
+	Since      time.Time
+	Nodes      []nodeRow
+	NodesMore  int
+	Prepared   []nodeRow
+	PrepMore   int
+	Maintained int
+	Elsewhere  int
+}
+
+type historyRow struct {
+	At    time.Time
+	State string
+}
+
+type nodeRow struct {
+	UUID, Name, State, Reservation, Conductor string
+	Maintenance                               bool
+	Stuck                                     string
+}
+
+func conductorPage(t *topology.Topology, host string, h *History) *conductorData {
+	d := &conductorData{Hostname: host}
+	events, dropped, since := h.Events(host)
+	for _, e := range events {
+		s := string(e.State)
+		if s == "" {
+			s = "gone from the database"
+		}
+		d.History = append(d.History, historyRow{At: e.At.UTC(), State: s})
+	}
+	d.Dropped, d.Since = dropped, since.UTC()
+	if t == nil {
+		d.NotFound = len(events) == 0
+		return d
+	}
+	c, ok := t.Conductor(host)
+	if !ok {
+		d.NotFound = true
+		return d
+	}
+	d.Row = conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State, HardwareTypes: c.HardwareTypes,
+		Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero() || !t.Heartbeats, NotKept: !t.Heartbeats}
+	if !d.Row.NoHeartbeat {
+		d.Row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
+	}
+	d.Online, d.Maintained, d.Elsewhere = c.Online, c.Maintenance, c.AffinityElsewhere
+	for i := range t.Rings {
+		r := &t.Rings[i]
+		if slices.Contains(r.Ring.Hosts(), host) {
+			d.Rings = append(d.Rings, r.Key())
+		}
+	}
+	row := func(i int) nodeRow {
+		n := &t.Nodes[i]
+		r := nodeRow{UUID: n.UUID, Name: name(n), State: provision(n), Conductor: n.Conductor,
+			Maintenance: n.Maintenance, Stuck: stuckText(n)}
+		if n.Reservation != nil {
+			r.Reservation = *n.Reservation
+		}
+		return r
+	}
+	list := func(idx []int) (rows []nodeRow, more int) {
+		// Trouble first: stuck, then locked, then the rest in id order.
+		sorted := slices.Clone(idx)
+		slices.SortStableFunc(sorted, func(a, b int) int { return trouble(&t.Nodes[a]) - trouble(&t.Nodes[b]) })
+		for j, i := range sorted {
+			if j == maxNodeRows {
+				return rows, len(sorted) - j
+			}
+			rows = append(rows, row(i))
+		}
+		return rows, 0
+	}
+	d.Nodes, d.NodesMore = list(c.Nodes)
+	d.Prepared, d.PrepMore = list(c.Prepared)
+	return d
+}
+
+func trouble(n *topology.NodeInfo) int {
+	switch {
+	case n.Stuck != "":
+		return 0
+	case n.Reservation != nil:
+		return 1
+	case n.Maintenance:
+		return 2
+	}
+	return 3
+}
+
+// selfURLs returns the request's page without the refresh switch, and with
+// it flipped.
+func selfURLs(r *http.Request, off bool) (self, toggle string) {
+	q := url.Values{}
+	for k, v := range r.URL.Query() {
+		if k != "refresh" {
+			q[k] = v
+		}
+	}
+	self = "/"
+	if e := q.Encode(); e != "" {
+		self += "?" + e
+	}
+	if !off {
+		q.Set("refresh", "off")
+	}
+	toggle = "/"
+	if e := q.Encode(); e != "" {
+		toggle += "?" + e
+	}
+	return self, toggle
+}

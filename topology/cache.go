@@ -1,0 +1,324 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+)
+
+// Source yields database snapshots. *db.DB is the production Source.
+type Source interface {
+	Snapshot(ctx context.Context) (*db.Snapshot, error)
+}
+
+// ProbingSource is a Source that can leave the nodes out of a snapshot when
+// a probe of the nodes table equals a known one (db.DB.SnapshotSince).
+// *db.DB is one.
+type ProbingSource interface {
+	Source
+	SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error)
+}
+
+// DefaultProbeWindow is CacheConfig.ProbeWindow's default: a whole second
+// of MySQL's DATETIME, and as much again for clock differences between
+// Ironic's hosts.
+const DefaultProbeWindow = 2 * time.Second
+
+// CacheConfig configures a Cache. Zero values take the documented defaults.
+type CacheConfig struct {
+	// Source is where snapshots come from. Required.
+	Source Source
+	// Settings are the Ironic options the topology is computed with.
+	Settings Settings
+	// MinInterval is how old the cached topology may be before a request
+	// triggers a refresh. Zero refreshes on every request.
+	MinInterval time.Duration
+	// RefreshTimeout bounds one refresh, whoever waits for it. Default 30s.
+	RefreshTimeout time.Duration
+	// FullInterval, when positive and the Source is a ProbingSource, lets
+	// a refresh skip reading the nodes while their probe is unchanged, for
+	// at most this long since the nodes were last read. Zero reads them at
+	// every refresh. Conductors are read, and liveness judged, every time.
+	FullInterval time.Duration
+	// ProbeWindow: a probe whose latest node updated_at was less than this
+	// older than the refresh that took it does not vouch for the next one,
+	// since a write within the same tick of a coarse clock leaves the same
+	// updated_at. Default DefaultProbeWindow.
+	ProbeWindow time.Duration
+	// MaxWait bounds how long Get waits for a refresh when its context has
+	// no deadline (JSON, the status page, a scrape without Prometheus'
+	// timeout header): after it, the reader gets the last topology, its
+	// staleness visible in View.Err and View.LastSuccess. Default
+	// DefaultMaxWait.
+	MaxWait time.Duration
+	// Now is the clock; default time.Now. Liveness is judged in UTC.
+	Now func() time.Time
+	// Logger receives refresh failures and recoveries; default discards.
+	Logger *slog.Logger
+	// OnRefresh, when set, is told the outcome of every refresh as it ends
+	// (the collector turns it into the refresh histogram and error counter).
+	// It runs on the refreshing goroutine and must not block.
+	OnRefresh func(Refresh)
+}
+
+// Refresh is the outcome of one refresh, as reported to
+// CacheConfig.OnRefresh.
+type Refresh struct {
+	// Started is when the refresh began.
+	Started time.Time
+	// Duration is how long it took.
+	Duration time.Duration
+	// Err is why it failed, nil when it succeeded.
+	Err error
+	// Topology is what it built, nil when it failed. Renderers that keep a
+	// history (the status page's conductor states) record from it.
+	Topology *Topology
+}
+
+// View is what a reader gets from the cache: the newest good topology and
+// the outcome of the latest refresh.
+type View struct {
+	// Topology is the last successfully built topology, nil before the
+	// first success.
+	Topology *Topology
+	// Err is the error of the latest refresh, nil when it succeeded.
+	Err error
+	// LastSuccess is when Topology was read; zero before the first success.
+	LastSuccess time.Time
+	// Remapped is the cumulative count of nodes remapped per conductor
+	// group since the process started.
+	Remapped map[string]float64
+}
+
+// Up reports whether the latest refresh succeeded.
+func (v View) Up() bool { return v.Err == nil && v.Topology != nil }
+
+// DefaultMaxWait is CacheConfig.MaxWait's default: long enough for a
+// healthy refresh of a large fleet to finish, short enough that a silent
+// database is never felt by readers.
+const DefaultMaxWait = 500 * time.Millisecond
+
+// Permanent reports whether the latest refresh failed for a reason retrying
+// will not fix: the database is not Ironic's (db.ErrNotIronic).
+func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
+
+// ErrNoData is returned while no refresh has ever succeeded.
+var ErrNoData = errors.New("no topology read from the database yet")
+
+// Cache holds the current topology and refreshes it from the Source at most
+// once per MinInterval. Concurrent callers share a single refresh, which is
+// bounded by RefreshTimeout and not cancelled when one caller gives up.
+type Cache struct {
+	cfg CacheConfig
+
+	// state is read without locking on the hot path; it is replaced, under
+	// mu, when a refresh ends.
+	state    atomic.Pointer[cacheState]
+	mu       sync.Mutex
+	inflight chan struct{} // closed when the running refresh ends
+}
+
+// cacheState is the outcome of the latest finished refresh.
+type cacheState struct {
+	view      View
+	attempted time.Time // when that refresh started; zero before any
+	// nodes are what the served topology's nodes came from, with their
+	// probe, when the refresh that read them took it; what a refresh
+	// whose probe is unchanged reuses.
+	nodes    []db.Node
+	probe    *db.NodeProbe
+	probedAt time.Time
+	readAt   time.Time // when the nodes were last read
+}
+
+// NewCache returns a Cache; it reads nothing until the first Get.
+func NewCache(cfg CacheConfig) (*Cache, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("topology: CacheConfig.Source is nil")
+	}
+	if cfg.RefreshTimeout <= 0 {
+		cfg.RefreshTimeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ProbeWindow <= 0 {
+		cfg.ProbeWindow = DefaultProbeWindow
+	}
+	c := &Cache{cfg: cfg}
+	c.state.Store(&cacheState{view: View{Err: ErrNoData, Remapped: map[string]float64{}}})
+	return c, nil
+}
+
+// Get returns a view no older than MinInterval, refreshing first when the
+// cached one is older. It waits for the refresh until ctx's deadline when
+// ctx has one (a scrape with a budget), and otherwise at most MaxWait; if
+// the refresh has not ended by then, the current view is returned: a slow
+// database never blanks a scrape nor holds a reader.
+func (c *Cache) Get(ctx context.Context) View {
+	if s := c.state.Load(); c.fresh(s) {
+		return s.view
+	}
+	c.mu.Lock()
+	if s := c.state.Load(); c.fresh(s) {
+		c.mu.Unlock()
+		return s.view
+	}
+	done := c.inflight
+	if done == nil {
+		done = make(chan struct{})
+		c.inflight = done
+		go c.refresh(done)
+	}
+	c.mu.Unlock()
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.MaxWait)
+		defer cancel()
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return c.Current()
+}
+
+// Now returns the cache's clock reading.
+func (c *Cache) Now() time.Time { return c.cfg.Now() }
+
+// Current returns the cached view without refreshing.
+func (c *Cache) Current() View { return c.state.Load().view }
+
+func (c *Cache) fresh(s *cacheState) bool {
+	return !s.attempted.IsZero() && c.cfg.Now().Sub(s.attempted) < c.cfg.MinInterval
+}
+
+func (c *Cache) refresh(done chan struct{}) {
+	start := c.cfg.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RefreshTimeout)
+	defer cancel()
+
+	prev := c.state.Load() // only refresh replaces the state
+	old := prev.view
+	next := &cacheState{view: old, attempted: start, nodes: prev.nodes, probe: prev.probe,
+		probedAt: prev.probedAt, readAt: prev.readAt}
+	topo, err := c.build(ctx, prev, next, start)
+	took := time.Since(start)
+	if c.cfg.OnRefresh != nil {
+		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err, Topology: topo})
+	}
+
+	if err != nil {
+		next.view.Err = err
+		kind := "transient"
+		if errors.Is(err, db.ErrNotIronic) {
+			kind = "permanent" // retrying cannot fix it; the operator must
+		}
+		if old.Topology == nil {
+			c.cfg.Logger.Error("refresh failed; no topology has been read yet", "problem", kind, "err", err,
+				"took", took.Round(time.Millisecond))
+		} else {
+			c.cfg.Logger.Error("refresh failed; serving the last good topology", "problem", kind, "err", err,
+				"took", took.Round(time.Millisecond), "last_success", old.LastSuccess)
+		}
+	} else {
+		remapped := maps.Clone(old.Remapped)
+		for g, n := range topo.Remapped {
+			remapped[g] += float64(n)
+		}
+		switch {
+		case old.Up() || old.Err == ErrNoData:
+		case old.Topology == nil:
+			c.cfg.Logger.Info("refresh recovered: first topology read after failed attempts")
+		default:
+			c.cfg.Logger.Info("refresh recovered", "down_since_success", old.LastSuccess)
+		}
+		next.view = View{Topology: topo, LastSuccess: start, Remapped: remapped}
+		c.logRules(old.Topology, topo)
+	}
+	c.mu.Lock()
+	c.state.Store(next)
+	c.inflight = nil
+	c.mu.Unlock()
+	close(done)
+}
+
+// logRules logs the Ironic release the topology was judged by, what told
+// it, the settings and every caveat, when any of them changed since prev.
+func (c *Cache) logRules(prev, t *Topology) {
+	d, r := t.Detection, t.Rules
+	if prev != nil && prev.Rules == r && prev.Detection.From == d.From &&
+		prev.Detection.SchemaRevision == d.SchemaRevision &&
+		slices.Equal(prev.Detection.ConductorVersions, d.ConductorVersions) {
+		return
+	}
+	s := r.Settings()
+	c.cfg.Logger.Info("Ironic rules", "release", d.Release, "detected_from", d.From,
+		"schema_revision", d.SchemaRevision, "conductor_versions", strings.Join(d.ConductorVersions, ","),
+		"range", d.Min.String()+"-"+d.Max.String(), "backend", r.Backend(), "ironic_uses_sqlite", r.IronicUsesSQLite(),
+		"heartbeat_timeout", s.HeartbeatTimeout, "hash_partition_exponent", s.PartitionExponent,
+		"hash_ring_algorithm", r.EffectiveAlgorithm(), "heartbeats", r.Heartbeats(), "ungrouped_rings", r.UngroupedRings())
+	for _, w := range append(slices.Clone(d.Warnings), r.Exact()...) {
+		c.cfg.Logger.Warn("answers may not be Ironic's", "reason", w)
+	}
+}
+
+// build reads a snapshot and builds its topology over prev's. With a
+// ProbingSource it passes the known node probe when prev's nodes may be
+// reused (see CacheConfig.FullInterval and ProbeWindow); next receives the
+// nodes and probe of a successful build.
+func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time) (*Topology, error) {
+	var (
+		snap *db.Snapshot
+		err  error
+	)
+	ps, probing := c.cfg.Source.(ProbingSource)
+	if probing && c.cfg.FullInterval > 0 {
+		var known *db.NodeProbe
+		if prev.probe != nil && prev.view.Topology != nil && now.Sub(prev.readAt) < c.cfg.FullInterval &&
+			prev.probedAt.Sub(prev.probe.MaxUpdatedAt) >= c.cfg.ProbeWindow {
+			known = prev.probe
+		}
+		snap, err = ps.SnapshotSince(ctx, known)
+	} else {
+		snap, err = c.cfg.Source.Snapshot(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading snapshot: %w", err)
+	}
+	if snap.NodesUnchanged {
+		unchanged := *snap // the Source's snapshot is its own
+		unchanged.Nodes = prev.nodes
+		snap = &unchanged
+	}
+	topo, err := Build(snap, c.cfg.Settings, now.UTC(), prev.view.Topology)
+	if err != nil {
+		return nil, err
+	}
+	probe := snap.NodeProbe
+	next.nodes, next.probe, next.probedAt = snap.Nodes, &probe, now.UTC()
+	if !snap.NodesUnchanged {
+		next.readAt = now
+	}
+	return topo, nil
+}
+
+// MinInterval is the age the cache lets its topology reach before a
+// request refreshes it (CacheConfig.MinInterval).
+func (c *Cache) MinInterval() time.Duration { return c.cfg.MinInterval }

@@ -1,0 +1,211 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+)
+
+// TestCacheSharesOneRefresh: concurrent callers wait for one read, and a
+// caller whose context ends gets the current view instead of blocking.
+func TestCacheSharesOneRefresh(t *testing.T) {
+	src := fixture.NewSource(fixture.Golden())
+	release := src.Block()
+	defer release()
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, MinInterval: time.Hour,
+		Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]View, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = cache.Get(context.Background()) }()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if v := cache.Get(ctx); v.Topology != nil || v.Err != ErrNoData {
+		t.Errorf("impatient caller got %+v, want the empty view", v)
+	}
+	release()
+	wg.Wait()
+	if n := src.Reads(); n != 1 {
+		t.Errorf("%d database reads for concurrent callers, want 1", n)
+	}
+	for i, v := range results {
+		if !v.Up() {
+			t.Errorf("caller %d: not up: %v", i, v.Err)
+		}
+	}
+	cache.Get(context.Background())
+	if n := src.Reads(); n != 1 {
+		t.Errorf("read again within min interval (%d reads)", n)
+	}
+}
+
+// TestCacheReportsRefreshes: OnRefresh hears of every refresh, with its
+// error.
+func TestCacheReportsRefreshes(t *testing.T) {
+	src := fixture.NewSource(fixture.Golden())
+	var got []Refresh
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings,
+		Now: func() time.Time { return testNow }, OnRefresh: func(r Refresh) { got = append(got, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.Get(context.Background())
+	src.Set(nil, context.DeadlineExceeded)
+	cache.Get(context.Background())
+	if len(got) != 2 || got[0].Err != nil || got[1].Err == nil || !got[0].Started.Equal(testNow) {
+		t.Errorf("refreshes reported: %+v", got)
+	}
+}
+
+// probingSource is a ProbingSource over a fixed snapshot whose node probe
+// the test sets; it counts the snapshots that read nodes.
+type probingSource struct {
+	mu        sync.Mutex
+	snap      *db.Snapshot
+	probe     db.NodeProbe
+	nodeReads int
+}
+
+func (p *probingSource) Snapshot(ctx context.Context) (*db.Snapshot, error) {
+	return p.SnapshotSince(ctx, nil)
+}
+
+func (p *probingSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := *p.snap
+	s.NodeProbe = p.probe
+	if known != nil && *known == p.probe {
+		s.Nodes, s.NodesUnchanged = nil, true
+		return &s, nil
+	}
+	p.nodeReads++
+	return &s, nil
+}
+
+// TestCacheSkipsUnchangedNodes: nodes are read again only when the probe
+// changed, when the last read is FullInterval old, or when the probe's
+// latest updated_at was within ProbeWindow of the refresh that took it;
+// liveness is judged at every refresh all the same.
+func TestCacheSkipsUnchangedNodes(t *testing.T) {
+	now := testNow
+	src := &probingSource{snap: fixture.Golden(), probe: db.NodeProbe{Count: 3, MaxID: 3, MaxUpdatedAt: testNow.Add(-time.Hour)}}
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, FullInterval: time.Minute,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(name string, advance time.Duration, wantReads int) View {
+		t.Helper()
+		now = now.Add(advance)
+		v := cache.Get(context.Background())
+		if !v.Up() || len(v.Topology.Nodes) != 3 {
+			t.Fatalf("%s: view %v with %d nodes", name, v.Err, len(v.Topology.Nodes))
+		}
+		if src.nodeReads != wantReads {
+			t.Errorf("%s: %d node reads, want %d", name, src.nodeReads, wantReads)
+		}
+		return v
+	}
+	first := step("first refresh", 0, 1)
+	second := step("unchanged", time.Second, 1)
+	if first.Topology.NodeGeneration != second.Topology.NodeGeneration {
+		t.Errorf("unchanged nodes got a new node generation")
+	}
+	// The golden fleet's c-alive heartbeat is 10s old at testNow: 60s
+	// later it is dead, though the nodes were not read.
+	c, _ := step("unchanged, a minute less a second later", 58*time.Second, 1).Topology.Conductor("c-alive")
+	if c.Alive {
+		t.Errorf("liveness not re-judged on a refresh that skipped the nodes")
+	}
+	step("the full interval", time.Second, 2)
+	src.probe.Reserved++
+	step("a changed probe", time.Second, 3)
+	src.probe.MaxUpdatedAt = now // a write a second before the next refresh
+	step("a write within the probe window", time.Second, 4)
+	step("the next refresh does not trust that probe", time.Second, 5)
+	step("but the one after does", time.Second, 5)
+}
+
+// TestCacheReadersDoNotWaitForASilentDatabase: a reader without a deadline
+// gets the last topology, marked stale, while a refresh hangs; a reader with
+// a deadline waits for the refresh.
+func TestCacheReadersDoNotWaitForASilentDatabase(t *testing.T) {
+	src := fixture.NewSource(fixture.Golden())
+	now := testNow
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, MinInterval: time.Second,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := cache.Get(context.Background())
+	if !first.Up() {
+		t.Fatalf("first refresh: %v", first.Err)
+	}
+	release := src.Block()
+	defer release()
+	now = now.Add(time.Minute) // stale: the next Get refreshes, and the refresh hangs
+	v := cache.Get(context.Background())
+	if v.Topology != first.Topology || !v.LastSuccess.Equal(first.LastSuccess) {
+		t.Errorf("reader during a hung refresh got %+v, want the last topology", v)
+	}
+	done := make(chan View)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		done <- cache.Get(ctx)
+	}()
+	release()
+	if v := <-done; !v.Up() || !v.LastSuccess.Equal(now) {
+		t.Errorf("reader with a deadline got %+v, want the refresh it waited for", v)
+	}
+}
+
+// TestCacheLogsWhatItServes: the first failed refresh does not claim a last
+// good topology; a missing table is logged as permanent, a lost connection
+// as transient; OnRefresh gets the topology built.
+func TestCacheLogsWhatItServes(t *testing.T) {
+	var logs strings.Builder
+	var built []*Topology
+	src := fixture.NewSource(nil)
+	src.Set(nil, fmt.Errorf("reading conductors: %w", db.ErrNotIronic))
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings,
+		Now: func() time.Time { return testNow }, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		OnRefresh: func(r Refresh) { built = append(built, r.Topology) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cache.Get(context.Background()); !v.Permanent() || v.Topology != nil {
+		t.Errorf("view %+v: want a permanent failure and no topology", v)
+	}
+	src.Set(fixture.Golden(), nil)
+	cache.Get(context.Background())
+	src.Set(nil, errors.New("connection refused"))
+	if v := cache.Get(context.Background()); v.Permanent() || v.Topology == nil {
+		t.Errorf("view %+v: want a transient failure over the last topology", v)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 3 ||
+		!strings.Contains(lines[0], "no topology has been read yet") || !strings.Contains(lines[0], "problem=permanent") ||
+		strings.Contains(lines[0], "last good") ||
+		!strings.Contains(lines[1], "first topology read") || strings.Contains(lines[1], "down_since") ||
+		!strings.Contains(lines[2], "serving the last good topology") || !strings.Contains(lines[2], "problem=transient") {
+		t.Errorf("logs:\n%s", logs.String())
+	}
+	if len(built) != 3 || built[0] != nil || built[1] == nil || built[2] != nil {
+		t.Errorf("OnRefresh topologies %v", built)
+	}
+}

@@ -1,0 +1,235 @@
+package topology
+
+// What the person on call asks of a node beyond its ring: where its boot
+// files are (conductor_affinity), where it is in its lifecycle (provision
+// state, maintenance), and whether it is stuck on a conductor that is gone.
+
+// ProvisionStateOther is the label of every provision state that is not in
+// ProvisionStates: a state of a release newer than this list, a NULL, or
+// anything else a database may hold. Labels stay bounded.
+const ProvisionStateOther = "other"
+
+// ProvisionStates are the provision state names of Ironic's state machine
+// (ironic/common/states.py, the union over the releases this exporter
+// reads: the service* states arrived with servicing in 2023.2, the *hold
+// states with deploy and clean hold steps), in a fixed order. Their index,
+// and len(ProvisionStates) for ProvisionStateOther, is what
+// ConductorInfo.ProvisionStates counts by.
+var ProvisionStates = []string{
+	"enroll", "verifying", "manageable", "available", "active",
+	"deploying", "wait call-back", "deploy failed", "deploy hold",
+	"cleaning", "clean wait", "clean failed", "clean hold",
+	"inspecting", "inspect wait", "inspect failed",
+	"adopting", "adopt failed",
+	"rescuing", "rescue wait", "rescue", "rescue failed", "unrescuing", "unrescue failed",
+	"deleting", "deleted", "error",
+	"servicing", "service wait", "service failed", "service hold",
+}
+
+var provisionIndex = func() map[string]int {
+	m := make(map[string]int, len(ProvisionStates))
+	for i, s := range ProvisionStates {
+		m[s] = i
+	}
+	return m
+}()
+
+// ProvisionStateIndex returns the index of a provision state in
+// ProvisionStates, len(ProvisionStates) for ProvisionStateOther.
+func ProvisionStateIndex(state *string) int {
+	if state != nil {
+		if i, ok := provisionIndex[*state]; ok {
+			return i
+		}
+	}
+	return len(ProvisionStates)
+}
+
+// ProvisionStateLabel returns the bounded label of a provision state: its
+// name when Ironic's state machine has it, ProvisionStateOther otherwise.
+func ProvisionStateLabel(state *string) string {
+	if i := ProvisionStateIndex(state); i < len(ProvisionStates) {
+		return ProvisionStates[i]
+	}
+	return ProvisionStateOther
+}
+
+// inProgress are the states a conductor is working in or waiting in:
+// Ironic's UNSTABLE_STATES (ironic/common/states.py, "states that can be
+// changed without external request") and the servicing pair. A node in one
+// of them needs a living conductor: the lock holder to finish the step, the
+// ring's conductor to receive the ramdisk's callbacks (the *wait states).
+var inProgress = map[string]bool{
+	"deploying": true, "wait call-back": true, "cleaning": true, "clean wait": true,
+	"verifying": true, "deleting": true, "inspecting": true, "inspect wait": true,
+	"adopting": true, "rescuing": true, "rescue wait": true, "unrescuing": true,
+	"servicing": true, "service wait": true,
+}
+
+// bootMatters reports whether a node in this state needs the boot
+// environment its affinity conductor prepared: deployed or rescued nodes
+// (they network-boot from it, and _sync_local_state takes over only
+// ACTIVE nodes), held ones and those in progress. Elsewhere (available,
+// manageable, failed states) the next operation prepares it anew.
+func bootMatters(state *string) bool {
+	if state == nil {
+		return false
+	}
+	switch *state {
+	case "active", "rescue", "deploy hold", "clean hold", "service hold":
+		return true
+	}
+	return inProgress[*state]
+}
+
+// InProgress reports whether a provision state is one a conductor works or
+// waits in (see Stuck).
+func InProgress(state *string) bool { return state != nil && inProgress[*state] }
+
+// Affinity says where a node's boot environment is, from
+// nodes.conductor_affinity: the id of the conductor that last prepared the
+// node (Ironic sets it at deploy and in _do_takeover,
+// ironic/conductor/manager.py).
+type Affinity string
+
+// The affinity states of a node.
+const (
+	// AffinityNone: conductor_affinity is NULL (never prepared).
+	AffinityNone Affinity = "none"
+	// AffinityUp: the conductor that prepared it is running (alive or
+	// draining).
+	AffinityUp Affinity = "up"
+	// AffinityNotAlive: that conductor is stopped or dead: its boot files
+	// and logs are on a machine that does not answer.
+	AffinityNotAlive Affinity = "not_alive"
+	// AffinityMissing: no conductor row has that id any more (the
+	// conductor was unregistered and its row deleted).
+	AffinityMissing Affinity = "missing"
+)
+
+// Stuck says why a node in progress (InProgress) cannot move on.
+type Stuck string
+
+// The reasons a node is stuck; "" when it is not.
+const (
+	// StuckLockHolder: its reservation names a host that is not running
+	// (stopped, dead, or no conductor of that name). Ironic's
+	// _check_orphan_nodes and _check_deploying_status
+	// (ironic/conductor/manager.py) act on the nodes reserved by
+	// get_offline_conductors(); a host with no row at all is never
+	// released by them.
+	StuckLockHolder Stuck = "lock_holder_not_alive"
+	// StuckNoConductor: no ring serves the node: nobody receives its
+	// callbacks or times it out.
+	StuckNoConductor Stuck = "no_conductor"
+	// StuckConductorNotAlive: the ring maps it to a conductor that is not
+	// running (possible only where ring membership ignores heartbeats).
+	StuckConductorNotAlive Stuck = "conductor_not_alive"
+)
+
+// StuckReasons lists every Stuck reason in a fixed order.
+var StuckReasons = []Stuck{StuckLockHolder, StuckNoConductor, StuckConductorNotAlive}
+
+// Running reports whether a conductor is still running Ironic's conductor
+// service: alive, or draining (it finishes its work and keeps
+// heartbeating). Stopped and dead conductors are what Ironic's
+// get_offline_conductors returns (a heartbeat older than
+// heartbeat_timeout); on SQLite, where Ironic keeps no heartbeats, State
+// follows online.
+func (c *ConductorInfo) Running() bool { return c.State == StateAlive || c.State == StateDraining }
+
+// AffinityKey groups nodes whose boot environment is not reachable.
+type AffinityKey struct {
+	// ConductorGroup is the node's group.
+	ConductorGroup string
+	// Affinity is AffinityNotAlive or AffinityMissing.
+	Affinity Affinity
+}
+
+// StuckKey groups stuck nodes.
+type StuckKey struct {
+	// ConductorGroup is the node's group.
+	ConductorGroup string
+	// ProvisionState is the bounded label (ProvisionStateLabel).
+	ProvisionState string
+	// Reason is why it is stuck.
+	Reason Stuck
+}
+
+// lifecycle fills the affinity, provision state and stuck fields of t from
+// its nodes, once the ring mapping is known.
+func (t *Topology) lifecycle() {
+	byID := make(map[int64]int, len(t.Conductors))
+	for i := range t.Conductors {
+		c := &t.Conductors[i]
+		byID[c.ID] = i
+		c.ProvisionStates = make([]int, len(ProvisionStates)+1)
+	}
+	t.AffinityUnavailable = map[AffinityKey]int{}
+	t.Stuck = map[StuckKey]int{}
+	prepared := make([]int, len(t.Conductors))
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		var owner *ConductorInfo
+		if n.Conductor != "" {
+			owner = &t.Conductors[t.byHost[n.Conductor]]
+			owner.ProvisionStates[ProvisionStateIndex(n.ProvisionState)]++
+			if n.Maintenance {
+				owner.Maintenance++
+			}
+		}
+		n.Affinity = AffinityNone
+		if n.ConductorAffinity != nil {
+			ai, ok := byID[*n.ConductorAffinity]
+			switch {
+			case !ok:
+				n.Affinity = AffinityMissing
+			case t.Conductors[ai].Running():
+				n.Affinity = AffinityUp
+			default:
+				n.Affinity = AffinityNotAlive
+			}
+			if ok {
+				n.AffinityHost = t.Conductors[ai].Hostname
+				prepared[ai]++
+			}
+			if n.Affinity != AffinityUp && bootMatters(n.ProvisionState) {
+				t.AffinityUnavailable[AffinityKey{n.ConductorGroup, n.Affinity}]++
+			}
+			if owner != nil && (!ok || n.AffinityHost != owner.Hostname) {
+				owner.AffinityElsewhere++
+			}
+		}
+		if InProgress(n.ProvisionState) {
+			switch {
+			case n.Reservation != nil && !t.running(*n.Reservation):
+				n.Stuck = StuckLockHolder
+			case owner == nil:
+				n.Stuck = StuckNoConductor
+			case !owner.Running():
+				n.Stuck = StuckConductorNotAlive
+			}
+			if n.Stuck != "" {
+				t.Stuck[StuckKey{n.ConductorGroup, ProvisionStateLabel(n.ProvisionState), n.Stuck}]++
+			}
+		}
+	}
+	backing := make([]int, 0, len(t.Nodes))
+	for ci := range t.Conductors {
+		end := len(backing) + prepared[ci]
+		t.Conductors[ci].Prepared = backing[len(backing):len(backing):end]
+		backing = backing[:end]
+	}
+	for i := range t.Nodes {
+		if n := &t.Nodes[i]; n.AffinityHost != "" {
+			c := &t.Conductors[t.byHost[n.AffinityHost]]
+			c.Prepared = append(c.Prepared, i)
+		}
+	}
+}
+
+// running reports whether a host is a conductor that is running.
+func (t *Topology) running(host string) bool {
+	c, ok := t.Conductor(host)
+	return ok && c.Running()
+}
