@@ -310,7 +310,7 @@ func TestAlertmanagerRoutes(t *testing.T) {
 		want   string
 	}{
 		{[]string{"alertname=IronicConductorDown", "severity=critical", "hostname=cond-1", "conductor_group=rack-1"}, "ironic-critical"},
-		{[]string{"alertname=IronicExporterDatabaseUnreachable", "severity=critical", "instance=exporter-a:9608"}, "ironic-critical"},
+		{[]string{"alertname=IronicExporterDatabaseUnreachable", "severity=critical", "instance=exporter-a:10067"}, "ironic-critical"},
 		{[]string{"alertname=IronicConductorHeartbeatStale", "severity=warning", "hostname=cond-1"}, "ironic-warning"},
 		{[]string{"alertname=IronicExporterDown", "severity=warning"}, "ironic-warning"},
 		{[]string{"alertname=IronicHashRingChurn", "severity=info", "conductor_group=rack-1"}, "ironic-info"},

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -36,6 +37,18 @@ import (
 
 const exporterName = "ironic_conductor_exporter"
 
+// The default ports. 9608, the exporter's before 0.1.0, is ironic-prometheus-exporter's
+// (Kolla-Ansible's ironic_prometheus_exporter_port,
+// ironic-image, ironic-standalone-operator); openstack-exporter takes 9180
+// (9198 in Kolla-Ansible). The Prometheus allocation range 9100-9999 is
+// fully allocated, so the exporter takes a port outside it that no
+// OpenStack, Kolla-Ansible, OpenStack-Ansible, openstack-helm or Metal3
+// component uses (docs/operators.md, "Ports").
+const (
+	defaultPort      = "10067"
+	defaultProbePort = "10068"
+)
+
 func main() { os.Exit(run(os.Args[1:])) }
 
 // config is everything the command line sets.
@@ -47,6 +60,7 @@ type config struct {
 	partitionExponent   int
 	algorithm           string
 	telemetryPath       string
+	probeListenAddress  string
 	minInterval         time.Duration
 	refreshTimeout      time.Duration
 	nodeInfo            bool
@@ -88,7 +102,10 @@ func run(args []string) int {
 	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
 		Default("true").BoolVar(&cfg.nodeInfo)
 	app.Flag("web.shutdown-grace-period", "Time given to in-flight requests on SIGTERM.").Default("10s").DurationVar(&cfg.shutdownGracePeriod)
-	toolkitFlags := kingpinflag.AddFlags(app, ":9608")
+	app.Flag("web.probe-listen-address", "Address of a second, plain-HTTP listener that serves only /healthz and /readyz, "+
+		"without the TLS and basic auth of --web.config.file, for kubelet and systemd probes (e.g. :"+defaultProbePort+"); empty: none.").
+		Default("").StringVar(&cfg.probeListenAddress)
+	toolkitFlags := kingpinflag.AddFlags(app, ":"+defaultPort)
 	promslogConfig := &promslog.Config{}
 	flag.AddFlags(app, promslogConfig)
 	app.Version(version.Print(exporterName))
@@ -169,10 +186,10 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		Gatherer:        reg,
 		Logger:          logger,
 	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	healthz := func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	}
+	readyz := func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
 		// refresh (a not-ready pod may get no scrape to do it) and waits
 		// for it briefly; once ready it never touches the database.
@@ -183,11 +200,15 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 			cancel()
 		}
 		if v.Topology == nil {
-			http.Error(w, "not ready: "+v.Err.Error(), http.StatusServiceUnavailable)
+			// The reason (a database error) is in the log and in
+			// ironic_up; an unauthenticated probe learns nothing more.
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
-	})
+	}
+	mux.HandleFunc("/healthz", healthz)
+	mux.HandleFunc("/readyz", readyz)
 	apiHandler := api.NewHandler(cache, api.Options{Logger: logger})
 	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath})
@@ -204,7 +225,20 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go cache.Get(ctx) // warm the cache; failures are logged and exported
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	var probeSrv *http.Server
+	if cfg.probeListenAddress != "" {
+		probeMux := http.NewServeMux()
+		probeMux.HandleFunc("/healthz", healthz)
+		probeMux.HandleFunc("/readyz", readyz)
+		probeSrv = &http.Server{Handler: probeMux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10}
+		l, err := net.Listen("tcp", cfg.probeListenAddress)
+		if err != nil {
+			return fmt.Errorf("--web.probe-listen-address: %w", err)
+		}
+		logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String())
+		go func() { errc <- probeSrv.Serve(l) }()
+	}
 	go func() { errc <- web.ListenAndServe(srv, toolkitFlags, logger) }()
 	select {
 	case err := <-errc:
@@ -217,6 +251,9 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	logger.Info("shutting down", "grace_period", cfg.shutdownGracePeriod)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
 	defer cancel()
+	if probeSrv != nil {
+		defer probeSrv.Close()
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}
