@@ -25,7 +25,7 @@ const (
 	runbook   = "../docs/runbook.md"
 	// job is the job label value every selector of the rules carries.
 	job         = "ironic-conductor-exporter"
-	runbookBase = "https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/main/docs/runbook.md#"
+	runbookBase = "https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/v0.1.0/docs/runbook.md#"
 )
 
 // tool returns the path of a command-line tool or fails the test.
