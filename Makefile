@@ -65,7 +65,8 @@ $(GORELEASER):
 ## amd64/arm64/ppc64le/s390x archives and sha256sums.txt. The image (dockers_v2) needs a
 ## container engine and is skipped.
 release: $(GORELEASER)
-	$(GORELEASER) release --snapshot --clean --skip=docker,publish,announce,sign,sbom
+	REVISION=$(REVISION) BRANCH=$(shell git rev-parse --abbrev-ref HEAD) SHORT_REVISION=$(shell git rev-parse --short HEAD) \
+	  $(GORELEASER) release --snapshot --clean --skip=docker,publish,announce,sign,sbom
 
 ## release-test: extracts the amd64 archive of `make release` and runs its binary.
 release-test: release

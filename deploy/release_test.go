@@ -75,6 +75,13 @@ func TestReleaseArchives(t *testing.T) {
 	if !strings.HasPrefix(head, "ironic_conductor_exporter, version "+version+" (branch: ") || strings.Contains(head, "revision: )") {
 		t.Errorf("--version: %q, want version %s with a revision", head, version)
 	}
+	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(head, "revision: "+strings.TrimSpace(string(rev))+")") {
+		t.Errorf("--version: %q, want the revision %s", head, rev)
+	}
 	if !strings.Contains(string(out), "build user:       goreleaser") {
 		t.Errorf("--version does not show goreleaser's build:\n%s", out)
 	}
