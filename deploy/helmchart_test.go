@@ -373,11 +373,12 @@ func checkHelmPod(t *testing.T, p helmProfile, r *rendered, flags map[string]boo
 			t.Errorf("extraArgs %q not passed", a)
 		}
 	}
-	if len(c.Ports) != 1 || itoa(c.Ports[0].ContainerPort) != port || c.Ports[0].Name != "metrics" {
-		t.Errorf("container ports %v, want metrics on %s", c.Ports, port)
+	if len(c.Ports) != 2 || itoa(c.Ports[0].ContainerPort) != port || c.Ports[0].Name != "metrics" ||
+		c.Ports[1].Name != "probes" || !slices.Contains(c.Args, "--web.probe-listen-address=:"+itoa(c.Ports[1].ContainerPort)) {
+		t.Errorf("container ports %v, want metrics on %s and the probe listener's", c.Ports, port)
 	}
-	checkProbe(t, "liveness", c.LivenessProbe, "/healthz", "metrics")
-	checkProbe(t, "readiness", c.ReadinessProbe, "/readyz", "metrics")
+	checkProbe(t, "liveness", c.LivenessProbe, "/healthz", "probes")
+	checkProbe(t, "readiness", c.ReadinessProbe, "/readyz", "probes")
 
 	// The DSN.
 	var env *corev1.EnvVar
