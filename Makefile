@@ -11,7 +11,12 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults
+.PHONY: all build run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
+
+# goreleaser, installed into ./bin by `make release`.
+GORELEASER_VERSION ?= v2.15.1
+LOCALBIN    := $(CURDIR)/bin
+GORELEASER  := $(LOCALBIN)/goreleaser
 
 all: lint build test
 
@@ -22,8 +27,8 @@ build:
 run: build
 	./$(BIN) demo $(ARGS)
 
-## test: everything CI runs: lint, unit tests with the race detector, conformance.
-test: lint unit conformance conformance-auth
+## test: everything CI runs: lint, unit tests with the race detector, conformance, the release archives.
+test: lint unit conformance conformance-auth release-test
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
@@ -63,5 +68,19 @@ vectors:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRing -fuzztime 60s ./ring
 
+$(GORELEASER):
+	GOBIN=$(LOCALBIN) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+## release: a snapshot of the release into dist/, offline, nothing published: the linux
+## amd64/arm64/ppc64le/s390x archives and sha256sums.txt. The image (dockers_v2) needs a
+## container engine and is skipped.
+release: $(GORELEASER)
+	REVISION=$(REVISION) BRANCH=$(shell git rev-parse --abbrev-ref HEAD) SHORT_REVISION=$(shell git rev-parse --short HEAD) \
+	  $(GORELEASER) release --snapshot --clean --skip=docker,publish,announce,sign,sbom
+
+## release-test: extracts the amd64 archive of `make release` and runs its binary.
+release-test: release
+	$(GO) test -count=1 -tags release -run TestReleaseArchives ./deploy
+
 clean:
-	rm -f $(BIN)
+	rm -rf $(BIN) dist
