@@ -94,7 +94,7 @@ func summarize(d pageData, t *topology.Topology) summary {
 			locks += st.Nodes
 		}
 		if locks > 0 {
-			add("warn", "stuck-h", "%d node(s) locked by hosts that are not alive.", locks)
+			add("warn", "stuck-h", "%d node(s) locked by hosts that are not running.", locks)
 		}
 		if n := sum(t.Stuck); n > 0 {
 			add("warn", "stuck-nodes-h", "%d node(s) stuck in progress with no running conductor to finish.", n)
