@@ -38,6 +38,7 @@ func benchFleet(b *testing.B, n int) {
 // every ring and hashes every node; "steady" is the usual case of a
 // database that did not change since the previous refresh.
 func BenchmarkRefresh(b *testing.B) {
+	needDB(b)
 	for _, n := range []int{10_000, 100_000} {
 		benchFleet(b, n)
 		database, err := db.Open(dsnFor("127.0.0.1:5432"), db.Options{})
