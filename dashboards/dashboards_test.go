@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+	"github.com/prometheus/common/model"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -337,7 +338,7 @@ func TestStrictSchemaRejects(t *testing.T) {
 	for name, mutate := range map[string]func(map[string]any){
 		"unknown dashboard field": func(d map[string]any) { d["titel"] = "x" },
 		"unknown panel field": func(d map[string]any) {
-			d["panels"].([]any)[1].(map[string]any)["descripton"] = "x"
+			d["panels"].([]any)[1].(map[string]any)["description"] = "x"
 		},
 		"unknown target field": func(d map[string]any) {
 			p := d["panels"].([]any)[1].(map[string]any)
@@ -710,16 +711,16 @@ var (
 		"job":             "ironic-conductor-exporter",
 		"instance":        "localhost:9608",
 		"hostname":        "cond-1.example.com",
-		"__rate_interval": "7m13s",
-		"__interval":      "7m17s",
-		"__range":         "7m19s",
+		"__rate_interval": rateInterval.String(),
+		"__interval":      interval.String(),
+		"__range":         rangeValue.String(),
 	}
 	// valuesKeepingVariables expands the durations only, so that the
 	// matchers keep "$job" and "$instance" for the target rules.
 	valuesKeepingVariables = map[string]string{
-		"__rate_interval": "7m13s",
-		"__interval":      "7m17s",
-		"__range":         "7m19s",
+		"__rate_interval": rateInterval.String(),
+		"__interval":      interval.String(),
+		"__range":         rangeValue.String(),
 	}
 )
 
@@ -877,7 +878,7 @@ func metricName(vs *parser.VectorSelector) string {
 		return vs.Name
 	}
 	for _, m := range vs.LabelMatchers {
-		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+		if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 			return m.Value
 		}
 	}
@@ -988,7 +989,7 @@ func (m metricDef) seriesType(series string) string {
 // instance), or it is a histogram's le.
 func (m metricDef) hasLabel(l string) bool {
 	switch l {
-	case "job", "instance", ClusterLabel, labels.MetricName:
+	case "job", "instance", ClusterLabel, model.MetricNameLabel:
 		return true
 	case "le":
 		return m.typ == "histogram"

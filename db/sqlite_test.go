@@ -126,7 +126,7 @@ func testSQLiteReadOnly(t *testing.T, mode string) {
 		}
 		checked = true
 		_, err := tx.ExecContext(ctx, `UPDATE nodes SET maintenance = 0`)
-		if err == nil || !(strings.Contains(err.Error(), "readonly") || strings.Contains(err.Error(), "read-only")) {
+		if err == nil || !strings.Contains(err.Error(), "readonly") && !strings.Contains(err.Error(), "read-only") {
 			t.Errorf("write in the snapshot transaction: err = %v, want SQLITE_READONLY", err)
 		}
 		return nil

@@ -164,10 +164,10 @@ func affinityText(n *topology.NodeInfo, r *lookupResult) string {
 	default:
 		where = fmt.Sprintf("Boot files were prepared by %s (%s)", n.AffinityHost, r.AffinityState)
 	}
-	switch {
-	case n.Conductor == "":
+	switch n.Conductor {
+	case "":
 		return where + "; no conductor serves the node now, so nothing will rebuild them."
-	case n.Conductor == n.AffinityHost:
+	case n.AffinityHost:
 		return where + "; the ring maps the node to the same conductor: its files and logs are there."
 	}
 	where += "; the ring now maps the node to " + n.Conductor

@@ -243,7 +243,7 @@ func (c *Cache) refresh(done chan struct{}) {
 			remapped[g] += float64(n)
 		}
 		switch {
-		case old.Up() || old.Err == ErrNoData:
+		case old.Up() || errors.Is(old.Err, ErrNoData):
 		case old.Topology == nil:
 			c.cfg.Logger.Info("refresh recovered: first topology read after failed attempts")
 		default:

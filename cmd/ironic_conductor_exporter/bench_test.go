@@ -53,7 +53,7 @@ func BenchmarkRefresh(b *testing.B) {
 			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "ironic_up 1") {
 				b.Fatalf("scrape failed: %d %.300s", rec.Code, rec.Body.String())
 			}
-			io.Copy(io.Discard, rec.Body)
+			_, _ = io.Copy(io.Discard, rec.Body)
 		}
 		newCache := func() *topology.Cache {
 			c, err := topology.NewCache(topology.CacheConfig{Source: database, Settings: settings})

@@ -232,7 +232,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", src.dsn, err)
 	}
-	defer database.Close()
+	defer func() { _ = database.Close() }()
 	logger.Info("starting", "version", version.Info(), "build_context", version.BuildContext(),
 		"database", database.String(), "backend", database.Backend(), "heartbeat_timeout", cfg.heartbeatTimeout,
 		"hash_partition_exponent", cfg.partitionExponent, "hash_ring_algorithm", cfg.algorithm,
@@ -246,7 +246,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	health := collector.NewDatabaseHealth(logger)
 	reg.MustRegister(health)
-	var source topology.Source = health.Source(database)
+	source := health.Source(database)
 	if cfg.source != nil {
 		source = cfg.source(source)
 	}
@@ -284,7 +284,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	})
 	mux.Handle(cfg.telemetryPath, onlyGetHead(limit(quietOnDisconnect(metricsHandler, logger), cfg.web.maxRenders, 5*time.Second, "renders")))
 	mux.Handle("/healthz", onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, "ok")
 	})))
 	mux.Handle("/readyz", onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
@@ -307,7 +307,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 			http.Error(w, what, http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, "ok")
 	})))
 	apiHandler := api.NewHandler(cache, api.Options{Logger: logger, PublicEndpoint: externalURL})
 	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,

@@ -216,8 +216,8 @@ func (p *proxy) up(t *testing.T) {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(c, s); c.Close() }()
 		}
 	}()
 }
@@ -314,7 +314,7 @@ func TestHungQuery(t *testing.T) {
 	if !strings.Contains(p.Logs(), "probing nodes") && !strings.Contains(p.Logs(), "reading nodes") {
 		t.Errorf("the error does not name the query:\n%s", p.Logs())
 	}
-	tx.Rollback()
+	_ = tx.Rollback()
 	if v := p.metric(t, "ironic_up"); v != "1" {
 		t.Errorf("ironic_up = %q after the lock went, want 1", v)
 	}

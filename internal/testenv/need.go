@@ -47,7 +47,7 @@ func (d Dep) Name() string { return d.name }
 func (d Dep) Check() error {
 	d.once.Do(func() {
 		if err := d.check(); err != nil {
-			*d.err = fmt.Errorf("%s is missing (%v): %s", d.name, err, d.install)
+			*d.err = fmt.Errorf("%s is missing (%w): %s", d.name, err, d.install)
 		}
 	})
 	return *d.err
