@@ -102,17 +102,42 @@ func lastLine(s string) string {
 	return s
 }
 
-// Python returns the Python interpreter the tests and scripts use: $ICE_PYTHON
-// when set, else python3 from PATH.
+// Python returns the Python interpreter the tests and scripts use:
+// $ICE_PYTHON when set; else, of python3 from PATH and the system's
+// /usr/bin/python3 (Debian's, where python3-ironic installs; a pyenv or
+// virtualenv python3 may shadow it in PATH), the first that can import
+// ironic, or the first that exists.
 func Python() (string, error) {
+	pythonOnce.Do(func() { python, pythonErr = findPython() })
+	return python, pythonErr
+}
+
+var (
+	pythonOnce sync.Once
+	python     string
+	pythonErr  error
+)
+
+func findPython() (string, error) {
 	if p := os.Getenv("ICE_PYTHON"); p != "" {
 		return p, nil
 	}
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		return "", fmt.Errorf("no python3 in PATH and ICE_PYTHON not set")
+	var found []string
+	if p, err := exec.LookPath("python3"); err == nil {
+		found = append(found, p)
 	}
-	return p, nil
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		found = append(found, "/usr/bin/python3")
+	}
+	if len(found) == 0 {
+		return "", fmt.Errorf("no python3 in PATH nor /usr/bin/python3, and ICE_PYTHON not set")
+	}
+	for _, p := range found {
+		if exec.Command(p, "-c", "import ironic").Run() == nil {
+			return p, nil
+		}
+	}
+	return found[0], nil
 }
 
 // The dependencies of the tests. Each names the Debian packages that
