@@ -11,7 +11,14 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build run test unit lint golangci-lint govulncheck bench conformance vectors fuzz clean e2e faults
+.PHONY: all build run test unit lint bench conformance vectors fuzz clean e2e faults release release-test
+
+# goreleaser, installed into ./bin by `make release`.
+GORELEASER_VERSION ?= v2.15.1
+LOCALBIN    := $(CURDIR)/bin
+GORELEASER  := $(LOCALBIN)/goreleaser
+
+.PHONY: all build run test unit lint bench conformance vectors fuzz clean e2e faults release release-test
 
 # The pinned linters, installed into ./bin on first use.
 GOLANGCI_LINT_VERSION := v2.15.0
@@ -19,7 +26,7 @@ GOVULNCHECK_VERSION   := v1.9.0
 # The Go vulnerability database, built from the golang.org/x/vulndb module
 # (vuln.go.dev need not be reachable); bump VULNDB_VERSION to refresh it.
 VULNDB_VERSION        := v0.0.0-20261105234957-e22db6528018
-BINDIR                := $(CURDIR)/bin
+BINDIR                := $(LOCALBIN)
 GOLANGCI_LINT         := $(BINDIR)/golangci-lint
 GOVULNCHECK           := $(BINDIR)/govulncheck
 VULNDB_DIR            := $(BINDIR)/vulndb-$(VULNDB_VERSION)
@@ -44,8 +51,8 @@ build:
 run: build
 	./$(BIN) demo $(ARGS)
 
-## test: everything CI runs: lint, unit tests with the race detector, conformance.
-test: lint unit conformance
+## test: everything CI runs: lint, unit tests with the race detector, conformance, the release archives.
+test: lint unit conformance release-test
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
@@ -97,6 +104,19 @@ vectors:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRing -fuzztime 60s ./ring
 
+$(GORELEASER):
+	GOBIN=$(LOCALBIN) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+## release: a snapshot of the release into dist/, offline, nothing published: the linux
+## amd64/arm64/ppc64le/s390x archives and sha256sums.txt. The image (dockers_v2) needs a
+## container engine and is skipped.
+release: $(GORELEASER)
+	REVISION=$(REVISION) BRANCH=$(shell git rev-parse --abbrev-ref HEAD) SHORT_REVISION=$(shell git rev-parse --short HEAD) \
+	  $(GORELEASER) release --snapshot --clean --skip=docker,publish,announce,sign,sbom
+
+## release-test: extracts the amd64 archive of `make release` and runs its binary.
+release-test: release
+	$(GO) test -count=1 -tags release -run TestReleaseArchives ./deploy
+
 clean:
-	rm -f $(BIN)
-	rm -rf $(BINDIR)
+	rm -rf $(BIN) dist $(BINDIR)

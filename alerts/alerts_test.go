@@ -26,7 +26,7 @@ const (
 	runbook   = "../docs/runbook.md"
 	// job is the job label value every selector of the rules carries.
 	job         = "ironic-conductor-exporter"
-	runbookBase = "https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/main/docs/runbook.md#"
+	runbookBase = "https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/v0.1.0/docs/runbook.md#"
 )
 
 // tool returns the path of a command-line tool (promtool or amtool), or
@@ -314,7 +314,7 @@ func TestAlertmanagerRoutes(t *testing.T) {
 		want   string
 	}{
 		{[]string{"alertname=IronicConductorDown", "severity=critical", "hostname=cond-1", "conductor_group=rack-1"}, "ironic-critical"},
-		{[]string{"alertname=IronicExporterDatabaseUnreachable", "severity=critical", "instance=exporter-a:9608"}, "ironic-critical"},
+		{[]string{"alertname=IronicExporterDatabaseUnreachable", "severity=critical", "instance=exporter-a:10067"}, "ironic-critical"},
 		{[]string{"alertname=IronicConductorHeartbeatStale", "severity=warning", "hostname=cond-1"}, "ironic-warning"},
 		{[]string{"alertname=IronicExporterDown", "severity=warning"}, "ironic-warning"},
 		{[]string{"alertname=IronicHashRingChurn", "severity=info", "conductor_group=rack-1"}, "ironic-info"},

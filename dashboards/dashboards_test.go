@@ -709,7 +709,7 @@ var (
 		"datasource":      "prometheus",
 		"cluster":         "eu-1",
 		"job":             "ironic-conductor-exporter",
-		"instance":        "localhost:9608",
+		"instance":        "localhost:10067",
 		"hostname":        "cond-1.example.com",
 		"__rate_interval": rateInterval.String(),
 		"__interval":      interval.String(),
@@ -1101,7 +1101,7 @@ func topology() []map[string]string {
 	}
 	var series []map[string]string
 	add := func(metric string, value float64, kv ...string) {
-		for _, inst := range []string{"a:9608", "b:9608"} {
+		for _, inst := range []string{"a:10067", "b:10067"} {
 			ls := []string{`job="ironic"`, fmt.Sprintf("instance=%q", inst)}
 			for i := 0; i < len(kv); i += 2 {
 				if kv[i+1] != "" { // an empty label is no label

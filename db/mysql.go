@@ -68,6 +68,10 @@ var mysqlOptionIgnored = map[string]bool{
 	"max_allowed_packet": true, "defer_connect": true, "cursorclass": true,
 	"server_public_key": true, "auth_plugin_map": true, "named_pipe": true,
 	"isolation_level": true, // SQLAlchemy engine option; the snapshot sets its own
+	// sqlalchemy-collectd's arguments (TripleO's enable_sqlalchemy_collectd:
+	// plugin=collectd), which the plugin removes from the URL.
+	"collectd_host": true, "collectd_port": true, "collectd_program_name": true,
+	"collectd_report_host": true, "collectd_report_ping": true,
 }
 
 // mysqlSocketPaths are where the server's unix socket usually is, the
@@ -87,7 +91,12 @@ type mysqlSettings struct {
 	user, password, host, port, socket, database, bindAddress string
 	ssl                                                       map[string]string // ca, capath, cert, key, check_hostname
 	sslVerifyCert, sslVerifyIdentity, sslDisabled, sslMode    string
-	connectTimeout, readTimeout, writeTimeout                 time.Duration
+	// sslRaw is the URL's own "ssl" option, which SQLAlchemy replaces by
+	// the dict of the ssl_* options when there is any.
+	sslRaw                                           string
+	hasSSLRaw                                        bool
+	hasVerifyCert, hasVerifyIdentity, hasSSLDisabled bool
+	connectTimeout, readTimeout, writeTimeout        time.Duration
 }
 
 func newMySQLFromURL(u *sqlaURL) (dialect, error) {
@@ -133,11 +142,13 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 		case "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_check_hostname":
 			s.ssl[strings.TrimPrefix(k, "ssl_")] = v
 		case "ssl_verify_cert":
-			s.sslVerifyCert = v
+			s.sslVerifyCert, s.hasVerifyCert = v, true
 		case "ssl_verify_identity":
-			s.sslVerifyIdentity = v
+			s.sslVerifyIdentity, s.hasVerifyIdentity = v, true
 		case "ssl_disabled":
-			s.sslDisabled = v
+			s.sslDisabled, s.hasSSLDisabled = v, true
+		case "ssl":
+			s.sslRaw, s.hasSSLRaw = v, true
 		case "ssl_mode":
 			s.sslMode = strings.ToUpper(v)
 		case "bind_address":
@@ -182,6 +193,21 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 			return nil, scrub(err, []string{s.password})
 		}
 	}
+	urlSSL := false
+	for _, k := range []string{"ssl_ca", "ssl_key", "ssl_cert", "ssl_capath", "ssl_cipher", "ssl_check_hostname"} {
+		urlSSL = urlSSL || seen[k]
+	}
+	if v, ok := s.ssl["check_hostname"]; ok {
+		if _, err := sqlaBool(v); err != nil {
+			return nil, fmt.Errorf("database URL option %q: %w", "ssl_check_hostname", err)
+		}
+	}
+	if s.hasSSLRaw && urlSSL {
+		// SQLAlchemy's mysqldb/pymysql create_connect_args builds
+		// connect(ssl={...}) from the ssl_* options, replacing the
+		// URL's "ssl" (ironic-image writes ssl=on&ssl_ca=...).
+		d.dropped = append(d.dropped, "ssl")
+	}
 	if s.database == "" {
 		return nil, errors.New("database URL names no database (mysql+pymysql://user:password@host/ironic)")
 	}
@@ -220,7 +246,16 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 			}
 		}
 	}
-	tlsCfg, err := s.tlsConfig(cfg.Addr, cfg.Net)
+	var tlsCfg *tls.Config
+	var err error
+	if u.Driver == "pymysql" {
+		tlsCfg, err = s.pymysqlTLSConfig(cfg.Addr, cfg.Net, urlSSL)
+	} else {
+		if s.hasSSLRaw && !urlSSL {
+			return nil, errors.New(`database URL option "ssl" alone is not supported: give ssl_ca (SQLAlchemy replaces "ssl" by the ssl_* options), or ssl_mode`)
+		}
+		tlsCfg, err = s.tlsConfig(cfg.Addr, cfg.Net)
+	}
 	if err != nil {
 		return nil, scrub(err, []string{s.password})
 	}
@@ -365,6 +400,174 @@ func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// sqlaBool is SQLAlchemy's util.asbool, which create_connect_args applies
+// to ssl_check_hostname.
+func sqlaBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "yes", "on", "y", "t", "1":
+		return true, nil
+	case "false", "no", "off", "n", "f", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not true or false", v)
+}
+
+// pymysqlTLSConfig gives the URL's TLS options the meaning that SQLAlchemy
+// (dialects/mysql/mysqldb.py create_connect_args, the same in 1.4 and 2.0)
+// and PyMySQL (connections.py Connection.__init__ and _create_ssl_ctx,
+// 1.0 and 1.1) give them together:
+//   - SQLAlchemy moves ssl_ca, ssl_capath, ssl_cert, ssl_key, ssl_cipher
+//     and ssl_check_hostname into connect(ssl={...}), replacing the URL's
+//     own "ssl"; ssl_verify_cert, ssl_verify_identity and ssl_disabled are
+//     passed on as strings;
+//   - any non-empty ssl_disabled disables TLS ("ssl_disabled=false" too:
+//     a non-empty Python string is true);
+//   - a non-empty ssl_verify_cert or ssl_verify_identity makes PyMySQL
+//     rebuild the dict from its own ssl_ca/ssl_cert/ssl_key arguments, which
+//     SQLAlchemy left empty: the CA, client certificate and key of the URL
+//     are dropped, the chain is verified against the system roots when
+//     ssl_verify_cert is "true", "1", "yes", "required" or "optional", and
+//     the host name is never checked (check_hostname needs a CA).
+//     OpenStack-Ansible writes ssl_verify_cert=true&ssl_ca=...: Ironic then
+//     trusts the system store (where OpenStack-Ansible installs its CA).
+//     The exporter adds the URL's CA to the system roots, so that it also
+//     connects where its own trust store (a container's) lacks that CA;
+//   - otherwise, with a CA (ssl_ca, ssl_capath, or ssl-ca/ssl-capath of the
+//     option file) the chain and the host name are checked, the name
+//     unless ssl_check_hostname is false; without one TLS is on, unverified,
+//     when any ssl_* option (or ssl-* of the option file) is given;
+//   - "ssl" alone makes PyMySQL fail ('str' object has no attribute 'get'),
+//     so it is an error here too.
+func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tls.Config, error) {
+	if s.sslMode != "" {
+		return s.tlsConfig(addr, network)
+	}
+	if s.sslDisabled != "" {
+		return nil, nil
+	}
+	rebuilt := s.sslVerifyCert != "" || s.sslVerifyIdentity != ""
+	if !rebuilt && s.hasSSLRaw && !urlSSL {
+		return nil, errors.New(`database URL option "ssl" alone is not usable: PyMySQL fails on it; give ssl_ca (SQLAlchemy replaces "ssl" by the ssl_* options) or ssl_verify_cert=true`)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if network == "tcp" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	if rebuilt {
+		// PyMySQL: ssl = {"ca": None, "check_hostname": ...,
+		// "verify_mode": ssl_verify_cert or False}.
+		switch strings.ToLower(s.sslVerifyCert) {
+		case "required", "1", "true", "yes", "optional":
+		default:
+			cfg.InsecureSkipVerify = true
+			return cfg, nil
+		}
+		roots, err := x509.SystemCertPool()
+		if err != nil || roots == nil {
+			roots = x509.NewCertPool()
+		}
+		if err := s.addCAs(roots); err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = roots
+		verifyChainOnly(cfg)
+		return cfg, nil
+	}
+	hasCA := s.ssl["ca"] != "" || s.ssl["capath"] != ""
+	if !hasCA && s.ssl["cert"] == "" && s.ssl["key"] == "" && !urlSSL {
+		return nil, nil
+	}
+	if err := s.loadClientCert(cfg); err != nil {
+		return nil, err
+	}
+	if !hasCA {
+		cfg.InsecureSkipVerify = true
+		return cfg, nil
+	}
+	pool := x509.NewCertPool()
+	if err := s.addCAs(pool); err != nil {
+		return nil, err
+	}
+	cfg.RootCAs = pool
+	checkName := true
+	if v, ok := s.ssl["check_hostname"]; ok {
+		checkName, _ = sqlaBool(v)
+	}
+	if !checkName || cfg.ServerName == "" {
+		verifyChainOnly(cfg)
+	}
+	return cfg, nil
+}
+
+// addCAs adds the certificates of ssl_ca and of the files in ssl_capath.
+func (s *mysqlSettings) addCAs(pool *x509.CertPool) error {
+	files := []string{}
+	if ca := s.ssl["ca"]; ca != "" {
+		files = append(files, ca)
+	}
+	if dir := s.ssl["capath"]; dir != "" {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("database option ssl_capath: %w", err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, f := range files {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("database option ssl_ca/ssl_capath: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) && f == s.ssl["ca"] {
+			return fmt.Errorf("database option ssl_ca: %s holds no PEM certificate", f)
+		}
+	}
+	return nil
+}
+
+// loadClientCert loads ssl_cert (and ssl_key, else the key in ssl_cert).
+func (s *mysqlSettings) loadClientCert(cfg *tls.Config) error {
+	cert, key := s.ssl["cert"], s.ssl["key"]
+	if cert == "" {
+		if key != "" {
+			return errors.New("database option ssl_key needs ssl_cert")
+		}
+		return nil
+	}
+	if key == "" {
+		key = cert
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return fmt.Errorf("database options ssl_cert/ssl_key: %w", err)
+	}
+	cfg.Certificates = []tls.Certificate{pair}
+	return nil
+}
+
+// verifyChainOnly makes cfg check the server's chain against cfg.RootCAs
+// but not its name (Python's check_hostname=False with CERT_REQUIRED).
+func verifyChainOnly(cfg *tls.Config) {
+	roots := cfg.RootCAs
+	cfg.InsecureSkipVerify = true
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the server sent no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(opts)
+		return err
+	}
 }
 
 // readOptionFile fills the settings the URL left empty from group of a

@@ -305,17 +305,19 @@ func TestSQLiteLocked(t *testing.T) {
 // churn, each its own transaction, with 1ms between them (far busier than
 // a real conductor; with no pause at all the writer starves readers in
 // rollback-journal mode, which delays snapshots by seconds but still fails
-// neither side), for the given seconds.
+// neither side), until it has made minCommits commits and the stop file
+// exists (or a safety deadline of 300s passes): counts, not seconds, so that
+// a loaded machine makes the test slower, never failed.
 // It prints "commits=N errors=M maxwait=S" and every error.
 const heartbeatWriter = `
-import sqlite3, sys, time
-path, seconds = sys.argv[1], float(sys.argv[2])
+import os, sqlite3, sys, time
+path, stop, min_commits = sys.argv[1], sys.argv[2], int(sys.argv[3])
 db = sqlite3.connect(path, timeout=5.0)
 commits = errors = 0
 maxwait = 0.0
-end = time.time() + seconds
+end = time.time() + 300
 i = 0
-while time.time() < end:
+while time.time() < end and (commits < min_commits or not os.path.exists(stop)):
     i += 1
     now = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime()) + '.%06d' % (i % 1000000)
     t0 = time.time()
@@ -355,12 +357,15 @@ func TestSQLiteConcurrentWriter(t *testing.T) {
 				        '2024-01-01 00:00:00.000000' FROM n`)
 			conn.Close()
 
-			const seconds = 3
+			// Both sides must make progress together: the writer runs until
+			// it made minCommits commits and the reader took minSnapshots.
+			const minCommits, minSnapshots = 200, 20
+			stop := filepath.Join(t.TempDir(), "stop")
 			py, err := testenv.Python()
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(py, "-c", heartbeatWriter, path, fmt.Sprint(seconds))
+			cmd := exec.Command(py, "-c", heartbeatWriter, path, stop, fmt.Sprint(minCommits))
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
@@ -382,7 +387,11 @@ func TestSQLiteConcurrentWriter(t *testing.T) {
 				start := time.Now()
 				s, err := d.Snapshot(context.Background())
 				maxDur = max(maxDur, time.Since(start))
-				snaps++
+				if snaps++; snaps == minSnapshots {
+					if err := os.WriteFile(stop, nil, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if err != nil {
 					failed++
 					t.Errorf("snapshot %d: %v", snaps, err)
@@ -393,8 +402,8 @@ func TestSQLiteConcurrentWriter(t *testing.T) {
 				}
 			}
 			report := strings.TrimSpace(out.String())
-			t.Logf("%s: %d snapshots (%d failed, slowest %s) during the writer's %ds; writer: %s",
-				mode, snaps, failed, maxDur.Round(time.Millisecond), seconds, report)
+			t.Logf("%s: %d snapshots (%d failed, slowest %s) while the writer ran; writer: %s",
+				mode, snaps, failed, maxDur.Round(time.Millisecond), report)
 			if werr != nil {
 				t.Fatalf("writer: %v\n%s", werr, report)
 			}
@@ -404,11 +413,11 @@ func TestSQLiteConcurrentWriter(t *testing.T) {
 			if _, err := fmt.Sscanf(last, "commits=%d errors=%d maxwait=%f", &commits, &errs, &maxwait); err != nil {
 				t.Fatalf("writer output %q: %v", report, err)
 			}
-			if errs != 0 || commits < 50 {
+			if errs != 0 || commits < minCommits {
 				t.Errorf("writer: %d commits, %d errors", commits, errs)
 			}
-			if snaps < 10 {
-				t.Errorf("only %d snapshots", snaps)
+			if snaps < minSnapshots {
+				t.Errorf("only %d snapshots: the writer stopped at its safety deadline", snaps)
 			}
 		})
 	}

@@ -178,7 +178,7 @@ func (d *Demo) HeartbeatTimeout() time.Duration { return HeartbeatTimeout / time
 func (d *Demo) MinInterval() time.Duration { return MinInterval / time.Duration(d.speed) }
 
 // LogIntro logs the settings, what to expect and the URLs to open, for the
-// first of the exporter's listen addresses (":9608" is http://127.0.0.1:9608).
+// first of the exporter's listen addresses (":10067" is http://127.0.0.1:10067).
 func (d *Demo) LogIntro(listenAddresses []string, metricsPath string) {
 	s := time.Duration(d.speed)
 	d.log.Info("demo: the exporter runs with heartbeat_timeout="+d.HeartbeatTimeout().String()+

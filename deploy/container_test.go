@@ -290,7 +290,10 @@ func defaultPort(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`kingpinflag\.AddFlags\(app, ":(\d+)"\)`).FindSubmatch(b)
+	if !regexp.MustCompile(`kingpinflag\.AddFlags\(app, ":"\+defaultPort\)`).Match(b) {
+		t.Fatal("main.go: kingpinflag.AddFlags does not listen on defaultPort")
+	}
+	m := regexp.MustCompile(`defaultPort += "(\d+)"`).FindSubmatch(b)
 	if m == nil {
 		t.Fatal("main.go: default listen address not found")
 	}

@@ -363,7 +363,8 @@ func checkExporterPod(t *testing.T, pod *corev1.PodSpec, flags map[string]bool) 
 
 	// Flags: each one known to the binary, given once.
 	seen := map[string]bool{}
-	listen := ":9608"
+	listen := ":10067"
+	probeListen := ""
 	dsnFile := ""
 	for _, a := range c.Args {
 		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
@@ -377,6 +378,8 @@ func checkExporterPod(t *testing.T, pod *corev1.PodSpec, flags map[string]bool) 
 		switch name {
 		case "web.listen-address":
 			listen = value
+		case "web.probe-listen-address":
+			probeListen = value
 		case "db.dsn-file":
 			dsnFile = value
 		case "db.dsn":
@@ -396,7 +399,7 @@ func checkExporterPod(t *testing.T, pod *corev1.PodSpec, flags map[string]bool) 
 	// its pod; a sidecar has none), on the named port the exporter listens
 	// on.
 	_, port, _ := strings.Cut(listen, ":")
-	for strings.Contains(port, ":") { // [::]:9608
+	for strings.Contains(port, ":") { // [::]:10067
 		_, port, _ = strings.Cut(port, ":")
 	}
 	var portName string
@@ -408,9 +411,25 @@ func checkExporterPod(t *testing.T, pod *corev1.PodSpec, flags map[string]bool) 
 	if portName == "" {
 		t.Fatalf("no container port %s (--web.listen-address=%s)", port, listen)
 	}
-	checkProbe(t, "liveness", c.LivenessProbe, "/healthz", portName)
+	// Probes go to --web.probe-listen-address, which --web.config.file
+	// (TLS, basic auth) does not guard: a probe on the main port would get
+	// 401 once authentication is on (TestProbesWithTLSAndBasicAuth in cmd/).
+	if probeListen == "" {
+		t.Fatal("no --web.probe-listen-address: the probes would break when --web.config.file turns on TLS or basic auth")
+	}
+	probePortName := ""
+	_, probePort, _ := strings.Cut(probeListen, ":")
+	for _, p := range c.Ports {
+		if itoa(p.ContainerPort) == probePort {
+			probePortName = p.Name
+		}
+	}
+	if probePortName == "" || probePortName == portName {
+		t.Fatalf("no container port of its own for --web.probe-listen-address=%s", probeListen)
+	}
+	checkProbe(t, "liveness", c.LivenessProbe, "/healthz", probePortName)
 	if len(pod.Containers) == 1 {
-		checkProbe(t, "readiness", c.ReadinessProbe, "/readyz", portName)
+		checkProbe(t, "readiness", c.ReadinessProbe, "/readyz", probePortName)
 	} else if c.ReadinessProbe != nil {
 		// A sidecar's readiness is the pod's: an exporter without data
 		// would take Ironic out of its Service.
@@ -608,8 +627,8 @@ func TestMetal3Sidecars(t *testing.T) {
 			}
 			// Host network: the listen port must not be Metal3's
 			// ironic-prometheus-exporter port.
-			if pod.HostNetwork && slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.ContainerPort == 9608 }) {
-				t.Error("port 9608 on the host network collides with ironic-prometheus-exporter")
+			if pod.HostNetwork && slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return itoa(p.ContainerPort) == oldPort }) {
+				t.Errorf("port %s on the host network collides with ironic-prometheus-exporter", oldPort)
 			}
 			if name == "metal3-sqlite" {
 				env := c.Env[slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "IRONIC_EXPORTER_DB_DSN" })]

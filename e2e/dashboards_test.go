@@ -476,13 +476,13 @@ func queryHasData(p prom, expr string, vars map[string]resolved, others map[stri
 func TestInterpolate(t *testing.T) {
 	vars := map[string]resolved{
 		"job":      {values: []string{"ironic-conductor-exporter"}, multi: true},
-		"instance": {values: []string{"127.0.0.1:9608", "10.0.0.1:9608"}, multi: true},
+		"instance": {values: []string{"127.0.0.1:10067", "10.0.0.1:10067"}, multi: true},
 		"hostname": {values: []string{"c1.example.com"}},
 		"group":    {values: []string{"a", "b"}, multi: true, all: ".*"},
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`up{job=~"$job"}`, `up{job=~"ironic-conductor-exporter"}`},
-		{`up{instance=~"${instance}"}`, `up{instance=~"(127\\.0\\.0\\.1:9608|10\\.0\\.0\\.1:9608)"}`},
+		{`up{instance=~"${instance}"}`, `up{instance=~"(127\\.0\\.0\\.1:10067|10\\.0\\.0\\.1:10067)"}`},
 		{`x{hostname="$hostname"}`, `x{hostname="c1.example.com"}`},
 		{`x{hostname=~"[[hostname]]"}`, `x{hostname=~"c1.example.com"}`},
 		{`x{g=~"$group"}`, `x{g=~".*"}`},

@@ -407,20 +407,20 @@ func checkInhibitions(t *testing.T, base string, procs []*testenv.Process) {
 		return alert{m}
 	}
 	post := []alert{
-		l("alertname", "IronicExporterDatabaseUnreachable", "severity", "critical", "instance", "inhibit-a:9608"),
-		l("alertname", "IronicConductorDown", "severity", "critical", "instance", "inhibit-a:9608", "hostname", "x1"),
-		l("alertname", "IronicNodesWithoutConductor", "severity", "warning", "instance", "inhibit-a:9608", "conductor_group", "g", "driver", "ipmi"),
-		l("alertname", "IronicConductorDown", "severity", "critical", "instance", "inhibit-b:9608", "hostname", "x2"),
-		l("alertname", "IronicConductorHeartbeatStale", "severity", "warning", "instance", "inhibit-b:9608", "hostname", "x2"),
-		l("alertname", "IronicConductorHeartbeatStale", "severity", "warning", "instance", "inhibit-b:9608", "hostname", "x3"),
+		l("alertname", "IronicExporterDatabaseUnreachable", "severity", "critical", "instance", "inhibit-a:10067"),
+		l("alertname", "IronicConductorDown", "severity", "critical", "instance", "inhibit-a:10067", "hostname", "x1"),
+		l("alertname", "IronicNodesWithoutConductor", "severity", "warning", "instance", "inhibit-a:10067", "conductor_group", "g", "driver", "ipmi"),
+		l("alertname", "IronicConductorDown", "severity", "critical", "instance", "inhibit-b:10067", "hostname", "x2"),
+		l("alertname", "IronicConductorHeartbeatStale", "severity", "warning", "instance", "inhibit-b:10067", "hostname", "x2"),
+		l("alertname", "IronicConductorHeartbeatStale", "severity", "warning", "instance", "inhibit-b:10067", "hostname", "x3"),
 	}
 	want := map[string]string{ // instance/hostname/alertname -> state
-		"inhibit-a:9608//IronicExporterDatabaseUnreachable": "active",
-		"inhibit-a:9608/x1/IronicConductorDown":             "suppressed",
-		"inhibit-a:9608//IronicNodesWithoutConductor":       "suppressed",
-		"inhibit-b:9608/x2/IronicConductorDown":             "active",
-		"inhibit-b:9608/x2/IronicConductorHeartbeatStale":   "suppressed",
-		"inhibit-b:9608/x3/IronicConductorHeartbeatStale":   "active",
+		"inhibit-a:10067//IronicExporterDatabaseUnreachable": "active",
+		"inhibit-a:10067/x1/IronicConductorDown":             "suppressed",
+		"inhibit-a:10067//IronicNodesWithoutConductor":       "suppressed",
+		"inhibit-b:10067/x2/IronicConductorDown":             "active",
+		"inhibit-b:10067/x2/IronicConductorHeartbeatStale":   "suppressed",
+		"inhibit-b:10067/x3/IronicConductorHeartbeatStale":   "active",
 	}
 	b, _ := json.Marshal(post)
 	resp, err := client.Post(base+"/api/v2/alerts", "application/json", bytes.NewReader(b))

@@ -20,9 +20,9 @@
     replicaLabels: ['instance', 'pod'],
     // Base of every runbook_url annotation; the alert name, lower case, is
     // appended (the anchors of docs/runbook.md).
-    runbookURLBase: 'https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/main/docs/runbook.md#',
+    runbookURLBase: 'https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/v0.1.0/docs/runbook.md#',
     // The TCP port the exporter listens on (deploy snippets, Helm chart).
-    exporterPort: 9608,
+    exporterPort: 10067,
 
     // `for:` of each alert (IronicConductorFlapping has none: its
     // expression looks back over flappingWindow).

@@ -178,7 +178,7 @@ func TestCustomConfigPromtoolTestRules(t *testing.T) {
 	s = strings.ReplaceAll(s, "job: ironic-conductor-exporter", "job: ironic-prod")
 	s = strings.ReplaceAll(s, `cluster="`, `region="`)
 	s = regexp.MustCompile(`(?m)^(\s+)cluster: `).ReplaceAllString(s, "${1}region: ")
-	s = strings.ReplaceAll(s, "https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/main/docs/runbook.md#", "https://wiki.example.com/rb#")
+	s = strings.ReplaceAll(s, "https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/v0.1.0/docs/runbook.md#", "https://wiki.example.com/rb#")
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
 		t.Fatal(err)

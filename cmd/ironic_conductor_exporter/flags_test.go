@@ -113,8 +113,9 @@ func TestDemoRefuses(t *testing.T) {
 }
 
 // TestNotIronicDatabase: a database without Ironic's tables is reported as
-// a permanent problem in the logs and by /readyz; a server that is down as
-// a transient one; neither claims a last good topology.
+// a permanent problem in the logs (kind schema in the metrics); a server
+// that is down as a transient one (kind connection); /readyz tells neither;
+// neither claims a last good topology.
 func TestNotIronicDatabase(t *testing.T) {
 	testenv.Need(t, testenv.PostgreSQL)
 	name := fmt.Sprintf("ice_not_ironic_%d", os.Getpid())
@@ -131,14 +132,19 @@ func TestNotIronicDatabase(t *testing.T) {
 			t.Errorf("dropping %s: %v", name, err)
 		}
 	}()
-	for _, tc := range []struct{ dsn, want string }{
-		{"postgresql://postgres@127.0.0.1:5432/" + name + "?sslmode=disable", "permanent"},
-		{dsnFor(testenv.FreeAddr(t)), "transient"},
+	for _, tc := range []struct{ dsn, want, kind string }{
+		{"postgresql://postgres@127.0.0.1:5432/" + name + "?sslmode=disable", "permanent", "schema"},
+		{dsnFor(testenv.FreeAddr(t)), "transient", "connection"},
 	} {
 		p := start(t, tc.dsn)
+		// /readyz says only "not ready" (it is unauthenticated); the kind
+		// is in the metrics and the logs.
 		code, body := p.get(t, "/readyz")
-		if code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready ("+tc.want) {
-			t.Errorf("%s: /readyz %d %q, want 503 saying %s", tc.want, code, body, tc.want)
+		if code != http.StatusServiceUnavailable || body != "not ready\n" {
+			t.Errorf("%s: /readyz %d %q, want 503 saying only not ready", tc.want, code, body)
+		}
+		if v := p.metric(t, `ironic_exporter_last_refresh_error{kind="`+tc.kind+`"}`); v != "1" {
+			t.Errorf("%s: ironic_exporter_last_refresh_error{kind=%q} = %q, want 1", tc.want, tc.kind, v)
 		}
 		// The log reaches the test through a pipe: give it a moment.
 		logs := p.Logs()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -40,6 +41,18 @@ import (
 
 const exporterName = "ironic_conductor_exporter"
 
+// The default ports. 9608, the exporter's before 0.1.0, is ironic-prometheus-exporter's
+// (Kolla-Ansible's ironic_prometheus_exporter_port,
+// ironic-image, ironic-standalone-operator); openstack-exporter takes 9180
+// (9198 in Kolla-Ansible). The Prometheus allocation range 9100-9999 is
+// fully allocated, so the exporter takes a port outside it that no
+// OpenStack, Kolla-Ansible, OpenStack-Ansible, openstack-helm or Metal3
+// component uses (docs/operators.md, "Ports").
+const (
+	defaultPort      = "10067"
+	defaultProbePort = "10068"
+)
+
 func main() { os.Exit(run(os.Args[1:])) }
 
 // config is everything the command line sets.
@@ -52,6 +65,7 @@ type config struct {
 	algorithm           string
 	release             string
 	telemetryPath       string
+	probeListenAddress  string
 	minInterval         time.Duration
 	fullInterval        time.Duration
 	refreshTimeout      time.Duration
@@ -131,6 +145,9 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
 		Default("true").BoolVar(&cfg.nodeInfo)
 	app.Flag("web.shutdown-grace-period", "Time given to in-flight requests on SIGTERM.").Default("10s").DurationVar(&cfg.shutdownGracePeriod)
+	app.Flag("web.probe-listen-address", "Address of a second, plain-HTTP listener that serves only /healthz and /readyz, "+
+		"without the TLS and basic auth of --web.config.file, for kubelet and systemd probes (e.g. :"+defaultProbePort+"); empty: none.").
+		Default("").StringVar(&cfg.probeListenAddress)
 	app.Flag("web.read-timeout", "Time a client has to send a whole request.").Default("30s").DurationVar(&cfg.web.readTimeout)
 	app.Flag("web.write-timeout", "Time a response may take to write, from the end of the request; a client that reads slower is cut off.").
 		Default("60s").DurationVar(&cfg.web.writeTimeout)
@@ -143,7 +160,7 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 		Default("512").IntVar(&cfg.web.maxConns)
 	app.Flag("web.external-url", "Base URL of links in the JSON API (Ironic's [api]public_endpoint), e.g. https://ironic.example.com:6385; "+
 		"default: the address the request arrived at.").StringVar(&cfg.web.externalURL)
-	toolkitFlags := kingpinflag.AddFlags(app, ":9608")
+	toolkitFlags := kingpinflag.AddFlags(app, ":"+defaultPort)
 	promslogConfig := &promslog.Config{}
 	flag.AddFlags(app, promslogConfig)
 	app.Version(version.Print(exporterName))
@@ -283,10 +300,10 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		Logger:          logger,
 	})
 	mux.Handle(cfg.telemetryPath, onlyGetHead(limit(quietOnDisconnect(metricsHandler, logger), cfg.web.maxRenders, 5*time.Second, "renders")))
-	mux.Handle("/healthz", onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	healthz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintln(w, "ok")
-	})))
-	mux.Handle("/readyz", onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	}))
+	readyz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
 		// refresh (a not-ready pod may get no scrape to do it) and waits
 		// for it briefly; once ready it never touches the database.
@@ -297,18 +314,17 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 			cancel()
 		}
 		if v.Topology == nil {
-			// The database's error (addresses, user names) is for the
-			// logs and ironic_up only; the probe tells only its kind.
-			logger.Debug("not ready", "err", v.Err)
-			what := "not ready (transient)"
-			if v.Permanent() {
-				what = "not ready (permanent: the database is not Ironic's)"
-			}
-			http.Error(w, what, http.StatusServiceUnavailable)
+			// The reason (a database error: addresses, user names) is in
+			// the log, and its kind in ironic_exporter_last_refresh_error;
+			// an unauthenticated probe learns nothing more.
+			logger.Debug("not ready", "err", v.Err, "permanent", v.Permanent())
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = fmt.Fprintln(w, "ok")
-	})))
+	}))
+	mux.Handle("/healthz", healthz)
+	mux.Handle("/readyz", readyz)
 	apiHandler := api.NewHandler(cache, api.Options{Logger: logger, PublicEndpoint: externalURL})
 	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath, History: history})
@@ -335,7 +351,21 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go cache.Get(ctx) // warm the cache; failures are logged and exported
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	var probeSrv *http.Server
+	if cfg.probeListenAddress != "" {
+		probeMux := http.NewServeMux()
+		probeMux.Handle("/healthz", healthz)
+		probeMux.Handle("/readyz", readyz)
+		probeSrv = &http.Server{Handler: probeMux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10,
+			ReadTimeout: cfg.web.readTimeout, WriteTimeout: cfg.web.writeTimeout, IdleTimeout: cfg.web.idleTimeout}
+		l, err := net.Listen("tcp", cfg.probeListenAddress)
+		if err != nil {
+			return fmt.Errorf("--web.probe-listen-address: %w", err)
+		}
+		logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String())
+		go func() { errc <- probeSrv.Serve(l) }()
+	}
 	go func() { errc <- listenAndServe(srv, toolkitFlags, cfg.web.maxConns, logger) }()
 	select {
 	case err := <-errc:
@@ -348,6 +378,9 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	logger.Info("shutting down", "grace_period", cfg.shutdownGracePeriod)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
 	defer cancel()
+	if probeSrv != nil {
+		defer probeSrv.Close()
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}

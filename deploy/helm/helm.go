@@ -1,0 +1,73 @@
+// Package helm keeps the Helm chart of deploy/helm/ironic-conductor-exporter
+// in step with the files it copies: Helm reads nothing outside the chart
+// directory, so the chart holds the mixin's rule file
+// (alerts/ironic-conductor-exporter.rules.yml) and the dashboards of
+// dashboards/ under files/. Regenerate them with
+//
+//	go generate ./deploy/helm
+//
+// and deploy/helmchart_test.go fails when a copy differs from its source.
+package helm
+
+//go:generate go run ./generate
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/mixin"
+)
+
+// Paths relative to the repository root.
+const (
+	// ChartDir is the chart.
+	ChartDir = "deploy/helm/ironic-conductor-exporter"
+	// RulesCopy is the chart's copy of mixin.RulesPath, read by the
+	// PrometheusRule template with .Files.Get.
+	RulesCopy = ChartDir + "/files/ironic-conductor-exporter.rules.yml"
+	// DashboardsCopyDir holds the chart's copies of dashboards/*.json.
+	DashboardsCopyDir = ChartDir + "/files/dashboards"
+	// DashboardsDir holds the generated dashboards.
+	DashboardsDir = "dashboards"
+)
+
+// File is one file the chart keeps a copy of.
+type File struct {
+	Path string // relative to the repository root
+	Data []byte
+}
+
+// Files renders the chart's copies from the repository at root: the rule
+// file as the mixin renders it with its default _config (so that the order
+// in which `go generate ./...` visits the packages does not matter), and
+// every dashboards/*.json as it is.
+func Files(root string) ([]File, error) {
+	r, err := mixin.Render(root, "")
+	if err != nil {
+		return nil, fmt.Errorf("rendering the mixin: %w", err)
+	}
+	rules, err := r.RulesYAML()
+	if err != nil {
+		return nil, fmt.Errorf("rendering the rule file: %w", err)
+	}
+	files := []File{{RulesCopy, rules}}
+	dashboards, err := filepath.Glob(filepath.Join(root, DashboardsDir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(dashboards) == 0 {
+		return nil, fmt.Errorf("no dashboard in %s", filepath.Join(root, DashboardsDir))
+	}
+	slices.Sort(dashboards)
+	for _, d := range dashboards {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			return nil, fmt.Errorf("reading a dashboard: %w", err)
+		}
+		files = append(files, File{path.Join(DashboardsCopyDir, filepath.Base(d)), b})
+	}
+	return files, nil
+}
