@@ -379,7 +379,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
 	defer cancel()
 	if probeSrv != nil {
-		defer probeSrv.Close()
+		defer func() { _ = probeSrv.Close() }()
 	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
