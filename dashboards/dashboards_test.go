@@ -338,7 +338,7 @@ func TestStrictSchemaRejects(t *testing.T) {
 	for name, mutate := range map[string]func(map[string]any){
 		"unknown dashboard field": func(d map[string]any) { d["titel"] = "x" },
 		"unknown panel field": func(d map[string]any) {
-			d["panels"].([]any)[1].(map[string]any)["description"] = "x"
+			d["panels"].([]any)[1].(map[string]any)["descr"] = "x" // not "description"
 		},
 		"unknown target field": func(d map[string]any) {
 			p := d["panels"].([]any)[1].(map[string]any)
