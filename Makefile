@@ -18,6 +18,30 @@ GORELEASER_VERSION ?= v2.15.1
 LOCALBIN    := $(CURDIR)/bin
 GORELEASER  := $(LOCALBIN)/goreleaser
 
+.PHONY: all build run test unit lint bench conformance vectors fuzz clean e2e faults release release-test
+
+# The pinned linters, installed into ./bin on first use.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOVULNCHECK_VERSION   := v1.9.0
+# The Go vulnerability database, built from the golang.org/x/vulndb module
+# (vuln.go.dev need not be reachable); bump VULNDB_VERSION to refresh it.
+VULNDB_VERSION        := v0.0.0-20261105234957-e22db6528018
+BINDIR                := $(LOCALBIN)
+GOLANGCI_LINT         := $(BINDIR)/golangci-lint
+GOVULNCHECK           := $(BINDIR)/govulncheck
+VULNDB_DIR            := $(BINDIR)/vulndb-$(VULNDB_VERSION)
+PYTHON                ?= $(or $(ICE_PYTHON),$(shell command -v python3),python3)
+
+# go.mod's toolchain line (the Go release with the standard library's
+# security fixes) is honoured even where go.env says GOTOOLCHAIN=local.
+GOTOOLCHAIN ?= auto
+export GOTOOLCHAIN
+
+# Every test target runs everything: a missing service or tool FAILS the
+# test instead of skipping it (plain `go test ./...` skips, saying what to
+# install).
+export ICE_TEST_REQUIRE_ALL := 1
+
 all: lint build test
 
 build:
@@ -33,10 +57,26 @@ test: lint unit conformance conformance-auth release-test
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
-lint:
+## lint: gofmt, go vet, golangci-lint (.golangci.yml) and govulncheck, at pinned versions.
+lint: $(GOLANGCI_LINT) $(GOVULNCHECK) $(VULNDB_DIR)/index/db.json
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GOLANGCI_LINT) run $(PKGS)
+	$(GOVULNCHECK) -db file://$(VULNDB_DIR) $(PKGS)
+
+$(GOLANGCI_LINT):
+	GOBIN=$(BINDIR) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+$(GOVULNCHECK):
+	GOBIN=$(BINDIR) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+$(VULNDB_DIR)/index/db.json:
+	$(GO) mod download golang.org/x/vulndb@$(VULNDB_VERSION)
+	rm -rf $(VULNDB_DIR).tmp
+	$(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) \
+	  -vulns $$($(GO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)/data/osv -out $(VULNDB_DIR).tmp
+	mv $(VULNDB_DIR).tmp $(VULNDB_DIR)
 
 ## e2e: the alerting path end to end: the sidecar on a real PostgreSQL, real Prometheus (rules,
 ## dashboard queries), real Alertmanager (example config), a webhook. `make unit` runs it too.
@@ -63,7 +103,7 @@ conformance-auth: build
 
 ## vectors: regenerate ring/testdata from the real tooz (Debian python3-tooz).
 vectors:
-	/usr/bin/python3 scripts/gen-ring-vectors.py
+	$(PYTHON) scripts/gen-ring-vectors.py
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRing -fuzztime 60s ./ring
@@ -83,4 +123,4 @@ release-test: release
 	$(GO) test -count=1 -tags release -run TestReleaseArchives ./deploy
 
 clean:
-	rm -rf $(BIN) dist
+	rm -rf $(BIN) dist $(BINDIR)

@@ -2,6 +2,8 @@ module github.com/ironic-conductor-exporter/ironic-conductor-exporter
 
 go 1.26.8
 
+toolchain go1.26.10
+
 require (
 	github.com/alecthomas/kingpin/v2 v2.4.0
 	github.com/chromedp/chromedp v0.23.0

@@ -6,7 +6,8 @@
 package alerts
 
 import (
-	"fmt"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,12 +29,15 @@ const (
 	runbookBase = "https://github.com/ironic-conductor-exporter/ironic-conductor-exporter/blob/v0.1.0/docs/runbook.md#"
 )
 
-// tool returns the path of a command-line tool or fails the test.
-func tool(t *testing.T, name, pkg string) string {
+// tool returns the path of a command-line tool (promtool or amtool), or
+// skips the test saying what to install (fails it under
+// ICE_TEST_REQUIRE_ALL=1).
+func tool(t *testing.T, dep testenv.Dep) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
+	testenv.Need(t, dep)
+	p, err := exec.LookPath(dep.Name())
 	if err != nil {
-		t.Fatalf("%s not found in PATH: install Debian's %s package (.ci/run does)", name, pkg)
+		t.Fatal(err)
 	}
 	return p
 }
@@ -92,7 +96,7 @@ func loadRules(t *testing.T) (ruleFile, map[string]string) {
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
-	promtool := tool(t, "promtool", "prometheus")
+	promtool := tool(t, testenv.Promtool)
 	out := run(t, promtool, "check", "rules", rulesFile)
 	if !strings.Contains(out, "SUCCESS") {
 		t.Errorf("promtool check rules:\n%s", out)
@@ -100,7 +104,7 @@ func TestPromtoolCheckRules(t *testing.T) {
 }
 
 func TestPromtoolTestRules(t *testing.T) {
-	promtool := tool(t, "promtool", "prometheus")
+	promtool := tool(t, testenv.Promtool)
 	files, _ := filepath.Glob("tests/*.yml")
 	if len(files) == 0 {
 		t.Fatal("no rule tests in alerts/tests/")
@@ -161,7 +165,7 @@ func TestRuleConventions(t *testing.T) {
 // TestJobRewrite proves the documented way of using another job name: one
 // textual substitution gives valid rules that no longer name the default.
 func TestJobRewrite(t *testing.T) {
-	promtool := tool(t, "promtool", "prometheus")
+	promtool := tool(t, testenv.Promtool)
 	b, err := os.ReadFile(rulesFile)
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +298,7 @@ func TestRunbookCoversEveryAlert(t *testing.T) {
 }
 
 func TestAlertmanagerCheckConfig(t *testing.T) {
-	amtool := tool(t, "amtool", "prometheus-alertmanager")
+	amtool := tool(t, testenv.Amtool)
 	out := run(t, amtool, "check-config", amFile)
 	if !strings.Contains(out, "SUCCESS") {
 		t.Errorf("amtool check-config:\n%s", out)
@@ -303,7 +307,7 @@ func TestAlertmanagerCheckConfig(t *testing.T) {
 
 // TestAlertmanagerRoutes sends label sets through the routing tree.
 func TestAlertmanagerRoutes(t *testing.T) {
-	amtool := tool(t, "amtool", "prometheus-alertmanager")
+	amtool := tool(t, testenv.Amtool)
 	f, _ := loadRules(t)
 	cases := []struct {
 		labels []string
@@ -335,15 +339,4 @@ func TestAlertmanagerRoutes(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestMain fails early, with one message, when the tools are missing.
-func TestMain(m *testing.M) {
-	for _, p := range [][2]string{{"promtool", "prometheus"}, {"amtool", "prometheus-alertmanager"}} {
-		if _, err := exec.LookPath(p[0]); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: %s not found in PATH: install Debian's %s package (.ci/run does)\n", p[0], p[1])
-			os.Exit(1)
-		}
-	}
-	os.Exit(m.Run())
 }

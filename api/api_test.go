@@ -273,6 +273,7 @@ func TestMySQLCollation(t *testing.T) {
 func listUUIDs(t testing.TB, rec interface{ Result() *http.Response }) []string {
 	t.Helper()
 	r := rec.Result()
+	defer func() { _ = r.Body.Close() }()
 	var v struct {
 		Nodes []struct {
 			UUID string `json:"uuid"`

@@ -117,12 +117,12 @@ func (h *handler) negotiate(r *http.Request, routing bool) (int, *apiError) {
 		return 0, mk("Mutually exclusive versions requested. Version " + ver +
 			" requested but not supported by this service. The supported version range is: " + rng)
 	}
-	if m, small := minor.small(); !small || m < minMinor || m > h.maxMinor {
+	m, small := minor.small()
+	if !small || m < minMinor || m > h.maxMinor {
 		return 0, mk("Version " + ver +
 			" was requested but the minor version is not supported by this service. The supported version range is: " + rng)
-	} else {
-		return m, nil
 	}
+	return m, nil
 }
 
 // openStackVersion extracts the baremetal version from OpenStack-API-Version

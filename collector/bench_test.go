@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -68,7 +69,7 @@ func BenchmarkMetrics(b *testing.B) {
 	for _, n := range []int{100_000} {
 		cache := benchCache(b, benchSnapshot(n))
 		own := prometheus.NewRegistry()
-		own.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		own.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		h := NewHandler(cache, HandlerOptions{ExporterOptions: ExporterOptions{NodeInfo: true}, Gatherer: own,
 			Logger: slog.New(slog.DiscardHandler)})
 		srv := httptest.NewServer(h)

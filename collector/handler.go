@@ -60,7 +60,7 @@ type handler struct {
 // serveView writes the exposition of v: the text format from pre-rendered
 // pieces, any other format (protobuf) through promhttp.
 func (h *handler) serveView(w http.ResponseWriter, r *http.Request, v topology.View) {
-	if format := expfmt.Negotiate(r.Header); format.FormatType() == expfmt.TypeTextPlain {
+	if format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...); format.FormatType() == expfmt.TypeTextPlain {
 		h.servePrerendered(w, r, v, format)
 		return
 	}

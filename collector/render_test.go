@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"hash/crc32"
 	"io"
 	"log/slog"
@@ -66,7 +67,7 @@ func TestPrerenderedIsPromhttp(t *testing.T) {
 	src := fixture.NewSource(prerenderFleet(3*nodeChunk + 17))
 	cache := newTestCache(t, src, 0)
 	own := prometheus.NewRegistry()
-	own.MustRegister(prometheus.NewGoCollector())
+	own.MustRegister(collectors.NewGoCollector())
 	refreshes, err := NewRefreshMetrics(own)
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func Conductor() (dashboard.Dashboard, error) {
 		WithVariable(hostnameVariable())
 
 	stuck := "max(" + sel("ironic_conductor_reserved_nodes", matchHost) + ")\n" +
-		"unless on () (max(" + sel("ironic_conductor_alive", matchHost) + ") == 1)"
+		"unless on () (max(" + sel("ironic_conductor_state", matchHost, running) + ") == 1)"
 
 	b = b.WithRow(row("Conductor $hostname")).
 		WithPanel(newStat().
@@ -120,7 +120,7 @@ func Conductor() (dashboard.Dashboard, error) {
 		WithPanel(newStat().
 			Title("Reserved nodes").
 			Description("Nodes whose reservation (lock) names this host (ironic_conductor_reserved_nodes). Red when the "+
-				"host is not alive: those locks are stuck until a conductor of this name starts again.").
+				"host is not running (neither alive nor draining): those locks are stuck until a conductor of this name starts again.").
 			Datasource(dsRef()).
 			WithTarget(statQuery("A", zeroWhenUp("max("+sel("ironic_conductor_reserved_nodes", matchHost)+")"), "reserved")).
 			WithTarget(statQuery("B", zeroWhenUp(stuck), "stuck")).
@@ -165,7 +165,7 @@ func Conductor() (dashboard.Dashboard, error) {
 		WithPanel(timeseries.NewPanelBuilder().
 			Title("Nodes and reservations").
 			Description("Nodes the hash rings map to this conductor (ironic_conductor_nodes), nodes whose lock names it "+
-				"(ironic_conductor_reserved_nodes), and those locks while it is not alive (stuck, red).").
+				"(ironic_conductor_reserved_nodes), and those locks while it is not running (stuck, red).").
 			Datasource(dsRef()).
 			WithTarget(query("A", "max("+sel("ironic_conductor_nodes", matchHost)+")", "nodes")).
 			WithTarget(query("B", "max("+sel("ironic_conductor_reserved_nodes", matchHost)+")", "reserved")).

@@ -19,11 +19,20 @@ func zeroWhenUp(expr string) string {
 	return expr + "\nor on () (0 * max(" + sel("ironic_up") + "))"
 }
 
-// stuckReservations are the reserved-node counts of hosts that are not an
-// alive conductor: a dead, stopped or unknown host holds the lock, and
+// running selects the conductors that are running (alive or draining,
+// topology's ConductorInfo.Running): the holders whose locks are their own.
+// Ironic's _check_orphan_nodes releases the locks of the hosts
+// get_offline_conductors returns (a stale heartbeat; on SQLite from 22.1,
+// commit 0099d1812, online=false); a draining conductor is not among them,
+// and on SQLite 22.1+ `alive` is 0 for conductors that work, so `alive`
+// cannot tell a stuck lock.
+const running = `state=~"alive|draining"`
+
+// stuckReservations are the reserved-node counts of hosts that are not a
+// running conductor: a dead, stopped or unknown host holds the lock, and
 // Ironic only clears it when a conductor of that name starts again.
 var stuckReservations = "max by (hostname) (" + sel("ironic_conductor_reserved_nodes") + ")\n" +
-	"unless on (hostname) (max by (hostname) (" + sel("ironic_conductor_alive") + ") == 1)"
+	"unless on (hostname) (max by (hostname) (" + sel("ironic_conductor_state", running) + ") == 1)"
 
 // ringMembersNodes is the node count of each hash ring member.
 var ringMembersNodes = "max by (hostname, conductor_group) (" + sel("ironic_conductor_nodes") + ")\n" +
@@ -108,7 +117,7 @@ func Fleet() (dashboard.Dashboard, error) {
 			GridPos(gridPos(4, 5))).
 		WithPanel(newStat().
 			Title("Stuck reservations").
-			Description("Nodes locked (reservation) by a host that is not an alive conductor: a dead, stopped or unknown " +
+			Description("Nodes locked (reservation) by a host that is not a running (alive or draining) conductor: a dead, stopped or unknown " +
 				"conductor holds the lock, and the nodes stay locked until a conductor of that name starts again or " +
 				"an operator clears them. Any is red.").
 			Datasource(dsRef()).
@@ -307,7 +316,7 @@ func Fleet() (dashboard.Dashboard, error) {
 		WithPanel(timeseries.NewPanelBuilder().
 			Title("Reserved nodes by host").
 			Description("Nodes whose reservation (lock) names each host (ironic_conductor_reserved_nodes). Locks come and go "+
-				"with every operation; a count that stays up on a host that is not alive is a stuck lock.").
+				"with every operation; a count that stays up on a host that is not running (alive or draining) is a stuck lock.").
 			Datasource(dsRef()).
 			WithTarget(query("A", "max by (hostname) ("+sel("ironic_conductor_reserved_nodes")+")", "{{hostname}}")).
 			Unit("none").
@@ -320,8 +329,8 @@ func Fleet() (dashboard.Dashboard, error) {
 			GridPos(gridPos(12, 8))).
 		WithPanel(newTable().
 			Title("Hosts holding stuck reservations").
-			Description("Hosts that hold node locks but are not an alive conductor (dead, stopped, draining past its "+
-				"heartbeat, or no conductor of that name at all), with the nodes each holds. Ironic releases such locks "+
+			Description("Hosts that hold node locks but are not a running conductor (dead, stopped, or no conductor "+
+				"of that name at all; a draining conductor still owns its locks), with the nodes each holds. Ironic releases such locks "+
 				"when a conductor of that name starts again; otherwise clear them by hand.").
 			Datasource(dsRef()).
 			WithTarget(instant("A", stuckReservations)).

@@ -11,6 +11,7 @@ import (
 // rows per type) and n nodes made with generate_series, a realistic mix of
 // NULLs and repeated values.
 func BenchmarkSnapshot(b *testing.B) {
+	needPG(b)
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			conn := testDBConn(b, testDBName)

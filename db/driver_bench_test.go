@@ -17,6 +17,7 @@ import (
 // production driver) and through pgx's database/sql driver, the decode
 // (db/read.go) being the same for both.
 func BenchmarkNodeRead(b *testing.B) {
+	needPG(b)
 	for _, n := range []int{100_000} {
 		conn := testDBConn(b, testDBName)
 		resetTables(b, conn)

@@ -2,7 +2,6 @@ package db
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -16,13 +15,16 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "modernc.org/sqlite"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 // The tests run against a real PostgreSQL, a real MariaDB (or MySQL) and
 // SQLite files, each with the schema made by Ironic's own migrations
 // (scripts/ironic-schema.sh, python3-ironic; create_schema for SQLite).
-// Nothing is skipped: without a server or python3-ironic the package FAILS
-// and says what to install.
+// Without a server or python3-ironic the tests that need it skip with one
+// line saying what to install (the DSN, redaction and other pure tests
+// run); under ICE_TEST_REQUIRE_ALL=1 (make test, CI) they FAIL instead.
 //
 // Environment:
 //
@@ -81,6 +83,16 @@ func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
 
+// The gates of the three backends: a test that needs one calls needPG,
+// needMySQL or needSQLite, and skips (or fails under
+// ICE_TEST_REQUIRE_ALL=1) when TestMain could not set it up for a missing
+// dependency. The DSN parsing, redaction and other pure tests need none.
+var pgGate, mysqlGate, sqliteGate testenv.Gate
+
+func needPG(t testing.TB)     { t.Helper(); pgGate.Check(t) }
+func needMySQL(t testing.TB)  { t.Helper(); mysqlGate.Check(t) }
+func needSQLite(t testing.TB) { t.Helper(); sqliteGate.Check(t) }
+
 func testMain(m *testing.M) int {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "FAIL: db tests: "+format+"\n", args...)
@@ -90,67 +102,76 @@ func testMain(m *testing.M) int {
 	if err != nil {
 		return fail("loading %s: %v", goTZ, err)
 	}
-	os.Setenv("TZ", goTZ)
+	if err := os.Setenv("TZ", goTZ); err != nil {
+		return fail("%v", err)
+	}
 	time.Local = loc
 
-	admin, err := sql.Open("postgres", adminDSN)
-	if err != nil {
-		return fail("opening %s: %v", Redact(adminDSN), err)
-	}
-	defer admin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := admin.PingContext(ctx); err != nil {
-		return fail("PostgreSQL is needed at %s (set ICE_TEST_PG; apt-get install postgresql): %v", Redact(adminDSN), err)
-	}
-	myAdmin, err := sql.Open("mysql", mysqlAdminDSN)
-	if err != nil {
-		return fail("opening %s: %v", mysqlAdminDSN, err)
-	}
-	defer myAdmin.Close()
-	if err := myAdmin.PingContext(ctx); err != nil {
-		return fail("MariaDB or MySQL is needed at %s (set ICE_TEST_MYSQL; apt-get install mariadb-server python3-pymysql): %v", mysqlAdminDSN, err)
+	pgGate.Err = testenv.Missing(testenv.PostgreSQL, testenv.IronicPython)
+	mysqlGate.Err = testenv.Missing(testenv.MariaDB, testenv.IronicPython)
+	sqliteGate.Err = testenv.Missing(testenv.IronicPython)
+	for _, g := range []*testenv.Gate{&pgGate, &mysqlGate, &sqliteGate} {
+		if g.Err != nil {
+			fmt.Fprintf(os.Stderr, "db tests: %v\n", g.Err)
+		}
 	}
 
 	suffix := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	testDBName, steinDBName = "ice_db_test_"+suffix, "ice_db_stein_"+suffix
-	testDSN = adminURL + "/" + testDBName
-	steinDSN = adminURL + "/" + steinDBName
-	for _, name := range []string{testDBName, steinDBName} {
-		if _, err := admin.Exec(`CREATE DATABASE ` + name); err != nil {
-			return fail("creating database %s: %v", name, err)
+	var jobs []struct{ url, rev string }
+	if pgGate.Err == nil {
+		admin, err := sql.Open("postgres", adminDSN)
+		if err != nil {
+			return fail("opening %s: %v", Redact(adminDSN), err)
 		}
-		defer func(name string) {
-			if _, err := admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
-				fmt.Fprintf(os.Stderr, "dropping database %s: %v\n", name, err)
+		defer func() { _ = admin.Close() }()
+		testDBName, steinDBName = "ice_db_test_"+suffix, "ice_db_stein_"+suffix
+		testDSN = adminURL + "/" + testDBName
+		steinDSN = adminURL + "/" + steinDBName
+		for _, name := range []string{testDBName, steinDBName} {
+			if _, err := admin.Exec(`CREATE DATABASE ` + name); err != nil {
+				return fail("creating database %s: %v", name, err)
 			}
-		}(name)
-	}
-	mysqlDBName = "ice_db_test_" + suffix
-	mysqlDSN = mysqlAdminURL + "/" + mysqlDBName + "?charset=utf8"
-	if _, err := myAdmin.Exec("CREATE DATABASE " + mysqlDBName); err != nil {
-		return fail("creating MariaDB database %s: %v", mysqlDBName, err)
-	}
-	defer func() {
-		if _, err := myAdmin.Exec("DROP DATABASE IF EXISTS " + mysqlDBName); err != nil {
-			fmt.Fprintf(os.Stderr, "dropping database %s: %v\n", mysqlDBName, err)
+			defer func(name string) {
+				if _, err := admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
+					fmt.Fprintf(os.Stderr, "dropping database %s: %v\n", name, err)
+				}
+			}(name)
 		}
-	}()
-	sqliteDir, err := os.MkdirTemp("", "ice-db-sqlite-")
-	if err != nil {
-		return fail("%v", err)
+		jobs = append(jobs, struct{ url, rev string }{testDSN, ""}, struct{ url, rev string }{steinDSN, steinRevision})
+		tzAdmin = admin
 	}
-	defer os.RemoveAll(sqliteDir)
-	sqlitePath = filepath.Join(sqliteDir, "ironic.sqlite")
-	sqliteDSN = "sqlite:///" + sqlitePath
-	sqliteTemplate = filepath.Join(sqliteDir, "template.sqlite")
+	if mysqlGate.Err == nil {
+		myAdmin, err := sql.Open("mysql", mysqlAdminDSN)
+		if err != nil {
+			return fail("opening %s: %v", mysqlAdminDSN, err)
+		}
+		defer func() { _ = myAdmin.Close() }()
+		mysqlDBName = "ice_db_test_" + suffix
+		mysqlDSN = mysqlAdminURL + "/" + mysqlDBName + "?charset=utf8"
+		if _, err := myAdmin.Exec("CREATE DATABASE " + mysqlDBName); err != nil {
+			return fail("creating MariaDB database %s: %v", mysqlDBName, err)
+		}
+		defer func() {
+			if _, err := myAdmin.Exec("DROP DATABASE IF EXISTS " + mysqlDBName); err != nil {
+				fmt.Fprintf(os.Stderr, "dropping database %s: %v\n", mysqlDBName, err)
+			}
+		}()
+		jobs = append(jobs, struct{ url, rev string }{mysqlAdminURL + "/" + mysqlDBName, ""})
+	}
+	if sqliteGate.Err == nil {
+		sqliteDir, err := os.MkdirTemp("", "ice-db-sqlite-")
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer func() { _ = os.RemoveAll(sqliteDir) }()
+		sqlitePath = filepath.Join(sqliteDir, "ironic.sqlite")
+		sqliteDSN = "sqlite:///" + sqlitePath
+		sqliteTemplate = filepath.Join(sqliteDir, "template.sqlite")
+		jobs = append(jobs, struct{ url, rev string }{"sqlite:///" + sqliteTemplate, ""})
+	}
 
 	// Ironic's migrations, every database at once.
 	start := time.Now()
-	jobs := []struct{ url, rev string }{
-		{testDSN, ""}, {steinDSN, steinRevision},
-		{mysqlAdminURL + "/" + mysqlDBName, ""}, {"sqlite:///" + sqliteTemplate, ""},
-	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(jobs))
 	for i, job := range jobs {
@@ -164,18 +185,26 @@ func testMain(m *testing.M) int {
 	if err := errors.Join(errs...); err != nil {
 		return fail("%v", err)
 	}
-	if err := copyFile(sqliteTemplate, sqlitePath); err != nil {
-		return fail("%v", err)
+	if sqliteGate.Err == nil {
+		if err := copyFile(sqliteTemplate, sqlitePath); err != nil {
+			return fail("%v", err)
+		}
 	}
-	fmt.Fprintf(os.Stderr, "db tests: Ironic schemas migrated in %s\n", time.Since(start).Round(time.Millisecond))
-
-	for _, name := range []string{testDBName, steinDBName} {
-		if _, err := admin.Exec(`ALTER DATABASE ` + name + ` SET timezone TO '` + testTZ + `'`); err != nil {
-			return fail("setting the time zone of %s: %v", name, err)
+	if len(jobs) > 0 {
+		fmt.Fprintf(os.Stderr, "db tests: Ironic schemas migrated in %s\n", time.Since(start).Round(time.Millisecond))
+	}
+	if tzAdmin != nil {
+		for _, name := range []string{testDBName, steinDBName} {
+			if _, err := tzAdmin.Exec(`ALTER DATABASE ` + name + ` SET timezone TO '` + testTZ + `'`); err != nil {
+				return fail("setting the time zone of %s: %v", name, err)
+			}
 		}
 	}
 	return m.Run()
 }
+
+// tzAdmin is TestMain's PostgreSQL superuser connection.
+var tzAdmin *sql.DB
 
 // ironicSchema runs scripts/ironic-schema.sh.
 func ironicSchema(url, revision string) error {
@@ -188,6 +217,7 @@ func ironicSchema(url, revision string) error {
 		args = append(args, revision)
 	}
 	cmd := exec.Command("bash", args...)
+	cmd.Env = testenv.PythonEnv()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -196,15 +226,15 @@ func ironicSchema(url, revision string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ee) && ee.ExitCode() == 3:
-		return fmt.Errorf("Ironic's migrations cannot run: %s\n"+
-			"install python3-ironic (apt-get install python3-ironic python3-psycopg2 python3-pymysql) so that /usr/bin/python3 can import ironic",
+		return fmt.Errorf("ironic's migrations cannot run: %s\n"+
+			"install python3-ironic (apt-get install python3-ironic python3-psycopg2 python3-pymysql) so that python3 (or $ICE_PYTHON) can import ironic",
 			strings.TrimSpace(out.String()))
 	default:
 		tail := out.String()
 		if len(tail) > 4000 {
 			tail = tail[len(tail)-4000:]
 		}
-		return fmt.Errorf("scripts/ironic-schema.sh %s %s: %v\n%s", Redact(url), revision, err, tail)
+		return fmt.Errorf("scripts/ironic-schema.sh %s %s: %w\n%s", Redact(url), revision, err, tail)
 	}
 }
 
@@ -212,6 +242,7 @@ func ironicSchema(url, revision string) error {
 // fixtures.
 func testDBConn(t testing.TB, name string) *sql.DB {
 	t.Helper()
+	needPG(t)
 	conn, err := sql.Open("postgres", adminDSNFor(name))
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +311,19 @@ type testBackend struct {
 	sql func(string) string
 }
 
+// need skips (or fails) t when the backend's test database is not there.
+func (b *testBackend) need(t testing.TB) {
+	t.Helper()
+	switch b.kind {
+	case BackendPostgreSQL:
+		needPG(t)
+	case BackendMySQL:
+		needMySQL(t)
+	case BackendSQLite:
+		needSQLite(t)
+	}
+}
+
 func (b *testBackend) exec(t testing.TB, conn *sql.DB, stmts ...string) {
 	t.Helper()
 	for _, s := range stmts {
@@ -325,13 +369,14 @@ func backends() []*testBackend {
 // forEachBackend runs f as a subtest per backend.
 func forEachBackend(t *testing.T, f func(t *testing.T, b *testBackend)) {
 	for _, b := range backends() {
-		t.Run(string(b.kind), func(t *testing.T) { f(t, b) })
+		t.Run(string(b.kind), func(t *testing.T) { b.need(t); f(t, b) })
 	}
 }
 
 // myConn is a superuser connection to a MariaDB database ("" for none).
 func myConn(t testing.TB, name string) *sql.DB {
 	t.Helper()
+	needMySQL(t)
 	conn, err := sql.Open("mysql", mysqlAdminDSN+name+"?parseTime=true&loc=UTC")
 	if err != nil {
 		t.Fatal(err)

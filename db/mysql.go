@@ -585,7 +585,7 @@ func (s *mysqlSettings) readOptionFile(path, group string) error {
 	if err != nil {
 		return fmt.Errorf("database option read_default_file: %w (mount the file into the exporter's container, or put its settings in the URL)", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	vals := map[string]string{}
 	in := false
 	sc := bufio.NewScanner(f)
@@ -696,12 +696,12 @@ func (c *mysqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	mc := &mysqlConn{Conn: conn}
 	var ok bool
 	if mc.exec, ok = conn.(driver.ExecerContext); !ok {
-		conn.Close()
+		_ = conn.Close()
 		return nil, errors.New("mysql driver connection cannot execute statements")
 	}
 	mc.query, _ = conn.(driver.QueryerContext)
 	if _, err := mc.exec.ExecContext(ctx, mysqlSessionSQL, nil); err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return nil, fmt.Errorf("making the session read-only: %w", err)
 	}
 	return mc, nil
@@ -737,7 +737,8 @@ func (c *mysqlConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 	return mysqlTx{c}, nil
 }
 
-func (c *mysqlConn) Begin() (driver.Tx, error) { //nolint:staticcheck // driver.Conn requires it
+// Begin is the deprecated form driver.Conn still requires.
+func (c *mysqlConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{ReadOnly: true})
 }
 
@@ -756,7 +757,7 @@ func (c *mysqlConn) PrepareContext(ctx context.Context, query string) (driver.St
 	if p, ok := c.Conn.(driver.ConnPrepareContext); ok {
 		return p.PrepareContext(ctx, query)
 	}
-	return c.Conn.Prepare(query)
+	return c.Conn.Prepare(query) //nolint:staticcheck // QF1008: the inner connection's Prepare, named so that it never recurses
 }
 
 func (c *mysqlConn) Ping(ctx context.Context) error {

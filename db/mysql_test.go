@@ -143,6 +143,7 @@ func TestParseMySQLDSNErrors(t *testing.T) {
 // TestMySQLSession checks, inside the snapshot transaction, that the session
 // is read-only, REPEATABLE READ and UTC, and that a write fails.
 func TestMySQLSession(t *testing.T) {
+	needMySQL(t)
 	loadFixtureOn(t, mysqlBackend)
 	d := openTest(t, mysqlDSN, Options{})
 	var checked bool
@@ -183,6 +184,7 @@ func TestMySQLSession(t *testing.T) {
 // before the first SELECT: WITH CONSISTENT SNAPSHOT takes the read view at
 // START, so the snapshot must not see it (a plain START TRANSACTION would).
 func TestMySQLConsistentSnapshot(t *testing.T) {
+	needMySQL(t)
 	loadFixtureOn(t, mysqlBackend)
 	admin := mysqlBackend.admin(t)
 	d := openTest(t, mysqlDSN, Options{})
@@ -205,6 +207,7 @@ func TestMySQLConsistentSnapshot(t *testing.T) {
 // TestMySQLTimeZones: neither a non-UTC global time_zone, nor the Go
 // process' TZ, nor the server's system zone shifts a DATETIME.
 func TestMySQLTimeZones(t *testing.T) {
+	needMySQL(t)
 	loadFixtureOn(t, mysqlBackend)
 	admin := myConn(t, "")
 	var old string
@@ -229,6 +232,7 @@ func TestMySQLTimeZones(t *testing.T) {
 // TestMySQLBooleans: TINYINT(1) holds any small integer; like SQLAlchemy
 // and MySQL's IS TRUE, every non-zero value is true.
 func TestMySQLBooleans(t *testing.T) {
+	needMySQL(t)
 	loadFixtureOn(t, mysqlBackend)
 	mustExec(t, mysqlBackend.admin(t), `UPDATE conductors SET online = 2 WHERE id = 2`,
 		`UPDATE nodes SET maintenance = -1 WHERE id = 10`)
@@ -246,6 +250,7 @@ func TestMySQLBooleans(t *testing.T) {
 // WRITE) from another connection: the SELECT that needs it must fail at its
 // deadline, saying which query, and the pool must work again afterwards.
 func TestMySQLQueryTimeout(t *testing.T) {
+	needMySQL(t)
 	loadFixtureOn(t, mysqlBackend)
 	admin := mysqlBackend.admin(t)
 	const timeout = 300 * time.Millisecond
@@ -280,6 +285,7 @@ func TestMySQLQueryTimeout(t *testing.T) {
 // from ironic.conf, as a user whose name and password need percent-encoding
 // and that has nothing but SELECT on the three tables.
 func TestMySQLConnectForms(t *testing.T) {
+	needMySQL(t)
 	loadFixtureOn(t, mysqlBackend)
 	admin := myConn(t, "")
 	user := "ice ro@" + itoa(closedPort(t)%10000)

@@ -61,7 +61,7 @@ func (d *DB) probeNodes(ctx context.Context, watch func(context.Context) func() 
 	)
 	var count, maxID, reserved sql.NullInt64
 	if err := tx.QueryRowContext(ctx, query).Scan(&count, &maxID, &updated, &reserved); err != nil {
-		return p, stepError(step, ctx, start, err)
+		return p, stepError(ctx, step, start, err)
 	}
 	p.Count, p.MaxID, p.Reserved, p.MaxUpdatedAt = count.Int64, maxID.Int64, reserved.Int64, updated.t
 	return p, nil

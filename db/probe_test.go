@@ -1,6 +1,8 @@
 package db
 
 import (
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -19,7 +21,11 @@ type ironicWriter struct {
 
 func startIronicWriter(t *testing.T, url string) *ironicWriter {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/python3", "testdata/ironic_writes.py", url)
+	py, err := testenv.Python()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, "testdata/ironic_writes.py", url)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

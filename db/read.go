@@ -250,7 +250,7 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 	conn, err := d.db.Connx(cctx)
 	cancel()
 	if err != nil {
-		return nil, stepError("connecting to database", cctx, begin, err)
+		return nil, stepError(cctx, "connecting to database", begin, err)
 	}
 	// watch closes the connection's socket when a step's context ends, for
 	// drivers that would otherwise block in a read (lib/pq, see watchdog.go).
@@ -266,7 +266,7 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 			// Whatever failed, the connection is not trusted again.
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
-		conn.Close()
+		_ = conn.Close()
 	}()
 
 	// The transaction's context bounds BEGIN and guards against a stuck
@@ -277,10 +277,10 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 	stepStart := time.Now()
 	tx, err := conn.BeginTxx(tctx, d.dialect.txOptions())
 	if err != nil {
-		return nil, stepError("starting read-only transaction", tctx, stepStart, err)
+		return nil, stepError(tctx, "starting read-only transaction", stepStart, err)
 	}
 	// Read-only: rolling back is all there is to end it.
-	defer tx.Rollback() //nolint:errcheck
+	defer func() { _ = tx.Rollback() }()
 	if err := runHook(tctx, "begin", tx); err != nil {
 		return nil, err
 	}
@@ -335,7 +335,7 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 // stepError wraps err with the step and, when the step's deadline expired,
 // says so with the time the step really took (errors.Is(err,
 // context.DeadlineExceeded) holds then).
-func stepError(step string, ctx context.Context, start time.Time, err error) error {
+func stepError(ctx context.Context, step string, start time.Time, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		took := time.Since(start).Round(time.Millisecond)
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -354,9 +354,9 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return nil, stepError(step, ctx, start, err)
+		return nil, stepError(ctx, step, start, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 
 	var out []Conductor
 	for rows.Next() {
@@ -370,7 +370,7 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 			id               int64
 		)
 		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
-			return nil, stepError(step, ctx, start, err)
+			return nil, stepError(ctx, step, start, err)
 		}
 		c.ID = id
 		c.Hostname = w.conductorText(id, hostname.String, "hostname", hostname.Valid, hostname.String)
@@ -403,7 +403,7 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, stepError(step, ctx, start, err)
+		return nil, stepError(ctx, step, start, err)
 	}
 	return out, nil
 }
@@ -425,7 +425,7 @@ func (d *DB) readSchemaRevision(ctx context.Context, watch func(context.Context)
 		msg := err.Error()
 		switch {
 		case ctx.Err() != nil || !strings.Contains(msg, "alembic_version"):
-			return "", "", stepError(step, ctx, start, err)
+			return "", "", stepError(ctx, step, start, err)
 		case strings.Contains(msg, "does not exist") || strings.Contains(msg, "doesn't exist") || strings.Contains(msg, "no such table"):
 			return "", "", nil
 		}
@@ -443,9 +443,9 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return stepError(step, ctx, start, err)
+		return stepError(ctx, step, start, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 
 	for rows.Next() {
 		var (
@@ -453,7 +453,7 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 			nt sql.NullString
 		)
 		if err := rows.Scan(&id, &nt); err != nil {
-			return stepError(step, ctx, start, err)
+			return stepError(ctx, step, start, err)
 		}
 		if !nt.Valid {
 			w.add(tableHardwareInterfaces, ReasonNull, fmt.Sprintf(
@@ -478,7 +478,7 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return stepError(step, ctx, start, err)
+		return stepError(ctx, step, start, err)
 	}
 	// The server sorts by its collation; the snapshot promises byte order and
 	// byte-wise distinct values.
@@ -507,9 +507,9 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	defer watch(ctx)()
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return nil, stepError(step, ctx, start, err)
+		return nil, stepError(ctx, step, start, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 
 	out := make([]Node, 0, d.lastNodes.Load())
 	var (
@@ -536,7 +536,7 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
 			&power, &provision, &maintenance, &resourceClass, &created, &updated,
 			&affinity, &target, &owner, &lessee); err != nil {
-			return nil, stepError(step, ctx, start, err)
+			return nil, stepError(ctx, step, start, err)
 		}
 		if created.bad != "" || updated.bad != "" {
 			if badTimes++; badTimes == 1 {
@@ -581,7 +581,7 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 		out[len(out)-1].ConductorAffinity = ids.ptr(affinity)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, stepError(step, ctx, start, err)
+		return nil, stepError(ctx, step, start, err)
 	}
 	if badTimes > 0 {
 		w.addN(tableNodes, ReasonBadTimestamp, badTimes, fmt.Sprintf(
@@ -832,15 +832,8 @@ func wallUTC(t sql.NullTime) time.Time {
 // nodes of one snapshot, which the collector keeps.
 type interner map[string]string
 
-func (in interner) str(s string) string {
-	if v, ok := in[s]; ok {
-		return v
-	}
-	in[s] = s
-	return s
-}
-
-// bytes is str of a column's bytes; the lookup converts nothing.
+// bytes returns the shared string of a column's bytes; the lookup converts
+// nothing.
 func (in interner) bytes(b []byte) string {
 	if v, ok := in[string(b)]; ok {
 		return v

@@ -78,6 +78,7 @@ func pgServerLog(t *testing.T) string {
 }
 
 func TestPostgresStatementsAreReads(t *testing.T) {
+	needPG(t)
 	loadFixture(t)
 	admin := testDBConn(t, testDBName)
 	role := fmt.Sprintf("ice_audit_%d", os.Getpid())
@@ -146,6 +147,7 @@ func TestPostgresStatementsAreReads(t *testing.T) {
 }
 
 func TestMySQLStatementsAreReads(t *testing.T) {
+	needMySQL(t)
 	loadFixtureOn(t, mysqlBackend)
 	admin := myConn(t, "")
 	user := fmt.Sprintf("ice_audit_%d", os.Getpid())

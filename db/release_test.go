@@ -55,6 +55,7 @@ func TestSnapshotReleaseData(t *testing.T) {
 // the operators guide asked for before release detection) still gets its
 // snapshot, with a warning that says what to grant.
 func TestSnapshotAlembicNotGranted(t *testing.T) {
+	needPG(t)
 	loadFixture(t)
 	admin := testDBConn(t, testDBName)
 	role := fmt.Sprintf("ice_noalembic_%d", os.Getpid())

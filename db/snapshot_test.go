@@ -224,6 +224,7 @@ func TestSnapshotEmpty(t *testing.T) {
 // TestSnapshotTimeZones checks the conditions TestSnapshot ran under and
 // that other session time zones do not shift timestamps either.
 func TestSnapshotTimeZones(t *testing.T) {
+	needPG(t)
 	loadFixture(t)
 	if time.Local.String() != goTZ {
 		t.Fatalf("time.Local is %s, want %s", time.Local, goTZ)
@@ -266,6 +267,7 @@ func setHook(t *testing.T, h func(ctx context.Context, stage string, tx *sqlx.Tx
 }
 
 func TestSnapshotReadOnlyRepeatableRead(t *testing.T) {
+	needPG(t)
 	loadFixture(t)
 	d := openTest(t, testDSN, Options{})
 	var checked bool
@@ -316,10 +318,13 @@ func TestSnapshotReadOnlyRepeatableRead(t *testing.T) {
 // wait, which TestSQLiteConcurrentWriter covers).
 func TestSnapshotConsistent(t *testing.T) {
 	for _, b := range backends() {
-		if b.kind == BackendSQLite {
-			b = sqliteWALBackend(t)
-		}
-		t.Run(string(b.kind), func(t *testing.T) { testSnapshotConsistent(t, b) })
+		t.Run(string(b.kind), func(t *testing.T) {
+			b.need(t)
+			if b.kind == BackendSQLite {
+				b = sqliteWALBackend(t)
+			}
+			testSnapshotConsistent(t, b)
+		})
 	}
 }
 
@@ -358,6 +363,7 @@ func testSnapshotConsistent(t *testing.T, b *testBackend) {
 // another connection: the query that needs it must fail at its deadline,
 // saying which query, and the pool must work again afterwards.
 func TestSnapshotQueryTimeout(t *testing.T) {
+	needPG(t)
 	loadFixture(t)
 	admin := testDBConn(t, testDBName)
 	const timeout = 300 * time.Millisecond
@@ -458,6 +464,7 @@ func testServerDown(t *testing.T, dsn string) {
 // TestSteinSchema reads a database migrated only up to the revision that
 // added conductor_group: the snapshot queries use no later column.
 func TestSteinSchema(t *testing.T) {
+	needPG(t)
 	conn := testDBConn(t, steinDBName)
 	var rev string
 	if err := conn.QueryRow(`SELECT version_num FROM alembic_version`).Scan(&rev); err != nil || rev != steinRevision {
@@ -494,6 +501,7 @@ func TestSteinSchema(t *testing.T) {
 // ironic.conf, including a role whose name and password need percent-encoding
 // and that has nothing but SELECT on the three tables.
 func TestConnectForms(t *testing.T) {
+	needPG(t)
 	loadFixture(t)
 	admin := testDBConn(t, testDBName)
 	role := "ice ro@" + itoa(closedPort(t))

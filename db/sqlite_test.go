@@ -1,6 +1,8 @@
 package db
 
 import (
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -21,6 +23,7 @@ import (
 // journal mode mode ("delete" or "wal").
 func sqliteCopy(t *testing.T, mode string) string {
 	t.Helper()
+	needSQLite(t)
 	path := filepath.Join(t.TempDir(), "ironic.sqlite")
 	if err := copyFile(sqliteTemplate, path); err != nil {
 		t.Fatal(err)
@@ -123,7 +126,7 @@ func testSQLiteReadOnly(t *testing.T, mode string) {
 		}
 		checked = true
 		_, err := tx.ExecContext(ctx, `UPDATE nodes SET maintenance = 0`)
-		if err == nil || !(strings.Contains(err.Error(), "readonly") || strings.Contains(err.Error(), "read-only")) {
+		if err == nil || !strings.Contains(err.Error(), "readonly") && !strings.Contains(err.Error(), "read-only") {
 			t.Errorf("write in the snapshot transaction: err = %v, want SQLITE_READONLY", err)
 		}
 		return nil
@@ -188,6 +191,7 @@ func TestSQLiteMissingFile(t *testing.T) {
 // TestSQLiteRelativePath: sqlite:///relative is relative to the working
 // directory at Open.
 func TestSQLiteRelativePath(t *testing.T) {
+	needSQLite(t)
 	loadFixtureOn(t, sqliteBackend)
 	wd, err := os.Getwd()
 	if err != nil {
@@ -210,6 +214,7 @@ func TestSQLiteRelativePath(t *testing.T) {
 // TestSQLiteTimestamps: SQLAlchemy's text form is read exactly; anything
 // else reads as NULL with a warning, without failing the snapshot.
 func TestSQLiteTimestamps(t *testing.T) {
+	needSQLite(t)
 	conn := sqliteBackend.admin(t)
 	sqliteBackend.reset(t, conn)
 	mustExec(t, conn,
@@ -356,7 +361,11 @@ func TestSQLiteConcurrentWriter(t *testing.T) {
 			// it made minCommits commits and the reader took minSnapshots.
 			const minCommits, minSnapshots = 200, 20
 			stop := filepath.Join(t.TempDir(), "stop")
-			cmd := exec.Command("/usr/bin/python3", "-c", heartbeatWriter, path, stop, fmt.Sprint(minCommits))
+			py, err := testenv.Python()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(py, "-c", heartbeatWriter, path, stop, fmt.Sprint(minCommits))
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {

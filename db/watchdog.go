@@ -59,7 +59,7 @@ func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	if ctx.Err() != nil { // the handshake ended by our closing the socket
-		dc.Close()
+		_ = dc.Close()
 		return nil, context.Cause(ctx)
 	}
 	return &pgConn{inner: dc, sock: nc}, nil
@@ -116,7 +116,7 @@ func (d *pgDialer) DialContext(ctx context.Context, network, addr string) (net.C
 		return nc, nil
 	}
 	d.last = nc
-	d.stopAll = append(d.stopAll, context.AfterFunc(d.ctx, func() { nc.Close() }))
+	d.stopAll = append(d.stopAll, context.AfterFunc(d.ctx, func() { _ = nc.Close() }))
 	return nc, nil
 }
 
@@ -175,7 +175,7 @@ func (c *pgConn) watch(ctx context.Context) func() bool {
 
 func (c *pgConn) kill() {
 	if c.killed.CompareAndSwap(false, true) && c.sock != nil {
-		c.sock.Close()
+		_ = c.sock.Close()
 	}
 }
 

@@ -113,7 +113,7 @@ func Start(opts Options) (_ *Demo, err error) {
 	}
 	defer func() {
 		if err != nil {
-			d.removeFiles()
+			_ = d.removeFiles()
 		}
 	}()
 
@@ -131,14 +131,14 @@ func Start(opts Options) (_ *Demo, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := d.db.ExecContext(ctx, Schema()); err != nil {
-		d.db.Close()
+		_ = d.db.Close()
 		return nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
 	}
 	sim := &simulator{db: d.db, log: d.log, speed: d.speed, rng: rand.New(rand.NewPCG(opts.Seed, 0x1c0d)),
 		byHost: map[string]*simConductor{}, nodes: map[int64]*simNode{}, nodesBy: map[string][]int64{},
 		names: map[string]int{}}
 	if err := sim.setup(ctx, time.Now()); err != nil {
-		d.db.Close()
+		_ = d.db.Close()
 		return nil, fmt.Errorf("demo database: writing the fleet: %w", err)
 	}
 	d.log.Info("demo: created a SQLite database with Ironic's real schema ("+schemaSource()+") and a simulated fleet",

@@ -132,7 +132,7 @@ func (s *simulator) setup(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck
+	defer func() { _ = tx.Rollback() }() // a no-op once committed
 	for _, spec := range fleetConductors {
 		c := &simConductor{host: spec.host, group: spec.group, hardwareTypes: spec.hardwareTypes,
 			online: !spec.stopped, beating: !spec.stopped, registered: !spec.stopped, working: !spec.stopped,
@@ -353,7 +353,7 @@ func (s *simulator) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck
+	defer func() { _ = tx.Rollback() }() // a no-op once committed
 	if err := f(tx); err != nil {
 		return err
 	}

@@ -26,6 +26,11 @@ import (
 // of the mixin and scrape the job from a real exporter on a real PostgreSQL
 // database with Ironic's schema.
 func TestKollaPrometheus(t *testing.T) {
+	testenv.Need(t, testenv.Prometheus, testenv.PostgreSQL, testenv.IronicPython, testenv.Jinja2)
+	py, err := testenv.Python()
+	if err != nil {
+		t.Fatal(err)
+	}
 	prometheusBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatal("prometheus not found in PATH: install Debian's prometheus package (.ci/run does)")
@@ -66,7 +71,7 @@ func TestKollaPrometheus(t *testing.T) {
 				args = append(args, layout.flag)
 			}
 			args = append(args, layout.dir, out, port)
-			cmd := exec.Command("/usr/bin/python3", args...)
+			cmd := exec.Command(py, args...)
 			cmd.Env = append(os.Environ(), "PROMETHEUS_ADDRESS="+promAddr)
 			found, err := cmd.CombinedOutput()
 			if err != nil {

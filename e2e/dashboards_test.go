@@ -96,7 +96,7 @@ func (v *variable) currentValues() []string {
 		return []string{s}
 	}
 	var l []string
-	json.Unmarshal(v.Current.Value, &l)
+	_ = json.Unmarshal(v.Current.Value, &l) // a value of another shape reads as empty
 	return l
 }
 
@@ -164,7 +164,7 @@ func (tg *target) isPrometheus() bool {
 	}
 	if json.Unmarshal(tg.Datasource, &ds) != nil {
 		var name string
-		json.Unmarshal(tg.Datasource, &name)
+		_ = json.Unmarshal(tg.Datasource, &name) // a value of another shape reads as empty
 		return name == "" || strings.HasPrefix(name, "$") || strings.Contains(strings.ToLower(name), "prometheus")
 	}
 	return ds.Type == "" || ds.Type == "prometheus"
@@ -446,7 +446,7 @@ func queryHasData(p prom, expr string, vars map[string]resolved, others map[stri
 	ok, first, err := try(vars)
 	if err != nil || ok {
 		if err != nil {
-			return fmt.Errorf("%v\n  expr: %s", err, first)
+			return fmt.Errorf("%w\n  expr: %s", err, first)
 		}
 		return nil
 	}
@@ -463,7 +463,7 @@ func queryHasData(p prom, expr string, vars map[string]resolved, others map[stri
 			alt := maps.Clone(vars)
 			alt[name] = resolved{values: []string{v}}
 			if ok, q, err := try(alt); err != nil {
-				return fmt.Errorf("%v\n  expr: %s", err, q)
+				return fmt.Errorf("%w\n  expr: %s", err, q)
 			} else if ok {
 				return nil
 			}

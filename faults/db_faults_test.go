@@ -157,7 +157,7 @@ func TestPostgreSQLLock(t *testing.T) {
 	r := report{fault: "postgresql lock on nodes"}
 	r.toDown = e.waitUp("0", refreshTimeout+margin)
 	waitLog(t, e, "reading nodes: timed out after")
-	tx.Rollback()
+	_ = tx.Rollback()
 	start := time.Now()
 	e.waitUp("1", refreshTimeout+margin)
 	r.toRecovery = time.Since(start)

@@ -86,7 +86,7 @@ func TestSlowloris(t *testing.T) {
 				defer cut.Done()
 				defer c.Close()
 				start := time.Now()
-				io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n")
+				_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n")
 				open.Done()
 				go func() {
 					for i := 0; ; i++ {
@@ -96,8 +96,8 @@ func TestSlowloris(t *testing.T) {
 						time.Sleep(500 * time.Millisecond)
 					}
 				}()
-				c.SetReadDeadline(time.Now().Add(readTimeout + margin))
-				io.Copy(io.Discard, c) // ends when the server closes
+				_ = c.SetReadDeadline(time.Now().Add(readTimeout + margin))
+				_, _ = io.Copy(io.Discard, c) // ends when the server closes
 				mu.Lock()
 				longest = max(longest, time.Since(start))
 				mu.Unlock()
@@ -132,8 +132,8 @@ func TestNeverReadingScrapers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.(*net.TCPConn).SetReadBuffer(4096)
-			io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n")
+			_ = c.(*net.TCPConn).SetReadBuffer(4096)
+			_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n")
 			conns = append(conns, c)
 		}
 		end := time.Now().Add(writeTimeout + margin)
@@ -179,7 +179,7 @@ func TestIdleKeepAlives(t *testing.T) {
 				continue
 			}
 			conns = append(conns, c)
-			io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+			_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 		}
 		time.Sleep(500 * time.Millisecond)
 		during = e.usage()
@@ -191,11 +191,11 @@ func TestIdleKeepAlives(t *testing.T) {
 	// The server closed the idle ones: their reads end.
 	closed := 0
 	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(margin))
+		_ = c.SetReadDeadline(time.Now().Add(margin))
 		r := bufio.NewReader(c)
 		resp, err := http.ReadResponse(r, nil)
 		if err == nil {
-			io.Copy(io.Discard, resp.Body)
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if _, err := r.ReadByte(); err == io.EOF {
 				closed++
@@ -234,7 +234,7 @@ func TestMethodsAndPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	io.WriteString(c, "GET http://evil.example/v1/conductors HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+	_, _ = io.WriteString(c, "GET http://evil.example/v1/conductors HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
 	b, _ := io.ReadAll(c)
 	if strings.Contains(string(b), "evil.example") {
 		t.Errorf("links follow the client's Host:\n%s", b)
@@ -314,7 +314,7 @@ func TestFuzzEndpoints(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request %d %s %s: %v", i, req.Method, p, err)
 		}
-		io.Copy(io.Discard, resp.Body)
+		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode >= 500 && resp.StatusCode != http.StatusServiceUnavailable {
 			t.Errorf("%s %s: %d", req.Method, p, resp.StatusCode)

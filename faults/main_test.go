@@ -48,7 +48,11 @@ func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
 	fail := func(f string, a ...any) int { fmt.Fprintf(os.Stderr, "FAIL: "+f+"\n", a...); return 1 }
-	bin, db, cleanup, err := testenv.Setup("ice_faults")
+	// Every fault runs on all three backends.
+	if code, missing := testenv.ExitMissing("faults", testenv.PostgreSQL, testenv.MariaDB, testenv.IronicPython); missing {
+		return code
+	}
+	bin, db, _, cleanup, err := testenv.Setup("ice_faults")
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -64,22 +68,30 @@ func testMain(m *testing.M) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer my.Close()
+	defer func() { _ = my.Close() }()
 	myName = fmt.Sprintf("ice_faults_%d", os.Getpid())
 	if _, err := my.Exec("CREATE DATABASE " + myName); err != nil {
 		return fail("MariaDB is needed at %s (apt-get install mariadb-server python3-pymysql): %v", myAdminDSN, err)
 	}
-	defer my.Exec("DROP DATABASE IF EXISTS " + myName)
-	if out, err := exec.Command(schema, myAdminURL+"/"+myName).CombinedOutput(); err != nil {
+	defer func() {
+		if _, err := my.Exec("DROP DATABASE IF EXISTS " + myName); err != nil {
+			fmt.Fprintf(os.Stderr, "dropping %s: %v\n", myName, err)
+		}
+	}()
+	cmd := exec.Command(schema, myAdminURL+"/"+myName)
+	cmd.Env = testenv.PythonEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fail("Ironic's migrations on MariaDB: %v\n%s", err, out)
 	}
 	dir, err := os.MkdirTemp("", "ice_faults_sqlite_")
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	sqlitePath = filepath.Join(dir, "ironic.sqlite")
-	if out, err := exec.Command(schema, "sqlite:///"+sqlitePath).CombinedOutput(); err != nil {
+	cmd = exec.Command(schema, "sqlite:///"+sqlitePath)
+	cmd.Env = testenv.PythonEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fail("Ironic's schema on SQLite: %v\n%s", err, out)
 	}
 	return m.Run()

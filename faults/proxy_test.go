@@ -98,7 +98,7 @@ func (p *proxy) serve(c net.Conn) {
 	// A connection opened during a black hole stays unanswered, even once
 	// the hole is gone: the client must give up on it.
 	if p.get() == blackhole {
-		io.Copy(io.Discard, c)
+		_, _ = io.Copy(io.Discard, c)
 		c.Close()
 		return
 	}

@@ -203,8 +203,8 @@ func Parse(r io.Reader, name string) (*File, error) {
 			continue
 		}
 		flush()
-		switch {
-		case line[0] == '[':
+		switch line[0] {
+		case '[':
 			if !strings.HasSuffix(line, "]") {
 				return nil, perr("section header without closing ']'")
 			}
@@ -215,7 +215,7 @@ func Parse(r io.Reader, name string) (*File, error) {
 			if _, ok := f.sections[normalSection(section)]; !ok {
 				f.sections[normalSection(section)] = map[string][]value{}
 			}
-		case line[0] == '#' || line[0] == ';':
+		case '#', ';':
 		default:
 			colon, equal := strings.IndexByte(line, ':'), strings.IndexByte(line, '=')
 			if colon < 0 && equal < 0 {
@@ -403,7 +403,7 @@ func Load(files, dirs []string) (*Config, error) {
 			return nil, &Error{File: p, Msg: "config file", Err: err}
 		}
 		pf, err := Parse(f, p)
-		f.Close()
+		_ = f.Close()
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package ironicconf
 
 import (
 	"encoding/json"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,7 +249,12 @@ func TestAgainstOsloConfig(t *testing.T) {
 				}
 				args[i] = a
 			}
-			out, err := exec.Command("/usr/bin/python3", append([]string{"-c", osloScript}, args...)...).CombinedOutput()
+			testenv.Need(t, testenv.OsloConfig)
+			py, err := testenv.Python()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(py, append([]string{"-c", osloScript}, args...)...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("oslo.config (apt-get install python3-oslo.config): %v\n%s", err, out)
 			}

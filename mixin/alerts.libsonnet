@@ -155,18 +155,26 @@ local strip(s) = std.rstripChars(s, '\n');
             'Some Ironic nodes have no conductor.',
             '{{ $value | humanize }} node(s) of conductor group "{{ $labels.conductor_group }}" with driver {{ $labels.driver }} are served by no conductor: no alive, online conductor of that group enables that hardware type.',
           ),
+          // A holder is dead as Ironic itself judges it: _check_orphan_nodes
+          // (ironic/conductor/manager.py) releases the locks of the hosts
+          // get_offline_conductors returns (ironic/db/sqlalchemy/api.py): a
+          // heartbeat older than heartbeat_timeout, or on SQLite from 22.1
+          // (commit 0099d1812) online=false. A draining conductor is not
+          // offline and still holds its locks; on SQLite 22.1+ `alive` goes
+          // false for conductors that work. So the test is the state
+          // (alive or draining: topology's Running), never `alive`.
           alert(
             'IronicNodeReservedByDeadConductor',
             'warning',
             |||
               max without (%(replica)s) (
                 ironic_conductor_reserved_nodes{%(selector)s} > 0
-                unless on (%(target)s, hostname) ironic_conductor_alive{%(selector)s} == 1
+                unless on (%(target)s, hostname) ironic_conductor_state{%(selector)s, state=~"alive|draining"} == 1
                 and on (%(target)s) %(up)s
               )
             ||| % v,
-            'Ironic nodes are locked by a conductor that is not alive.',
-            '{{ $labels.hostname }}, which is not an alive conductor, holds the reservation (lock) of {{ $value | humanize }} node(s): every change to them fails with NodeLocked until the lock is released.',
+            'Ironic nodes are locked by a conductor that is not running.',
+            '{{ $labels.hostname }}, which is not a running conductor, holds the reservation (lock) of {{ $value | humanize }} node(s): every change to them fails with NodeLocked until the lock is released.',
           ),
           alert(
             'IronicBootEnvironmentStranded',

@@ -3,6 +3,7 @@ package mixin
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ var root = func() string {
 
 func promtool(t *testing.T) string {
 	t.Helper()
+	testenv.Need(t, testenv.Promtool)
 	p, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatal("promtool not found in PATH: install Debian's prometheus package (.ci/run does)")
@@ -259,18 +261,30 @@ func TestKollaRulesSurviveJinja(t *testing.T) {
 	}
 	// Without the raw block, Jinja would fail on the Prometheus templates:
 	// the wrapping is what makes it safe.
-	cmd := exec.Command("/usr/bin/python3", "-c", `import sys, jinja2; jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(sys.stdin.read()).render()`)
+	cmd := exec.Command(python(t), "-c", `import sys, jinja2; jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(sys.stdin.read()).render()`)
 	cmd.Stdin = bytes.NewReader(plain)
 	if err := cmd.Run(); err == nil {
 		t.Error("the bare rules render under Jinja2: the test cannot tell the raw block matters")
 	}
 }
 
+// python returns the Python with python3-jinja2, or skips t saying what
+// to install (fails it under ICE_TEST_REQUIRE_ALL=1).
+func python(t *testing.T) string {
+	t.Helper()
+	testenv.Need(t, testenv.Jinja2)
+	py, err := testenv.Python()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return py
+}
+
 // jinja renders b with python3-jinja2 as Ansible's template module does
 // (trim_blocks, undefined variables an error).
 func jinja(t *testing.T, b []byte, trimBlocks string) []byte {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/python3", "-c", `import sys, jinja2
+	cmd := exec.Command(python(t), "-c", `import sys, jinja2
 env = jinja2.Environment(trim_blocks=`+trimBlocks+`, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 sys.stdout.write(env.from_string(sys.stdin.read()).render())`)
 	cmd.Stdin = bytes.NewReader(b)

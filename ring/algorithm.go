@@ -30,12 +30,12 @@ const (
 	SHA256   Algorithm = "sha256"
 	SHA384   Algorithm = "sha384"
 	SHA512   Algorithm = "sha512"
-	SHA3_224 Algorithm = "sha3_224"
-	SHA3_256 Algorithm = "sha3_256"
-	SHA3_384 Algorithm = "sha3_384"
-	SHA3_512 Algorithm = "sha3_512"
-	BLAKE2b  Algorithm = "blake2b" // hashlib's default: 64-byte digest, no key
-	BLAKE2s  Algorithm = "blake2s" // hashlib's default: 32-byte digest, no key
+	SHA3_224 Algorithm = "sha3_224" //nolint:revive // spelt as crypto.SHA3_224 and hashlib's sha3_224
+	SHA3_256 Algorithm = "sha3_256" //nolint:revive // spelt as crypto.SHA3_256 and hashlib's sha3_256
+	SHA3_384 Algorithm = "sha3_384" //nolint:revive // spelt as crypto.SHA3_384 and hashlib's sha3_384
+	SHA3_512 Algorithm = "sha3_512" //nolint:revive // spelt as crypto.SHA3_512 and hashlib's sha3_512
+	BLAKE2b  Algorithm = "blake2b"  // hashlib's default: 64-byte digest, no key
+	BLAKE2s  Algorithm = "blake2s"  // hashlib's default: 32-byte digest, no key
 )
 
 // algID selects the hash in the lookup hot path with a switch: a direct call

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -215,9 +216,9 @@ func newestObjVersion() string {
 func versionLess(a, b string) bool {
 	as, bs := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < len(as) && i < len(bs); i++ {
-		var x, y int
-		fmt.Sscan(as[i], &x)
-		fmt.Sscan(bs[i], &y)
+		// a part that is not a number orders as 0
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
 		if x != y {
 			return x < y
 		}

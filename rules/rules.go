@@ -181,7 +181,7 @@ func (r Rules) RingMember(online bool, updatedAt, now time.Time) bool {
 // returns at once, commit 0099d1812): updated_at changes only when a
 // conductor registers or unregisters.
 func (r Rules) Heartbeats() bool {
-	return !(r.sqlite && r.release.AtLeast(sqliteSince))
+	return !r.sqlite || !r.release.AtLeast(sqliteSince)
 }
 
 // State is a conductor's state as the exporter names it.

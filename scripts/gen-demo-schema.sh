@@ -12,11 +12,11 @@
 # Run it after upgrading python3-ironic and commit the result.
 #
 # Environment:
-#   PYTHON    interpreter that can import ironic (default /usr/bin/python3;
+#   PYTHON    interpreter that can import ironic (default $ICE_PYTHON, else python3 from PATH;
 #             on Debian: apt-get install python3-ironic).
 set -euo pipefail
 
-PYTHON=${PYTHON:-/usr/bin/python3}
+PYTHON=${PYTHON:-${ICE_PYTHON:-$(command -v python3 || echo python3)}}
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../demo/schema.sql}
 

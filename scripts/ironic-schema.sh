@@ -17,14 +17,14 @@
 # migrations do not run on SQLite); the other backends with `upgrade`.
 #
 # Environment:
-#   PYTHON    interpreter that can import ironic (default /usr/bin/python3;
+#   PYTHON    interpreter that can import ironic (default $ICE_PYTHON, else python3 from PATH;
 #             on Debian: apt-get install python3-ironic, plus python3-psycopg2
 #             or python3-pymysql for the backend).
 #
 # Exit codes: 0 done, 2 usage, 3 ironic not importable, other: dbsync failed.
 set -euo pipefail
 
-PYTHON=${PYTHON:-/usr/bin/python3}
+PYTHON=${PYTHON:-${ICE_PYTHON:-$(command -v python3 || echo python3)}}
 
 if [[ $# -lt 1 || $# -gt 2 || -z ${1:-} ]]; then
 	echo "usage: $0 DB_URL [REVISION]" >&2

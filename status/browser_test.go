@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 // conductor from the result, and takes a screenshot. Set
 // ICE_SCREENSHOT_DIR to keep the screenshots.
 func TestInChromium(t *testing.T) {
+	testenv.Need(t, testenv.Chromium)
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")
@@ -86,6 +88,7 @@ func TestInChromium(t *testing.T) {
 // and problems, a conductor page reached by clicking its hostname, the
 // affinity of a lookup) and keeps the screenshots in ICE_SCREENSHOT_DIR.
 func TestScreenshotsInChromium(t *testing.T) {
+	testenv.Need(t, testenv.Chromium)
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")

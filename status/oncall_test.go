@@ -60,7 +60,7 @@ func TestSummary(t *testing.T) {
 		`<li class="bad"><a href="/#conductors-h">1 conductor(s) dead (online, no heartbeat).</a></li>`,
 		`<li class="bad"><a href="/#conductors-h">1 conductor group(s) without a live conductor: rack1.</a></li>`,
 		`<li class="bad"><a href="/#orphans-h">1 node(s) without a conductor.</a></li>`,
-		`<li class="warn"><a href="/#stuck-h">2 node(s) locked by hosts that are not alive.</a></li>`,
+		`<li class="warn"><a href="/#stuck-h">2 node(s) locked by hosts that are not running.</a></li>`,
 		`<li class="warn"><a href="/#stuck-nodes-h">1 node(s) stuck in progress with no running conductor to finish.</a></li>`,
 		`<li class="warn"><a href="/#stranded-h">2 node(s) with boot files on a conductor that is not running.</a></li>`,
 		`<meta http-equiv="refresh" content="30">`,

@@ -266,7 +266,11 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 		switch {
 		case !ok:
 			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: "no such conductor"})
-		case !c.Alive:
+		case !c.Running():
+			// Running, not Alive: a draining conductor still owns its
+			// locks, and on SQLite 22.1+ Alive is false for conductors
+			// that work. Ironic releases the locks of the hosts
+			// get_offline_conductors returns (_check_orphan_nodes).
 			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: "conductor " + string(c.State)})
 		}
 	}

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -154,5 +156,54 @@ func TestWantsHTML(t *testing.T) {
 		if got := WantsHTML(r); got != want {
 			t.Errorf("Accept %q: %v, want %v", accept, got, want)
 		}
+	}
+}
+
+// TestStuckLocksFollowRunning: the locks of a running conductor are its
+// own, also where Ironic's `alive` is false for it: on SQLite 22.1+ (no
+// heartbeats, alive goes false heartbeat_timeout after registering) and for
+// a draining conductor on 25.0+ (online=false, still heartbeating). Only a
+// host Ironic's get_offline_conductors would return (or no conductor at
+// all) holds a stuck lock.
+func TestStuckLocksFollowRunning(t *testing.T) {
+	now := time.Now().UTC()
+	for _, tc := range []struct {
+		name    string
+		backend db.Backend
+		release string
+		conds   []db.Conductor
+		stuck   []string // hosts listed as holding stuck locks
+	}{
+		{"sqlite 24.1", db.BackendSQLite, "24.1", []db.Conductor{
+			{ID: 1, Hostname: "working", Online: true, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"ipmi"}},
+			{ID: 2, Hostname: "stopped", Online: false, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"ipmi"}},
+		}, []string{"stopped"}},
+		{"postgresql 29.0", db.BackendPostgreSQL, "29.0", []db.Conductor{
+			{ID: 1, Hostname: "draining", Online: false, UpdatedAt: now.Add(-5 * time.Second), HardwareTypes: []string{"ipmi"}},
+			{ID: 2, Hostname: "dead", Online: true, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"ipmi"}},
+		}, []string{"dead"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rel, err := rules.ParseRelease(tc.release)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := &db.Snapshot{Backend: tc.backend, Conductors: tc.conds}
+			for i, c := range tc.conds {
+				snap.Nodes = append(snap.Nodes, db.Node{ID: int64(i + 1), UUID: fmt.Sprintf("%08d-1111-4111-8111-111111111111", i),
+					Driver: "ipmi", Reservation: strp(c.Hostname)})
+			}
+			topo, err := topology.Build(snap, topology.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5, Release: rel}, now, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range build(topology.View{Topology: topo, LastSuccess: now}, now, "", Options{}).Stuck {
+				got = append(got, r.Host)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.stuck, ",") {
+				t.Errorf("stuck lock holders %q, want %q", got, tc.stuck)
+			}
+		})
 	}
 }

@@ -94,7 +94,7 @@ func summarize(d pageData, t *topology.Topology) summary {
 			locks += st.Nodes
 		}
 		if locks > 0 {
-			add("warn", "stuck-h", "%d node(s) locked by hosts that are not alive.", locks)
+			add("warn", "stuck-h", "%d node(s) locked by hosts that are not running.", locks)
 		}
 		if n := sum(t.Stuck); n > 0 {
 			add("warn", "stuck-nodes-h", "%d node(s) stuck in progress with no running conductor to finish.", n)
@@ -164,10 +164,10 @@ func affinityText(n *topology.NodeInfo, r *lookupResult) string {
 	default:
 		where = fmt.Sprintf("Boot files were prepared by %s (%s)", n.AffinityHost, r.AffinityState)
 	}
-	switch {
-	case n.Conductor == "":
+	switch n.Conductor {
+	case "":
 		return where + "; no conductor serves the node now, so nothing will rebuild them."
-	case n.Conductor == n.AffinityHost:
+	case n.AffinityHost:
 		return where + "; the ring maps the node to the same conductor: its files and logs are there."
 	}
 	where += "; the ring now maps the node to " + n.Conductor

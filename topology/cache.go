@@ -211,6 +211,7 @@ func (c *Cache) fresh(s *cacheState) bool {
 
 func (c *Cache) refresh(done chan struct{}) {
 	start := c.cfg.Now()
+	begin := time.Now() // the duration is real time, whatever clock Now is
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RefreshTimeout)
 	defer cancel()
 
@@ -219,7 +220,7 @@ func (c *Cache) refresh(done chan struct{}) {
 	next := &cacheState{view: old, attempted: start, nodes: prev.nodes, probe: prev.probe,
 		probedAt: prev.probedAt, readAt: prev.readAt}
 	topo, err := c.build(ctx, prev, next, start)
-	took := time.Since(start)
+	took := time.Since(begin)
 	if c.cfg.OnRefresh != nil {
 		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err, Topology: topo})
 	}
@@ -243,7 +244,7 @@ func (c *Cache) refresh(done chan struct{}) {
 			remapped[g] += float64(n)
 		}
 		switch {
-		case old.Up() || old.Err == ErrNoData:
+		case old.Up() || errors.Is(old.Err, ErrNoData):
 		case old.Topology == nil:
 			c.cfg.Logger.Info("refresh recovered: first topology read after failed attempts")
 		default:

@@ -1,6 +1,9 @@
 package topology
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // Permanent reports whether a refresh error will not go away by retrying:
 // the database is reachable but is not Ironic's (a table or column the
@@ -10,7 +13,7 @@ import "strings"
 // table or column), MySQL's errors 1146/1054 and SQLite's "no such
 // table"/"no such column".
 func Permanent(err error) bool {
-	if err == nil || err == ErrNoData {
+	if err == nil || errors.Is(err, ErrNoData) {
 		return false
 	}
 	s := err.Error()

@@ -38,6 +38,7 @@ func benchFleet(b *testing.B, n int) {
 // every ring and hashes every node; "steady" is the usual case of a
 // database that did not change since the previous refresh.
 func BenchmarkRefresh(b *testing.B) {
+	needDB(b)
 	for _, n := range []int{10_000, 100_000} {
 		benchFleet(b, n)
 		database, err := db.Open(dsnFor("127.0.0.1:5432"), db.Options{})
@@ -52,7 +53,7 @@ func BenchmarkRefresh(b *testing.B) {
 			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "ironic_up 1") {
 				b.Fatalf("scrape failed: %d %.300s", rec.Code, rec.Body.String())
 			}
-			io.Copy(io.Discard, rec.Body)
+			_, _ = io.Copy(io.Discard, rec.Body)
 		}
 		newCache := func() *topology.Cache {
 			c, err := topology.NewCache(topology.CacheConfig{Source: database, Settings: settings})

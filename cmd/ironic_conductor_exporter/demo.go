@@ -66,7 +66,7 @@ func runDemo(cfg config, dc demoConfig, toolkitFlags *web.FlagConfig, logger *sl
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	cfg.dsn, cfg.dsnFile = d.DSN(), ""
 	cfg.heartbeatTimeout, cfg.heartbeatSet = d.HeartbeatTimeout(), true
 	cfg.minInterval = d.MinInterval()

@@ -117,6 +117,7 @@ func TestDemoRefuses(t *testing.T) {
 // that is down as a transient one (kind connection); /readyz tells neither;
 // neither claims a last good topology.
 func TestNotIronicDatabase(t *testing.T) {
+	testenv.Need(t, testenv.PostgreSQL)
 	name := fmt.Sprintf("ice_not_ironic_%d", os.Getpid())
 	admin, err := sql.Open("postgres", "postgresql://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 	if err != nil {
@@ -126,7 +127,11 @@ func TestNotIronicDatabase(t *testing.T) {
 	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") //nolint:errcheck
+	defer func() {
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+		}
+	}()
 	for _, tc := range []struct{ dsn, want, kind string }{
 		{"postgresql://postgres@127.0.0.1:5432/" + name + "?sslmode=disable", "permanent", "schema"},
 		{dsnFor(testenv.FreeAddr(t)), "transient", "connection"},

@@ -261,7 +261,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", src.dsn, err)
 	}
-	defer database.Close()
+	defer func() { _ = database.Close() }()
 	logger.Info("starting", "version", version.Info(), "build_context", version.BuildContext(),
 		"database", database.String(), "backend", database.Backend(), "heartbeat_timeout", cfg.heartbeatTimeout,
 		"hash_partition_exponent", cfg.partitionExponent, "hash_ring_algorithm", cfg.algorithm,
@@ -275,7 +275,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	health := collector.NewDatabaseHealth(logger)
 	reg.MustRegister(health)
-	var source topology.Source = health.Source(database)
+	source := health.Source(database)
 	if cfg.source != nil {
 		source = cfg.source(source)
 	}
@@ -313,7 +313,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	})
 	mux.Handle(cfg.telemetryPath, onlyGetHead(limit(quietOnDisconnect(metricsHandler, logger), cfg.web.maxRenders, 5*time.Second, "renders")))
 	healthz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, "ok")
 	}))
 	readyz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
@@ -333,7 +333,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, "ok")
 	}))
 	mux.Handle("/healthz", healthz)
 	mux.Handle("/readyz", readyz)
@@ -405,7 +405,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
 	defer cancel()
 	if probeSrv != nil {
-		defer probeSrv.Close()
+		defer func() { _ = probeSrv.Close() }()
 	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)

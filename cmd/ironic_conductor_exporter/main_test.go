@@ -39,13 +39,27 @@ func testMain(m *testing.M) int {
 		cleanup func()
 		err     error
 	)
-	if binary, testIronicDB, cleanup, err = testenv.Setup("ice_cmd_test"); err != nil {
+	if binary, testIronicDB, dbGate, cleanup, err = testenv.Setup("ice_cmd_test"); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
 	defer cleanup()
-	dbName = testIronicDB.Name
+	if testIronicDB != nil {
+		dbName = testIronicDB.Name
+	}
 	return m.Run()
+}
+
+// dbGate tells the tests that need the Ironic database (PostgreSQL,
+// python3-ironic) whether TestMain could make it; the flag tests need only
+// the binary.
+var dbGate *testenv.Gate
+
+// needDB skips t (fails it under ICE_TEST_REQUIRE_ALL=1) without the Ironic
+// database.
+func needDB(t testing.TB) {
+	t.Helper()
+	dbGate.Check(t)
 }
 
 // fixture empties the tables and adds two conductors and three nodes.
@@ -140,6 +154,7 @@ func dsnFor(hostport string) string {
 // TestDatabaseDownAtStart: the process runs, ironic_up is 0, the JSON API
 // answers 503 with Ironic's error body, and the password is never logged.
 func TestDatabaseDownAtStart(t *testing.T) {
+	needDB(t)
 	p := start(t, dsnFor(testenv.FreeAddr(t)))
 	if v := p.metric(t, "ironic_up"); v != "0" {
 		t.Errorf("ironic_up = %q, want 0", v)
@@ -201,8 +216,8 @@ func (p *proxy) up(t *testing.T) {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(c, s); c.Close() }()
 		}
 	}()
 }
@@ -224,6 +239,7 @@ func (p *proxy) down() {
 // topology is still served (JSON and metrics), ironic_up is 0 and the data
 // age grows; when it comes back the exporter recovers by itself.
 func TestDatabaseLostAndRecovered(t *testing.T) {
+	needDB(t)
 	fixture(t, testIronicDB.DB(t))
 	px := newProxy(t, "127.0.0.1:5432")
 	p := start(t, dsnFor(px.addr), "--db.query-timeout=1s", "--refresh.timeout=2s")
@@ -267,6 +283,7 @@ func TestDatabaseLostAndRecovered(t *testing.T) {
 // hit its deadline; scrapes still answer in time with the stale topology,
 // and the exporter recovers once the lock is gone.
 func TestHungQuery(t *testing.T) {
+	needDB(t)
 	d := testIronicDB.DB(t)
 	fixture(t, d)
 	p := start(t, dsnFor("127.0.0.1:5432"), "--db.query-timeout=500ms", "--refresh.timeout=3s")
@@ -297,7 +314,7 @@ func TestHungQuery(t *testing.T) {
 	if !strings.Contains(p.Logs(), "probing nodes") && !strings.Contains(p.Logs(), "reading nodes") {
 		t.Errorf("the error does not name the query:\n%s", p.Logs())
 	}
-	tx.Rollback()
+	_ = tx.Rollback()
 	if v := p.metric(t, "ironic_up"); v != "1" {
 		t.Errorf("ironic_up = %q after the lock went, want 1", v)
 	}
@@ -305,6 +322,7 @@ func TestHungQuery(t *testing.T) {
 
 // TestSIGTERM: the process shuts down gracefully and exits 0.
 func TestSIGTERM(t *testing.T) {
+	needDB(t)
 	fixture(t, testIronicDB.DB(t))
 	p := start(t, dsnFor("127.0.0.1:5432"))
 	p.metric(t, "ironic_up")
@@ -355,6 +373,8 @@ func TestBadFlags(t *testing.T) {
 // TestMetricsPromtool runs the real exposition of the binary, on a real
 // database, through `promtool check metrics` (Debian prometheus).
 func TestMetricsPromtool(t *testing.T) {
+	needDB(t)
+	testenv.Need(t, testenv.Promtool)
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatal("promtool not found: install Debian's prometheus package (.ci/run does)")
@@ -393,6 +413,7 @@ func writeIronicConf(t *testing.T, body string) string {
 // the database and the ring settings from Ironic's file; explicit flags and
 // the DSN variable win over it; the password is never logged.
 func TestIronicConfigFile(t *testing.T) {
+	needDB(t)
 	fixture(t, testIronicDB.DB(t))
 	conf := writeIronicConf(t, `[DEFAULT]
 debug = true

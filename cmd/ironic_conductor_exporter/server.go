@@ -108,7 +108,7 @@ func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logge
 		l, err := net.Listen("tcp", a)
 		if err != nil {
 			for _, o := range ls {
-				o.Close()
+				_ = o.Close()
 			}
 			return err
 		}
@@ -194,6 +194,3 @@ func (q *quietWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (q *quietWriter) Unwrap() http.ResponseWriter { return q.ResponseWriter }
-
-// probeWait is how long /readyz waits for a first refresh.
-const probeWait = 2 * time.Second

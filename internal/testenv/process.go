@@ -29,7 +29,7 @@ func FreeAddrs(t testing.TB, n int) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer l.Close()
+		defer func() { _ = l.Close() }()
 		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
@@ -76,11 +76,11 @@ func Start(t testing.TB, name, bin string, env []string, args ...string) *Proces
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
 		case <-time.After(5 * time.Second):
-			p.cmd.Process.Kill()
+			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
 		if t.Failed() {

@@ -1,7 +1,9 @@
 // Package testenv gives the tests of the binary what they share: the built
 // exporter, and a PostgreSQL database holding the schema Ironic's own
-// migrations create (scripts/ironic-schema.sh, Debian python3-ironic). It
-// never skips: a missing dependency is an error saying what to install.
+// migrations create (scripts/ironic-schema.sh, Debian python3-ironic), and
+// the dependencies of the tests (Need): a test whose dependency is missing
+// skips with one line saying what to install, or fails under
+// ICE_TEST_REQUIRE_ALL=1 (make test, CI).
 //
 // Environment:
 //
@@ -65,7 +67,7 @@ func BuildExporter(dir string) (string, error) {
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/ironic_conductor_exporter")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the exporter: %v\n%s", err, out)
+		return "", fmt.Errorf("building the exporter: %w\n%s", err, out)
 	}
 	return bin, nil
 }
@@ -84,16 +86,18 @@ func NewIronicDB(prefix string) (*IronicDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	d := &IronicDB{Name: fmt.Sprintf("%s_%d", prefix, os.Getpid())}
 	if _, err := admin.Exec("CREATE DATABASE " + d.Name); err != nil {
 		return nil, fmt.Errorf("creating database (is PostgreSQL running on 127.0.0.1:5432?): %w", err)
 	}
 	root, err := ModuleRoot()
 	if err == nil {
-		out, runErr := exec.Command(filepath.Join(root, "scripts", "ironic-schema.sh"), adminURL+"/"+d.Name).CombinedOutput()
+		cmd := exec.Command(filepath.Join(root, "scripts", "ironic-schema.sh"), adminURL+"/"+d.Name)
+		cmd.Env = PythonEnv()
+		out, runErr := cmd.CombinedOutput()
 		if runErr != nil {
-			err = fmt.Errorf("Ironic's migrations (needs Debian python3-ironic and python3-psycopg2): %v\n%s", runErr, out)
+			err = fmt.Errorf("ironic's migrations (needs Debian python3-ironic and python3-psycopg2): %w\n%s", runErr, out)
 		}
 	}
 	if err != nil {
@@ -106,8 +110,10 @@ func NewIronicDB(prefix string) (*IronicDB, error) {
 // Drop removes the database, closing any connection still open to it.
 func (d *IronicDB) Drop() {
 	if admin, err := sql.Open("postgres", adminDSN); err == nil {
-		admin.Exec("DROP DATABASE IF EXISTS " + d.Name + " WITH (FORCE)")
-		admin.Close()
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + d.Name + " WITH (FORCE)"); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: dropping %s: %v\n", d.Name, err)
+		}
+		_ = admin.Close()
 	}
 }
 
@@ -124,27 +130,35 @@ func (d *IronicDB) DB(t testing.TB) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
 
 // Setup is the common start of a TestMain: it builds the exporter into a
-// temporary directory and creates an Ironic database named after prefix
-// (see NewIronicDB). It returns the binary's path, the database, and a
-// cleanup that drops the database and removes the directory, to be called
-// after m.Run.
-func Setup(prefix string) (bin string, db *IronicDB, cleanup func(), err error) {
+// temporary directory and, when PostgreSQL and python3-ironic are there
+// (plus the deps given), creates an Ironic database named after prefix
+// (see NewIronicDB). It returns the binary's path, the database (nil when
+// a dependency is missing), the Gate that tests needing the database
+// Check, and a cleanup that drops the database and removes the directory,
+// to be called after m.Run. err is for failures that are not a missing
+// dependency.
+func Setup(prefix string, deps ...Dep) (bin string, db *IronicDB, gate *Gate, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", prefix+"_bin_")
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	}
+	rm := func() { _ = os.RemoveAll(dir) }
 	if bin, err = BuildExporter(dir); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, nil, err
+		rm()
+		return "", nil, nil, nil, err
+	}
+	gate = &Gate{Err: Missing(append([]Dep{PostgreSQL, IronicPython}, deps...)...)}
+	if gate.Err != nil {
+		return bin, nil, gate, rm, nil
 	}
 	if db, err = NewIronicDB(prefix); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, nil, err
+		rm()
+		return "", nil, nil, nil, err
 	}
-	return bin, db, func() { db.Drop(); os.RemoveAll(dir) }, nil
+	return bin, db, gate, func() { db.Drop(); rm() }, nil
 }
