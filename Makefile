@@ -13,12 +13,12 @@ LDFLAGS     := -s -w \
 
 .PHONY: all build run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
 
-# goreleaser, installed into ./bin by `make release`.
+# The pinned tools are built from the Go module proxy on first use into a
+# cache outside the checkout, one directory per version, so that CI's fresh
+# clones and later runs on the same machine reuse them.
+TOOLS       ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ironic-conductor-exporter/tools
 GORELEASER_VERSION ?= v2.15.1
-LOCALBIN    := $(CURDIR)/bin
-GORELEASER  := $(LOCALBIN)/goreleaser
-
-.PHONY: all build run test unit lint bench conformance vectors fuzz clean e2e faults release release-test
+GORELEASER  := $(TOOLS)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 
 # The pinned linters, installed into ./bin on first use.
 GOLANGCI_LINT_VERSION := v2.15.0
@@ -26,10 +26,9 @@ GOVULNCHECK_VERSION   := v1.9.0
 # The Go vulnerability database, built from the golang.org/x/vulndb module
 # (vuln.go.dev need not be reachable); bump VULNDB_VERSION to refresh it.
 VULNDB_VERSION        := v0.0.0-20261105234957-e22db6528018
-BINDIR                := $(LOCALBIN)
-GOLANGCI_LINT         := $(BINDIR)/golangci-lint
-GOVULNCHECK           := $(BINDIR)/govulncheck
-VULNDB_DIR            := $(BINDIR)/vulndb-$(VULNDB_VERSION)
+GOLANGCI_LINT         := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+GOVULNCHECK           := $(TOOLS)/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+VULNDB_DIR            := $(TOOLS)/vulndb-$(VULNDB_VERSION)
 PYTHON                ?= $(or $(ICE_PYTHON),$(shell command -v python3),python3)
 
 # go.mod's toolchain line (the Go release with the standard library's
@@ -66,13 +65,14 @@ lint: $(GOLANGCI_LINT) $(GOVULNCHECK) $(VULNDB_DIR)/index/db.json
 	$(GOVULNCHECK) -db file://$(VULNDB_DIR) $(PKGS)
 
 $(GOLANGCI_LINT):
-	GOBIN=$(BINDIR) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 $(GOVULNCHECK):
-	GOBIN=$(BINDIR) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+	GOBIN=$(dir $@) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
 
 $(VULNDB_DIR)/index/db.json:
 	$(GO) mod download golang.org/x/vulndb@$(VULNDB_VERSION)
+	mkdir -p $(TOOLS)
 	rm -rf $(VULNDB_DIR).tmp
 	$(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) \
 	  -vulns $$($(GO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)/data/osv -out $(VULNDB_DIR).tmp
@@ -109,7 +109,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRing -fuzztime 60s ./ring
 
 $(GORELEASER):
-	GOBIN=$(LOCALBIN) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+	GOBIN=$(dir $@) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 
 ## release: a snapshot of the release into dist/, offline, nothing published: the linux
 ## amd64/arm64/ppc64le/s390x archives and sha256sums.txt. The image (dockers_v2) needs a
@@ -123,4 +123,4 @@ release-test: release
 	$(GO) test -count=1 -tags release -run TestReleaseArchives ./deploy
 
 clean:
-	rm -rf $(BIN) dist $(BINDIR)
+	rm -rf $(BIN) dist
