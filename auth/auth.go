@@ -46,7 +46,7 @@ func (f *Failure) write(w http.ResponseWriter) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(f.Status)
-	w.Write(f.Body) //nolint:errcheck
+	w.Write(f.Body) //nolint:errcheck // the client is gone if it fails: nothing to tell it
 }
 
 type ctxKey struct{}

@@ -198,19 +198,19 @@ func (k *Keystone) validate(ctx context.Context, tok string) (*Credentials, time
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.base+"/auth/tokens?nocatalog", nil)
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("%w: %v", errKeystoneDown, err)
+			return nil, time.Time{}, fmt.Errorf("%w: %w", errKeystoneDown, err)
 		}
 		req.Header.Set("X-Auth-Token", svc)
 		req.Header.Set("X-Subject-Token", tok)
 		req.Header.Set("Accept", "application/json")
 		resp, err := k.cfg.Client.Do(req)
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("%w: %v", errKeystoneDown, err)
+			return nil, time.Time{}, fmt.Errorf("%w: %w", errKeystoneDown, err)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-		resp.Body.Close()
+		_ = resp.Body.Close() // read in full or failed: nothing more to learn from Close
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("%w: reading token: %v", errKeystoneDown, err)
+			return nil, time.Time{}, fmt.Errorf("%w: reading token: %w", errKeystoneDown, err)
 		}
 		switch {
 		case resp.StatusCode == http.StatusOK:
@@ -230,7 +230,7 @@ func (k *Keystone) validate(ctx context.Context, tok string) (*Credentials, time
 func (k *Keystone) credentials(body []byte) (*Credentials, time.Time, error) {
 	var tb tokenBody
 	if err := json.Unmarshal(body, &tb); err != nil {
-		return nil, time.Time{}, fmt.Errorf("%w: decoding token: %v", errKeystoneDown, err)
+		return nil, time.Time{}, fmt.Errorf("%w: decoding token: %w", errKeystoneDown, err)
 	}
 	t := tb.Token
 	exp, err := time.Parse(time.RFC3339Nano, t.ExpiresAt)
@@ -292,14 +292,14 @@ func (k *Keystone) serviceToken(ctx context.Context, renew bool) (string, error)
 	b, _ := json.Marshal(reqBody)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.base+"/auth/tokens?nocatalog", bytes.NewReader(b))
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", errKeystoneDown, err)
+		return "", fmt.Errorf("%w: %w", errKeystoneDown, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := k.cfg.Client.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("%w: service token: %v", errKeystoneDown, err)
+		return "", fmt.Errorf("%w: service token: %w", errKeystoneDown, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode != http.StatusCreated {
 		// Wrong service credentials leave no token to validate with: the
@@ -308,7 +308,7 @@ func (k *Keystone) serviceToken(ctx context.Context, renew bool) (string, error)
 	}
 	var tb tokenBody
 	if err := json.Unmarshal(body, &tb); err != nil {
-		return "", fmt.Errorf("%w: service token: %v", errKeystoneDown, err)
+		return "", fmt.Errorf("%w: service token: %w", errKeystoneDown, err)
 	}
 	exp, err := time.Parse(time.RFC3339Nano, tb.Token.ExpiresAt)
 	if err != nil {

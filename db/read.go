@@ -227,7 +227,7 @@ func (d *DB) snapshotOwnerFallback(ctx context.Context, known *NodeProbe) (*Snap
 // such column", naming owner or lessee.
 func missingOwnerColumn(err error) bool {
 	msg := strings.ToLower(err.Error())
-	if !strings.HasPrefix(msg, "reading nodes") || !(strings.Contains(msg, "owner") || strings.Contains(msg, "lessee")) {
+	if !strings.HasPrefix(msg, "reading nodes") || (!strings.Contains(msg, "owner") && !strings.Contains(msg, "lessee")) {
 		return false
 	}
 	var state interface{ SQLState() string }

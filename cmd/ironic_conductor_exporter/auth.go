@@ -278,7 +278,7 @@ func guardStatusPage(a *apiAuth, page http.Handler) http.Handler {
 				w.Header()[k] = v
 			}
 			w.WriteHeader(f.Status)
-			w.Write(f.Body) //nolint:errcheck
+			w.Write(f.Body) //nolint:errcheck // the client is gone if it fails: nothing to tell it
 			return
 		}
 		if a.access != nil {
