@@ -37,8 +37,13 @@ import (
 //     (_sync_local_state) moves the affinity of active nodes to the ring's
 //     conductor once a cycle.
 //
-// Ring membership follows Ironic on SQLite: an online conductor is in its
-// rings whatever its heartbeat, so a crashed conductor keeps its nodes.
+// The simulator's own rings (which nodes a working conductor locks) count
+// every online, registered conductor; the exporter judges the fleet by the
+// rules of a multi-conductor Ironic on MySQL (see the package doc), where a
+// conductor whose heartbeat is older than heartbeat_timeout leaves its rings:
+// a crashed conductor turns dead and its nodes move, which is what the page
+// and the metrics show. The crashed conductor locks nothing meanwhile, so
+// the two views never disagree on a lock.
 
 // Base durations, at Speed 1.
 const (
@@ -531,11 +536,9 @@ func (s *simulator) crash(ctx context.Context, cycle int) error {
 		return fmt.Errorf("crashing %s: %w", c.host, err)
 	}
 	c.beating, c.working = false, false
-	s.log.Info("demo: a conductor crashed holding locks: online stays true and its heartbeats stop, so "+
-		"ironic_conductor_alive turns 0 (alive=False in the API) after heartbeat_timeout. On SQLite Ironic keeps "+
-		"every online conductor in its rings whatever its heartbeat, so it keeps its nodes and its state stays alive "+
-		"(on PostgreSQL or MySQL its state would turn dead and its nodes move to the other conductors); "+
-		"its locks stay stuck until it comes back", "conductor", c.host, "conductor_group", c.group,
+	s.log.Info("demo: a conductor crashed holding locks: online stays true and its heartbeats stop; after "+
+		"heartbeat_timeout its state turns dead (alive=False in the API), Ironic takes it out of its rings and "+
+		"its nodes move to the other conductors of its group; its locks stay stuck until it comes back", "conductor", c.host, "conductor_group", c.group,
 		"locks_held", len(c.locks), "in", s.timeout(),
 		"look_at", "ironic_conductor_alive, ironic_conductor_hash_ring_member, ironic_conductor_reserved_nodes")
 	return nil
