@@ -45,18 +45,18 @@ func (l escapeListener) Accept() (net.Conn, error) {
 
 // The states of escapeConn.
 const (
-	stStart      = iota // first byte of the connection
-	stMethod            // request line, before the first space
-	stTarget            // request target, in the path
-	stQuery             // request target, after '?'
-	stLineRest          // after the target, to the end of the line
-	stHeaders           // header section
-	stBody              // Content-Length body
-	stChunkSize         // chunk-size line
-	stChunkData         // chunk data
-	stChunkCRLF         // CRLF after chunk data
-	stTrailers          // trailer section
-	stPassthrough       // untouched to the end
+	stStart       = iota // first byte of the connection
+	stMethod             // request line, before the first space
+	stTarget             // request target, in the path
+	stQuery              // request target, after '?'
+	stLineRest           // after the target, to the end of the line
+	stHeaders            // header section
+	stBody               // Content-Length body
+	stChunkSize          // chunk-size line
+	stChunkData          // chunk data
+	stChunkCRLF          // CRLF after chunk data
+	stTrailers           // trailer section
+	stPassthrough        // untouched to the end
 )
 
 // maxInspect is the longest header line escapeConn keeps to read

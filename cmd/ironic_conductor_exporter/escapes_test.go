@@ -73,7 +73,7 @@ func body(r *http.Response) string { b, _ := io.ReadAll(r.Body); return string(b
 // escape literally), on every request of a keep-alive connection.
 func TestInvalidEscapeGetsIronicError(t *testing.T) {
 	cache, err := topology.NewCache(topology.CacheConfig{Source: fx.NewSource(fx.Golden()),
-		Settings: topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5},
+		Settings:    topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5},
 		MinInterval: time.Hour, Now: func() time.Time { return fx.Now }})
 	if err != nil {
 		t.Fatal(err)
