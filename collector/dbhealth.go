@@ -18,7 +18,7 @@ var (
 		"1 for the kind of error the latest refresh from the database failed with (timeout, connection, auth, schema, query, other); all 0 when it worked.",
 		[]string{"kind"}, nil)
 	snapshotWarningsDesc = prometheus.NewDesc(namespace+"_exporter_snapshot_warnings",
-		"Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, not_utf8, null).",
+		"Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, not_utf8, null, empty_hostname).",
 		[]string{"table", "reason"}, nil)
 )
 
@@ -35,6 +35,10 @@ type DatabaseHealth struct {
 	kind     string
 	warnings []db.WarningCount
 	lines    []string
+	// topoWarnings and topoLines are the latest topology's own warnings
+	// (topology.Topology.Warnings).
+	topoWarnings []db.WarningCount
+	topoLines    []string
 }
 
 var _ prometheus.Collector = (*DatabaseHealth)(nil)
@@ -49,6 +53,13 @@ func (h *DatabaseHealth) Observe(r topology.Refresh) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.kind = db.ErrorKind(r.Err)
+	if r.Topology == nil || slices.Equal(h.topoLines, r.Topology.Warnings) {
+		return
+	}
+	h.topoWarnings, h.topoLines = r.Topology.WarningCounts, slices.Clone(r.Topology.Warnings)
+	for _, w := range r.Topology.Warnings {
+		h.logger.Warn("snapshot row warning", "warning", w)
+	}
 }
 
 // Source wraps src to see the warnings of each snapshot.
@@ -101,7 +112,9 @@ func (h *DatabaseHealth) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(lastRefreshErrorDesc, prometheus.GaugeValue, v, k)
 	}
-	for _, w := range h.warnings {
+	// The topology's reasons are its own (empty_hostname): never the same
+	// table and reason as the snapshot's.
+	for _, w := range append(slices.Clip(h.warnings), h.topoWarnings...) {
 		ch <- prometheus.MustNewConstMetric(snapshotWarningsDesc, prometheus.GaugeValue, float64(w.Rows), w.Table, w.Reason)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 )
@@ -54,10 +56,10 @@ var pgIgnored = map[string]bool{
 	"plugin":          true, // SQLAlchemy engine plugins (devstack's dbcounter)
 	// libpq TCP settings with no lib/pq equivalent.
 	"keepalives": true, "keepalives_idle": true, "keepalives_interval": true,
-	"keepalives_count": true, "tcp_user_timeout": true,
-	"sslcompression": true, // a no-op since OpenSSL 1.1 disabled compression
-	"requiressl":     true, // deprecated; mapped to sslmode=require
-	"gssencmode":     true, // only "require" cannot be honoured
+	"keepalives_count": true,
+	"sslcompression":   true, // a no-op since OpenSSL 1.1 disabled compression
+	"requiressl":       true, // deprecated; mapped to sslmode=require
+	"gssencmode":       true, // only "require" cannot be honoured
 }
 
 // defaultApplicationName is what pg_stat_activity shows unless the DSN names
@@ -77,6 +79,9 @@ type postgres struct {
 type pgParams struct {
 	vals    map[string]string
 	dropped []string
+	// userTimeout is libpq's tcp_user_timeout, which the exporter's dialer
+	// sets on its sockets (TCP_USER_TIMEOUT); 0 is the system's default.
+	userTimeout time.Duration
 }
 
 func (p *pgParams) set(k, v string) { p.vals[k] = v }
@@ -96,6 +101,15 @@ func (p *pgParams) option(k, v string) error {
 			p.set("sslmode", "require")
 		}
 		p.dropped = append(p.dropped, k)
+	case k == "tcp_user_timeout":
+		// libpq: milliseconds that transmitted data may remain
+		// unacknowledged before the connection is closed; 0 keeps the
+		// system's default.
+		ms, err := strconv.ParseUint(strings.TrimSpace(v), 10, 31)
+		if err != nil {
+			return fmt.Errorf("database option \"tcp_user_timeout=%s\": want milliseconds", v)
+		}
+		p.userTimeout = time.Duration(ms) * time.Millisecond
 	case pgIgnored[k]:
 		p.dropped = append(p.dropped, k)
 	case k == "sslpassword" || k == "sslcrl" || k == "sslcrldir" || k == "sslcertmode" ||
@@ -250,7 +264,7 @@ func finishPostgres(p *pgParams) (dialect, error) {
 	if _, err := pq.NewConnectorConfig(cfg); err != nil {
 		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
 	}
-	return &postgres{params: p.vals, conn: &pgConnector{cfg: cfg}, secret: secrets, dropped: p.dropped}, nil
+	return &postgres{params: p.vals, conn: &pgConnector{cfg: cfg, userTimeout: p.userTimeout}, secret: secrets, dropped: p.dropped}, nil
 }
 
 // socketDirs are where libpq builds look for the server's socket by default.

@@ -39,6 +39,8 @@ const tcpKeepAlive = 15 * time.Second
 // pgConnector opens lib/pq connections on sockets it watches.
 type pgConnector struct {
 	cfg pq.Config
+	// userTimeout is the DSN's tcp_user_timeout (0: the system's).
+	userTimeout time.Duration
 }
 
 func (c *pgConnector) Driver() driver.Driver { return &pq.Driver{} }
@@ -48,7 +50,7 @@ func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &pgDialer{ctx: ctx}
+	d := &pgDialer{ctx: ctx, userTimeout: c.userTimeout}
 	pc.Dialer(d)
 	dc, err := pc.Connect(ctx)
 	nc := d.finish()
@@ -69,7 +71,8 @@ func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // closed when the context of Connect ends; afterwards (lib/pq's
 // CancelRequest connections) each socket gets a fixed deadline.
 type pgDialer struct {
-	ctx context.Context
+	ctx         context.Context
+	userTimeout time.Duration
 
 	mu      sync.Mutex
 	done    bool
@@ -101,6 +104,9 @@ func (d *pgDialer) DialContext(ctx context.Context, network, addr string) (net.C
 		defer cancel()
 	}
 	nd := net.Dialer{KeepAlive: tcpKeepAlive}
+	if d.userTimeout > 0 {
+		nd.Control = userTimeoutControl(d.userTimeout)
+	}
 	nc, err := nd.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err

@@ -211,6 +211,11 @@ type Topology struct {
 	// Stuck counts nodes in progress that cannot move on, by group,
 	// provision state and reason.
 	Stuck map[StuckKey]int
+	// Warnings are the topology's own row warnings (see emptyHostname),
+	// one line each, and WarningCounts count them by table and reason as
+	// db.Snapshot.WarningCounts does; both nil when there are none.
+	Warnings      []string
+	WarningCounts []db.WarningCount
 
 	byHost map[string]int
 	byRing map[GroupDriver]int // the ring of a node's (conductor_group, driver)
@@ -294,6 +299,7 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		hosts     []string
 	}
 	members := map[string]*ringMembers{}
+	emptyActive := false // an unusable "" conductor is a member of some ring
 	for _, c := range snap.Conductors {
 		if _, dup := t.byHost[c.Hostname]; dup {
 			continue // hostname is unique in Ironic's schema; never trust a join
@@ -303,8 +309,13 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		ci.Alive = rs.Alive(c.Online, c.UpdatedAt, now)
 		ci.Active = rs.RingMember(c.Online, c.UpdatedAt, now)
 		ci.State = State(rs.State(c.Online, c.UpdatedAt, now))
-		t.byHost[c.Hostname] = len(t.Conductors)
-		t.Conductors = append(t.Conductors, ci)
+		if c.Hostname == "" {
+			t.emptyHostname(c, ci.Active)
+			emptyActive = emptyActive || ci.Active
+		} else {
+			t.byHost[c.Hostname] = len(t.Conductors)
+			t.Conductors = append(t.Conductors, ci)
+		}
 		if !ci.Active {
 			continue
 		}
@@ -365,6 +376,9 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		t.Rings = append(t.Rings, RingInfo{ConductorGroup: m.group, HardwareType: m.hw, Ring: r})
 	}
 	t.hostCache.Retain(func(host string) bool {
+		if host == "" {
+			return emptyActive
+		}
 		c, ok := t.Conductor(host)
 		return ok && c.Active
 	})
@@ -392,7 +406,7 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		case unchanged[ri]:
 			if old := prev.nodeAt(len(t.Nodes), n.UUID); old != nil &&
 				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver {
-				o = int32(t.byHost[old.Conductor])
+				o = t.ownerIndex(old.Conductor) // "": the unusable conductor
 				break
 			}
 			fallthrough
@@ -420,9 +434,15 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 
 	perConductor := make([]int, len(t.Conductors))
 	for i, o := range owner {
-		if o >= 0 {
+		switch {
+		case o >= 0:
 			t.Nodes[i].Conductor = t.Conductors[o].Hostname
 			perConductor[o]++
+		case o == unusableOwner:
+			// Ironic's ring hands the node to the "" conductor: no
+			// conductor that can serve it (see emptyHostname).
+			n := t.Nodes[i].Node
+			t.Orphans[GroupDriver{n.ConductorGroup, n.Driver}]++
 		}
 	}
 	backing := make([]int, 0, len(t.Nodes)) // one allocation for all lists
@@ -461,6 +481,65 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	return t, nil
 }
 
+// unusableOwner is the owner of a node that Ironic's ring maps to the
+// conductor named "" (see emptyHostname); -1 is a node no ring serves.
+const unusableOwner = -2
+
+// ownerIndex is the index in Conductors of the ring member host, or
+// unusableOwner for "".
+func (t *Topology) ownerIndex(host string) int32 {
+	if i, ok := t.byHost[host]; ok {
+		return int32(i)
+	}
+	return unusableOwner
+}
+
+// emptyHostname records a conductor row whose hostname is "". It is not
+// exported as a conductor (no per-conductor series, not in the JSON list or
+// on the page), but stays in the rings Ironic builds, and the nodes those
+// rings hand to it have no conductor: conductor="" in
+// ironic_node_conductor_info, null in the JSON, counted in
+// ironic_nodes_without_conductor. One warning per row, counted in
+// ironic_exporter_snapshot_warnings{table="conductors",reason="empty_hostname"}.
+//
+// Why, from Ironic (checked on 21.4.4, unchanged on master):
+//   - Ironic can write such a row: [DEFAULT]host is a cfg.StrOpt
+//     (ironic/conf/default.py service_opts), so "host =" in ironic.conf is
+//     accepted; BaseConductorManager.__init__ (ironic/conductor/
+//     base_manager.py) falls back to CONF.host, also "", and
+//     _register_and_validate_hardware_interfaces registers it.
+//   - Ironic's rings take it as any other member
+//     (dbapi.get_active_hardware_type_dict; hash_ring.HashRingManager adds
+//     every hostname to tooz's HashRing), and get_conductor_for
+//     (ironic/conductor/rpcapi.py) returns "" for the nodes it owns: the
+//     API shows "conductor": "" for them. Keeping it in the rings keeps
+//     every other node where Ironic puts it.
+//   - But such a conductor cannot be used: get_topic_for builds the RPC
+//     topic "ironic.conductor_manager." with no host (json-rpc then has no
+//     host to call), /v1/conductors/{hostname} cannot name it, and Ironic's
+//     own GET /v1/conductors answers 500 "'Conductor' object has no
+//     attribute 'uuid'" while the row exists (api/controllers/v1/utils.py
+//     object_to_dict falls back to obj.uuid when link_resource_args, the
+//     hostname, is falsy; measured on 21.4.4).
+//   - The metric contract uses ironic_node_conductor_info{conductor=""} for
+//     "no conductor": a conductor named "" would be indistinguishable from
+//     none, so it is not exported as one.
+func (t *Topology) emptyHostname(c db.Conductor, active bool) {
+	w := fmt.Sprintf("conductor id %d has an empty hostname ([DEFAULT]host = \"\"): not exported as a conductor", c.ID)
+	if active {
+		w += "; the nodes Ironic's rings map to it are counted as without conductor"
+	}
+	t.Warnings = append(t.Warnings, w)
+	if len(t.WarningCounts) == 0 {
+		t.WarningCounts = []db.WarningCount{{Table: "conductors", Reason: ReasonEmptyHostname}}
+	}
+	t.WarningCounts[0].Rows++
+}
+
+// ReasonEmptyHostname is the snapshot-warning reason of a conductor row
+// whose hostname is "" (see Topology.Warnings).
+const ReasonEmptyHostname = "empty_hostname"
+
 // pendingNode is a node still to be located: its key's ring prefix, its
 // index in Topology.Nodes and its ring's index in Topology.Rings.
 type pendingNode struct {
@@ -492,7 +571,7 @@ func (t *Topology) locate(todo []pendingNode, owner []int32) {
 		hosts := r.Hosts()
 		conductorOf := make([]int32, len(hosts))
 		for h, name := range hosts {
-			conductorOf[h] = int32(t.byHost[name])
+			conductorOf[h] = t.ownerIndex(name)
 		}
 		for _, p := range sorted[start[ri]:start[ri+1]] {
 			h, tie := r.LocatePrefix(p.prefix)

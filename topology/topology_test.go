@@ -436,3 +436,55 @@ func TestRulesByRelease(t *testing.T) {
 		t.Error("a 11.0 schema builds")
 	}
 }
+
+// TestEmptyHostname: a conductor row whose hostname is "" ([DEFAULT]host =
+// "" is accepted by Ironic's StrOpt) stays in the ring Ironic builds, so
+// every other node keeps the conductor tooz gives it, but it is not a
+// conductor of the topology: the nodes the ring hands to it have no
+// conductor and count as without conductor, and one warning names the row.
+func TestEmptyHostname(t *testing.T) {
+	var nodes []db.Node
+	for i := range 64 {
+		nodes = append(nodes, node(int64(i+1), fmt.Sprintf("%08x-1111-4111-8111-111111111111", i), "", "ipmi"))
+	}
+	snap := &db.Snapshot{Backend: db.BackendPostgreSQL,
+		Conductors: []db.Conductor{cond(1, "", "", true, ago(time.Second), "ipmi"),
+			cond(2, "c2", "", true, ago(time.Second), "ipmi")},
+		Nodes: nodes}
+	r, err := ring.New([]string{"", "c2"}, testSettings.PartitionExponent, testSettings.Algorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prev := range []*Topology{nil, mustBuild(t, snap, testSettings, nil)} {
+		topo := mustBuild(t, snap, testSettings, prev)
+		if len(topo.Conductors) != 1 || topo.Conductors[0].Hostname != "c2" {
+			t.Fatalf("conductors: %+v, want only c2", topo.Conductors)
+		}
+		if _, ok := topo.Conductor(""); ok {
+			t.Error(`Conductor("") found`)
+		}
+		toEmpty := 0
+		for _, n := range topo.Nodes {
+			want := r.Hosts()[r.Locate([]byte(n.UUID))]
+			if want == "" {
+				toEmpty++
+			}
+			if n.Conductor != want {
+				t.Errorf("node %s: conductor %q, tooz says %q", n.UUID, n.Conductor, want)
+			}
+		}
+		if toEmpty == 0 || toEmpty == len(nodes) {
+			t.Fatalf("%d of %d nodes on the \"\" conductor: the fixture tests nothing", toEmpty, len(nodes))
+		}
+		if got := topo.Orphans[GroupDriver{"", "ipmi"}]; got != toEmpty {
+			t.Errorf("nodes without conductor: %d, want the %d mapped to \"\"", got, toEmpty)
+		}
+		if got := len(topo.Conductors[0].Nodes); got != len(nodes)-toEmpty {
+			t.Errorf("c2 serves %d nodes, want %d", got, len(nodes)-toEmpty)
+		}
+		want := []db.WarningCount{{Table: "conductors", Reason: ReasonEmptyHostname, Rows: 1}}
+		if !reflect.DeepEqual(topo.WarningCounts, want) || len(topo.Warnings) != 1 {
+			t.Errorf("warnings %q %+v, want one for conductor id 1", topo.Warnings, topo.WarningCounts)
+		}
+	}
+}

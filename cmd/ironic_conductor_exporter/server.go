@@ -93,14 +93,15 @@ func newServer(h http.Handler, l webLimits, logger *slog.Logger) *http.Server {
 }
 
 // listenAndServe is web.ListenAndServe with at most maxConns connections
-// open per listener (0: no limit); systemd and vsock listeners are left to
-// the toolkit unlimited.
+// open per listener (0: no limit) and invalid %-escapes of request paths
+// kept literally, as Ironic does (escapeListener); systemd and vsock
+// listeners are left to the toolkit as they are.
 func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logger *slog.Logger) error {
 	special := flags.WebSystemdSocket != nil && *flags.WebSystemdSocket
 	for _, a := range *flags.WebListenAddresses {
 		special = special || strings.HasPrefix(a, "vsock://")
 	}
-	if special || maxConns == 0 {
+	if special {
 		return web.ListenAndServe(srv, flags, logger)
 	}
 	var ls []net.Listener
@@ -112,7 +113,11 @@ func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logge
 			}
 			return err
 		}
-		ls = append(ls, netutil.LimitListener(l, maxConns))
+		l = escapeListener{l}
+		if maxConns > 0 {
+			l = netutil.LimitListener(l, maxConns)
+		}
+		ls = append(ls, l)
 	}
 	return web.ServeMultiple(ls, srv, flags, logger)
 }

@@ -1,0 +1,61 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/promslog"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// TestEmptyHostnameMetrics: a conductor named "" has no per-conductor
+// series, its nodes are conductor="" and counted without conductor, and
+// the row is counted in ironic_exporter_snapshot_warnings.
+func TestEmptyHostnameMetrics(t *testing.T) {
+	snap := &db.Snapshot{Backend: db.BackendPostgreSQL,
+		Conductors: []db.Conductor{fixture.Conductor(1, "", "", true, fixture.Ago(time.Second), "ipmi"),
+			fixture.Conductor(2, "c2", "", true, fixture.Ago(time.Second), "ipmi")}}
+	for i := range 32 {
+		snap.Nodes = append(snap.Nodes, fixture.Node(int64(i+1), fmt.Sprintf("%08x-1111-4111-8111-111111111111", i), "", "ipmi"))
+	}
+	health := NewDatabaseHealth(promslog.NewNopLogger())
+	cache, err := topology.NewCache(topology.CacheConfig{Source: health.Source(fixture.NewSource(snap)), Settings: testSettings,
+		MinInterval: time.Minute, Now: func() time.Time { return testNow }, OnRefresh: health.Observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := cache.Get(context.Background()).Topology
+	if topo == nil {
+		t.Fatal("no topology")
+	}
+	served := len(topo.Conductors[0].Nodes)
+	text := scrapeText(t, metricsHandler(cache, ExporterOptions{NodeInfo: true}))
+	if strings.Contains(text, `hostname=""`) {
+		t.Errorf(`a series with hostname="":\n%s`, text)
+	}
+	without := strings.Count(text, `conductor="",`) + strings.Count(text, `conductor=""}`)
+	if without != len(snap.Nodes)-served || without == 0 {
+		t.Errorf(`%d nodes with conductor="", want %d`, without, len(snap.Nodes)-served)
+	}
+	want := fmt.Sprintf("ironic_nodes_without_conductor{conductor_group=\"\",driver=\"ipmi\"} %d", without)
+	if !strings.Contains(text, want) {
+		t.Errorf("no %q in\n%s", want, text)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(health)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ironic_exporter_snapshot_warnings Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, not_utf8, null, empty_hostname).
+# TYPE ironic_exporter_snapshot_warnings gauge
+ironic_exporter_snapshot_warnings{reason="empty_hostname",table="conductors"} 1
+`), "ironic_exporter_snapshot_warnings"); err != nil {
+		t.Error(err)
+	}
+}
