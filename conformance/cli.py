@@ -7,7 +7,8 @@ import random
 import subprocess
 import time
 
-from common import Checker, _deadline, _list_all_raw, _load_fleet, diff, http_get
+from common import (Checker, _deadline, _list_all_raw, _load_fleet, diff,
+                    http_get)
 
 # --------------------------------------------------------------------------
 # cli

@@ -38,7 +38,8 @@ REQUIRED_NODE_FIELDS = ('uuid', 'links', 'conductor')
 # known Ironic bugs: reported as FAIL [difference: NAME] unless accepted
 # with --accept NAME (then a NOTE).
 DIFFERENCES = {
-    'request-id': 'the sidecar\'s Openstack-Request-Id header differs from Ironic\'s',
+    'request-id': 'the sidecar\'s Openstack-Request-Id header differs from '
+                  'Ironic\'s',
     'version-headers': 'version headers on responses where Ironic sends '
                        'none (other than GET /)',
     'node-conductor-below-1.49': 'GET /v1/nodes/{uuid}/conductor below 1.49:'
@@ -211,15 +212,16 @@ def node_list_problems(ri, rs, served, membership_volatile=False,
                               label='node %s' % n.get('uuid'))
             if q:
                 bad.append(q)
-    if bad:
-        lines = []
-        for q in bad[:2]:
-            lines += [x.text for x in q]
-        kinds = {x.difference for q in bad for x in q}
-        p.append(Problem('%d of %d nodes differ; first:\n%s' % (
-            len(bad), len(li), '\n'.join(lines)),
-            all(x.volatile for q in bad for x in q),
-            kinds.pop() if len(kinds) == 1 else None))
+    # one problem per kind of difference (so that an accepted one, e.g.
+    # key-order, neither hides nor blocks the retry of a volatile one)
+    for kind in sorted({x.difference for q in bad for x in q}, key=str):
+        sub = [[x for x in q if x.difference == kind] for q in bad]
+        sub = [q for q in sub if q]
+        lines = [x.text for q in sub[:2] for x in q]
+        p.append(Problem('%d of %d nodes differ%s; first:\n%s' % (
+            len(sub), len(li), ' (%s)' % kind if kind else '',
+            '\n'.join(lines)), all(x.volatile for q in sub for x in q),
+            kind))
     return p
 
 
@@ -383,9 +385,468 @@ class _Pair(object):
         return fi.result(), fs.result()
 
 
+class Context(object):
+    """What every case of CASES reads: the two servers (P fetches a pair),
+    the negotiated versions (g), Ironic's phase-A answers (the topology),
+    the Checker, judge() and the task list the cases append to."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+        self.tasks = []
+
+    def task(self, what, fetch, check):
+        """A task of one judged pair."""
+        self.tasks.append(lambda: [self.judge(what, fetch, check)])
+
+    def get(self, path, headers=None):
+        """A fetch of path from both servers."""
+        return lambda: self.P.get(path, headers)
+
+    @staticmethod
+    def both(*checks):
+        """A check made of several checks."""
+        return lambda r: [p for c in checks for p in c(r)]
+
+
+# --------------------------------------------------------------------------
+# Phase B, the table of cases: each case(c) appends tasks to c.tasks (a
+# task returns a list of Verdicts); they run concurrently, recorded in order.
+# --------------------------------------------------------------------------
+
+def case_version_documents(c):
+    """Version documents and headers."""
+    g, v1_notes, task, get, both = c.g, c.v1_notes, c.task, c.get, c.both
+    task('GET / (version discovery)', get('/'),
+         both(lambda r: root_problems(r[0], r[1], g),
+              lambda r: header_problems(r[0], r[1], g, allow_extra=True)))
+    for path in ('/v1', '/v1/'):
+        task('GET %s (v1 document, headers)' % path, get(path),
+             both(lambda r: v1_problems(r[0], r[1], g, v1_notes),
+                  lambda r: header_problems(r[0], r[1], g)))
+
+
+def case_request_ids(c):
+    """Openstack-Request-Id: Ironic sends one on most responses."""
+    P, task = c.P, c.task
+
+    def request_ids():
+        return [(path,) + P.get(path) for path in (
+            '/', '/v1', '/v1/conductors', '/v1/nodes/no-such-node')]
+
+    def request_ids_check(res):
+        out = ['%s: Ironic %r, sidecar %r' % (
+            path, ri[1].get(HDR_REQUEST_ID), rs[1].get(HDR_REQUEST_ID))
+            for path, ri, rs in res
+            if bool(ri[1].get(HDR_REQUEST_ID)) !=
+            bool(rs[1].get(HDR_REQUEST_ID))]
+        return [Problem('\n'.join(out), difference='request-id')] \
+            if out else []
+    task('%s header (on /, /v1, /v1/conductors, a 404)' % HDR_REQUEST_ID,
+         request_ids, request_ids_check)
+
+
+def case_no_version_header(c):
+    """No version header: Ironic answers as its minimum (why every other
+    request carries an explicit version), the sidecar as its maximum."""
+    (g, I, S, same, req_pool, judge, ri0, tasks, task) = (
+        c.g, c.I, c.S, c.same, c.req_pool, c.judge, c.ri0, c.tasks, c.task)
+
+    def ironic_noversion(r):
+        p = []
+        if r[0][1].get(HDR_VERSION) != _vs(g['imin']):
+            p.append(Problem('Ironic GET /v1 without a version header: '
+                             'Version %r, want its minimum %s' % (
+                                 r[0][1].get(HDR_VERSION), _vs(g['imin']))))
+        if r[1][0] != 404:
+            p.append(Problem('Ironic GET /v1/conductors without a version '
+                             'header: %s, want 404 (1.1)' % r[1][0]))
+        return p
+    tasks.append(lambda: [judge(
+        'Ironic without a version header answers as %s' % _vs(g['imin']),
+        lambda: (ri0, http_get(I, '/v1/conductors', NO_VERSION)),
+        ironic_noversion)])
+    if not same:
+        def side_noversion():
+            out = []
+            hmax = _vheaders(g['smax'])
+            for path in ('/v1', '/v1/conductors', '/v1/nodes?limit=3'):
+                f1 = req_pool.submit(http_get, S, path, NO_VERSION)
+                f2 = req_pool.submit(http_get, S, path, hmax)
+                out.append((path, f1.result(), f2.result()))
+            return out
+
+        def side_noversion_check(res):
+            p = []
+            for path, rn, rm in res:
+                if rn[1].get(HDR_VERSION) != _vs(g['smax']):
+                    p.append(Problem('%s: Version header %r, want %s' % (
+                        path, rn[1].get(HDR_VERSION), _vs(g['smax']))))
+                p += json_problems([rm[0], rm[2]], [rn[0], rn[2]],
+                                   volatile=('alive',),
+                                   label='%s: explicit %s vs none' % (
+                                       path, _vs(g['smax'])))
+            return p
+        task('sidecar without a version header answers as its maximum %s'
+             % _vs(g['smax']), side_noversion, side_noversion_check)
+
+
+def case_conductor_lists(c):
+    """Conductor lists (alive volatile)."""
+    g, task, get = c.g, c.task, c.get
+    for path in ('/v1/conductors', '/v1/conductors/',
+                 '/v1/conductors?limit=2',
+                 '/v1/conductors?detail=True&limit=2',
+                 '/v1/conductors?fields=hostname,alive',
+                 '/v1/conductors?sort_key=hostname&sort_dir=desc'):
+        task('GET %s' % path, get(path),
+             lambda r: resp_problems(r[0], r[1], volatile=('alive',)))
+    task('GET /v1/conductors headers', get('/v1/conductors'),
+         lambda r: header_problems(r[0], r[1], g))
+
+
+def case_errors_and_versions(c):
+    """Errors and versions: status, body and headers exactly."""
+    (g, served, some, busy, plain, v148, q, task, get, both) = (
+        c.g, c.served, c.some, c.busy, c.plain, c.v148, c.q, c.task, c.get,
+        c.both)
+    for path, hdrs, note in (
+            ('/v1/conductors/no-such-conductor.example', None, ''),
+            ('/v1/nodes/00000000-0000-4000-8000-000000000000', None, ''),
+            ('/v1/nodes/no-such-node', None, ''),
+            ('/v1/nodes/no-such-node/conductor', None, ''),
+            ('/v1/nodes/bad%20name', None, ' (pecan 400)'),
+            ('/v1/nope', None, ' (unknown path)'),
+            ('/v1/conductors?sort_key=alive', None, ''),
+            ('/v1/conductors?detail=True&fields=hostname', None, ''),
+            ('/v1/nodes?limit=0', None, ''),
+            ('/v1/conductors', v148, ' at 1.48'),
+            ('/v1/conductors/%s' % q(plain[0]), v148, ' at 1.48'),
+            ('/v1/nodes?conductor=%s' % q(busy), v148, ' at 1.48'),
+            ('/v1/conductors', {HDR_VERSION: 'abc',
+                                'Accept': 'application/json'},
+             ' (invalid version)')):
+        task('GET %s%s (status, body, headers)' % (path, note),
+             get(path, hdrs),
+             both(lambda r, path=path: _tag(
+                 resp_problems(r[0], r[1]), 'node-ident-error'
+                 if path == '/v1/nodes/bad%20name' and r[0][0] == r[1][0]
+                 else None),
+                  lambda r: header_problems(r[0], r[1], g)))
+
+    def too_high(r):
+        # the 406 names the supported range: the sidecar's own maximum
+        ri, rs = r
+        body = ri[2]
+        if isinstance(body, dict) and isinstance(body.get('error_message'),
+                                                 str):
+            body = dict(body, error_message=body['error_message'].replace(
+                '%s]' % _vs(g['imax']), '%s]' % _vs(g['smax'])))
+        return resp_problems((ri[0], ri[1], body), rs) + \
+            header_problems(ri, rs, g)
+    task('GET /v1/conductors at 1.99 (406 naming each server\'s range)',
+         get('/v1/conductors', _vheaders((1, 99))), too_high)
+
+    def sub_148(r):
+        ri, rs = r
+        p = resp_problems(ri, rs) + header_problems(ri, rs, g)
+        if ri[0] == 406 and rs[0] == 404:
+            for x in p:
+                x.difference = 'node-conductor-below-1.49'
+        return p
+    task('GET /v1/nodes/%s/conductor at 1.48' % some,
+         get('/v1/nodes/%s/conductor' % some, v148), sub_148)
+    task('GET /v1/nodes/%s at 1.48 (no conductor field)' % some,
+         get('/v1/nodes/%s' % some, v148),
+         lambda r: node_problems(r[0][2], r[1][2], served) +
+         resp_problems((r[0][0], None, None), (r[1][0], None, None)))
+
+
+def case_node_lists(c):
+    """Node lists (every node representation: served fields)."""
+    served, task, get = c.served, c.task, c.get
+    for path in ('/v1/nodes', '/v1/nodes?detail=True', '/v1/nodes?limit=2',
+                 '/v1/nodes/detail?limit=2', '/v1/nodes?detail=True&limit=2'):
+        task('GET %s' % path, get(path),
+             lambda r: node_list_problems(r[0], r[1], served))
+
+
+def case_each_conductor(c):
+    """Each conductor."""
+    (P, H, I, S, same, req_pool, ic, rci, chk, judge, q, tasks) = (
+        c.P, c.H, c.I, c.S, c.same, c.req_pool, c.ic, c.rci, c.chk, c.judge,
+        c.q, c.tasks)
+
+    def one_conductor(h):
+        path = '/v1/conductors/%s' % q(h)
+        ri, rs = P.get(path)
+        if ri[0] == 400 and ':' in h:
+            # Ironic up to 23.x validates {hostname} with args.name (RFC 3986
+            # unreserved characters only): host:port hostnames get a 400.
+            chk.note('NOTE this Ironic answers 400 for GET /v1/conductors/'
+                     '{host:port}; the sidecar must answer 200 with the '
+                     'detail entry')
+            if same:
+                return [Verdict(path + ' (Ironic vs Ironic: 400 both)',
+                                resp_problems(ri, rs), 0, None,
+                                'GET /v1/conductors/{hostname}')]
+
+            def fetch():
+                fl = req_pool.submit(http_get, I,
+                                     '/v1/conductors?detail=True', H)
+                return fl.result(), http_get(S, path, H)
+
+            def check(r):
+                rl, rs2 = r
+                want = [c for c in (rl[2] or {}).get('conductors', [])
+                        if c['hostname'] == h]
+                return json_problems([200] + want[:1], [rs2[0], rs2[2]],
+                                     volatile=('alive',))
+            return [judge('GET %s: sidecar 200 == Ironic\'s detail entry '
+                          '(Ironic: 400)' % path, fetch, check,
+                          first=(rci, rs),
+                          group='GET /v1/conductors/{hostname}')]
+        return [judge('GET %s' % path, lambda: P.get(path),
+                      lambda r: resp_problems(r[0], r[1],
+                                              volatile=('alive',)),
+                      first=(ri, rs), group='GET /v1/conductors/{hostname}')]
+    for h in ic:
+        tasks.append(lambda h=h: one_conductor(h))
+
+
+def case_case_variants(c):
+    """Case variants: lookups are the database's comparison (PostgreSQL and
+    SQLite: case-sensitive -> 404; MySQL/MariaDB: case-insensitive collation
+    -> 200 with the stored hostname); ?conductor= is an exact Python
+    comparison on every backend."""
+    served, ic, q, task, get = c.served, c.ic, c.q, c.task, c.get
+    for h in [x for x in ic if ':' not in x][:2]:
+        v = q(h.swapcase())
+        task('GET /v1/conductors/%s (case variant)' % v,
+             get('/v1/conductors/%s' % v),
+             lambda r: resp_problems(r[0], r[1], volatile=('alive',)))
+        task('GET /v1/nodes?conductor=%s (case variant)' % v,
+             get('/v1/nodes?conductor=%s' % v),
+             lambda r: node_list_problems(r[0], r[1], served))
+
+
+def case_conductor_filters(c):
+    """?conductor= for every conductor hostname (+ a missing one): the lists
+    and, inside the budget, Ironic's list == detail's conductor."""
+    (P, served, ic, expected_by_host, judge, in_budget, q, tasks) = (
+        c.P, c.served, c.ic, c.expected_by_host, c.judge, c.in_budget, c.q,
+        c.tasks)
+    def filt(h):
+        out = []
+        for form in ('/v1/nodes?conductor=%s', '/v1/nodes/?conductor=%s',
+                     '/v1/nodes/detail?conductor=%s'):
+            path = form % q(h)
+            v = judge('GET %s' % path,
+                      lambda path=path: P.get_all(path, 'nodes'),
+                      lambda r: node_list_problems(
+                          r[0], r[1], served, membership_volatile=True),
+                      group='GET ' + form % '{hostname}')
+            out.append(v)
+            ri = v.result[0]
+            if ri[0] == 200 and in_budget():
+                got = sorted(n['uuid'] for n in ri[2]['nodes'])
+                want = sorted(expected_by_host.get(h, ()))
+                out.append(Verdict(
+                    'ironic GET %s == nodes whose detail conductor is %s' % (
+                        path, h),
+                    [] if got == want else [Problem(diff(
+                        want, got, names=('detail', 'ironic')))], 0,
+                    None, 'ironic ?conductor= == detail'))
+        return out
+    for h in list(ic) + ['no-such-conductor']:
+        tasks.append(lambda h=h: filt(h))
+
+
+def case_conductor_filter_limit(c):
+    """?conductor=X&limit=3: Ironic 21.4 filters the page already cut to 3
+    nodes (so the page has only those of the first 3 nodes that match); the
+    sidecar filters first (the first 3 that match, next link when there are
+    more). Anything else is checked as usual."""
+    (P, H, S, served, inodes_l, busy, q, task) = (
+        c.P, c.H, c.S, c.served, c.inodes_l, c.busy, c.q, c.task)
+    accepted = c.accepted
+    first3 = [n['uuid'] for n in inodes_l[:3]]
+
+    def filt_limit(r):
+        ri, rs, rall = r
+        p = node_list_problems(ri, rs, served, membership_volatile=True)
+        if not p or ri[0] != 200 or rs[0] != 200 or rall[0] != 200:
+            return p
+        allu = [n['uuid'] for n in rall[2].get('nodes', [])]
+        iu = [n['uuid'] for n in ri[2].get('nodes', [])]
+        su = [n['uuid'] for n in rs[2].get('nodes', [])]
+        # the nodes both list must agree but for accepted differences
+        # (which stay reported as such)
+        rest = node_list_problems(
+            ri, (200, None, {'nodes': [n for n in rs[2]['nodes']
+                                       if n['uuid'] in iu]}), served)
+        if iu == [u for u in first3 if u in allu] and su == allu[:3] and \
+                bool(rs[2].get('next')) == (len(allu) > 3) and \
+                all(x.difference in accepted for x in rest):
+            return [Problem('Ironic lists %s (the matches among the first 3 '
+                            'nodes), the sidecar %s (the first 3 matches; '
+                            'next link %s)' % (
+                                iu, su, 'present' if rs[2].get('next')
+                                else 'absent'),
+                            difference='conductor-filter-limit')] + rest
+        return p
+    lpath = '/v1/nodes?conductor=%s&limit=3' % q(busy)
+    task('GET %s' % lpath,
+         lambda: P.get(lpath) + (http_get(S, '/v1/nodes?conductor=%s' %
+                                          q(busy), H),),
+         filt_limit)
+
+
+def case_fields_list(c):
+    """/v1/nodes?fields=uuid,name,conductor (Ironic 21.4: 500, bug)."""
+    (P, same, served, chk, judge, tasks) = (
+        c.P, c.same, c.served, c.chk, c.judge, c.tasks)
+    fpath = '/v1/nodes?fields=uuid,name,conductor'
+
+    def fields_list():
+        ri, rs = P.get(fpath)
+        if ri[0] == 200 or same:
+            return [judge('GET %s' % fpath, lambda: P.get(fpath),
+                          lambda r: node_list_problems(r[0], r[1], served),
+                          first=(ri, rs))]
+        if rs[0] == 200:
+            keep = ('uuid', 'name', 'links', 'conductor')
+
+            def fetch():
+                return (P.get_all('/v1/nodes/detail', 'nodes')[0],
+                        P.get(fpath)[1])
+
+            def check(r):
+                rd, rs2 = r
+                if rd[0] != 200:
+                    return resp_problems(rd, rs2)
+                exp = {'nodes': [{k: v for k, v in n.items() if k in keep}
+                                 for n in rd[2]['nodes']]}
+                return node_list_problems((200, None, exp), rs2, keep,
+                                          membership_volatile=False)
+            chk.note('NOTE GET %s: this Ironic answers %s; the sidecar\'s 200'
+                     ' is checked against Ironic\'s detail list' % (fpath,
+                                                                 ri[0]))
+            return [judge('GET %s: sidecar 200 == Ironic\'s detail (Ironic: '
+                          '%s)' % (fpath, ri[0]), fetch, check)]
+        return [Verdict('GET %s' % fpath, [Problem(
+            'Ironic %s, sidecar %s' % (ri[0], rs[0]))], 0, None)]
+    tasks.append(fields_list)
+
+
+def case_each_node(c):
+    """Per node: ?fields=uuid,conductor, the node (by name if it has one), and
+    /v1/nodes/{uuid}/conductor."""
+    (P, H, S, same, served, inodes, conductor_of, judge, in_budget, q,
+     tasks) = (c.P, c.H, c.S, c.same, c.served, c.inodes, c.conductor_of,
+               c.judge, c.in_budget, c.q, c.tasks)
+
+    def sub_fetch(path):
+        ri, rs = P.get(path)
+        rc = None
+        if not same and rs[0] == 200 and isinstance(rs[2], dict) and \
+                rs[2].get('hostname'):
+            rc = http_get(S, '/v1/conductors/%s' % q(rs[2]['hostname']), H)
+        return ri, rs, rc, path
+
+    def sub_check(u):
+        def check(r):
+            ri, rs, rc, spath = r
+            if same:
+                return resp_problems(ri, rs, volatile=('conductor',))
+            if ri[0] != 200 or not isinstance(ri[2], dict):
+                return [Problem('Ironic answered %s %s' % (
+                    ri[0], json.dumps(ri[2])[:200]))]
+            host_i = ri[2].get('conductor')
+            p = []
+            if rs[0] == 200 and isinstance(rs[2], dict):
+                host_s = rs[2].get('hostname')
+                if rc is not None:
+                    p += json_problems([rc[0], rc[2]], [rs[0], rs[2]],
+                                       volatile=('alive',),
+                                       label='sidecar body vs its own GET '
+                                       '/v1/conductors/%s' % host_s,
+                                       names=('sidecar /v1/conductors/%s'
+                                              % host_s, 'sidecar ' +
+                                              spath))
+            elif rs[0] == 404:
+                host_s = None
+                want = _nvh_body(inodes[u])
+                if rs[2] != want:
+                    # a 404 other than NoValidHost
+                    p.append(Problem('sidecar 404 body %s, want %s' % (
+                        json.dumps(rs[2]), json.dumps(want))))
+            else:
+                return [Problem('sidecar answered %s %s' % (
+                    rs[0], json.dumps(rs[2])[:300]))]
+            if host_i != host_s:
+                p.append(Problem('conductor: Ironic %r, sidecar %r' % (
+                    host_i, host_s), volatile=True))
+            return p
+        return check
+
+    def one_node(u):
+        n = inodes[u]
+        ident = n.get('name') or u
+        out = []
+        for key, form, path in (
+                ('fields', '/v1/nodes/{uuid}?fields=uuid,conductor',
+                 '/v1/nodes/%s?fields=uuid,conductor' % u),
+                ('show', '/v1/nodes/{ident}', '/v1/nodes/%s' % q(ident)),
+                ('sub', '/v1/nodes/{uuid}/conductor',
+                 '/v1/nodes/%s/conductor' % u)):
+            if key == 'sub':
+                v = judge('GET %s (hostname; sidecar: the conductor, 404 '
+                          'when none)' % path,
+                          lambda path=path: sub_fetch(path), sub_check(u),
+                          group='GET ' + form)
+                ri = v.result[0]
+                got = (ri[2] or {}).get('conductor') if ri[0] == 200 \
+                    else None
+            else:
+                v = judge('GET %s' % path, lambda path=path: P.get(path),
+                          lambda r: node_problems(r[0][2], r[1][2], served)
+                          + resp_problems((r[0][0], None, None),
+                                          (r[1][0], None, None)),
+                          group='GET ' + form)
+                ri = v.result[0]
+                got = (ri[2] or {}).get('conductor')
+            out.append(v)
+            if in_budget() and got != conductor_of[u]:
+                out.append(Verdict('ironic %s conductor == detail list' %
+                                   path, [Problem('%r != %r' % (
+                                       got, conductor_of[u]))], 0, None,
+                                   'ironic %s conductor == detail' % form))
+        return out
+    for u in sorted(inodes):
+        tasks.append(lambda u=u: one_node(u))
+
+
+CASES = [
+    ('version documents', case_version_documents),
+    ('request ids', case_request_ids),
+    ('no version header', case_no_version_header),
+    ('conductor lists', case_conductor_lists),
+    ('errors and versions', case_errors_and_versions),
+    ('node lists', case_node_lists),
+    ('each conductor', case_each_conductor),
+    ('case variants', case_case_variants),
+    ('conductor filters', case_conductor_filters),
+    ('conductor filter limit', case_conductor_filter_limit),
+    ('fields list', case_fields_list),
+    ('each node', case_each_node),
+]
+
+
+
 def cmd_compare(a):
     import concurrent.futures
     accept = [x for group in a.accept for x in group]
+    accepted = set(accept)
     chk = Checker(verbose=a.verbose, accept=accept)
     unknown = set(accept) - set(DIFFERENCES)
     if unknown:
@@ -414,8 +875,12 @@ def cmd_compare(a):
         while True:
             r = first if (first is not None and attempt == 0) else fetch()
             probs = check(r)
+            # refetch while what differs is heartbeat timing (or a
+            # difference accepted anyway)
             if not probs or attempt >= a.retries or \
-                    not all(p.volatile for p in probs):
+                    not all(p.volatile or p.difference in accepted
+                            for p in probs) or \
+                    not any(p.volatile for p in probs):
                 return Verdict(what, probs, attempt, r, group)
             attempt += 1
             time.sleep(a.settle)
@@ -564,385 +1029,23 @@ def cmd_compare(a):
           'nodes, %(with_conductor)d mapped to a conductor' % stats)
 
     # ---- Phase B: every endpoint, Ironic and the sidecar side by side ----
-    tasks = []
+    # (the table CASES)
+    q = lambda x: urllib.parse.quote(x, safe=':')  # noqa: E731
+    c = Context(
+        P=P, g=g, H=H, I=I, S=S, same=same, req_pool=req_pool,
+        served=served, inodes=inodes, inodes_l=inodes_l, ic=ic, rci=rci,
+        expected_by_host=expected_by_host, conductor_of=conductor_of,
+        chk=chk, judge=judge, in_budget=in_budget, v1_notes=[], ri0=ri0,
+        some=sorted(inodes)[0],
+        busy=max(expected_by_host, key=lambda h: len(expected_by_host[h]),
+                 default='no-such-conductor'),
+        plain=[h for h in ic if ':' not in h] or ['no-such-conductor'],
+        v148=_vheaders((1, 48)), q=q, accepted=accepted)
+    for _name, case in CASES:
+        case(c)
 
-    def task(what, fetch, check):
-        tasks.append(lambda: [judge(what, fetch, check)])
-
-    def get(path, headers=None):
-        return lambda: P.get(path, headers)
-
-    def both(*checks):
-        return lambda r: [p for c in checks for p in c(r)]
-
-    # version documents and headers
-    task('GET / (version discovery)', get('/'),
-         both(lambda r: root_problems(r[0], r[1], g),
-              lambda r: header_problems(r[0], r[1], g, allow_extra=True)))
-    v1_notes = []
-    for path in ('/v1', '/v1/'):
-        task('GET %s (v1 document, headers)' % path, get(path),
-             both(lambda r: v1_problems(r[0], r[1], g, v1_notes),
-                  lambda r: header_problems(r[0], r[1], g)))
-
-    # Openstack-Request-Id: Ironic sends one on most responses
-    def request_ids():
-        return [(path,) + P.get(path) for path in (
-            '/', '/v1', '/v1/conductors', '/v1/nodes/no-such-node')]
-
-    def request_ids_check(res):
-        out = ['%s: Ironic %r, sidecar %r' % (
-            path, ri[1].get(HDR_REQUEST_ID), rs[1].get(HDR_REQUEST_ID))
-            for path, ri, rs in res
-            if bool(ri[1].get(HDR_REQUEST_ID)) !=
-            bool(rs[1].get(HDR_REQUEST_ID))]
-        return [Problem('\n'.join(out), difference='request-id')] \
-            if out else []
-    task('%s header (on /, /v1, /v1/conductors, a 404)' % HDR_REQUEST_ID,
-         request_ids, request_ids_check)
-
-    # no version header: Ironic answers as its minimum (why every other
-    # request carries an explicit version), the sidecar as its maximum
-    def ironic_noversion(r):
-        p = []
-        if r[0][1].get(HDR_VERSION) != _vs(g['imin']):
-            p.append(Problem('Ironic GET /v1 without a version header: '
-                             'Version %r, want its minimum %s' % (
-                                 r[0][1].get(HDR_VERSION), _vs(g['imin']))))
-        if r[1][0] != 404:
-            p.append(Problem('Ironic GET /v1/conductors without a version '
-                             'header: %s, want 404 (1.1)' % r[1][0]))
-        return p
-    tasks.append(lambda: [judge(
-        'Ironic without a version header answers as %s' % _vs(g['imin']),
-        lambda: (ri0, http_get(I, '/v1/conductors', NO_VERSION)),
-        ironic_noversion)])
-    if not same:
-        def side_noversion():
-            out = []
-            hmax = _vheaders(g['smax'])
-            for path in ('/v1', '/v1/conductors', '/v1/nodes?limit=3'):
-                f1 = req_pool.submit(http_get, S, path, NO_VERSION)
-                f2 = req_pool.submit(http_get, S, path, hmax)
-                out.append((path, f1.result(), f2.result()))
-            return out
-
-        def side_noversion_check(res):
-            p = []
-            for path, rn, rm in res:
-                if rn[1].get(HDR_VERSION) != _vs(g['smax']):
-                    p.append(Problem('%s: Version header %r, want %s' % (
-                        path, rn[1].get(HDR_VERSION), _vs(g['smax']))))
-                p += json_problems([rm[0], rm[2]], [rn[0], rn[2]],
-                                   volatile=('alive',),
-                                   label='%s: explicit %s vs none' % (
-                                       path, _vs(g['smax'])))
-            return p
-        task('sidecar without a version header answers as its maximum %s'
-             % _vs(g['smax']), side_noversion, side_noversion_check)
-
-    # conductor lists (alive volatile)
-    for path in ('/v1/conductors', '/v1/conductors/',
-                 '/v1/conductors?limit=2',
-                 '/v1/conductors?detail=True&limit=2',
-                 '/v1/conductors?fields=hostname,alive',
-                 '/v1/conductors?sort_key=hostname&sort_dir=desc'):
-        task('GET %s' % path, get(path),
-             lambda r: resp_problems(r[0], r[1], volatile=('alive',)))
-    task('GET /v1/conductors headers', get('/v1/conductors'),
-         lambda r: header_problems(r[0], r[1], g))
-
-    # errors and versions: status, body and headers exactly
-    some = sorted(inodes)[0]
-    busy = max(expected_by_host, key=lambda h: len(expected_by_host[h]),
-               default='no-such-conductor')
-    plain = [h for h in ic if ':' not in h] or ['no-such-conductor']
-    v148 = _vheaders((1, 48))
-    q = lambda x: urllib.parse.quote(x, safe=':')
-    for path, hdrs, note in (
-            ('/v1/conductors/no-such-conductor.example', None, ''),
-            ('/v1/nodes/00000000-0000-4000-8000-000000000000', None, ''),
-            ('/v1/nodes/no-such-node', None, ''),
-            ('/v1/nodes/no-such-node/conductor', None, ''),
-            ('/v1/nodes/bad%20name', None, ' (pecan 400)'),
-            ('/v1/nope', None, ' (unknown path)'),
-            ('/v1/conductors?sort_key=alive', None, ''),
-            ('/v1/conductors?detail=True&fields=hostname', None, ''),
-            ('/v1/nodes?limit=0', None, ''),
-            ('/v1/conductors', v148, ' at 1.48'),
-            ('/v1/conductors/%s' % q(plain[0]), v148, ' at 1.48'),
-            ('/v1/nodes?conductor=%s' % q(busy), v148, ' at 1.48'),
-            ('/v1/conductors', {HDR_VERSION: 'abc',
-                                'Accept': 'application/json'},
-             ' (invalid version)')):
-        task('GET %s%s (status, body, headers)' % (path, note),
-             get(path, hdrs),
-             both(lambda r, path=path: _tag(
-                 resp_problems(r[0], r[1]), 'node-ident-error'
-                 if path == '/v1/nodes/bad%20name' and r[0][0] == r[1][0]
-                 else None),
-                  lambda r: header_problems(r[0], r[1], g)))
-
-    def too_high(r):
-        # the 406 names the supported range: the sidecar's own maximum
-        ri, rs = r
-        body = ri[2]
-        if isinstance(body, dict) and isinstance(body.get('error_message'),
-                                                 str):
-            body = dict(body, error_message=body['error_message'].replace(
-                '%s]' % _vs(g['imax']), '%s]' % _vs(g['smax'])))
-        return resp_problems((ri[0], ri[1], body), rs) + \
-            header_problems(ri, rs, g)
-    task('GET /v1/conductors at 1.99 (406 naming each server\'s range)',
-         get('/v1/conductors', _vheaders((1, 99))), too_high)
-
-    def sub_148(r):
-        ri, rs = r
-        p = resp_problems(ri, rs) + header_problems(ri, rs, g)
-        if ri[0] == 406 and rs[0] == 404:
-            for x in p:
-                x.difference = 'node-conductor-below-1.49'
-        return p
-    task('GET /v1/nodes/%s/conductor at 1.48' % some,
-         get('/v1/nodes/%s/conductor' % some, v148), sub_148)
-    task('GET /v1/nodes/%s at 1.48 (no conductor field)' % some,
-         get('/v1/nodes/%s' % some, v148),
-         lambda r: node_problems(r[0][2], r[1][2], served) +
-         resp_problems((r[0][0], None, None), (r[1][0], None, None)))
-
-    # node lists (every node representation: served fields)
-    for path in ('/v1/nodes', '/v1/nodes?detail=True', '/v1/nodes?limit=2',
-                 '/v1/nodes/detail?limit=2', '/v1/nodes?detail=True&limit=2'):
-        task('GET %s' % path, get(path),
-             lambda r: node_list_problems(r[0], r[1], served))
-
-    # each conductor
-    def one_conductor(h):
-        path = '/v1/conductors/%s' % q(h)
-        ri, rs = P.get(path)
-        if ri[0] == 400 and ':' in h:
-            # Ironic up to 23.x validates {hostname} with args.name (RFC 3986
-            # unreserved characters only): host:port hostnames get a 400.
-            chk.note('NOTE this Ironic answers 400 for GET /v1/conductors/'
-                     '{host:port}; the sidecar must answer 200 with the '
-                     'detail entry')
-            if same:
-                return [Verdict(path + ' (Ironic vs Ironic: 400 both)',
-                                resp_problems(ri, rs), 0, None,
-                                'GET /v1/conductors/{hostname}')]
-
-            def fetch():
-                fl = req_pool.submit(http_get, I,
-                                     '/v1/conductors?detail=True', H)
-                return fl.result(), http_get(S, path, H)
-
-            def check(r):
-                rl, rs2 = r
-                want = [c for c in (rl[2] or {}).get('conductors', [])
-                        if c['hostname'] == h]
-                return json_problems([200] + want[:1], [rs2[0], rs2[2]],
-                                     volatile=('alive',))
-            return [judge('GET %s: sidecar 200 == Ironic\'s detail entry '
-                          '(Ironic: 400)' % path, fetch, check,
-                          first=(rci, rs),
-                          group='GET /v1/conductors/{hostname}')]
-        return [judge('GET %s' % path, lambda: P.get(path),
-                      lambda r: resp_problems(r[0], r[1],
-                                              volatile=('alive',)),
-                      first=(ri, rs), group='GET /v1/conductors/{hostname}')]
-    for h in ic:
-        tasks.append(lambda h=h: one_conductor(h))
-
-    # case variants: lookups are the database's comparison (PostgreSQL and
-    # SQLite: case-sensitive -> 404; MySQL/MariaDB: case-insensitive
-    # collation -> 200 with the stored hostname); ?conductor= is an exact
-    # Python comparison on every backend.
-    for h in [x for x in ic if ':' not in x][:2]:
-        v = q(h.swapcase())
-        task('GET /v1/conductors/%s (case variant)' % v,
-             get('/v1/conductors/%s' % v),
-             lambda r: resp_problems(r[0], r[1], volatile=('alive',)))
-        task('GET /v1/nodes?conductor=%s (case variant)' % v,
-             get('/v1/nodes?conductor=%s' % v),
-             lambda r: node_list_problems(r[0], r[1], served))
-
-    # ?conductor= for every conductor hostname (+ a missing one): the
-    # lists and, inside the budget, Ironic's list == detail's conductor
-    def filt(h):
-        out = []
-        for form in ('/v1/nodes?conductor=%s', '/v1/nodes/?conductor=%s',
-                     '/v1/nodes/detail?conductor=%s'):
-            path = form % q(h)
-            v = judge('GET %s' % path,
-                      lambda path=path: P.get_all(path, 'nodes'),
-                      lambda r: node_list_problems(
-                          r[0], r[1], served, membership_volatile=True),
-                      group='GET ' + form % '{hostname}')
-            out.append(v)
-            ri = v.result[0]
-            if ri[0] == 200 and in_budget():
-                got = sorted(n['uuid'] for n in ri[2]['nodes'])
-                want = sorted(expected_by_host.get(h, ()))
-                out.append(Verdict(
-                    'ironic GET %s == nodes whose detail conductor is %s' % (
-                        path, h),
-                    [] if got == want else [Problem(diff(
-                        want, got, names=('detail', 'ironic')))], 0,
-                    None, 'ironic ?conductor= == detail'))
-        return out
-    for h in list(ic) + ['no-such-conductor']:
-        tasks.append(lambda h=h: filt(h))
-
-    # ?conductor=X&limit=3: Ironic 21.4 filters the page already cut to 3
-    # nodes (so the page has only those of the first 3 nodes that match);
-    # the sidecar filters first (the first 3 that match, next link when
-    # there are more). Anything else is checked as usual.
-    first3 = [n['uuid'] for n in inodes_l[:3]]
-
-    def filt_limit(r):
-        ri, rs, rall = r
-        p = node_list_problems(ri, rs, served, membership_volatile=True)
-        if not p or ri[0] != 200 or rs[0] != 200 or rall[0] != 200:
-            return p
-        allu = [n['uuid'] for n in rall[2].get('nodes', [])]
-        iu = [n['uuid'] for n in ri[2].get('nodes', [])]
-        su = [n['uuid'] for n in rs[2].get('nodes', [])]
-        if iu == [u for u in first3 if u in allu] and su == allu[:3] and \
-                bool(rs[2].get('next')) == (len(allu) > 3) and \
-                not node_list_problems(
-                    ri, (200, None, {'nodes': [n for n in rs[2]['nodes']
-                                               if n['uuid'] in iu]}),
-                    served):
-            return [Problem('Ironic lists %s (the matches among the first 3 '
-                            'nodes), the sidecar %s (the first 3 matches; '
-                            'next link %s)' % (
-                                iu, su, 'present' if rs[2].get('next')
-                                else 'absent'),
-                            difference='conductor-filter-limit')]
-        return p
-    lpath = '/v1/nodes?conductor=%s&limit=3' % q(busy)
-    task('GET %s' % lpath,
-         lambda: P.get(lpath) + (http_get(S, '/v1/nodes?conductor=%s' %
-                                          q(busy), H),),
-         filt_limit)
-
-    # /v1/nodes?fields=uuid,name,conductor (Ironic 21.4: 500, bug)
-    fpath = '/v1/nodes?fields=uuid,name,conductor'
-
-    def fields_list():
-        ri, rs = P.get(fpath)
-        if ri[0] == 200 or same:
-            return [judge('GET %s' % fpath, lambda: P.get(fpath),
-                          lambda r: node_list_problems(r[0], r[1], served),
-                          first=(ri, rs))]
-        if rs[0] == 200:
-            keep = ('uuid', 'name', 'links', 'conductor')
-
-            def fetch():
-                return (P.get_all('/v1/nodes/detail', 'nodes')[0],
-                        P.get(fpath)[1])
-
-            def check(r):
-                rd, rs2 = r
-                if rd[0] != 200:
-                    return resp_problems(rd, rs2)
-                exp = {'nodes': [{k: v for k, v in n.items() if k in keep}
-                                 for n in rd[2]['nodes']]}
-                return node_list_problems((200, None, exp), rs2, keep,
-                                          membership_volatile=False)
-            chk.note('NOTE GET %s: this Ironic answers %s; the sidecar\'s 200'
-                     ' is checked against Ironic\'s detail list' % (fpath,
-                                                                 ri[0]))
-            return [judge('GET %s: sidecar 200 == Ironic\'s detail (Ironic: '
-                          '%s)' % (fpath, ri[0]), fetch, check)]
-        return [Verdict('GET %s' % fpath, [Problem(
-            'Ironic %s, sidecar %s' % (ri[0], rs[0]))], 0, None)]
-    tasks.append(fields_list)
-
-    # per node: ?fields=uuid,conductor, the node (by name if it has one),
-    # and /v1/nodes/{uuid}/conductor
-    def sub_fetch(path):
-        ri, rs = P.get(path)
-        rc = None
-        if not same and rs[0] == 200 and isinstance(rs[2], dict) and \
-                rs[2].get('hostname'):
-            rc = http_get(S, '/v1/conductors/%s' % q(rs[2]['hostname']), H)
-        return ri, rs, rc, path
-
-    def sub_check(u):
-        def check(r):
-            ri, rs, rc, spath = r
-            if same:
-                return resp_problems(ri, rs, volatile=('conductor',))
-            if ri[0] != 200 or not isinstance(ri[2], dict):
-                return [Problem('Ironic answered %s %s' % (
-                    ri[0], json.dumps(ri[2])[:200]))]
-            host_i = ri[2].get('conductor')
-            p = []
-            if rs[0] == 200 and isinstance(rs[2], dict):
-                host_s = rs[2].get('hostname')
-                if rc is not None:
-                    p += json_problems([rc[0], rc[2]], [rs[0], rs[2]],
-                                       volatile=('alive',),
-                                       label='sidecar body vs its own GET '
-                                       '/v1/conductors/%s' % host_s,
-                                       names=('sidecar /v1/conductors/%s'
-                                              % host_s, 'sidecar ' +
-                                              spath))
-            elif rs[0] == 404:
-                host_s = None
-                want = _nvh_body(inodes[u])
-                if rs[2] != want:
-                    # a 404 other than NoValidHost
-                    p.append(Problem('sidecar 404 body %s, want %s' % (
-                        json.dumps(rs[2]), json.dumps(want))))
-            else:
-                return [Problem('sidecar answered %s %s' % (
-                    rs[0], json.dumps(rs[2])[:300]))]
-            if host_i != host_s:
-                p.append(Problem('conductor: Ironic %r, sidecar %r' % (
-                    host_i, host_s), volatile=True))
-            return p
-        return check
-
-    def one_node(u):
-        n = inodes[u]
-        ident = n.get('name') or u
-        out = []
-        for key, form, path in (
-                ('fields', '/v1/nodes/{uuid}?fields=uuid,conductor',
-                 '/v1/nodes/%s?fields=uuid,conductor' % u),
-                ('show', '/v1/nodes/{ident}', '/v1/nodes/%s' % q(ident)),
-                ('sub', '/v1/nodes/{uuid}/conductor',
-                 '/v1/nodes/%s/conductor' % u)):
-            if key == 'sub':
-                v = judge('GET %s (hostname; sidecar: the conductor, 404 '
-                          'when none)' % path,
-                          lambda path=path: sub_fetch(path), sub_check(u),
-                          group='GET ' + form)
-                ri = v.result[0]
-                got = (ri[2] or {}).get('conductor') if ri[0] == 200 \
-                    else None
-            else:
-                v = judge('GET %s' % path, lambda path=path: P.get(path),
-                          lambda r: node_problems(r[0][2], r[1][2], served)
-                          + resp_problems((r[0][0], None, None),
-                                          (r[1][0], None, None)),
-                          group='GET ' + form)
-                ri = v.result[0]
-                got = (ri[2] or {}).get('conductor')
-            out.append(v)
-            if in_budget() and got != conductor_of[u]:
-                out.append(Verdict('ironic %s conductor == detail list' %
-                                   path, [Problem('%r != %r' % (
-                                       got, conductor_of[u]))], 0, None,
-                                   'ironic %s conductor == detail' % form))
-        return out
-    for u in sorted(inodes):
-        tasks.append(lambda u=u: one_node(u))
-
-    run(tasks)
-    for n in v1_notes[:1]:
+    run(c.tasks)
+    for n in c.v1_notes[:1]:
         chk.note(n)
     if chk.retried:
         chk.note('NOTE %d checks passed only after a retry (heartbeat-timing '

@@ -206,7 +206,8 @@ def _recreate_database(db_url):
         if backend == 'postgresql':
             conn.execute(sa.text(
                 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity '
-                'WHERE datname = :d AND pid <> pg_backend_pid()'), {'d': dbname})
+                'WHERE datname = :d AND pid <> pg_backend_pid()'),
+                {'d': dbname})
         conn.execute(sa.text('DROP DATABASE IF EXISTS ' + quote % dbname))
         if backend == 'postgresql':
             conn.execute(sa.text("CREATE DATABASE " + quote % dbname +

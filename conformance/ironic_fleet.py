@@ -1,16 +1,25 @@
 #!/usr/bin/python3
-"""Conformance harness: real Ironic 21.4 vs ironic-conductor-exporter's JSON API.
+"""Conformance harness: real Ironic vs ironic-conductor-exporter's JSON API.
 
-Run with /usr/bin/python3 (the Debian interpreter that has python3-ironic).
+Run setup/serve/heartbeat/dropdb with the python3 that has the Ironic
+release (the host's /usr/bin/python3 for 21.4, a chroot's for the others:
+run.sh); compare/cli/capture need only the standard library (cli: the
+`baremetal` CLI).
 
-Subcommands:
-  setup    fresh database + Ironic's own migrations + a random fleet written
-           only through Ironic's DB API (ironic.db.api.get_instance()).
-  serve    run Ironic's real API service (ironic.cmd.api) on 127.0.0.1:PORT,
-           noauth, json-rpc transport (no conductor needed for GETs).
+Subcommands (modules):
+  setup    fresh database + Ironic's own migrations (create_schema on
+           SQLite) + a random fleet written only through Ironic's DB API
+           (ironic.db.api.get_instance())                         (fleet.py)
+  heartbeat, dropdb                                               (fleet.py)
+  serve    run Ironic's real API service (ironic.cmd.api, ironic.command.api
+           in newer releases) on 127.0.0.1:PORT, noauth, json-rpc transport
+           (no conductor needed for GETs)                        (server.py)
   compare  check the sidecar's JSON API against Ironic's answers (the
-           sidecar's contract, README.md "compare").
-  cli      run the stock `baremetal` CLI against an endpoint and check output.
+           sidecar's contract, README.md "compare"), a table of cases
+                                                                (compare.py)
+  cli      run the stock `baremetal` CLI against an endpoint and check
+           output                                                   (cli.py)
+  capture  save real Ironic responses                           (capture.py)
 
 See README.md next to this file.
 """

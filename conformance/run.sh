@@ -369,7 +369,7 @@ for rel in $RELEASES; do
         t0=$(date +%s)
         acc="$ACCEPT${ACCEPT:+,}$(accept_of "$rel")"
         acc="${acc%,}"
-        "$PY" "$HERE/ironic_fleet.py" compare --ironic "$ep" --sidecar "$side" \
+        "$PY" "$W/harness/ironic_fleet.py" compare --ironic "$ep" --sidecar "$side" \
             --fleet "$W/fleet-$name.json" ${acc:+--accept "$acc"} \
             >"$W/compare-$name.out" 2>&1
         show "$W/compare-$name.out"
@@ -383,7 +383,7 @@ for rel in $RELEASES; do
         if [[ " $CLI_BACKENDS " == *" $backend "* ]]; then
             echo "=== $name: cli against $side"
             t0=$(date +%s)
-            "$PY" "$HERE/ironic_fleet.py" cli "${cli_args[@]}" \
+            "$PY" "$W/harness/ironic_fleet.py" cli "${cli_args[@]}" \
                 --fleet "$W/fleet-$name.json" --conductor-sample "$CLI_SAMPLE" \
                 --node-sample "$CLI_SAMPLE" >"$W/cli-$name.out" 2>&1
             show "$W/cli-$name.out"
