@@ -82,6 +82,25 @@ func TestServiceRootVersionHeaders(t *testing.T) {
 	}
 }
 
+// Below 1.49 the conductor resources are a 404 whose message changed in
+// Ironic 38.0 (rules.ConductorsVersionMessage).
+func TestConductorsBelow149ByRelease(t *testing.T) {
+	for _, c := range []struct{ release, msg string }{
+		{"21.4", "Resource could not be found."},
+		{"37.0", "Resource could not be found."},
+		{"38.0", "The API is not supported for this version"},
+	} {
+		f := newFixtureAt(t, testSnapshot(db.BackendPostgreSQL), nil, c.release, Options{})
+		for _, path := range []string{"/v1/conductors", "/v1/conductors/cond-a.example.com"} {
+			rec := f.get(path, ver("1.48"))
+			expectStatus(t, rec, 404)
+			if !strings.Contains(rec.Body.String(), `\"faultstring\": \"`+c.msg+`\"`) {
+				t.Errorf("%s GET %s at 1.48: %s, want %q", c.release, path, rec.Body, c.msg)
+			}
+		}
+	}
+}
+
 func TestV1Document(t *testing.T) {
 	f := newFixture(t, nil, errDown, Options{})
 	const head = `{"id": "v1", "links": [{"href": "http://example.com/v1/", "rel": "self"}, {"href": "https://docs.openstack.org//ironic/latest/contributor//webapi.html", "rel": "describedby", "type": "text/html"}], "media_types": {"base": "application/json", "type": "application/vnd.openstack.ironic.v1+json"}, "nodes": [{"href": "http://example.com/v1/nodes/", "rel": "self"}, {"href": "http://example.com/nodes/", "rel": "bookmark"}], "version": {"id": "v1", "links": [{"href": "http://example.com/v1/", "rel": "self"}], "status": "CURRENT", "min_version": "1.1", "version": "1.49"}`

@@ -142,6 +142,12 @@ ipy() {
 }
 
 stop_server() {
+    # the sidecar first: its --ironic.config-file names the API's config
+    if [[ -n "$SIDECAR_PID" ]]; then
+        kill -TERM "$SIDECAR_PID" 2>/dev/null
+        wait "$SIDECAR_PID" 2>/dev/null
+    fi
+    SIDECAR_PID=""
     if [[ -n "$SERVE_PID" ]] && kill -0 "$SERVE_PID" 2>/dev/null; then
         # serve runs in its own session (setsid): its pid is the group id;
         # the group holds the launcher and its API workers. Newer Ironic's
@@ -159,16 +165,11 @@ stop_server() {
     if [[ -n "$SERVE_CONF" ]]; then
         local p
         for p in /proc/[0-9]*; do
-            grep -qaF -- "$SERVE_CONF" "$p/cmdline" 2>/dev/null && kill -KILL "${p#/proc/}" 2>/dev/null
+            grep -qaF -- "--config-file $SERVE_CONF" "$p/cmdline" 2>/dev/null && kill -KILL "${p#/proc/}" 2>/dev/null
         done
     fi
     SERVE_PID=""
     SERVE_CONF=""
-    if [[ -n "$SIDECAR_PID" ]]; then
-        kill -TERM "$SIDECAR_PID" 2>/dev/null
-        wait "$SIDECAR_PID" 2>/dev/null
-    fi
-    SIDECAR_PID=""
 }
 
 cleanup() {

@@ -90,6 +90,9 @@ var (
 	onlineAliveSince = Release{25, 0}
 	// commit b19507d64 "Add microversion headers to root ('/') endpoint"
 	rootVersionSince = Release{26, 1}
+	// commit 4393baf91 "api: Add schema for conductors API"
+	// (validation.api_version on the conductor resources)
+	conductorsValidationSince = Release{38, 0}
 	// the conductors API (commit 7c7744dfb "Expose conductors: api")
 	conductorAPISince = Release{12, 0}
 )
@@ -301,6 +304,19 @@ func (r Rules) HostPortNames() bool { return r.release.AtLeast(hostPortSince) }
 // V1.add_version_attributes(), 26.1+, commit b19507d64 "Add microversion
 // headers to root ('/') endpoint"); older releases send none there.
 func (r Rules) RootVersionHeaders() bool { return r.release.AtLeast(rootVersionSince) }
+
+// ConductorsVersionMessage is the message of the 404 that GET
+// /v1/conductors and /v1/conductors/{hostname} answer below microversion
+// 1.49 when it is not pecan's "Resource could not be found.": from 38.0
+// ironic/api/validation api_version answers "The API is not supported for
+// this version" (commit 4393baf91 "api: Add schema for conductors API");
+// "" before.
+func (r Rules) ConductorsVersionMessage() string {
+	if r.release.AtLeast(conductorsValidationSince) {
+		return "The API is not supported for this version"
+	}
+	return ""
+}
 
 // RingsCachedForProcess reports whether Ironic keeps the rings it built
 // first for the life of the process, rebuilding them only when a ring is

@@ -213,9 +213,14 @@ func TestAPIAnswers(t *testing.T) {
 		{"26.0", true, true, true, false},
 		{"26.1", true, true, true, true},
 		{"29.0", true, true, true, true},
+		{"37.0", true, true, true, true},
+		{"38.0", true, true, true, true},
 	} {
 		r := at(c.release, PostgreSQL)
 		reason := r.NoValidHostReason("ipmi", "g")
+		if got, want := r.ConductorsVersionMessage() != "", r.Release().AtLeast(Release{38, 0}); got != want {
+			t.Errorf("%s: ConductorsVersionMessage %q", c.release, r.ConductorsVersionMessage())
+		}
 		if r.RootVersionHeaders() != c.rootHeaders {
 			t.Errorf("%s: RootVersionHeaders %v, want %v", c.release, r.RootVersionHeaders(), c.rootHeaders)
 		}
