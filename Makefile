@@ -93,7 +93,7 @@ faults:
 bench:
 	./scripts/bench.sh
 
-## conformance: the sidecar against real Ironic 21.4 on real databases.
+## conformance: the sidecar against real Ironic 16.0, 21.4, 29.0 and the newest (Debian chroots) on PostgreSQL, MariaDB and SQLite.
 conformance: build
 	./conformance/run.sh ./$(BIN)
 

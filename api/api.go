@@ -152,8 +152,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n == 0 {
-		// The service root: Ironic parses no version here and sends no
-		// version headers.
+		// The service root: up to 26.0 Ironic parses no version here and
+		// sends no version headers; 26.1+ negotiates as GET /v1 does
+		// (rules.RootVersionHeaders). Without data, the older answer.
+		if t := rq.h.cache.Get(r.Context()).Topology; t != nil && t.Rules.RootVersionHeaders() {
+			if !rq.version(false) {
+				return
+			}
+		}
 		rq.root()
 		return
 	}

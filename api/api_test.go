@@ -54,6 +54,53 @@ func TestServiceRoot(t *testing.T) {
 	}
 }
 
+// From 26.1 (rules.RootVersionHeaders) Ironic's root negotiates the
+// version as /v1 does: the range headers and the version answered; an
+// unacceptable version is a 406 there too.
+func TestServiceRootVersionHeaders(t *testing.T) {
+	f := newFixtureAt(t, testSnapshot(db.BackendPostgreSQL), nil, "29.0", Options{})
+	for _, c := range []struct {
+		hdr     []string
+		status  int
+		version string
+	}{
+		{[]string{ver("1.49")}, 200, "1.49"},
+		{[]string{ver("1.20")}, 200, "1.20"},
+		{[]string{latest}, 200, "1.49"},
+		{nil, 200, "1.49"},
+		{[]string{ver("1.99")}, 406, ""},
+	} {
+		rec := f.get("/", c.hdr...)
+		expectStatus(t, rec, c.status)
+		h := rec.Header()
+		if h.Get("X-OpenStack-Ironic-API-Minimum-Version") != "1.1" || h.Get("X-OpenStack-Ironic-API-Maximum-Version") != "1.49" ||
+			h.Get("X-OpenStack-Ironic-API-Version") != c.version {
+			t.Errorf("GET / %v at 29.0: version headers %v %v %v, want 1.1 1.49 %q", c.hdr,
+				h.Values("X-OpenStack-Ironic-API-Minimum-Version"), h.Values("X-OpenStack-Ironic-API-Maximum-Version"),
+				h.Values("X-OpenStack-Ironic-API-Version"), c.version)
+		}
+	}
+}
+
+// Below 1.49 the conductor resources are a 404 whose message changed in
+// Ironic 38.0 (rules.ConductorsVersionMessage).
+func TestConductorsBelow149ByRelease(t *testing.T) {
+	for _, c := range []struct{ release, msg string }{
+		{"21.4", "Resource could not be found."},
+		{"37.0", "Resource could not be found."},
+		{"38.0", "The API is not supported for this version"},
+	} {
+		f := newFixtureAt(t, testSnapshot(db.BackendPostgreSQL), nil, c.release, Options{})
+		for _, path := range []string{"/v1/conductors", "/v1/conductors/cond-a.example.com"} {
+			rec := f.get(path, ver("1.48"))
+			expectStatus(t, rec, 404)
+			if !strings.Contains(rec.Body.String(), `\"faultstring\": \"`+c.msg+`\"`) {
+				t.Errorf("%s GET %s at 1.48: %s, want %q", c.release, path, rec.Body, c.msg)
+			}
+		}
+	}
+}
+
 func TestV1Document(t *testing.T) {
 	f := newFixture(t, nil, errDown, Options{})
 	const head = `{"id": "v1", "links": [{"href": "http://example.com/v1/", "rel": "self"}, {"href": "https://docs.openstack.org//ironic/latest/contributor//webapi.html", "rel": "describedby", "type": "text/html"}], "media_types": {"base": "application/json", "type": "application/vnd.openstack.ironic.v1+json"}, "nodes": [{"href": "http://example.com/v1/nodes/", "rel": "self"}, {"href": "http://example.com/nodes/", "rel": "bookmark"}], "version": {"id": "v1", "links": [{"href": "http://example.com/v1/", "rel": "self"}], "status": "CURRENT", "min_version": "1.1", "version": "1.49"}`

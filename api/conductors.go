@@ -197,7 +197,7 @@ func (rq *request) conductorListArgs() (*conductorListArgs, *apiError) {
 		return nil, err
 	}
 	if rq.minor < minor49Conductors {
-		return nil, errNotFound
+		return nil, rq.conductorsTooOld()
 	}
 	if err := rq.checkFields(fields, hasFields); err != nil {
 		return nil, err
@@ -357,7 +357,7 @@ func (rq *request) conductorRequest() ([]string, *topology.Topology, *apiError) 
 		return nil, nil, err
 	}
 	if rq.minor < minor49Conductors {
-		return nil, nil, errNotFound
+		return nil, nil, rq.conductorsTooOld()
 	}
 	if err := rq.checkFields(fields, hasFields); err != nil {
 		return nil, nil, err
@@ -378,4 +378,17 @@ func (rq *request) replyConductor(c *topology.ConductorInfo, fields []string) {
 	b := appendConductor(*bp, rq.base(), c, mask)
 	*bp = b
 	rq.reply(b)
+}
+
+// conductorsTooOld is the 404 of the conductor resources below 1.49:
+// "Resource could not be found." up to Ironic 37.x, "The API is not
+// supported for this version" from 38.0 (rules.ConductorsVersionMessage).
+// Without data, the older message.
+func (rq *request) conductorsTooOld() *apiError {
+	if t := rq.h.cache.Get(rq.r.Context()).Topology; t != nil {
+		if msg := t.Rules.ConductorsVersionMessage(); msg != "" {
+			return clientError(http.StatusNotFound, msg)
+		}
+	}
+	return errNotFound
 }

@@ -43,8 +43,10 @@
 // anything but "<int>.<int>" and versions outside [1.1, max] are 406 with
 // Ironic's messages. As in Ironic, responses carry the Minimum and
 // Maximum headers once the version header was parsed (also when it is out
-// of range) and X-OpenStack-Ironic-API-Version once negotiated; the root,
-// routing errors and unparsable versions carry none. Every response has an
+// of range) and X-OpenStack-Ironic-API-Version once negotiated; routing
+// errors and unparsable versions carry none, and so does the root up to
+// Ironic 26.0 (from 26.1 it negotiates as /v1 does: the rules of the release
+// read from the database decide). Every response has an
 // Openstack-Request-Id. The maximum is
 // 1.49 by default (Options.MaxMicroversion, up to 1.82): the version that
 // added conductors; nothing the sidecar serves changed after it. Below 1.49

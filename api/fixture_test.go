@@ -105,11 +105,17 @@ type fixture struct {
 
 func newFixture(t testing.TB, snap *db.Snapshot, srcErr error, opts Options) *fixture {
 	t.Helper()
+	return newFixtureAt(t, snap, srcErr, "21.4", opts)
+}
+
+// newFixtureAt is newFixture with the rules of Ironic release.
+func newFixtureAt(t testing.TB, snap *db.Snapshot, srcErr error, release string, opts Options) *fixture {
+	t.Helper()
 	src := &fakeSource{snap: snap, err: srcErr}
 	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: src,
 		Settings: topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
-			Algorithm: ring.Algorithm("md5"), Release: rules.MustRelease("21.4")},
+			Algorithm: ring.Algorithm("md5"), Release: rules.MustRelease(release)},
 		MinInterval: time.Hour,
 		Now:         func() time.Time { return testNow },
 	})

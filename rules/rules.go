@@ -88,6 +88,11 @@ var (
 	noValidHostSince = Release{24, 1}
 	// commit 161374f76 "Expose conductor online boolean for accurate alive"
 	onlineAliveSince = Release{25, 0}
+	// commit b19507d64 "Add microversion headers to root ('/') endpoint"
+	rootVersionSince = Release{26, 1}
+	// commit 4393baf91 "api: Add schema for conductors API"
+	// (validation.api_version on the conductor resources)
+	conductorsValidationSince = Release{38, 0}
 	// the conductors API (commit 7c7744dfb "Expose conductors: api")
 	conductorAPISince = Release{12, 0}
 )
@@ -104,6 +109,8 @@ var changes = []struct {
 	{hostPortSince, "host:port conductor names in the API"},
 	{noValidHostSince, "the NoValidHost reason"},
 	{onlineAliveSince, "the API's alive (online and a fresh heartbeat)"},
+	// (not rootVersionSince: headers on GET / alone are not worth a
+	// warning about a straddled range)
 }
 
 // New builds the rules of release on backend with settings s. Zero
@@ -290,6 +297,26 @@ func (r Rules) ConductorAPI() bool { return r.release.AtLeast(conductorAPISince)
 // commit e67f71606 "Fix GET for conductors with a port or IPv6 address");
 // older releases answer 400.
 func (r Rules) HostPortNames() bool { return r.release.AtLeast(hostPortSince) }
+
+// RootVersionHeaders reports whether GET / negotiates the microversion and
+// sends the Minimum/Maximum/Version headers as GET /v1 does
+// (ironic/api/controllers/root.py RootController.index calls
+// V1.add_version_attributes(), 26.1+, commit b19507d64 "Add microversion
+// headers to root ('/') endpoint"); older releases send none there.
+func (r Rules) RootVersionHeaders() bool { return r.release.AtLeast(rootVersionSince) }
+
+// ConductorsVersionMessage is the message of the 404 that GET
+// /v1/conductors and /v1/conductors/{hostname} answer below microversion
+// 1.49 when it is not pecan's "Resource could not be found.": from 38.0
+// ironic/api/validation api_version answers "The API is not supported for
+// this version" (commit 4393baf91 "api: Add schema for conductors API");
+// "" before.
+func (r Rules) ConductorsVersionMessage() string {
+	if r.release.AtLeast(conductorsValidationSince) {
+		return "The API is not supported for this version"
+	}
+	return ""
+}
 
 // RingsCachedForProcess reports whether Ironic keeps the rings it built
 // first for the life of the process, rebuilding them only when a ring is
