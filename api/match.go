@@ -14,11 +14,12 @@ import (
 // Values computed in Python (the node's conductor) always compare exactly.
 type collation struct {
 	fold      bool // case-insensitive equality and order (MySQL)
+	unicode   bool // with fold: utf8mb4_unicode_ci's order (MySQL, Ironic 35.0+)
 	nullsLast bool // NULL after values in ascending order (PostgreSQL)
 }
 
 func collationOf(t *topology.Topology) collation {
-	return collation{fold: t.Collation.FoldCase, nullsLast: t.Collation.NullsLast}
+	return collation{fold: t.Collation.FoldCase, unicode: t.Collation.UnicodeCI, nullsLast: t.Collation.NullsLast}
 }
 
 func (c collation) equal(a, b string) bool {
@@ -29,12 +30,17 @@ func (c collation) equal(a, b string) bool {
 }
 
 // compare orders strings; case-insensitively (ASCII letters) under fold,
-// with the bytes as the tie-break so the order stays total.
+// by utf8mb4_unicode_ci's weights under unicode, with the bytes as the
+// tie-break so the order stays total.
 func (c collation) compare(a, b string) int {
 	if c.fold {
+		weight := func(b byte) int { return int(lowerASCII(b)) }
+		if c.unicode {
+			weight = unicodeWeight
+		}
 		n := min(len(a), len(b))
 		for i := 0; i < n; i++ {
-			x, y := lowerASCII(a[i]), lowerASCII(b[i])
+			x, y := weight(a[i]), weight(b[i])
 			if x != y {
 				if x < y {
 					return -1
@@ -50,6 +56,32 @@ func (c collation) compare(a, b string) int {
 		}
 	}
 	return strings.Compare(a, b)
+}
+
+// uciPunctuation is the order of the ASCII punctuation and symbols among
+// themselves in the Unicode Collation Algorithm's default table, which
+// utf8mb4_unicode_ci uses (non-ignorable, primary level): all of them sort
+// before the digits, which sort before the letters.
+const uciPunctuation = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+
+// unicodeWeight is a byte's primary weight under utf8mb4_unicode_ci, for
+// the ASCII of hostnames, names and driver names; other bytes (UTF-8
+// sequences) sort after every ASCII character, by value.
+func unicodeWeight(b byte) int {
+	switch {
+	case b >= '0' && b <= '9':
+		return 100 + int(b-'0')
+	case b >= 'a' && b <= 'z':
+		return 200 + int(b-'a')
+	case b >= 'A' && b <= 'Z':
+		return 200 + int(b-'A')
+	case b >= 0x80:
+		return 300 + int(b)
+	}
+	if i := strings.IndexByte(uciPunctuation, b); i >= 0 {
+		return 10 + i
+	}
+	return int(b) - 64 // control characters first
 }
 
 func lowerASCII(c byte) byte {

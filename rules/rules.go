@@ -95,6 +95,9 @@ var (
 	conductorsValidationSince = Release{38, 0}
 	// the conductors API (commit 7c7744dfb "Expose conductors: api")
 	conductorAPISince = Release{12, 0}
+	// unicodeCISince: the MySQL/MariaDB tables converted to utf8mb4 with
+	// utf8mb4_unicode_ci (commit abf2e577a, 35.0).
+	unicodeCISince = Release{35, 0}
 )
 
 var changes = []struct {
@@ -286,6 +289,16 @@ func (r Rules) NoValidHostReason(driver, group string) string {
 		reason += " Ensure the driver is valid and enabled."
 	}
 	return reason
+}
+
+// MySQLUnicodeCollation reports whether, on MySQL/MariaDB, Ironic's tables
+// compare text with utf8mb4_unicode_ci (UCA weights: "_" before "-" before
+// ":" before "." before digits before letters, case-insensitive) rather than
+// utf8(mb3)_general_ci (case-folded code points): 35.0+, whose migration
+// converts the tables (commit abf2e577a). It changes the order of
+// ?sort_key=hostname and the like; equality stays case-insensitive.
+func (r Rules) MySQLUnicodeCollation() bool {
+	return r.backend == MySQL && r.release.AtLeast(unicodeCISince)
 }
 
 // ConductorAPI reports whether the release has /v1/conductors (12.0+,

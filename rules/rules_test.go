@@ -232,6 +232,23 @@ func TestAPIAnswers(t *testing.T) {
 	}
 }
 
+// TestMySQLUnicodeCollation: 35.0 converted the MySQL/MariaDB tables to
+// utf8mb4_unicode_ci (abf2e577a); other backends compare bytes.
+func TestMySQLUnicodeCollation(t *testing.T) {
+	for _, c := range []struct {
+		release string
+		backend Backend
+		want    bool
+	}{
+		{"21.4", MySQL, false}, {"34.0", MySQL, false}, {"35.0", MySQL, true}, {"38.0", MySQL, true},
+		{"38.0", PostgreSQL, false}, {"38.0", SQLite, false},
+	} {
+		if got := at(c.release, c.backend).MySQLUnicodeCollation(); got != c.want {
+			t.Errorf("%s on %s: MySQLUnicodeCollation %v, want %v", c.release, c.backend, got, c.want)
+		}
+	}
+}
+
 func TestExact(t *testing.T) {
 	for _, c := range []struct {
 		release  string

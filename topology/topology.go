@@ -245,6 +245,10 @@ type Collation struct {
 	// FoldCase: equality and order ignore case (MySQL/MariaDB's
 	// utf8mb3_general_ci tables).
 	FoldCase bool
+	// UnicodeCI: with FoldCase, the order is utf8mb4_unicode_ci's (UCA
+	// primary weights) rather than case-folded code points
+	// (rules.Rules.MySQLUnicodeCollation).
+	UnicodeCI bool
 	// NullsLast: NULL sorts after every value in ascending order
 	// (PostgreSQL); elsewhere it sorts first.
 	NullsLast bool
@@ -281,6 +285,7 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		Detection:  det,
 		Heartbeats: rs.Heartbeats(),
 		Collation: Collation{FoldCase: snap.Backend == db.BackendMySQL,
+			UnicodeCI: rs.MySQLUnicodeCollation(),
 			NullsLast: snap.Backend == db.BackendPostgreSQL},
 		Now:          now,
 		Conductors:   make([]ConductorInfo, 0, len(snap.Conductors)),
