@@ -314,7 +314,7 @@ func TestPostgreSQLSQLASCII(t *testing.T) {
 	defer d.Close()
 	for _, q := range []string{
 		`CREATE TABLE conductors (id serial PRIMARY KEY, hostname varchar(255) NOT NULL, conductor_group varchar(255),
-			online boolean, drivers text, created_at timestamp, updated_at timestamp)`,
+			online boolean, drivers text, created_at timestamp, updated_at timestamp, version varchar(15))`,
 		`CREATE TABLE conductor_hardware_interfaces (conductor_id int, hardware_type varchar(255))`,
 		`CREATE TABLE nodes (id serial PRIMARY KEY, uuid varchar(36), name varchar(255), driver varchar(255),
 			conductor_group varchar(255), reservation varchar(255), instance_uuid varchar(36), power_state varchar(15),
