@@ -70,6 +70,21 @@ type healthSource struct {
 	h *DatabaseHealth
 }
 
+// SnapshotSince keeps the change probe of a ProbingSource working through
+// the wrapper (without it the cache would read every node at every
+// refresh); a Source that cannot probe reads a full snapshot.
+func (s healthSource) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
+	ps, ok := s.Source.(topology.ProbingSource)
+	if !ok {
+		return s.Snapshot(ctx)
+	}
+	snap, err := ps.SnapshotSince(ctx, known)
+	if err == nil && snap != nil {
+		s.h.snapshot(snap)
+	}
+	return snap, err
+}
+
 func (s healthSource) Snapshot(ctx context.Context) (*db.Snapshot, error) {
 	snap, err := s.Source.Snapshot(ctx)
 	if err == nil && snap != nil {

@@ -59,3 +59,33 @@ ironic_exporter_snapshot_warnings{reason="empty_hostname",table="conductors"} 1
 		t.Error(err)
 	}
 }
+
+// probing is a ProbingSource that records the probe it is asked about.
+type probing struct {
+	*fixture.Source
+	asked []*db.NodeProbe
+}
+
+func (p *probing) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
+	p.asked = append(p.asked, known)
+	return p.Snapshot(ctx)
+}
+
+// TestHealthSourceKeepsTheProbe: wrapping the database to see its warnings
+// must not hide its change probe from the cache (which would then read every
+// node at every refresh).
+func TestHealthSourceKeepsTheProbe(t *testing.T) {
+	inner := &probing{Source: fixture.NewSource(fixture.Golden())}
+	wrapped := NewDatabaseHealth(promslog.NewNopLogger()).Source(inner)
+	ps, ok := wrapped.(topology.ProbingSource)
+	if !ok {
+		t.Fatal("the wrapped source is no longer a ProbingSource")
+	}
+	known := &db.NodeProbe{Count: 3}
+	if _, err := ps.SnapshotSince(context.Background(), known); err != nil {
+		t.Fatal(err)
+	}
+	if len(inner.asked) != 1 || inner.asked[0] != known {
+		t.Errorf("inner source asked %v, want the known probe passed through", inner.asked)
+	}
+}

@@ -151,12 +151,17 @@ func TestPostgreSQLLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Released even when the test fails: a lock left held blocks every
+	// later test that touches nodes until the suite times out.
+	t.Cleanup(func() { tx.Rollback() })
 	if _, err := tx.Exec(`LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	r := report{fault: "postgresql lock on nodes"}
 	r.toDown = e.waitUp("0", refreshTimeout+margin)
-	waitLog(t, e, "reading nodes: timed out after")
+	// The first step that reads nodes waits for the lock: the probe of
+	// the nodes table, or reading them.
+	waitLog(t, e, "nodes: timed out after")
 	_ = tx.Rollback()
 	start := time.Now()
 	e.waitUp("1", refreshTimeout+margin)

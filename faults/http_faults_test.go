@@ -345,7 +345,9 @@ func TestFuzzEndpoints(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode >= 500 && resp.StatusCode != http.StatusServiceUnavailable {
+		// 503: a limit; 501: an Ironic resource the sidecar does not serve
+		// (api.unserved), by design.
+		if resp.StatusCode >= 500 && resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusNotImplemented {
 			t.Errorf("%s %s: %d", req.Method, p, resp.StatusCode)
 		}
 	}
