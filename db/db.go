@@ -87,6 +87,9 @@ type DB struct {
 	rawText atomic.Bool
 	// lastNodes is the node count of the last snapshot, to size the next.
 	lastNodes atomic.Int64
+	// lastNodeWarnings are the row problems of the last node read, given
+	// again with a snapshot that skips reading the unchanged nodes.
+	lastNodeWarnings atomic.Pointer[[]nodeWarning]
 	// ownerCols says whether nodes has owner and lessee (ownerColsUnknown,
 	// ownerColsPresent, ownerColsMissing).
 	ownerCols atomic.Int32

@@ -310,7 +310,11 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 	if snap.NodeProbe, err = d.probeNodes(tctx, watch, tx, q.probe); err != nil {
 		return nil, notIronic(err)
 	}
-	if snap.NodesUnchanged = known != nil && *known == snap.NodeProbe; !snap.NodesUnchanged {
+	if snap.NodesUnchanged = known != nil && *known == snap.NodeProbe; snap.NodesUnchanged {
+		if nw := d.lastNodeWarnings.Load(); nw != nil {
+			w.addNodes(*nw) // the nodes the cache reuses still have them
+		}
+	} else {
 		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, w); err != nil {
 			return nil, notIronic(err)
 		}
@@ -583,19 +587,38 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	if err := rows.Err(); err != nil {
 		return nil, stepError(ctx, step, start, err)
 	}
+	var nw []nodeWarning
 	if badTimes > 0 {
-		w.addN(tableNodes, ReasonBadTimestamp, badTimes, fmt.Sprintf(
-			"%d node(s) with a created_at or updated_at that is not a timestamp, read as NULL; first: %s", badTimes, firstBad))
+		nw = append(nw, nodeWarning{ReasonBadTimestamp, badTimes, fmt.Sprintf(
+			"%d node(s) with a created_at or updated_at that is not a timestamp, read as NULL; first: %s", badTimes, firstBad)})
 	}
 	if nulls.n > 0 {
-		w.addN(tableNodes, ReasonNull, nulls.n, fmt.Sprintf(
-			"%d node(s) with conductor_group NULL, read as the default group \"\"; first: %s", nulls.n, nulls.first))
+		nw = append(nw, nodeWarning{ReasonNull, nulls.n, fmt.Sprintf(
+			"%d node(s) with conductor_group NULL, read as the default group \"\"; first: %s", nulls.n, nulls.first)})
 	}
 	if notUTF8.n > 0 {
-		w.addN(tableNodes, ReasonNotUTF8, notUTF8.n, fmt.Sprintf(
-			"%d node(s) with text that is not UTF-8, invalid bytes read as U+FFFD; first: %s", notUTF8.n, notUTF8.first))
+		nw = append(nw, nodeWarning{ReasonNotUTF8, notUTF8.n, fmt.Sprintf(
+			"%d node(s) with text that is not UTF-8, invalid bytes read as U+FFFD; first: %s", notUTF8.n, notUTF8.first)})
 	}
+	// Kept for the refreshes whose probe says the nodes did not change: the
+	// rows, and so their problems, are the same.
+	d.lastNodeWarnings.Store(&nw)
+	w.addNodes(nw)
 	return out, nil
+}
+
+// nodeWarning is one kind of problem of the nodes of a read.
+type nodeWarning struct {
+	reason string
+	rows   int
+	line   string
+}
+
+// addNodes adds the problems of a node read.
+func (w *warner) addNodes(nw []nodeWarning) {
+	for _, x := range nw {
+		w.addN(tableNodes, x.reason, x.rows, x.line)
+	}
 }
 
 // rowTally counts the nodes with one kind of problem and names the first.
