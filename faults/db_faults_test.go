@@ -153,7 +153,7 @@ func TestPostgreSQLLock(t *testing.T) {
 	}
 	// Released even when the test fails: a lock left held blocks every
 	// later test that touches nodes until the suite times out.
-	t.Cleanup(func() { tx.Rollback() })
+	t.Cleanup(func() { _ = tx.Rollback() })
 	if _, err := tx.Exec(`LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
