@@ -311,6 +311,12 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 		return nil, notIronic(err)
 	}
 	if snap.NodesUnchanged = known != nil && *known == snap.NodeProbe; snap.NodesUnchanged {
+		// The probe does not see a column renamed or dropped under the
+		// exporter: the node read itself, with no row, proves it would
+		// still work (the server only plans it).
+		if err := d.checkQuery(tctx, watch, tx, "checking the nodes columns", nodesQuery+"\nLIMIT 0"); err != nil {
+			return nil, notIronic(err)
+		}
 		if nw := d.lastNodeWarnings.Load(); nw != nil {
 			w.addNodes(*nw) // the nodes the cache reuses still have them
 		}
@@ -605,6 +611,22 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	d.lastNodeWarnings.Store(&nw)
 	w.addNodes(nw)
 	return out, nil
+}
+
+// checkQuery runs query, which returns no row, as one step of the snapshot.
+func (d *DB) checkQuery(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+	defer cancel()
+	defer watch(ctx)()
+	rows, err := tx.QueryContext(ctx, query)
+	if err != nil {
+		return stepError(ctx, step, start, err)
+	}
+	if err := rows.Close(); err != nil {
+		return stepError(ctx, step, start, err)
+	}
+	return nil
 }
 
 // nodeWarning is one kind of problem of the nodes of a read.
