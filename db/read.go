@@ -73,17 +73,22 @@ var ErrNotIronic = errors.New("not Ironic's database")
 // exist: PostgreSQL SQLSTATE 42P01 (undefined_table, any driver with
 // SQLState()), MySQL/MariaDB error 1146 (ER_NO_SUCH_TABLE), SQLite "no
 // such table".
-func missingTable(err error) bool {
+func missingTable(err error) bool { return serverSays(err, "42P01", 1146, "no such table: ") }
+
+// serverSays reports whether err is one server error, told by its
+// PostgreSQL SQLSTATE (any driver with SQLState()), its MySQL/MariaDB error
+// number, or, for SQLite, whose driver has no error type for it, a part of
+// its message.
+func serverSays(err error, sqlState string, mysqlNumber uint16, sqliteText string) bool {
 	var state interface{ SQLState() string }
-	if errors.As(err, &state) && state.SQLState() == "42P01" {
+	if errors.As(err, &state) && state.SQLState() == sqlState {
 		return true
 	}
 	var my *mysql.MySQLError
-	if errors.As(err, &my) && my.Number == 1146 {
+	if errors.As(err, &my) && my.Number == mysqlNumber {
 		return true
 	}
-	// The SQLite driver has no error type for it: its message is all.
-	return strings.Contains(err.Error(), "no such table: ")
+	return strings.Contains(err.Error(), sqliteText)
 }
 
 // notIronic marks a missing-table error with ErrNotIronic.
@@ -230,15 +235,7 @@ func missingOwnerColumn(err error) bool {
 	if !strings.HasPrefix(msg, "reading nodes") || (!strings.Contains(msg, "owner") && !strings.Contains(msg, "lessee")) {
 		return false
 	}
-	var state interface{ SQLState() string }
-	if errors.As(err, &state) && state.SQLState() == "42703" {
-		return true
-	}
-	var my *mysql.MySQLError
-	if errors.As(err, &my) && my.Number == 1054 {
-		return true
-	}
-	return strings.Contains(msg, "no such column")
+	return serverSays(err, "42703", 1054, "no such column")
 }
 
 // noWatch is the watch of connections whose driver honours contexts itself.
