@@ -7,8 +7,8 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -278,7 +278,32 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	if err != nil {
 		return nil, err
 	}
-	t := &Topology{
+	t := newTopology(snap, s, rs, det, now)
+	reuse := prev // what prev's rings and digests can give, under the same settings
+	if prev != nil && (prev.Settings != s || prev.Rules != rs) {
+		reuse = nil
+	}
+	members, emptyActive := t.judgeConductors(snap.Conductors)
+	unchanged, err := t.buildRings(members, reuse)
+	if err != nil {
+		return nil, err
+	}
+	t.hostCache.Retain(func(host string) bool {
+		if host == "" {
+			return emptyActive
+		}
+		c, ok := t.Conductor(host)
+		return ok && c.Active
+	})
+	t.assignNodes(t.mapNodes(snap.Nodes, reuse, unchanged))
+	t.lifecycle()
+	t.compare(prev)
+	return t, nil
+}
+
+// newTopology is the empty topology of snap under rs, judged at now.
+func newTopology(snap *db.Snapshot, s Settings, rs rules.Rules, det rules.Detection, now time.Time) *Topology {
+	return &Topology{
 		Settings:   s,
 		Backend:    snap.Backend,
 		Rules:      rs,
@@ -295,17 +320,23 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		byHost:       make(map[string]int, len(snap.Conductors)),
 		byRing:       map[GroupDriver]int{},
 	}
+}
 
-	// Liveness, and ring membership as get_active_hardware_type_dict builds
-	// it: every (active conductor, hardware type) pair adds the hostname to
-	// the set for "group:hardware_type".
-	type ringMembers struct {
-		group, hw string
-		hosts     []string
-	}
-	members := map[string]*ringMembers{}
-	emptyActive := false // an unusable "" conductor is a member of some ring
-	for _, c := range snap.Conductors {
+// ringMembers are the hosts of one ring, "group:hardware_type".
+type ringMembers struct {
+	group, hw string
+	hosts     []string
+}
+
+// judgeConductors is the first phase of Build: each conductor's liveness
+// and state, and ring membership as get_active_hardware_type_dict builds it
+// (every (active conductor, hardware type) pair adds the hostname to the set
+// for "group:hardware_type"). emptyActive tells whether the unusable ""
+// conductor is a member of some ring.
+func (t *Topology) judgeConductors(conductors []db.Conductor) (members map[string]*ringMembers, emptyActive bool) {
+	rs, now := t.Rules, t.Now
+	members = map[string]*ringMembers{}
+	for _, c := range conductors {
 		if _, dup := t.byHost[c.Hostname]; dup {
 			continue // hostname is unique in Ironic's schema; never trust a join
 		}
@@ -338,25 +369,24 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 			m.hosts = append(m.hosts, c.Hostname)
 		}
 	}
+	return members, emptyActive
+}
 
-	keys := make([]string, 0, len(members))
-	for k := range members {
-		keys = append(keys, k)
+// buildRings is the second phase of Build: the rings of members, sorted by
+// key. Rings with the same members are the same ring (a ring depends only
+// on its hosts, the exponent and the algorithm): the rings of a group whose
+// conductors all enable the same hardware types are built once. reuse, when
+// not nil, is a topology built under the same settings and rules: its
+// digests are carried over, and so is each ring whose members did not
+// change; unchanged tells those rings, by index in t.Rings.
+func (t *Topology) buildRings(members map[string]*ringMembers, reuse *Topology) (unchanged []bool, err error) {
+	keys := slices.Sorted(maps.Keys(members))
+	unchanged = make([]bool, len(keys))
+	if reuse != nil && reuse.hostCache != nil {
+		t.hostCache = reuse.hostCache
+	} else if t.hostCache, err = ring.NewHostCache(t.Rules.PartitionExponent(), t.Rules.EffectiveAlgorithm()); err != nil {
+		return nil, fmt.Errorf("building hash rings: %w", err)
 	}
-	sort.Strings(keys)
-	unchanged := make([]bool, len(keys)) // by ring index: identical to prev's
-	sameSettings := prev != nil && prev.Settings == s && prev.Rules == rs
-	if sameSettings && prev.hostCache != nil {
-		t.hostCache = prev.hostCache
-	} else {
-		var err error
-		if t.hostCache, err = ring.NewHostCache(rs.PartitionExponent(), rs.EffectiveAlgorithm()); err != nil {
-			return nil, fmt.Errorf("building hash rings: %w", err)
-		}
-	}
-	// Rings with the same members are the same ring (a ring depends only on
-	// its hosts, the exponent and the algorithm): the rings of a group whose
-	// conductors all enable the same hardware types are built once.
 	byMembers := map[string]*ring.Ring{}
 	for _, k := range keys {
 		m := members[k]
@@ -364,14 +394,13 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		hosts := slices.Compact(m.hosts)
 		membersKey := strings.Join(hosts, "\x00")
 		r := byMembers[membersKey]
-		if sameSettings {
-			if i, ok := prev.byRing[GroupDriver{m.group, m.hw}]; ok && slices.Equal(prev.Rings[i].Ring.Hosts(), hosts) {
-				r = prev.Rings[i].Ring
+		if reuse != nil {
+			if i, ok := reuse.byRing[GroupDriver{m.group, m.hw}]; ok && slices.Equal(reuse.Rings[i].Ring.Hosts(), hosts) {
+				r = reuse.Rings[i].Ring
 				unchanged[len(t.Rings)] = true
 			}
 		}
 		if r == nil {
-			var err error
 			if r, err = t.hostCache.New(hosts); err != nil {
 				return nil, fmt.Errorf("building hash ring %q: %w", k, err)
 			}
@@ -380,26 +409,25 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		t.byRing[GroupDriver{m.group, m.hw}] = len(t.Rings)
 		t.Rings = append(t.Rings, RingInfo{ConductorGroup: m.group, HardwareType: m.hw, Ring: r})
 	}
-	t.hostCache.Retain(func(host string) bool {
-		if host == "" {
-			return emptyActive
-		}
-		c, ok := t.Conductor(host)
-		return ok && c.Active
-	})
+	return unchanged, nil
+}
 
-	// The node-to-conductor mapping, as get_conductor_for: the ring of
-	// "node.conductor_group:node.driver", key node.uuid.encode('utf-8').
-	// Nodes whose ring did not change keep prev's answer; the others are
-	// hashed in one sequential pass and then located ring by ring, so that
-	// each ring's tables stay in cache.
-	t.Nodes = make([]NodeInfo, 0, len(snap.Nodes))
-	owner := make([]int32, 0, len(snap.Nodes)) // index in t.Conductors, or -1
-	todo := make([]pendingNode, 0, len(snap.Nodes))
+// mapNodes is the third phase of Build: the node-to-conductor mapping, as
+// get_conductor_for (the ring of "node.conductor_group:node.driver", key
+// node.uuid.encode('utf-8')). It fills t.Nodes, the ring node counts,
+// Reservations and the orphans no ring serves, and returns each node's
+// owner: an index in t.Conductors, -1 (no ring) or unusableOwner. Nodes
+// whose ring is unchanged from reuse's keep reuse's answer; the others are
+// hashed in one sequential pass and then located ring by ring, so that each
+// ring's tables stay in cache.
+func (t *Topology) mapNodes(nodes []db.Node, reuse *Topology, unchanged []bool) []int32 {
+	t.Nodes = make([]NodeInfo, 0, len(nodes))
+	owner := make([]int32, 0, len(nodes))
+	todo := make([]pendingNode, 0, len(nodes))
 	var key []byte // reused: converting each UUID to []byte would allocate
-	for i := range snap.Nodes {
-		n := &snap.Nodes[i]
-		if i > 0 && n.ID == snap.Nodes[i-1].ID {
+	for i := range nodes {
+		n := &nodes[i]
+		if i > 0 && n.ID == nodes[i-1].ID {
 			continue // rows come ordered by id: a repeated row is adjacent
 		}
 		gd := GroupDriver{n.ConductorGroup, n.Driver}
@@ -409,7 +437,7 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		case !served:
 			t.Orphans[gd]++
 		case unchanged[ri]:
-			if old := prev.nodeAt(len(t.Nodes), n.UUID); old != nil &&
+			if old := reuse.nodeAt(len(t.Nodes), n.UUID); old != nil &&
 				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver {
 				o = t.ownerIndex(old.Conductor) // "": the unusable conductor
 				break
@@ -436,7 +464,13 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	for gd := range t.Orphans {
 		t.Remapped[gd.ConductorGroup] += 0
 	}
+	return owner
+}
 
+// assignNodes is the fourth phase of Build: each node's conductor from
+// owner, every conductor's node list (one backing array for all), and the
+// nodes the unusable "" conductor holds counted as orphans.
+func (t *Topology) assignNodes(owner []int32) {
 	perConductor := make([]int, len(t.Conductors))
 	for i, o := range owner {
 		switch {
@@ -450,7 +484,7 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 			t.Orphans[GroupDriver{n.ConductorGroup, n.Driver}]++
 		}
 	}
-	backing := make([]int, 0, len(t.Nodes)) // one allocation for all lists
+	backing := make([]int, 0, len(t.Nodes))
 	for ci := range t.Conductors {
 		end := len(backing) + perConductor[ci]
 		t.Conductors[ci].Nodes = backing[len(backing):len(backing):end]
@@ -462,9 +496,12 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 			c.Nodes = append(c.Nodes, i)
 		}
 	}
+}
 
-	t.lifecycle()
-
+// compare is the last phase of Build: the nodes that moved since prev
+// (Remapped), and the node generation, carried over from prev while every
+// node keeps its labels in the same order.
+func (t *Topology) compare(prev *Topology) {
 	if prev != nil {
 		sameLabels := len(prev.Nodes) == len(t.Nodes)
 		for i := range t.Nodes {
@@ -483,7 +520,6 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 	if t.NodeGeneration == 0 {
 		t.NodeGeneration = nodeGenerations.Add(1)
 	}
-	return t, nil
 }
 
 // unusableOwner is the owner of a node that Ironic's ring maps to the
