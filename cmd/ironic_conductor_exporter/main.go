@@ -225,33 +225,9 @@ func (s *seconds) Set(v string) error {
 func (s *seconds) String() string { return time.Duration(*s).String() }
 
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
-	if err := checkFlags(cfg); err != nil {
-		return err
-	}
-	externalURL, err := checkExternalURL(cfg.web.externalURL)
+	settings, dsn, externalURL, src, err := checkConfig(&cfg, logger)
 	if err != nil {
 		return err
-	}
-	src, err := applyIronicConfig(&cfg, logger)
-	if err != nil {
-		return err
-	}
-	dsn, err := resolveDSN(cfg.dsn, cfg.dsnFile)
-	if err != nil {
-		return err
-	}
-	alg, err := ring.ParseAlgorithm(cfg.algorithm)
-	if err != nil {
-		return fmt.Errorf("%s: %w", src.algorithm, err)
-	}
-	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
-		return fmt.Errorf("%s: %w", src.partitionExponent, err)
-	}
-	var release rules.Release
-	if cfg.release != "" {
-		if release, err = rules.ParseRelease(cfg.release); err != nil {
-			return fmt.Errorf("--ironic.release: %w", err)
-		}
 	}
 	authn, err := setupAuth(cfg.auth, cfg.ironicConf, *toolkitFlags.WebListenAddresses, logger)
 	if err != nil {
@@ -269,28 +245,80 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if ign := database.IgnoredOptions(); len(ign) > 0 {
 		logger.Info("database URL options the exporter has no use for were ignored", "options", strings.Join(ign, ","))
 	}
+	e, err := newExporter(cfg, settings, database, logger)
+	if err != nil {
+		return err
+	}
+	return e.run(cfg, toolkitFlags, authn, externalURL)
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(versioncollector.NewCollector("ironic_exporter"),
+// checkConfig checks the flags and Ironic's configuration, and returns the
+// settings Ironic's rules are applied with, the database DSN, the external
+// URL and where each setting came from.
+func checkConfig(cfg *config, logger *slog.Logger) (s topology.Settings, dsn string, externalURL string, src sources, err error) {
+	if err = checkFlags(*cfg); err != nil {
+		return s, "", "", src, err
+	}
+	if externalURL, err = checkExternalURL(cfg.web.externalURL); err != nil {
+		return s, "", "", src, err
+	}
+	if src, err = applyIronicConfig(cfg, logger); err != nil {
+		return s, "", "", src, err
+	}
+	if dsn, err = resolveDSN(cfg.dsn, cfg.dsnFile); err != nil {
+		return s, "", "", src, err
+	}
+	alg, err := ring.ParseAlgorithm(cfg.algorithm)
+	if err != nil {
+		return s, "", "", src, fmt.Errorf("%s: %w", src.algorithm, err)
+	}
+	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
+		return s, "", "", src, fmt.Errorf("%s: %w", src.partitionExponent, err)
+	}
+	var release rules.Release
+	if cfg.release != "" {
+		if release, err = rules.ParseRelease(cfg.release); err != nil {
+			return s, "", "", src, fmt.Errorf("--ironic.release: %w", err)
+		}
+	}
+	s = topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
+		PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
+		PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
+		Connection: cfg.ironicConnection}
+	return s, dsn, externalURL, src, nil
+}
+
+// exporter is the running exporter: the registry, the topology cache and
+// what observes its refreshes.
+type exporter struct {
+	logger   *slog.Logger
+	settings topology.Settings
+	reg      *prometheus.Registry
+	cache    *topology.Cache
+	history  *status.History
+}
+
+// newExporter registers the exporter's own metrics and builds the topology
+// cache over database.
+func newExporter(cfg config, settings topology.Settings, database *db.DB, logger *slog.Logger) (*exporter, error) {
+	a := &exporter{logger: logger, settings: settings, reg: prometheus.NewRegistry(),
+		// The status page's per-conductor history: bounded, since start.
+		history: status.NewHistory(2000, 100)}
+	a.reg.MustRegister(versioncollector.NewCollector("ironic_exporter"),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	health := collector.NewDatabaseHealth(logger)
-	reg.MustRegister(health)
+	a.reg.MustRegister(health)
 	source := health.Source(database)
 	if cfg.source != nil {
 		source = cfg.source(source)
 	}
-	refreshes, err := collector.NewRefreshMetrics(reg)
+	refreshes, err := collector.NewRefreshMetrics(a.reg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// The status page's per-conductor history: bounded, since start.
-	history := status.NewHistory(2000, 100)
-	cache, err := topology.NewCache(topology.CacheConfig{
-		Source: source,
-		Settings: topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
-			PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
-			PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
-			Connection: cfg.ironicConnection},
+	a.cache, err = topology.NewCache(topology.CacheConfig{
+		Source:         source,
+		Settings:       settings,
 		MinInterval:    cfg.minInterval,
 		FullInterval:   cfg.fullInterval,
 		RefreshTimeout: cfg.refreshTimeout,
@@ -298,59 +326,69 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		OnRefresh: func(r topology.Refresh) {
 			refreshes.Observe(r)
 			health.Observe(r)
-			history.Observe(r)
+			a.history.Observe(r)
 		},
 	})
-	if err != nil {
-		return err
-	}
+	return a, err
+}
 
-	mux := http.NewServeMux()
-	metricsHandler := collector.NewHandler(cache, collector.HandlerOptions{
-		ExporterOptions: collector.ExporterOptions{NodeInfo: cfg.nodeInfo},
-		Gatherer:        reg,
-		Logger:          logger,
-	})
-	mux.Handle(cfg.telemetryPath, onlyGetHead(limit(quietOnDisconnect(metricsHandler, logger), cfg.web.maxRenders, 5*time.Second, "renders")))
-	healthz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+// probes are /healthz and /readyz, served on the main listener and on the
+// probe listener.
+func (a *exporter) probes() (healthz, readyz http.Handler) {
+	healthz = onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintln(w, "ok")
 	}))
-	readyz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	readyz = onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
 		// refresh (a not-ready pod may get no scrape to do it) and waits
 		// for it briefly; once ready it never touches the database.
-		v := cache.Current()
+		v := a.cache.Current()
 		if v.Topology == nil {
 			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			v = cache.Get(ctx)
+			v = a.cache.Get(ctx)
 			cancel()
 		}
 		if v.Topology == nil {
 			// The reason (a database error: addresses, user names) is in
 			// the log, and its kind in ironic_exporter_last_refresh_error;
 			// an unauthenticated probe learns nothing more.
-			logger.Debug("not ready", "err", v.Err, "permanent", v.Permanent())
+			a.logger.Debug("not ready", "err", v.Err, "permanent", v.Permanent())
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = fmt.Fprintln(w, "ok")
 	}))
+	return healthz, readyz
+}
+
+// routes is the main listener's handler: /metrics, the probes, the status
+// page and Ironic's API, behind --web.max-requests (probes exempt, so that
+// a flood of requests does not get the pod restarted).
+func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) http.Handler {
+	mux := http.NewServeMux()
+	metricsHandler := collector.NewHandler(a.cache, collector.HandlerOptions{
+		ExporterOptions: collector.ExporterOptions{NodeInfo: cfg.nodeInfo},
+		Gatherer:        a.reg,
+		Logger:          a.logger,
+	})
+	mux.Handle(cfg.telemetryPath, onlyGetHead(limit(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders")))
+	healthz, readyz := a.probes()
 	mux.Handle("/healthz", healthz)
 	mux.Handle("/readyz", readyz)
 	// The policy's defaults follow the Ironic release: the flag's, else the
 	// one the served topology was judged by.
 	authn.bindRelease(func() (rules.Release, bool) {
-		if !release.IsZero() {
+		if release := a.settings.Release; !release.IsZero() {
 			return release, true
 		}
-		if v := cache.Current(); v.Topology != nil {
+		if v := a.cache.Current(); v.Topology != nil {
 			return v.Topology.Rules.Release(), true
 		}
 		return rules.Release{}, false
 	})
-	apiHandler := auth.Middleware(authn.authn, api.NewHandler(cache, api.Options{Logger: logger, PublicEndpoint: externalURL, Access: authn.access}))
-	statusPage := status.NewHandler(cache, status.Options{Logger: logger, Version: version.Version,
-		MetricsPath: cfg.telemetryPath, History: history})
+	apiHandler := auth.Middleware(authn.authn, api.NewHandler(a.cache, api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access}))
+	statusPage := status.NewHandler(a.cache, status.Options{Logger: a.logger, Version: version.Version,
+		MetricsPath: cfg.telemetryPath, History: a.history})
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Browsers get the status page at /; API clients get Ironic's root.
 		if r.URL.Path == "/" && status.WantsHTML(r) {
@@ -362,37 +400,31 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		}
 		apiHandler.ServeHTTP(w, r)
 	}))
-
-	// Probes bypass --web.max-requests, so that a flood of requests does
-	// not get the pod restarted.
 	limited := limit(mux, cfg.web.maxRequests, time.Second, "requests")
-	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			mux.ServeHTTP(w, r)
 			return
 		}
 		limited.ServeHTTP(w, r)
 	})
-	srv := newServer(root, cfg.web, logger)
+}
+
+// run serves until SIGTERM or an interrupt, then shuts down gracefully.
+func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth, externalURL string) error {
+	srv := newServer(a.routes(cfg, authn, externalURL), cfg.web, a.logger)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	go cache.Get(ctx) // warm the cache; failures are logged and exported
+	go a.cache.Get(ctx) // warm the cache; failures are logged and exported
 	errc := make(chan error, 2)
-	var probeSrv *http.Server
 	if cfg.probeListenAddress != "" {
-		probeMux := http.NewServeMux()
-		probeMux.Handle("/healthz", healthz)
-		probeMux.Handle("/readyz", readyz)
-		probeSrv = &http.Server{Handler: probeMux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10,
-			ReadTimeout: cfg.web.readTimeout, WriteTimeout: cfg.web.writeTimeout, IdleTimeout: cfg.web.idleTimeout}
-		l, err := net.Listen("tcp", cfg.probeListenAddress)
+		probeSrv, err := a.serveProbes(cfg, errc)
 		if err != nil {
-			return fmt.Errorf("--web.probe-listen-address: %w", err)
+			return err
 		}
-		logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String())
-		go func() { errc <- probeSrv.Serve(l) }()
+		defer func() { _ = probeSrv.Close() }()
 	}
-	go func() { errc <- listenAndServe(srv, toolkitFlags, cfg.web.maxConns, logger) }()
+	go func() { errc <- listenAndServe(srv, toolkitFlags, cfg.web.maxConns, a.logger) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
@@ -401,16 +433,31 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down", "grace_period", cfg.shutdownGracePeriod)
+	a.logger.Info("shutting down", "grace_period", cfg.shutdownGracePeriod)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
 	defer cancel()
-	if probeSrv != nil {
-		defer func() { _ = probeSrv.Close() }()
-	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}
 	return nil
+}
+
+// serveProbes serves /healthz and /readyz on --web.probe-listen-address
+// (no TLS, no authentication), sending Serve's error to errc.
+func (a *exporter) serveProbes(cfg config, errc chan<- error) (*http.Server, error) {
+	healthz, readyz := a.probes()
+	probeMux := http.NewServeMux()
+	probeMux.Handle("/healthz", healthz)
+	probeMux.Handle("/readyz", readyz)
+	probeSrv := &http.Server{Handler: probeMux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10,
+		ReadTimeout: cfg.web.readTimeout, WriteTimeout: cfg.web.writeTimeout, IdleTimeout: cfg.web.idleTimeout}
+	l, err := net.Listen("tcp", cfg.probeListenAddress)
+	if err != nil {
+		return nil, fmt.Errorf("--web.probe-listen-address: %w", err)
+	}
+	a.logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String())
+	go func() { errc <- probeSrv.Serve(l) }()
+	return probeSrv, nil
 }
 
 // sources says where each setting came from, for errors: a flag name, or
