@@ -116,11 +116,72 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 		return nil, errors.New("database URL: MySQL takes one host (for a Galera cluster, name its load balancer or VIP)")
 	}
 	s.database = u.Database
+	seen, err := s.parseOptions(u.Query, d)
+	if err != nil {
+		return nil, err
+	}
+	urlSSL := false
+	for _, k := range []string{"ssl_ca", "ssl_key", "ssl_cert", "ssl_capath", "ssl_cipher", "ssl_check_hostname"} {
+		urlSSL = urlSSL || seen[k]
+	}
+	if v, ok := s.ssl["check_hostname"]; ok {
+		if _, err := sqlaBool(v); err != nil {
+			return nil, fmt.Errorf("database URL option %q: %w", "ssl_check_hostname", err)
+		}
+	}
+	if s.hasSSLRaw && urlSSL {
+		// SQLAlchemy's mysqldb/pymysql create_connect_args builds
+		// connect(ssl={...}) from the ssl_* options, replacing the
+		// URL's "ssl" (ironic-image writes ssl=on&ssl_ca=...).
+		d.dropped = append(d.dropped, "ssl")
+	}
+	if s.database == "" {
+		return nil, errors.New("database URL names no database (mysql+pymysql://user:password@host/ironic)")
+	}
 
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.DBName = s.user, s.password, s.database
+	if err := s.address(cfg, u.Driver == "" || u.Driver == "mysqldb"); err != nil {
+		return nil, err
+	}
+	var tlsCfg *tls.Config
+	if u.Driver == "pymysql" {
+		tlsCfg, err = s.pymysqlTLSConfig(cfg.Addr, cfg.Net, urlSSL)
+	} else {
+		if s.hasSSLRaw && !urlSSL {
+			return nil, errors.New(`database URL option "ssl" alone is not supported: give ssl_ca (SQLAlchemy replaces "ssl" by the ssl_* options), or ssl_mode`)
+		}
+		tlsCfg, err = s.tlsConfig(cfg.Addr, cfg.Net)
+	}
+	if err != nil {
+		return nil, scrub(err, []string{s.password})
+	}
+	cfg.TLS = tlsCfg
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = s.connectTimeout, s.readTimeout, s.writeTimeout
+	cfg.Loc = time.UTC
+	cfg.ParseTime = true
+	cfg.Collation = "utf8mb4_general_ci"
+	// Sent as "SET time_zone = '+00:00'" right after connecting. DATETIME
+	// values are never converted; TIMESTAMP values and NOW() would be.
+	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	cfg.AllowNativePasswords = true
+	cfg.AllowCleartextPasswords = tlsCfg != nil || cfg.Net == "unix"
+	cfg.CheckConnLiveness = true
+	cfg.Logger = &mysql.NopLogger{}
+	d.cfg = cfg
+	d.secret = []string{s.password}
+	return d, nil
+}
+
+// parseOptions reads the URL's query options into s, as pymysql's and
+// mysqlclient's connect arguments, then the option file they name; options
+// the exporter has no use for are added to d.dropped. It returns the
+// options seen.
+func (s *mysqlSettings) parseOptions(query []queryOption, d *mysqlDialect) (map[string]bool, error) {
 	var defaultFile, defaultGroup string
 	var hasDefaultFile bool
 	seen := map[string]bool{}
-	for _, q := range u.Query {
+	for _, q := range query {
 		k, v := q.Key, q.Value
 		if seen[k] {
 			return nil, fmt.Errorf("database URL option %q given more than once", k)
@@ -154,18 +215,8 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 		case "bind_address":
 			s.bindAddress = v
 		case "connect_timeout", "read_timeout", "write_timeout":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("database URL option %q: want a whole number of seconds", k)
-			}
-			dur := time.Duration(n) * time.Second
-			switch k {
-			case "connect_timeout":
-				s.connectTimeout = dur
-			case "read_timeout":
-				s.readTimeout = dur
-			default:
-				s.writeTimeout = dur
+			if err := s.timeout(k, v); err != nil {
+				return nil, err
 			}
 		case "read_default_file":
 			defaultFile, hasDefaultFile = v, true
@@ -193,33 +244,36 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 			return nil, scrub(err, []string{s.password})
 		}
 	}
-	urlSSL := false
-	for _, k := range []string{"ssl_ca", "ssl_key", "ssl_cert", "ssl_capath", "ssl_cipher", "ssl_check_hostname"} {
-		urlSSL = urlSSL || seen[k]
-	}
-	if v, ok := s.ssl["check_hostname"]; ok {
-		if _, err := sqlaBool(v); err != nil {
-			return nil, fmt.Errorf("database URL option %q: %w", "ssl_check_hostname", err)
-		}
-	}
-	if s.hasSSLRaw && urlSSL {
-		// SQLAlchemy's mysqldb/pymysql create_connect_args builds
-		// connect(ssl={...}) from the ssl_* options, replacing the
-		// URL's "ssl" (ironic-image writes ssl=on&ssl_ca=...).
-		d.dropped = append(d.dropped, "ssl")
-	}
-	if s.database == "" {
-		return nil, errors.New("database URL names no database (mysql+pymysql://user:password@host/ironic)")
-	}
+	return seen, nil
+}
 
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.DBName = s.user, s.password, s.database
-	mysqldb := u.Driver == "" || u.Driver == "mysqldb"
+// timeout sets the connect, read or write timeout from option k's value v,
+// a whole number of seconds.
+func (s *mysqlSettings) timeout(k, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("database URL option %q: want a whole number of seconds", k)
+	}
+	dur := time.Duration(n) * time.Second
+	switch k {
+	case "connect_timeout":
+		s.connectTimeout = dur
+	case "read_timeout":
+		s.readTimeout = dur
+	default:
+		s.writeTimeout = dur
+	}
+	return nil
+}
+
+// address sets cfg's network, address and dialer: the unix socket, or TCP
+// to host and port from bind_address. mysqldb is the libmysqlclient
+// driver, for which "localhost" means the default unix socket.
+func (s *mysqlSettings) address(cfg *mysql.Config, mysqldb bool) error {
 	switch {
 	case s.socket != "":
 		cfg.Net, cfg.Addr = "unix", s.socket
 	case mysqldb && (s.host == "" || s.host == "localhost"):
-		// libmysqlclient: "localhost" means the default unix socket.
 		cfg.Net, cfg.Addr = "unix", defaultMySQLSocket()
 	default:
 		host, port := s.host, s.port
@@ -230,14 +284,14 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 			port = "3306"
 		}
 		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-			return nil, errors.New("database URL: the port must be a number from 1 to 65535")
+			return errors.New("database URL: the port must be a number from 1 to 65535")
 		}
 		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, port)
 	}
 	if s.bindAddress != "" {
 		ip := net.ParseIP(s.bindAddress)
 		if ip == nil {
-			return nil, fmt.Errorf("database option bind_address: %q is not an IP address", s.bindAddress)
+			return fmt.Errorf("database option bind_address: %q is not an IP address", s.bindAddress)
 		}
 		if cfg.Net == "tcp" {
 			dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
@@ -246,34 +300,7 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 			}
 		}
 	}
-	var tlsCfg *tls.Config
-	var err error
-	if u.Driver == "pymysql" {
-		tlsCfg, err = s.pymysqlTLSConfig(cfg.Addr, cfg.Net, urlSSL)
-	} else {
-		if s.hasSSLRaw && !urlSSL {
-			return nil, errors.New(`database URL option "ssl" alone is not supported: give ssl_ca (SQLAlchemy replaces "ssl" by the ssl_* options), or ssl_mode`)
-		}
-		tlsCfg, err = s.tlsConfig(cfg.Addr, cfg.Net)
-	}
-	if err != nil {
-		return nil, scrub(err, []string{s.password})
-	}
-	cfg.TLS = tlsCfg
-	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = s.connectTimeout, s.readTimeout, s.writeTimeout
-	cfg.Loc = time.UTC
-	cfg.ParseTime = true
-	cfg.Collation = "utf8mb4_general_ci"
-	// Sent as "SET time_zone = '+00:00'" right after connecting. DATETIME
-	// values are never converted; TIMESTAMP values and NOW() would be.
-	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
-	cfg.AllowNativePasswords = true
-	cfg.AllowCleartextPasswords = tlsCfg != nil || cfg.Net == "unix"
-	cfg.CheckConnLiveness = true
-	cfg.Logger = &mysql.NopLogger{}
-	d.cfg = cfg
-	d.secret = []string{s.password}
-	return d, nil
+	return nil
 }
 
 // defaultMySQLSocket is the first of mysqlSocketPaths that exists, else the
