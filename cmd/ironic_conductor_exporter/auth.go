@@ -93,13 +93,7 @@ func (a *apiAuth) enforcer() *policy.Enforcer {
 // setupAuth builds the API's authentication from the flags and Ironic's
 // configuration (conf may be nil); flags win.
 func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *slog.Logger) (*apiAuth, error) {
-	opt := func(name string) (string, bool) {
-		if conf == nil {
-			return "", false
-		}
-		o, ok := conf.Auth[name]
-		return o.Value, ok
-	}
+	opt := confOption(conf)
 	mode := c.strategy
 	if !givenBy(c.strategySet, "auth.strategy") {
 		mode = auth.ModeNoauth
@@ -137,6 +131,36 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 	default:
 		return nil, fmt.Errorf("auth strategy %q: want noauth, http_basic or keystone", mode)
 	}
+	ks, err := keystoneConfig(c, opt, logger)
+	if err != nil {
+		return nil, err
+	}
+	if a.authn, err = auth.NewKeystone(ks); err != nil {
+		return nil, err
+	}
+	policyFile, err := a.setupPolicy(c, conf, opt)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("auth: keystone", "auth_url", ks.AuthURL, "service_user", ks.Username, "policy_release", c.policyRelease,
+		"policy_file", policyFile, "token_cache_time", ks.TokenCacheTime)
+	return a, nil
+}
+
+// confOption looks up "section.name" in Ironic's configuration, if any.
+func confOption(conf *ironicconf.Config) func(name string) (string, bool) {
+	return func(name string) (string, bool) {
+		if conf == nil {
+			return "", false
+		}
+		o, ok := conf.Auth[name]
+		return o.Value, ok
+	}
+}
+
+// keystoneConfig is the Keystone middleware's configuration: each flag, else
+// the [keystone_authtoken] option of Ironic's configuration.
+func keystoneConfig(c authConfig, opt func(string) (string, bool), logger *slog.Logger) (auth.KeystoneConfig, error) {
 	pick := func(flag, name string) string {
 		if flag != "" {
 			return flag
@@ -165,7 +189,7 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 	if c.ksPasswordFile != "" {
 		b, err := os.ReadFile(c.ksPasswordFile)
 		if err != nil {
-			return nil, fmt.Errorf("--auth.keystone.password-file: %w", err)
+			return ks, fmt.Errorf("--auth.keystone.password-file: %w", err)
 		}
 		ks.Password = strings.TrimSpace(string(b))
 	} else {
@@ -174,16 +198,16 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 	if v, ok := opt("keystone_authtoken.token_cache_time"); ok && !givenBy(c.cacheTimeSet, "auth.keystone.token-cache-time") {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return nil, fmt.Errorf("[keystone_authtoken] token_cache_time %q: %w", v, err)
+			return ks, fmt.Errorf("[keystone_authtoken] token_cache_time %q: %w", v, err)
 		}
 		ks.TokenCacheTime = time.Duration(n) * time.Second
 	}
-	k, err := auth.NewKeystone(ks)
-	if err != nil {
-		return nil, err
-	}
-	a.authn = k
+	return ks, nil
+}
 
+// setupPolicy builds the policy enforcers of each policy release, from the
+// flags and [oslo_policy], and returns the policy file they read.
+func (a *apiAuth) setupPolicy(c authConfig, conf *ironicconf.Config, opt func(string) (string, bool)) (string, error) {
 	po := policy.Options{PolicyFile: c.policyFile}
 	boolOpt := func(name string) (*bool, error) {
 		v, ok := opt("oslo_policy." + name)
@@ -196,11 +220,12 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 		}
 		return &b, nil
 	}
+	var err error
 	if po.EnforceScope, err = boolOpt("enforce_scope"); err != nil {
-		return nil, err
+		return "", err
 	}
 	if po.EnforceNewDefaults, err = boolOpt("enforce_new_defaults"); err != nil {
-		return nil, err
+		return "", err
 	}
 	if po.PolicyFile == "" && conf != nil {
 		po.PolicyFile = findPolicyFile(conf)
@@ -209,16 +234,14 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 	for _, r := range []policy.Release{policy.Release214, policy.ReleaseNewest} {
 		po.Release = r
 		if a.enforcers[r], err = policy.New(po); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	if c.policyRelease != policyDetected {
 		a.fixed = policy.Release(c.policyRelease)
 	}
 	a.access = func(r *http.Request) api.Access { return auth.NewAccess(a.enforcer(), auth.FromContext(r.Context())) }
-	logger.Info("auth: keystone", "auth_url", ks.AuthURL, "service_user", ks.Username, "policy_release", c.policyRelease,
-		"policy_file", po.PolicyFile, "token_cache_time", ks.TokenCacheTime)
-	return a, nil
+	return po.PolicyFile, nil
 }
 
 // findPolicyFile is oslo.config's find_file for [oslo_policy]policy_file
