@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -217,7 +216,7 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	if v.Err != nil {
 		// The database's own message (addresses, user names) stays in the
 		// logs; the public page says only what kind of failure it was.
-		d.Err = publicError(v.Err)
+		d.Err = publicError(v)
 		d.Permanent = v.Permanent()
 	}
 	t := v.Topology
@@ -380,10 +379,9 @@ func humanAge(d time.Duration) string {
 }
 
 // publicError is the generic text of a refresh error for the public page.
-func publicError(err error) string {
-	if errors.Is(err, topology.ErrNoData) {
-		return err.Error()
+func publicError(v topology.View) string {
+	if errors.Is(v.Err, topology.ErrNoData) {
+		return v.Err.Error()
 	}
-	kind := db.ErrorKind(err)
-	return "the latest refresh from the database failed (" + kind + "); the exporter's log has the details"
+	return "the latest refresh from the database failed (" + v.ErrKind() + "); the exporter's log has the details"
 }

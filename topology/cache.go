@@ -111,6 +111,15 @@ const DefaultMaxWait = 500 * time.Millisecond
 // will not fix: the database is not Ironic's (db.ErrNotIronic).
 func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
 
+// ErrKind is the kind of the latest refresh's error (db.ErrorKind: timeout,
+// connection, auth, schema, query or other), "" when it succeeded.
+func (v View) ErrKind() string {
+	if v.Err == nil {
+		return ""
+	}
+	return db.ErrorKind(v.Err)
+}
+
 // ErrNoData is returned while no refresh has ever succeeded.
 var ErrNoData = errors.New("no topology read from the database yet")
 
