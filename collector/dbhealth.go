@@ -1,8 +1,6 @@
 package collector
 
 import (
-	"context"
-
 	"log/slog"
 	"slices"
 	"sync"
@@ -26,8 +24,8 @@ var (
 var errorKinds = []string{db.KindTimeout, db.KindConnection, db.KindAuth, db.KindSchema, db.KindQuery, db.KindOther}
 
 // DatabaseHealth exports what the refreshes say about the database: the
-// kind of the latest error and the row warnings of the latest snapshot,
-// which it also logs once each time they change.
+// kind of the latest error and the row warnings of the latest snapshot read
+// (topology.Refresh), which it also logs once each time they change.
 type DatabaseHealth struct {
 	logger *slog.Logger
 
@@ -53,6 +51,9 @@ func (h *DatabaseHealth) Observe(r topology.Refresh) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.kind = db.ErrorKind(r.Err)
+	if r.Snapshot {
+		h.snapshot(r)
+	}
 	if r.Topology == nil || slices.Equal(h.topoLines, r.Topology.Warnings) {
 		return
 	}
@@ -62,50 +63,19 @@ func (h *DatabaseHealth) Observe(r topology.Refresh) {
 	}
 }
 
-// Source wraps src to see the warnings of each snapshot.
-func (h *DatabaseHealth) Source(src topology.Source) topology.Source { return healthSource{src, h} }
-
-type healthSource struct {
-	topology.Source
-	h *DatabaseHealth
-}
-
-// SnapshotSince keeps the change probe of a ProbingSource working through
-// the wrapper (without it the cache would read every node at every
-// refresh); a Source that cannot probe reads a full snapshot.
-func (s healthSource) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
-	ps, ok := s.Source.(topology.ProbingSource)
-	if !ok {
-		return s.Snapshot(ctx)
-	}
-	snap, err := ps.SnapshotSince(ctx, known)
-	if err == nil && snap != nil {
-		s.h.snapshot(snap)
-	}
-	return snap, err
-}
-
-func (s healthSource) Snapshot(ctx context.Context) (*db.Snapshot, error) {
-	snap, err := s.Source.Snapshot(ctx)
-	if err == nil && snap != nil {
-		s.h.snapshot(snap)
-	}
-	return snap, err
-}
-
-func (h *DatabaseHealth) snapshot(snap *db.Snapshot) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if slices.Equal(h.lines, snap.Warnings) {
-		h.warnings = snap.WarningCounts
+// snapshot records the row warnings of the refresh's snapshot, logging
+// them when they changed; h.mu is held.
+func (h *DatabaseHealth) snapshot(r topology.Refresh) {
+	if slices.Equal(h.lines, r.SnapshotWarnings) {
+		h.warnings = r.SnapshotWarningCounts
 		return
 	}
-	h.warnings, h.lines = snap.WarningCounts, slices.Clone(snap.Warnings)
-	if len(snap.Warnings) == 0 {
+	h.warnings, h.lines = r.SnapshotWarningCounts, slices.Clone(r.SnapshotWarnings)
+	if len(r.SnapshotWarnings) == 0 {
 		h.logger.Info("snapshot has no row warnings any more")
 		return
 	}
-	for _, w := range snap.Warnings {
+	for _, w := range r.SnapshotWarnings {
 		h.logger.Warn("snapshot row warning", "warning", w)
 	}
 }

@@ -27,7 +27,7 @@ func TestEmptyHostnameMetrics(t *testing.T) {
 		snap.Nodes = append(snap.Nodes, fixture.Node(int64(i+1), fmt.Sprintf("%08x-1111-4111-8111-111111111111", i), "", "ipmi"))
 	}
 	health := NewDatabaseHealth(promslog.NewNopLogger())
-	cache, err := topology.NewCache(topology.CacheConfig{Source: health.Source(fixture.NewSource(snap)), Settings: testSettings,
+	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap), Settings: testSettings,
 		MinInterval: time.Minute, Now: func() time.Time { return testNow }, OnRefresh: health.Observe})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,8 @@ ironic_exporter_snapshot_warnings{reason="empty_hostname",table="conductors"} 1
 	}
 }
 
-// probing is a ProbingSource that records the probe it is asked about.
+// probing is a ProbingSource that records the probe it is asked about and
+// answers "nodes unchanged" once it was given one.
 type probing struct {
 	*fixture.Source
 	asked []*db.NodeProbe
@@ -68,24 +69,49 @@ type probing struct {
 
 func (p *probing) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
 	p.asked = append(p.asked, known)
-	return p.Snapshot(ctx)
+	snap, err := p.Snapshot(ctx)
+	if err != nil || known == nil {
+		return snap, err
+	}
+	unchanged := *snap
+	unchanged.Nodes, unchanged.NodesUnchanged = nil, true
+	return &unchanged, nil
 }
 
-// TestHealthSourceKeepsTheProbe: wrapping the database to see its warnings
-// must not hide its change probe from the cache (which would then read every
-// node at every refresh).
-func TestHealthSourceKeepsTheProbe(t *testing.T) {
-	inner := &probing{Source: fixture.NewSource(fixture.Golden())}
-	wrapped := NewDatabaseHealth(promslog.NewNopLogger()).Source(inner)
-	ps, ok := wrapped.(topology.ProbingSource)
-	if !ok {
-		t.Fatal("the wrapped source is no longer a ProbingSource")
-	}
-	known := &db.NodeProbe{Count: 3}
-	if _, err := ps.SnapshotSince(context.Background(), known); err != nil {
+// TestHealthKeepsTheProbe: the database's row warnings reach DatabaseHealth
+// through the cache's refresh reports, so the cache reads the database
+// itself and keeps its change probe (a wrapper around the Source once hid
+// it, and every refresh read every node); the warnings of a snapshot that
+// skipped the unchanged nodes are still exported.
+func TestHealthKeepsTheProbe(t *testing.T) {
+	snap := fixture.Golden()
+	snap.Warnings = []string{"nodes row 7 (id 7): conductor_group NULL, kept as \"\""}
+	snap.WarningCounts = []db.WarningCount{{Table: "nodes", Reason: "null", Rows: 1}}
+	inner := &probing{Source: fixture.NewSource(snap)}
+	health := NewDatabaseHealth(promslog.NewNopLogger())
+	now := testNow
+	cache, err := topology.NewCache(topology.CacheConfig{Source: inner, Settings: testSettings,
+		MinInterval: time.Nanosecond, FullInterval: time.Hour,
+		Now: func() time.Time { return now }, OnRefresh: health.Observe})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inner.asked) != 1 || inner.asked[0] != known {
-		t.Errorf("inner source asked %v, want the known probe passed through", inner.asked)
+	for range 2 {
+		now = now.Add(time.Second)
+		if v := cache.Get(context.Background()); v.Err != nil {
+			t.Fatal(v.Err)
+		}
+	}
+	if len(inner.asked) != 2 || inner.asked[1] == nil {
+		t.Fatalf("the source was asked %v, want the known probe at the second refresh", inner.asked)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(health)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ironic_exporter_snapshot_warnings Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, not_utf8, null, empty_hostname).
+# TYPE ironic_exporter_snapshot_warnings gauge
+ironic_exporter_snapshot_warnings{reason="null",table="nodes"} 1
+`), "ironic_exporter_snapshot_warnings"); err != nil {
+		t.Error(err)
 	}
 }

@@ -82,6 +82,13 @@ type Refresh struct {
 	// Topology is what it built, nil when it failed. Renderers that keep a
 	// history (the status page's conductor states) record from it.
 	Topology *Topology
+	// Snapshot tells whether a snapshot was read (even if building its
+	// topology failed); SnapshotWarnings and SnapshotWarningCounts are then
+	// its row warnings (db.Snapshot.Warnings, WarningCounts), nil when it
+	// had none.
+	Snapshot              bool
+	SnapshotWarnings      []string
+	SnapshotWarningCounts []db.WarningCount
 }
 
 // View is what a reader gets from the cache: the newest good topology and
@@ -228,10 +235,14 @@ func (c *Cache) refresh(done chan struct{}) {
 	old := prev.view
 	next := &cacheState{view: old, attempted: start, nodes: prev.nodes, probe: prev.probe,
 		probedAt: prev.probedAt, readAt: prev.readAt}
-	topo, err := c.build(ctx, prev, next, start)
+	topo, snap, err := c.build(ctx, prev, next, start)
 	took := time.Since(begin)
 	if c.cfg.OnRefresh != nil {
-		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err, Topology: topo})
+		r := Refresh{Started: start, Duration: took, Err: err, Topology: topo}
+		if snap != nil {
+			r.Snapshot, r.SnapshotWarnings, r.SnapshotWarningCounts = true, snap.Warnings, snap.WarningCounts
+		}
+		c.cfg.OnRefresh(r)
 	}
 
 	if err != nil {
@@ -292,8 +303,9 @@ func (c *Cache) logRules(prev, t *Topology) {
 // build reads a snapshot and builds its topology over prev's. With a
 // ProbingSource it passes the known node probe when prev's nodes may be
 // reused (see CacheConfig.FullInterval and ProbeWindow); next receives the
-// nodes and probe of a successful build.
-func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time) (*Topology, error) {
+// nodes and probe of a successful build. The snapshot read is returned
+// even when building its topology failed.
+func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time) (*Topology, *db.Snapshot, error) {
 	var (
 		snap *db.Snapshot
 		err  error
@@ -310,7 +322,7 @@ func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time
 		snap, err = c.cfg.Source.Snapshot(ctx)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading snapshot: %w", err)
+		return nil, nil, fmt.Errorf("reading snapshot: %w", err)
 	}
 	if snap.NodesUnchanged {
 		unchanged := *snap // the Source's snapshot is its own
@@ -319,14 +331,14 @@ func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time
 	}
 	topo, err := Build(snap, c.cfg.Settings, now.UTC(), prev.view.Topology)
 	if err != nil {
-		return nil, err
+		return nil, snap, err
 	}
 	probe := snap.NodeProbe
 	next.nodes, next.probe, next.probedAt = snap.Nodes, &probe, now.UTC()
 	if !snap.NodesUnchanged {
 		next.readAt = now
 	}
-	return topo, nil
+	return topo, snap, nil
 }
 
 // MinInterval is the age the cache lets its topology reach before a

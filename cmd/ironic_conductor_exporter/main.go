@@ -308,7 +308,7 @@ func newExporter(cfg config, settings topology.Settings, database *db.DB, logger
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	health := collector.NewDatabaseHealth(logger)
 	a.reg.MustRegister(health)
-	source := health.Source(database)
+	var source topology.Source = database
 	if cfg.source != nil {
 		source = cfg.source(source)
 	}
