@@ -177,50 +177,48 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !rq.version(true) {
 		return
 	}
+	rq.route(rest)
+}
+
+// route serves the v1 resource named by rest (the path's segments after
+// "v1", at least one).
+func (rq *request) route(rest []string) {
 	if unservedResources[rest[0]] {
 		rq.fail(unserved(rest[0]))
 		return
 	}
-	switch rest[0] {
-	case "conductors":
-		switch len(rest) {
-		case 1:
-			rq.listConductors()
-			return
-		case 2:
-			rq.getConductor(rest[1])
-			return
-		}
-	case "nodes":
-		switch {
-		case len(rest) == 1:
-			rq.listNodes(false)
-			return
-		case len(rest) == 2 && rest[1] == "detail":
-			rq.listNodes(true)
-			return
-		}
-		ident := rest[1]
-		if reserved[ident] {
-			break
-		}
-		if !isValidLogicalName(ident) && !isUUIDLike(ident) {
-			rq.fail(routingError(http.StatusBadRequest, "Expected UUID or name for node: "+ident))
-			return
-		}
-		switch {
-		case len(rest) == 2:
-			rq.getNode(ident)
-			return
-		case len(rest) == 3 && rest[2] == "conductor":
-			rq.nodeConductor(ident)
-			return
-		case len(rest) >= 3 && unservedNodeResources[rest[2]]:
-			rq.fail(unserved("nodes/{node_ident}/" + rest[2]))
-			return
-		}
+	switch {
+	case rest[0] == "conductors" && len(rest) == 1:
+		rq.listConductors()
+	case rest[0] == "conductors" && len(rest) == 2:
+		rq.getConductor(rest[1])
+	case rest[0] == "nodes" && len(rest) == 1:
+		rq.listNodes(false)
+	case rest[0] == "nodes" && len(rest) == 2 && rest[1] == "detail":
+		rq.listNodes(true)
+	case rest[0] == "nodes" && !reserved[rest[1]]:
+		rq.routeNode(rest[1], rest[2:])
+	default:
+		rq.fail(errRouteNotFound)
 	}
-	rq.fail(errRouteNotFound)
+}
+
+// routeNode serves /v1/nodes/{ident}/rest...
+func (rq *request) routeNode(ident string, rest []string) {
+	if !isValidLogicalName(ident) && !isUUIDLike(ident) {
+		rq.fail(routingError(http.StatusBadRequest, "Expected UUID or name for node: "+ident))
+		return
+	}
+	switch {
+	case len(rest) == 0:
+		rq.getNode(ident)
+	case len(rest) == 1 && rest[0] == "conductor":
+		rq.nodeConductor(ident)
+	case unservedNodeResources[rest[0]]:
+		rq.fail(unserved("nodes/{node_ident}/" + rest[0]))
+	default:
+		rq.fail(errRouteNotFound)
+	}
 }
 
 // split cuts the path into at most len(segs) segments, unescaping them when
