@@ -131,15 +131,19 @@ func mariadb() backend {
 		}}
 }
 
-func sqliteDSN() string { return "sqlite:///" + sqlitePath }
-
-func sqliteAdmin(t *testing.T) *sql.DB {
-	d, err := sql.Open("sqlite", sqlitePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+// sqlite is the SQLite file, which the exporter opens itself (there is no
+// server to put a proxy in front of).
+func sqlite() backend {
+	return backend{name: "sqlite",
+		dsn: func(string) string { return "sqlite:///" + sqlitePath },
+		admin: func(t *testing.T) *sql.DB {
+			d, err := sql.Open("sqlite", sqlitePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			return d
+		}}
 }
 
 // fixture fills the tables with two fresh conductors and three nodes, in SQL
