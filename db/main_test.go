@@ -342,23 +342,24 @@ var (
 	mysqlBackend = &testBackend{
 		kind:  BackendMySQL,
 		admin: func(t testing.TB) *sql.DB { return myConn(t, mysqlDBName) },
-		reset: func(t testing.TB, conn *sql.DB) {
-			t.Helper()
-			mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
-		},
+		reset: deleteRows,
 		// MySQL reads "default" as a string: quote the column MySQL's way.
 		sql: func(s string) string { return strings.ReplaceAll(s, `"default"`, "`default`") },
 	}
 	sqliteBackend = &testBackend{
 		kind:  BackendSQLite,
 		admin: func(t testing.TB) *sql.DB { return sqliteConn(t, sqlitePath) },
-		reset: func(t testing.TB, conn *sql.DB) {
-			t.Helper()
-			mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
-		},
-		sql: func(s string) string { return s },
+		reset: deleteRows,
+		sql:   func(s string) string { return s },
 	}
 )
+
+// deleteRows empties the three tables the snapshot reads, on MariaDB and
+// SQLite (PostgreSQL's resetTables truncates them, restarting the ids).
+func deleteRows(t testing.TB, conn *sql.DB) {
+	t.Helper()
+	mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
+}
 
 // backends lists every backend, with the URLs filled in.
 func backends() []*testBackend {
