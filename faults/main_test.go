@@ -31,18 +31,11 @@ var (
 	// myName is the MariaDB database, sqlitePath the SQLite file.
 	myName, sqlitePath string
 
-	myAdminDSN = envOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
-	myAdminURL = envOr("ICE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
-	myHostPort = envOr("ICE_TEST_MYSQL_ADDR", "127.0.0.1:3306")
-	pgHostPort = envOr("ICE_TEST_PG_ADDR", "127.0.0.1:5432")
+	myAdminDSN = testenv.EnvOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
+	myAdminURL = testenv.EnvOr("ICE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
+	myHostPort = testenv.EnvOr("ICE_TEST_MYSQL_ADDR", "127.0.0.1:3306")
+	pgHostPort = testenv.EnvOr("ICE_TEST_PG_ADDR", "127.0.0.1:5432")
 )
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
 
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
