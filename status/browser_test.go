@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
@@ -87,7 +88,7 @@ func (c *chromium) checkShots() {
 // conductor from the result, and takes a screenshot. Set
 // ICE_SCREENSHOT_DIR to keep the screenshots.
 func TestInChromium(t *testing.T) {
-	srv := httptest.NewServer(newHandler(t, &source{snap: testSnapshot()}))
+	srv := httptest.NewServer(newHandler(t, fixture.NewSource(testSnapshot())))
 	t.Cleanup(srv.Close) // after the browser stops
 	c := startChromium(t, 60*time.Second)
 
@@ -123,9 +124,9 @@ func TestInChromium(t *testing.T) {
 // affinity of a lookup) and keeps the screenshots in ICE_SCREENSHOT_DIR.
 func TestScreenshotsInChromium(t *testing.T) {
 	healthy := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: testSnapshot().Conductors[:1], Nodes: testSnapshot().Nodes[:1]}
-	degraded := &source{snap: degradedSnapshot()}
-	stale := &source{snap: degradedSnapshot()}
-	healthySrv := httptest.NewServer(newHandler(t, &source{snap: healthy}))
+	degraded := fixture.NewSource(degradedSnapshot())
+	stale := fixture.NewSource(degradedSnapshot())
+	healthySrv := httptest.NewServer(newHandler(t, fixture.NewSource(healthy)))
 	t.Cleanup(healthySrv.Close) // the servers close after the browser stops
 	degradedSrv := httptest.NewServer(newHistoryHandler(t, degraded, 0).h)
 	t.Cleanup(degradedSrv.Close)
@@ -133,9 +134,7 @@ func TestScreenshotsInChromium(t *testing.T) {
 	staleSrv := httptest.NewServer(staleHandler)
 	t.Cleanup(staleSrv.Close)
 	get(t, staleHandler, "/")
-	stale.mu.Lock()
-	stale.snap, stale.err = nil, errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
-	stale.mu.Unlock()
+	stale.Set(nil, errors.New("dial tcp 10.0.0.5:5432: connect: connection refused"))
 
 	c := startChromium(t, 90*time.Second)
 	ctx, step, shoot := c.ctx, c.step, c.shoot
