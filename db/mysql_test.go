@@ -157,16 +157,7 @@ func TestMySQLSession(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := d.Snapshot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !checked {
-		t.Fatal("hook did not run")
-	}
-	var maint bool
-	if err := mysqlBackend.admin(t).QueryRow(`SELECT maintenance FROM nodes WHERE id = 1`).Scan(&maint); err != nil || !maint {
-		t.Errorf("node 1 maintenance = %v, %v; the write must not have happened", maint, err)
-	}
+	writeRefused(t, d, &checked, mysqlBackend.admin(t))
 }
 
 // TestMySQLConsistentSnapshot commits a change after START TRANSACTION and
