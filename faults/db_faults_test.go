@@ -57,7 +57,8 @@ func TestMariaDBNetwork(t *testing.T) {
 	}
 }
 
-// exporterConns terminates the exporter's PostgreSQL sessions.
+// terminate ends the exporter's PostgreSQL sessions (pg_terminate_backend)
+// and returns how many there were.
 func terminate(t *testing.T, b backend) int {
 	t.Helper()
 	var n int
