@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	testfixture "github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -838,7 +839,7 @@ func TestNoTopologyYet(t *testing.T) {
 }
 
 func TestStaleTopologyIsServed(t *testing.T) {
-	src := &fakeSource{snap: testSnapshot(db.BackendPostgreSQL)}
+	src := testfixture.NewSource(testSnapshot(db.BackendPostgreSQL))
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 0,
 		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5", Release: rules.MustRelease("21.4")},
 		Now:      func() time.Time { return testNow }})
@@ -848,7 +849,7 @@ func TestStaleTopologyIsServed(t *testing.T) {
 	h := NewHandler(cache, Options{})
 	f := &fixture{h: h, src: src, cache: cache}
 	expectStatus(t, f.get("/v1/nodes/node-1"), 200)
-	src.set(nil, errDown) // every request refreshes (MinInterval 0) and fails
+	src.Set(nil, errDown) // every request refreshes (MinInterval 0) and fails
 	rec := f.get("/v1/nodes/node-1")
 	expectStatus(t, rec, 200)
 	if v := cache.Current(); v.Err == nil || v.Topology == nil {
@@ -865,7 +866,7 @@ func TestStaleTopologyIsServed(t *testing.T) {
 
 func TestStaleHeaders(t *testing.T) {
 	now := testNow
-	src := &fakeSource{snap: testSnapshot(db.BackendPostgreSQL)}
+	src := testfixture.NewSource(testSnapshot(db.BackendPostgreSQL))
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 10 * time.Second,
 		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"},
 		Now:      func() time.Time { return now }})
@@ -881,7 +882,7 @@ func TestStaleHeaders(t *testing.T) {
 		t.Errorf("fresh data with an age: %v", rec.Header())
 	}
 	// The database fails; the next refresh (after 10 s) keeps the old data.
-	src.set(nil, errDown)
+	src.Set(nil, errDown)
 	now = now.Add(12300 * time.Millisecond)
 	rec = f.get("/v1/conductors")
 	expectStatus(t, rec, 200)

@@ -8,37 +8,15 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	testfixture "github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
-
-// fakeSource is a topology.Source returning a fixed snapshot or error.
-type fakeSource struct {
-	mu   sync.Mutex
-	snap *db.Snapshot
-	err  error
-}
-
-func (s *fakeSource) Snapshot(context.Context) (*db.Snapshot, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return nil, s.err
-	}
-	return s.snap, nil
-}
-
-func (s *fakeSource) set(snap *db.Snapshot, err error) {
-	s.mu.Lock()
-	s.snap, s.err = snap, err
-	s.mu.Unlock()
-}
 
 var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -99,7 +77,7 @@ func testSnapshot(backend db.Backend) *db.Snapshot {
 
 type fixture struct {
 	h     http.Handler
-	src   *fakeSource
+	src   *testfixture.Source
 	cache *topology.Cache
 }
 
@@ -111,7 +89,8 @@ func newFixture(t testing.TB, snap *db.Snapshot, srcErr error, opts Options) *fi
 // newFixtureAt is newFixture with the rules of Ironic release.
 func newFixtureAt(t testing.TB, snap *db.Snapshot, srcErr error, release string, opts Options) *fixture {
 	t.Helper()
-	src := &fakeSource{snap: snap, err: srcErr}
+	src := testfixture.NewSource(nil)
+	src.Set(snap, srcErr)
 	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: src,
 		Settings: topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,

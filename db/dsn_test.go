@@ -198,19 +198,27 @@ func TestParseDSNErrors(t *testing.T) {
 		{"host=h foo=bar password=SECRET", `unknown database option "foo"`},
 		{"host=h database=ironic password=SECRET", `unknown database option "database"`},
 	} {
-		t.Run(Redact(tc.dsn), func(t *testing.T) {
-			_, err := Open(tc.dsn, Options{})
-			if err == nil {
-				t.Fatalf("Open succeeded, want an error containing %q", tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q, want it to contain %q", err, tc.want)
-			}
-			if strings.Contains(err.Error(), "SECRET") {
-				t.Errorf("error %q contains the password", err)
-			}
-		})
+		checkOpenFails(t, tc.dsn, tc.want)
 	}
+}
+
+// checkOpenFails checks, in a subtest named after the redacted DSN, that
+// Open(dsn) fails with an error containing want and not the password (the
+// DSNs of these tests spell it SECRET).
+func checkOpenFails(t *testing.T, dsn, want string) {
+	t.Helper()
+	t.Run(Redact(dsn), func(t *testing.T) {
+		_, err := Open(dsn, Options{})
+		if err == nil {
+			t.Fatalf("Open succeeded, want an error containing %q", want)
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q, want it to contain %q", err, want)
+		}
+		if strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("error %q contains the password", err)
+		}
+	})
 }
 
 func TestOpenOptions(t *testing.T) {

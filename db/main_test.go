@@ -45,10 +45,10 @@ import (
 const steinRevision = "664f85c2f622"
 
 var (
-	adminDSN      = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
-	adminURL      = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
-	mysqlAdminDSN = envOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
-	mysqlAdminURL = envOr("ICE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
+	adminDSN      = testenv.EnvOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
+	adminURL      = testenv.EnvOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
+	mysqlAdminDSN = testenv.EnvOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
+	mysqlAdminURL = testenv.EnvOr("ICE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
 
 	// mysqlDBName is the MariaDB test database (current schema) and
 	// mysqlDSN its URL; sqlitePath is the SQLite test database (current
@@ -71,13 +71,6 @@ var (
 	testTZ = "Asia/Kolkata"
 	goTZ   = "America/New_York"
 )
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -342,23 +335,24 @@ var (
 	mysqlBackend = &testBackend{
 		kind:  BackendMySQL,
 		admin: func(t testing.TB) *sql.DB { return myConn(t, mysqlDBName) },
-		reset: func(t testing.TB, conn *sql.DB) {
-			t.Helper()
-			mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
-		},
+		reset: deleteRows,
 		// MySQL reads "default" as a string: quote the column MySQL's way.
 		sql: func(s string) string { return strings.ReplaceAll(s, `"default"`, "`default`") },
 	}
 	sqliteBackend = &testBackend{
 		kind:  BackendSQLite,
 		admin: func(t testing.TB) *sql.DB { return sqliteConn(t, sqlitePath) },
-		reset: func(t testing.TB, conn *sql.DB) {
-			t.Helper()
-			mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
-		},
-		sql: func(s string) string { return s },
+		reset: deleteRows,
+		sql:   func(s string) string { return s },
 	}
 )
+
+// deleteRows empties the three tables the snapshot reads, on MariaDB and
+// SQLite (PostgreSQL's resetTables truncates them, restarting the ids).
+func deleteRows(t testing.TB, conn *sql.DB) {
+	t.Helper()
+	mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
+}
 
 // backends lists every backend, with the URLs filled in.
 func backends() []*testBackend {

@@ -132,13 +132,7 @@ func testSQLiteReadOnly(t *testing.T, mode string) {
 		return nil
 	})
 	for range 3 {
-		got, err := d.Snapshot(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(wantFor(BackendSQLite), got, timeCmp); diff != "" {
-			t.Errorf("snapshot (-want +got):\n%s", diff)
-		}
+		snapshotIsFixture(t, d, BackendSQLite)
 	}
 	if !checked {
 		t.Fatal("hook did not run")
@@ -202,13 +196,7 @@ func TestSQLiteRelativePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := openTest(t, "sqlite:///"+rel+"?timeout=30", Options{})
-	got, err := d.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(wantFor(BackendSQLite), got, timeCmp); diff != "" {
-		t.Errorf("snapshot (-want +got):\n%s", diff)
-	}
+	snapshotIsFixture(t, d, BackendSQLite)
 }
 
 // TestSQLiteTimestamps: SQLAlchemy's text form is read exactly; anything

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"database/sql"
 	"strings"
 	"testing"
@@ -11,19 +10,14 @@ import (
 // networkFault puts the proxy in mode m between the exporter and b's
 // server, while readers load the exporter, then restores it.
 func networkFault(t *testing.T, b backend, m mode, hold time.Duration) {
-	admin := b.admin(t)
-	fixture(t, admin, b.name == "mysql")
-	p := newProxy(t, b.direct)
-	e := startExporter(t, b.dsn(p.addr))
-	e.waitUp("1", 15*time.Second)
-	before := e.usage()
-	stopLoad := e.load()
-
-	r := report{fault: b.name + " " + m.String()}
+	h := newHarness(t, b)
+	p := h.proxied()
+	h.start()
+	h.fault(b.name + " " + m.String())
 	p.set(m)
 	if m == slow {
 		for range 5 {
-			v, took := e.up()
+			v, took := h.up()
 			if v != "1" {
 				t.Errorf("slow link: ironic_up %q", v)
 			}
@@ -32,40 +26,23 @@ func networkFault(t *testing.T, b backend, m mode, hold time.Duration) {
 			}
 		}
 		p.set(pass)
-		r.worst = stopLoad()
-		checkWorst(t, r.worst)
-		r.log(t)
-		e.settled(before, 64)
+		h.finish()
 		return
 	}
-	r.toDown = e.waitUp("0", refreshTimeout+margin)
+	h.down()
 	// While the fault lasts, every refresh stays bounded: a scrape that
 	// waits for one never waits longer than a refresh.
-	end := time.Now().Add(hold)
-	for time.Now().Before(end) {
-		v, took := e.up()
-		if v == "1" {
-			t.Errorf("ironic_up 1 while the database is unreachable")
-		}
-		if took > refreshTimeout+margin {
-			t.Errorf("scrape took %s during the fault, want at most the refresh timeout %s (+%s)", took, refreshTimeout, margin)
-		}
-	}
+	h.staysDown(hold, "while the database is unreachable")
 	p.set(pass)
-	start := time.Now()
-	e.waitUp("1", 2*refreshTimeout+margin)
-	r.toRecovery = time.Since(start)
-	r.worst = stopLoad()
-	checkWorst(t, r.worst)
-	waitLog(t, e, "refresh failed", "refresh recovered")
+	h.recovered(2*refreshTimeout + margin)
+	h.waitLog("refresh failed", "refresh recovered")
 	if m == blackhole {
-		waitLog(t, e, "timed out after")
+		h.waitLog("timed out after")
 	}
-	if strings.Contains(e.Logs(), "s3cret-pw") {
+	if strings.Contains(h.Logs(), "s3cret-pw") {
 		t.Error("password in the logs")
 	}
-	r.log(t)
-	e.settled(before, 64)
+	h.finish()
 }
 
 func TestPostgreSQLNetwork(t *testing.T) {
@@ -80,7 +57,8 @@ func TestMariaDBNetwork(t *testing.T) {
 	}
 }
 
-// exporterConns terminates the exporter's PostgreSQL sessions.
+// terminate ends the exporter's PostgreSQL sessions (pg_terminate_backend)
+// and returns how many there were.
 func terminate(t *testing.T, b backend) int {
 	t.Helper()
 	var n int
@@ -95,166 +73,114 @@ func terminate(t *testing.T, b backend) int {
 // TestPostgreSQLTerminated: the first refresh after pg_terminate_backend of
 // the pooled connection succeeds (retried on a new connection).
 func TestPostgreSQLTerminated(t *testing.T) {
-	b := postgres()
-	fixture(t, b.admin(t), false)
-	e := startExporter(t, b.dsn(b.direct))
-	e.waitUp("1", 15*time.Second)
+	h := newHarness(t, postgres()).start()
 	for i := range 3 {
-		if n := terminate(t, b); n == 0 {
+		if n := terminate(t, h.b); n == 0 {
 			t.Fatalf("round %d: no exporter session to terminate", i)
 		}
 		time.Sleep(100 * time.Millisecond)
-		if v, took := e.up(); v != "1" {
+		if v, took := h.up(); v != "1" {
 			t.Errorf("round %d: first scrape after pg_terminate_backend: ironic_up %q (%s)", i, v, took)
 		}
 	}
-	if strings.Contains(e.Logs(), "refresh failed") {
-		t.Errorf("a refresh failed:\n%s", e.Tail(20))
-	}
+	h.noRefreshFailed()
 }
 
 // TestPostgreSQLIdleSessionTimeout: with the server closing idle sessions
 // faster than scrapes come, ironic_up stays 1.
 func TestPostgreSQLIdleSessionTimeout(t *testing.T) {
-	b := postgres()
-	admin := b.admin(t)
-	fixture(t, admin, false)
-	if _, err := admin.Exec(`ALTER DATABASE ` + pgDB.Name + ` SET idle_session_timeout = '300ms'`); err != nil {
+	h := newHarness(t, postgres())
+	if _, err := h.admin.Exec(`ALTER DATABASE ` + pgDB.Name + ` SET idle_session_timeout = '300ms'`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { admin.Exec(`ALTER DATABASE ` + pgDB.Name + ` RESET idle_session_timeout`) })
-	e := startExporter(t, b.dsn(b.direct))
-	e.waitUp("1", 15*time.Second)
+	t.Cleanup(func() { h.admin.Exec(`ALTER DATABASE ` + pgDB.Name + ` RESET idle_session_timeout`) })
+	h.start()
 	for i := range 5 {
 		time.Sleep(700 * time.Millisecond)
-		if v, _ := e.up(); v != "1" {
+		if v, _ := h.up(); v != "1" {
 			t.Errorf("scrape %d after an idle session timeout: ironic_up %q", i, v)
 		}
 	}
-	if strings.Contains(e.Logs(), "refresh failed") {
-		t.Errorf("a refresh failed:\n%s", e.Tail(20))
+	h.noRefreshFailed()
+}
+
+// lockFault holds the lock that stmts take on b's nodes table, with
+// release, while readers load the exporter: the refresh fails after the
+// query deadline, readers answer at once from the last topology, and the
+// release recovers. during runs while the lock is held, after ironic_up 0.
+func lockFault(t *testing.T, b backend, fault, release string, stmts []string, during func(h *harness)) {
+	h := newHarness(t, b).start()
+	h.fault(fault)
+	unlock := h.lock(release, stmts...)
+	h.down()
+	if during != nil {
+		during(h)
 	}
+	unlock()
+	h.recovered(refreshTimeout + margin)
+	h.finish()
 }
 
 // TestPostgreSQLLock: a lock on nodes fails the refresh after the query
 // deadline, readers answer at once from the last topology, and the release
 // recovers.
 func TestPostgreSQLLock(t *testing.T) {
-	b := postgres()
-	admin := b.admin(t)
-	fixture(t, admin, false)
-	e := startExporter(t, b.dsn(b.direct))
-	e.waitUp("1", 15*time.Second)
-	before := e.usage()
-	stopLoad := e.load()
-	tx, err := admin.BeginTx(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Released even when the test fails: a lock left held blocks every
-	// later test that touches nodes until the suite times out.
-	t.Cleanup(func() { _ = tx.Rollback() })
-	if _, err := tx.Exec(`LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	r := report{fault: "postgresql lock on nodes"}
-	r.toDown = e.waitUp("0", refreshTimeout+margin)
-	// The first step that reads nodes waits for the lock: the probe of
-	// the nodes table, or reading them.
-	waitLog(t, e, "nodes: timed out after")
-	_ = tx.Rollback()
-	start := time.Now()
-	e.waitUp("1", refreshTimeout+margin)
-	r.toRecovery = time.Since(start)
-	r.worst = stopLoad()
-	checkWorst(t, r.worst)
-	r.log(t)
-	e.settled(before, 64)
+	lockFault(t, postgres(), "postgresql lock on nodes", "ROLLBACK",
+		[]string{`BEGIN`, `LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE`}, func(h *harness) {
+			// The first step that reads nodes waits for the lock: the
+			// probe of the nodes table, or reading them.
+			h.waitLog("nodes: timed out after")
+		})
 }
 
 // TestMariaDBLock: the same with LOCK TABLES on MariaDB.
 func TestMariaDBLock(t *testing.T) {
-	b := mariadb()
-	admin := b.admin(t)
-	fixture(t, admin, true)
-	e := startExporter(t, b.dsn(b.direct))
-	e.waitUp("1", 15*time.Second)
-	before := e.usage()
-	stopLoad := e.load()
-	conn, err := admin.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), `LOCK TABLES nodes WRITE`); err != nil {
-		t.Fatal(err)
-	}
-	r := report{fault: "mysql lock on nodes"}
-	r.toDown = e.waitUp("0", refreshTimeout+margin)
-	conn.ExecContext(context.Background(), `UNLOCK TABLES`)
-	start := time.Now()
-	e.waitUp("1", refreshTimeout+margin)
-	r.toRecovery = time.Since(start)
-	r.worst = stopLoad()
-	checkWorst(t, r.worst)
-	r.log(t)
-	e.settled(before, 64)
+	lockFault(t, mariadb(), "mysql lock on nodes", `UNLOCK TABLES`, []string{`LOCK TABLES nodes WRITE`}, nil)
 }
 
 // TestPostgreSQLSchemaChanged: a column renamed under the exporter fails
 // refreshes with kind "schema"; the page and /readyz never show the raw
 // error; renaming it back recovers.
 func TestPostgreSQLSchemaChanged(t *testing.T) {
-	b := postgres()
-	admin := b.admin(t)
-	fixture(t, admin, false)
-	e := startExporter(t, b.dsn(b.direct))
-	e.waitUp("1", 15*time.Second)
-	if _, err := admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class TO resource_class_gone`); err != nil {
+	h := newHarness(t, postgres()).start()
+	h.fault("postgresql column renamed")
+	if _, err := h.admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class TO resource_class_gone`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class_gone TO resource_class`) })
-	r := report{fault: "postgresql column renamed"}
-	r.toDown = e.waitUp("0", refreshTimeout+margin)
-	_, body, _, _ := e.tryGet("/metrics", nil)
-	if v := series(body, `ironic_exporter_last_refresh_error{kind="schema"}`); v != "1" {
+	t.Cleanup(func() { h.admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class_gone TO resource_class`) })
+	h.down()
+	if v := h.metric(`ironic_exporter_last_refresh_error{kind="schema"}`); v != "1" {
 		t.Errorf(`ironic_exporter_last_refresh_error{kind="schema"} = %q`, v)
 	}
-	_, page, _, _ := e.tryGet("/", map[string]string{"Accept": "text/html"})
+	_, page, _, _ := h.tryGet("/", map[string]string{"Accept": "text/html"})
 	if strings.Contains(page, "resource_class") || strings.Contains(page, "127.0.0.1") {
 		t.Errorf("status page shows the database's error")
 	}
-	admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class_gone TO resource_class`)
-	start := time.Now()
-	e.waitUp("1", refreshTimeout+margin)
-	r.toRecovery = time.Since(start)
-	r.log(t)
+	h.admin.Exec(`ALTER TABLE nodes RENAME COLUMN resource_class_gone TO resource_class`)
+	h.recovered(refreshTimeout + margin)
+	h.finish()
 }
 
 // TestPostgreSQLBadRows: a NULL conductor_group is kept as the default
 // group with a named warning, counted in ironic_exporter_snapshot_warnings.
 func TestPostgreSQLBadRows(t *testing.T) {
-	b := postgres()
-	admin := b.admin(t)
-	fixture(t, admin, false)
+	h := newHarness(t, postgres())
 	for _, q := range []string{`ALTER TABLE nodes ALTER COLUMN conductor_group DROP NOT NULL`,
 		`UPDATE nodes SET conductor_group = NULL WHERE name = 'n2'`} {
-		if _, err := admin.Exec(q); err != nil {
+		if _, err := h.admin.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
-		admin.Exec(`UPDATE nodes SET conductor_group = '' WHERE conductor_group IS NULL`)
-		admin.Exec(`ALTER TABLE nodes ALTER COLUMN conductor_group SET NOT NULL`)
+		h.admin.Exec(`UPDATE nodes SET conductor_group = '' WHERE conductor_group IS NULL`)
+		h.admin.Exec(`ALTER TABLE nodes ALTER COLUMN conductor_group SET NOT NULL`)
 	})
-	e := startExporter(t, b.dsn(b.direct))
-	e.waitUp("1", 15*time.Second)
-	_, body, _, _ := e.tryGet("/metrics", nil)
-	if v := series(body, `ironic_exporter_snapshot_warnings{reason="null",table="nodes"}`); v != "1" {
+	h.start()
+	if v := h.metric(`ironic_exporter_snapshot_warnings{reason="null",table="nodes"}`); v != "1" {
 		t.Errorf("snapshot warnings for the NULL conductor_group: %q", v)
 	}
-	waitLog(t, e, "snapshot row warning", "conductor_group NULL", "22222222-2222-4222-8222-222222222222")
-	if n := strings.Count(e.Logs(), "snapshot row warning"); n != 1 {
+	h.waitLog("snapshot row warning", "conductor_group NULL", "22222222-2222-4222-8222-222222222222")
+	if n := strings.Count(h.Logs(), "snapshot row warning"); n != 1 {
 		t.Errorf("warning logged %d times, want once", n)
 	}
 }
@@ -263,37 +189,20 @@ func TestPostgreSQLBadRows(t *testing.T) {
 // within the bound; its release recovers; a non-UTF-8 name is kept with a
 // warning.
 func TestSQLiteLocked(t *testing.T) {
-	admin := sqliteAdmin(t)
-	fixture(t, admin, false)
-	if _, err := admin.Exec(`UPDATE nodes SET name = CAST(X'6EFF32' AS TEXT) WHERE uuid = '22222222-2222-4222-8222-222222222222'`); err != nil {
+	h := newHarness(t, sqlite())
+	if _, err := h.admin.Exec(`UPDATE nodes SET name = CAST(X'6EFF32' AS TEXT) WHERE uuid = '22222222-2222-4222-8222-222222222222'`); err != nil {
 		t.Fatal(err)
 	}
-	e := startExporter(t, sqliteDSN())
-	e.waitUp("1", 15*time.Second)
-	_, body, _, _ := e.tryGet("/metrics", nil)
-	if v := series(body, `ironic_exporter_snapshot_warnings{reason="not_utf8",table="nodes"}`); v != "1" {
+	h.start()
+	if v := h.metric(`ironic_exporter_snapshot_warnings{reason="not_utf8",table="nodes"}`); v != "1" {
 		t.Errorf("snapshot warnings for the non-UTF-8 name: %q", v)
 	}
-	before := e.usage()
-	stopLoad := e.load()
-	conn, err := admin.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), `BEGIN EXCLUSIVE`); err != nil {
-		t.Fatal(err)
-	}
-	r := report{fault: "sqlite exclusive lock"}
-	r.toDown = e.waitUp("0", refreshTimeout+margin)
-	conn.ExecContext(context.Background(), `ROLLBACK`)
-	start := time.Now()
-	e.waitUp("1", refreshTimeout+margin)
-	r.toRecovery = time.Since(start)
-	r.worst = stopLoad()
-	checkWorst(t, r.worst)
-	r.log(t)
-	e.settled(before, 64)
+	h.fault("sqlite exclusive lock")
+	unlock := h.lock(`ROLLBACK`, `BEGIN EXCLUSIVE`)
+	h.down()
+	unlock()
+	h.recovered(refreshTimeout + margin)
+	h.finish()
 }
 
 // TestPostgreSQLSQLASCII: in a SQL_ASCII database, text that is not UTF-8
@@ -307,11 +216,16 @@ func TestPostgreSQLSQLASCII(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`) })
-	d, err := sql.Open("postgres", "host=127.0.0.1 port=5432 user=postgres sslmode=disable dbname="+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	h := emptyHarness(t, backend{name: "postgresql", direct: pgHostPort,
+		dsn: func(addr string) string { return "postgresql://postgres@" + addr + "/" + name + "?sslmode=disable" },
+		admin: func(t *testing.T) *sql.DB {
+			d, err := sql.Open("postgres", "host=127.0.0.1 port=5432 user=postgres sslmode=disable dbname="+name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			return d
+		}})
 	for _, q := range []string{
 		`CREATE TABLE conductors (id serial PRIMARY KEY, hostname varchar(255) NOT NULL, conductor_group varchar(255),
 			online boolean, drivers text, created_at timestamp, updated_at timestamp, version varchar(15))`,
@@ -326,18 +240,16 @@ func TestPostgreSQLSQLASCII(t *testing.T) {
 		`INSERT INTO nodes (uuid, name, driver, conductor_group, created_at, owner)
 			VALUES ('11111111-1111-4111-8111-111111111111', E'n\xe91', 'ipmi', '', now(), E'p\xe91')`,
 	} {
-		if _, err := d.Exec(q); err != nil {
+		if _, err := h.admin.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	e := startExporter(t, "postgresql://postgres@127.0.0.1:5432/"+name+"?sslmode=disable")
-	e.waitUp("1", 15*time.Second)
-	_, body, _, _ := e.tryGet("/metrics", nil)
+	h.start()
 	for _, s := range []string{`ironic_exporter_snapshot_warnings{reason="not_utf8",table="conductors"}`,
 		`ironic_exporter_snapshot_warnings{reason="not_utf8",table="nodes"}`} {
-		if v := series(body, s); v != "1" {
+		if v := h.metric(s); v != "1" {
 			t.Errorf("%s = %q", s, v)
 		}
 	}
-	waitLog(t, e, "snapshot row warning", "(id 1): hostname is not UTF-8")
+	h.waitLog("snapshot row warning", "(id 1): hostname is not UTF-8")
 }

@@ -161,17 +161,26 @@ func (e *exporter) settled(before usage, rssSlackMB int) usage {
 // without the timeout header until stop is called, and returns the worst
 // latency seen per path.
 func (e *exporter) load() (stop func() map[string]time.Duration) {
+	return e.poll(request{"/v1/conductors", nil}, request{"/", map[string]string{"Accept": "text/html"}},
+		request{"/readyz", nil}, request{"/metrics", nil})
+}
+
+// request is a GET of path with the headers hdr.
+type request struct {
+	path string
+	hdr  map[string]string
+}
+
+// poll runs one reader per request, each repeating it every 50ms until stop
+// is called, and returns the worst latency seen per path.
+func (e *exporter) poll(reqs ...request) (stop func() map[string]time.Duration) {
 	var (
 		mu    sync.Mutex
 		worst = map[string]time.Duration{}
 		done  = make(chan struct{})
 		wg    sync.WaitGroup
 	)
-	paths := []struct {
-		path string
-		hdr  map[string]string
-	}{{"/v1/conductors", nil}, {"/", map[string]string{"Accept": "text/html"}}, {"/readyz", nil}, {"/metrics", nil}}
-	for _, p := range paths {
+	for _, r := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -181,9 +190,9 @@ func (e *exporter) load() (stop func() map[string]time.Duration) {
 					return
 				default:
 				}
-				_, _, took, _ := e.tryGet(p.path, p.hdr)
+				_, _, took, _ := e.tryGet(r.path, r.hdr)
 				mu.Lock()
-				worst[p.path] = max(worst[p.path], took)
+				worst[r.path] = max(worst[r.path], took)
 				mu.Unlock()
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -194,6 +203,13 @@ func (e *exporter) load() (stop func() map[string]time.Duration) {
 		wg.Wait()
 		return worst
 	}
+}
+
+// probeWorst measures /healthz while f runs, and returns its worst latency.
+func (e *exporter) probeWorst(f func()) time.Duration {
+	stop := e.poll(request{"/healthz", nil})
+	f()
+	return stop()["/healthz"]
 }
 
 // report is one fault's figures.
@@ -226,8 +242,10 @@ func checkWorst(t *testing.T, worst map[string]time.Duration) {
 	}
 }
 
-func waitLog(t *testing.T, e *exporter, substrs ...string) {
-	t.Helper()
+// waitLog waits until the log holds every one of substrs, and fails the
+// test after margin.
+func (e *exporter) waitLog(substrs ...string) {
+	e.t.Helper()
 	deadline := time.Now().Add(margin)
 	for {
 		logs := e.Logs()
@@ -241,7 +259,7 @@ func waitLog(t *testing.T, e *exporter, substrs ...string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("log has no %q:\n%s", missing, e.Tail(30))
+			e.t.Fatalf("log has no %q:\n%s", missing, e.Tail(30))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

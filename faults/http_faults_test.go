@@ -14,69 +14,28 @@ import (
 	"time"
 )
 
-// bigFleet gives the exporter a large /metrics (one series per node).
-func bigFleet(t *testing.T, n int) {
+// bigFleet adds n nodes to the fixture, for a large /metrics (one series
+// per node).
+func bigFleet(t *testing.T, h *harness, n int) {
 	t.Helper()
-	admin := postgres().admin(t)
-	fixture(t, admin, false)
-	if _, err := admin.Exec(`INSERT INTO nodes (uuid, name, driver, conductor_group, created_at)
+	if _, err := h.admin.Exec(`INSERT INTO nodes (uuid, name, driver, conductor_group, created_at)
 		SELECT md5(i::text)::uuid::text, 'node-' || i, 'ipmi', '', now() FROM generate_series(1, $1) i`, n); err != nil {
 		t.Fatal(err)
 	}
 }
 
-const (
-	readTimeout  = 2 * time.Second
-	writeTimeout = 3 * time.Second
-	idleTimeout  = 2 * time.Second
-)
-
-func startHTTP(t *testing.T, flags ...string) *exporter {
-	b := postgres()
-	e := startExporter(t, b.dsn(b.direct), append([]string{"--web.read-timeout=" + readTimeout.String(),
-		"--web.write-timeout=" + writeTimeout.String(), "--web.idle-timeout=" + idleTimeout.String()}, flags...)...)
-	e.waitUp("1", 15*time.Second)
-	return e
-}
-
-// probeWorst measures /healthz while f runs.
-func probeWorst(e *exporter, f func()) time.Duration {
-	done := make(chan struct{})
-	var worst time.Duration
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			_, _, took, _ := e.tryGet("/healthz", nil)
-			worst = max(worst, took)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	f()
-	close(done)
-	wg.Wait()
-	return worst
-}
-
 // TestSlowloris: clients that send their headers a byte at a time are cut
 // off after --web.read-timeout.
 func TestSlowloris(t *testing.T) {
-	fixture(t, postgres().admin(t), false)
-	e := startHTTP(t)
-	before := e.usage()
+	h := newHarness(t, postgres()).startHTTP()
+	h.baseline()
 	const n = 200
 	var cut, open sync.WaitGroup
 	var mu sync.Mutex
 	var longest time.Duration
-	worst := probeWorst(e, func() {
+	worst := h.probeWorst(func() {
 		for range n {
-			c, err := net.Dial("tcp", e.addr)
+			c, err := net.Dial("tcp", h.addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,22 +72,23 @@ func TestSlowloris(t *testing.T) {
 		t.Errorf("/healthz took %s during the slowloris", worst)
 	}
 	t.Logf("FIGURES slowloris (%d clients): cut after at most %s, worst /healthz %s", n, longest.Round(time.Millisecond), worst.Round(time.Millisecond))
-	e.settled(before, 32)
+	h.settle(32)
 }
 
 // TestNeverReadingScrapers: clients that ask for a large /metrics and never
 // read it neither multiply the render's memory nor stay forever.
 func TestNeverReadingScrapers(t *testing.T) {
-	bigFleet(t, 30000)
-	e := startHTTP(t)
-	_, body, _, _ := e.tryGet("/metrics", nil)
-	before := e.usage()
+	h := newHarness(t, postgres())
+	bigFleet(t, h, 30000)
+	h.startHTTP()
+	_, body, _, _ := h.tryGet("/metrics", nil)
+	before := h.baseline()
 	const n = 60
 	var conns []net.Conn
 	var peak usage
-	worst := probeWorst(e, func() {
+	worst := h.probeWorst(func() {
 		for range n {
-			c, err := net.Dial("tcp", e.addr)
+			c, err := net.Dial("tcp", h.addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +98,7 @@ func TestNeverReadingScrapers(t *testing.T) {
 		}
 		end := time.Now().Add(writeTimeout + margin)
 		for time.Now().Before(end) {
-			u := e.usage()
+			u := h.usage()
 			if u.rssKB > peak.rssKB {
 				peak = u
 			}
@@ -155,26 +115,25 @@ func TestNeverReadingScrapers(t *testing.T) {
 	if worst > 2*time.Second {
 		t.Errorf("/healthz took %s", worst)
 	}
-	after := e.settled(before, 400)
+	after := h.settle(400)
 	t.Logf("FIGURES never-reading scrapers (%d, /metrics %d KB): RSS %d MB before, %d MB peak, %d MB after; worst /healthz %s",
 		n, len(body)>>10, before.rssKB/1024, peak.rssKB/1024, after.rssKB/1024, worst.Round(time.Millisecond))
-	if n := strings.Count(e.Logs(), "level=ERROR"); n > 0 {
-		t.Errorf("%d ERROR lines for clients that went away:\n%s", n, e.Tail(10))
+	if n := strings.Count(h.Logs(), "level=ERROR"); n > 0 {
+		t.Errorf("%d ERROR lines for clients that went away:\n%s", n, h.Tail(10))
 	}
 }
 
 // TestIdleKeepAlives: many idle keep-alive connections hold at most
 // --web.max-connections descriptors, and are closed after the idle timeout.
 func TestIdleKeepAlives(t *testing.T) {
-	fixture(t, postgres().admin(t), false)
 	const maxConns = 100
-	e := startHTTP(t, fmt.Sprintf("--web.max-connections=%d", maxConns))
-	before := e.usage()
+	h := newHarness(t, postgres()).startHTTP(fmt.Sprintf("--web.max-connections=%d", maxConns))
+	before := h.baseline()
 	var conns []net.Conn
 	var during usage
-	worst := probeWorst(e, func() {
+	worst := h.probeWorst(func() {
 		for range 400 {
-			c, err := net.DialTimeout("tcp", e.addr, time.Second)
+			c, err := net.DialTimeout("tcp", h.addr, time.Second)
 			if err != nil {
 				continue
 			}
@@ -182,7 +141,7 @@ func TestIdleKeepAlives(t *testing.T) {
 			_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 		}
 		time.Sleep(500 * time.Millisecond)
-		during = e.usage()
+		during = h.usage()
 		time.Sleep(idleTimeout + time.Second)
 	})
 	if during.fds > before.fds+maxConns+10 {
@@ -208,18 +167,17 @@ func TestIdleKeepAlives(t *testing.T) {
 	}
 	t.Logf("FIGURES idle keep-alives (400, limit %d): %d fds before, %d during, %d closed by the idle timeout; worst /healthz %s",
 		maxConns, before.fds, during.fds, closed, worst.Round(time.Millisecond))
-	e.settled(before, 32)
+	h.settle(32)
 }
 
 // TestMethodsAndPaths: probes and metrics answer 405 to other methods;
 // links never follow the client's Host.
 func TestMethodsAndPaths(t *testing.T) {
-	fixture(t, postgres().admin(t), false)
-	e := startHTTP(t)
+	h := newHarness(t, postgres()).startHTTP()
 	for _, p := range []string{"/metrics", "/healthz", "/readyz"} {
 		for _, m := range []string{"POST", "DELETE", "PUT", "PATCH", "OPTIONS"} {
-			req, _ := http.NewRequest(m, "http://"+e.addr+p, nil)
-			resp, err := e.http.Do(req)
+			req, _ := http.NewRequest(m, "http://"+h.addr+p, nil)
+			resp, err := h.http.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +187,7 @@ func TestMethodsAndPaths(t *testing.T) {
 			}
 		}
 	}
-	c, err := net.Dial("tcp", e.addr)
+	c, err := net.Dial("tcp", h.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +200,7 @@ func TestMethodsAndPaths(t *testing.T) {
 	// An invalid %-escape gets Ironic's JSON error (Ironic 21.4.4 keeps it
 	// literally), not net/http's plain-text 400, on the 2nd request of a
 	// keep-alive connection too.
-	c2, err := net.Dial("tcp", e.addr)
+	c2, err := net.Dial("tcp", h.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +212,7 @@ func TestMethodsAndPaths(t *testing.T) {
 	}
 	// A client that stops inside an escape (the rewrite holds "%z" back)
 	// is still cut off by the read timeout.
-	c3, err := net.Dial("tcp", e.addr)
+	c3, err := net.Dial("tcp", h.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,10 +226,10 @@ func TestMethodsAndPaths(t *testing.T) {
 	} else {
 		t.Logf("FIGURES stalled inside an escape: cut after %s (read timeout %s)", took.Round(time.Millisecond), readTimeout)
 	}
-	for _, h := range []string{"NaN", "-5", "+Inf", "1e309"} {
-		code, _, took, err := e.tryGet("/metrics", map[string]string{"X-Prometheus-Scrape-Timeout-Seconds": h})
+	for _, v := range []string{"NaN", "-5", "+Inf", "1e309"} {
+		code, _, took, err := h.tryGet("/metrics", map[string]string{"X-Prometheus-Scrape-Timeout-Seconds": v})
 		if err != nil || code != 200 {
-			t.Errorf("scrape timeout %q: %d %v (%s)", h, code, err, took)
+			t.Errorf("scrape timeout %q: %d %v (%s)", v, code, err, took)
 		}
 	}
 }
@@ -302,9 +260,8 @@ func TestBadFlags(t *testing.T) {
 // exporter never answers 5xx other than 503, never drops a connection, and
 // gives back what it took.
 func TestFuzzEndpoints(t *testing.T) {
-	fixture(t, postgres().admin(t), false)
-	e := startHTTP(t)
-	before := e.usage()
+	h := newHarness(t, postgres()).startHTTP()
+	h.baseline()
 	rng := rand.New(rand.NewPCG(11, 11))
 	paths := []string{"/", "/metrics", "/healthz", "/readyz", "/v1", "/v1/", "/v1/conductors", "/v1/conductors/c1",
 		"/v1/nodes", "/v1/nodes/n1", "/v1/nodes/detail", "/v1/drivers", "/v1/nodes/%2e%2e", "/v1/nodes/ü", "/v1/conductors?limit=-1",
@@ -325,7 +282,7 @@ func TestFuzzEndpoints(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			p += junk()
 		}
-		req, err := http.NewRequest(methods[rng.IntN(len(methods))], "http://"+e.addr+"/", nil)
+		req, err := http.NewRequest(methods[rng.IntN(len(methods))], "http://"+h.addr+"/", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +294,7 @@ func TestFuzzEndpoints(t *testing.T) {
 			req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", []string{"NaN", "-1", "0", "1e9", "0.001"}[rng.IntN(5)])
 		}
 		start := time.Now()
-		resp, err := e.http.Do(req)
+		resp, err := h.http.Do(req)
 		took := time.Since(start)
 		worst = max(worst, took)
 		if err != nil {
@@ -355,5 +312,5 @@ func TestFuzzEndpoints(t *testing.T) {
 		t.Errorf("worst fuzz request took %s", worst)
 	}
 	t.Logf("FIGURES fuzzer: %d requests, worst latency %s", n, worst.Round(time.Millisecond))
-	e.settled(before, 64)
+	h.settle(64)
 }

@@ -31,18 +31,11 @@ var (
 	// myName is the MariaDB database, sqlitePath the SQLite file.
 	myName, sqlitePath string
 
-	myAdminDSN = envOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
-	myAdminURL = envOr("ICE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
-	myHostPort = envOr("ICE_TEST_MYSQL_ADDR", "127.0.0.1:3306")
-	pgHostPort = envOr("ICE_TEST_PG_ADDR", "127.0.0.1:5432")
+	myAdminDSN = testenv.EnvOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
+	myAdminURL = testenv.EnvOr("ICE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
+	myHostPort = testenv.EnvOr("ICE_TEST_MYSQL_ADDR", "127.0.0.1:3306")
+	pgHostPort = testenv.EnvOr("ICE_TEST_PG_ADDR", "127.0.0.1:5432")
 )
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
 
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
@@ -131,15 +124,19 @@ func mariadb() backend {
 		}}
 }
 
-func sqliteDSN() string { return "sqlite:///" + sqlitePath }
-
-func sqliteAdmin(t *testing.T) *sql.DB {
-	d, err := sql.Open("sqlite", sqlitePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+// sqlite is the SQLite file, which the exporter opens itself (there is no
+// server to put a proxy in front of).
+func sqlite() backend {
+	return backend{name: "sqlite",
+		dsn: func(string) string { return "sqlite:///" + sqlitePath },
+		admin: func(t *testing.T) *sql.DB {
+			d, err := sql.Open("sqlite", sqlitePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			return d
+		}}
 }
 
 // fixture fills the tables with two fresh conductors and three nodes, in SQL

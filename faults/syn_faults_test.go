@@ -59,15 +59,10 @@ var connectTimedOut = regexp.MustCompile(`connecting to database: timed out afte
 // --refresh.timeout with ironic_up 0, the log names the connect step with
 // the time it really took, and removing the rule recovers.
 func connectUnanswered(t *testing.T, b backend) {
-	admin := b.admin(t)
-	fixture(t, admin, b.name == "mysql")
-	p := newProxy(t, b.direct)
-	e := startExporter(t, b.dsn(p.addr))
-	e.waitUp("1", 15*time.Second)
-	before := e.usage()
-	stopLoad := e.load()
-
-	r := report{fault: b.name + " connect unanswered (SYN dropped)"}
+	h := newHarness(t, b)
+	p := h.proxied()
+	h.start()
+	h.fault(b.name + " connect unanswered (SYN dropped)")
 	remove := dropSYNs(t, p.addr)
 	if c, err := net.DialTimeout("tcp", p.addr, 300*time.Millisecond); err == nil {
 		c.Close()
@@ -75,21 +70,12 @@ func connectUnanswered(t *testing.T, b backend) {
 	}
 	p.set(drop) // the pool's connections die: the next refresh connects
 	p.set(pass)
-	r.toDown = e.waitUp("0", refreshTimeout+margin)
-	end := time.Now().Add(2 * refreshTimeout)
-	for time.Now().Before(end) {
-		v, took := e.up()
-		if v == "1" {
-			t.Error("ironic_up 1 while no connect is answered")
-		}
-		if took > refreshTimeout+margin {
-			t.Errorf("scrape took %s while no connect is answered, want at most the refresh timeout %s (+%s)", took, refreshTimeout, margin)
-		}
-	}
-	waitLog(t, e, "refresh failed", "connecting to database: timed out after")
-	for i, m := range connectTimedOut.FindAllStringSubmatch(e.Logs(), -1) {
+	h.down()
+	h.staysDown(2*refreshTimeout, "while no connect is answered")
+	h.waitLog("refresh failed", "connecting to database: timed out after")
+	for i, m := range connectTimedOut.FindAllStringSubmatch(h.Logs(), -1) {
 		if i == 0 {
-			t.Logf("FIGURES %s: logged %q", r.fault, m[0])
+			t.Logf("FIGURES %s: logged %q", h.fig.fault, m[0])
 		}
 		took, err := time.ParseDuration(m[1])
 		if err != nil || took < queryTimeout || took > refreshTimeout+margin {
@@ -98,14 +84,9 @@ func connectUnanswered(t *testing.T, b backend) {
 		}
 	}
 	remove()
-	start := time.Now()
-	e.waitUp("1", 2*refreshTimeout+margin)
-	r.toRecovery = time.Since(start)
-	r.worst = stopLoad()
-	checkWorst(t, r.worst)
-	waitLog(t, e, "refresh recovered")
-	r.log(t)
-	e.settled(before, 64)
+	h.recovered(2*refreshTimeout + margin)
+	h.waitLog("refresh recovered")
+	h.finish()
 }
 
 func TestPostgreSQLConnectUnanswered(t *testing.T) { connectUnanswered(t, postgres()) }

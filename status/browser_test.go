@@ -3,7 +3,6 @@ package status
 import (
 	"context"
 	"errors"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -15,53 +14,98 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
+
+// chromium is headless Chromium (Debian chromium) driven by one test.
+type chromium struct {
+	t *testing.T
+	// ctx runs the browser's steps; it ends at the deadline given to
+	// startChromium, or when the test ends.
+	ctx context.Context
+	// shots are the screenshots taken so far, by file name.
+	shots map[string][]byte
+}
+
+// startChromium starts headless Chromium with a profile of the test's own
+// and a 1280x900 window, for at most timeout; the test's cleanup stops it.
+// The test needs testenv.Chromium.
+func startChromium(t *testing.T, timeout time.Duration) *chromium {
+	t.Helper()
+	testenv.Need(t, testenv.Chromium)
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
+		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancel)
+	return &chromium{t: t, ctx: ctx, shots: map[string][]byte{}}
+}
+
+// step fails the test when the browser step what returned err.
+func (c *chromium) step(what string, err error) {
+	c.t.Helper()
+	if err != nil {
+		c.t.Fatalf("chromium: %s: %v", what, err)
+	}
+}
+
+// shoot takes a screenshot of the whole page, kept under name.
+func (c *chromium) shoot(name string) {
+	c.t.Helper()
+	png, err := chromedp.Run(c.ctx, chromedp.FullScreenshot(100))
+	c.step("screenshot "+name, err)
+	c.shots[name] = png
+}
+
+// checkShots checks that every screenshot has an image in it, and writes
+// them to ICE_SCREENSHOT_DIR when it is set.
+func (c *chromium) checkShots() {
+	c.t.Helper()
+	for name, png := range c.shots {
+		if len(png) < 1000 {
+			c.t.Errorf("%s: screenshot of %d bytes", name, len(png))
+		}
+		if dir := os.Getenv("ICE_SCREENSHOT_DIR"); dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+				c.t.Error(err)
+			}
+		}
+	}
+}
 
 // TestInChromium drives the page in headless Chromium (Debian chromium): it
 // loads the page, types a node name into the lookup box, submits, reads the
 // conductor from the result, and takes a screenshot. Set
 // ICE_SCREENSHOT_DIR to keep the screenshots.
 func TestInChromium(t *testing.T) {
-	testenv.Need(t, testenv.Chromium)
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")
-	}
-	srv := httptest.NewServer(newHandler(t, &source{snap: testSnapshot()}))
-	defer srv.Close()
+	srv := httptest.NewServer(newHandler(t, fixture.NewSource(testSnapshot())))
+	t.Cleanup(srv.Close) // after the browser stops
+	c := startChromium(t, 60*time.Second)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-
-	step := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("chromium: %s: %v", what, err)
-		}
-	}
+	ctx, step := c.ctx, c.step
 	step("loading the page", chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#conductors"))))
 	title, err := chromedp.Run(ctx, chromedp.Title())
 	step("title", err)
 	label, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`label[for="node"]`)))
 	step("label", err)
-	overview, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	step("screenshot", err)
+	c.shoot("status-overview.png")
 	step("looking up web-1", chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.CSS("#node"), "web-1"),
 		chromedp.Click(chromedp.CSS(`form[role="search"] button`)),
 		chromedp.WaitVisible(chromedp.CSS("#lookup-conductor"))))
 	conductor, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#lookup-conductor")))
 	step("reading the result", err)
-	result, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	step("screenshot", err)
+	c.shoot("status-lookup.png")
 	if title != "Ironic conductors" {
 		t.Errorf("title %q", title)
 	}
@@ -71,16 +115,7 @@ func TestInChromium(t *testing.T) {
 	if conductor != "cond-a.example.com:6385" {
 		t.Errorf("lookup of web-1 shows conductor %q, want cond-a.example.com:6385", conductor)
 	}
-	for name, png := range map[string][]byte{"status-overview.png": overview, "status-lookup.png": result} {
-		if len(png) < 1000 {
-			t.Errorf("%s: screenshot of %d bytes", name, len(png))
-		}
-		if dir := os.Getenv("ICE_SCREENSHOT_DIR"); dir != "" {
-			if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-	}
+	c.checkShots()
 }
 
 // TestScreenshotsInChromium renders the healthy, degraded and stale cases in
@@ -88,49 +123,21 @@ func TestInChromium(t *testing.T) {
 // and problems, a conductor page reached by clicking its hostname, the
 // affinity of a lookup) and keeps the screenshots in ICE_SCREENSHOT_DIR.
 func TestScreenshotsInChromium(t *testing.T) {
-	testenv.Need(t, testenv.Chromium)
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")
-	}
 	healthy := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: testSnapshot().Conductors[:1], Nodes: testSnapshot().Nodes[:1]}
-	degraded := &source{snap: degradedSnapshot()}
-	stale := &source{snap: degradedSnapshot()}
-	healthySrv := httptest.NewServer(newHandler(t, &source{snap: healthy}))
-	defer healthySrv.Close()
+	degraded := fixture.NewSource(degradedSnapshot())
+	stale := fixture.NewSource(degradedSnapshot())
+	healthySrv := httptest.NewServer(newHandler(t, fixture.NewSource(healthy)))
+	t.Cleanup(healthySrv.Close) // the servers close after the browser stops
 	degradedSrv := httptest.NewServer(newHistoryHandler(t, degraded, 0).h)
-	defer degradedSrv.Close()
+	t.Cleanup(degradedSrv.Close)
 	staleHandler := newHandler(t, stale)
 	staleSrv := httptest.NewServer(staleHandler)
-	defer staleSrv.Close()
+	t.Cleanup(staleSrv.Close)
 	get(t, staleHandler, "/")
-	stale.mu.Lock()
-	stale.snap, stale.err = nil, errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
-	stale.mu.Unlock()
+	stale.Set(nil, errors.New("dial tcp 10.0.0.5:5432: connect: connection refused"))
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	step := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("chromium: %s: %v", what, err)
-		}
-	}
-	shots := map[string][]byte{}
-	shoot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		step("screenshot "+name, err)
-		shots[name] = png
-	}
+	c := startChromium(t, 90*time.Second)
+	ctx, step, shoot := c.ctx, c.step, c.shoot
 	summaryOf := func(url string) (class, text string) {
 		t.Helper()
 		// ?refresh=off: a meta refresh must not reload the page under the test.
@@ -187,15 +194,5 @@ func TestScreenshotsInChromium(t *testing.T) {
 		t.Errorf("stale: summary %q %q", class, text)
 	}
 	shoot("status-stale.png")
-
-	for name, png := range shots {
-		if len(png) < 1000 {
-			t.Errorf("%s: screenshot of %d bytes", name, len(png))
-		}
-		if dir := os.Getenv("ICE_SCREENSHOT_DIR"); dir != "" {
-			if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-	}
+	c.checkShots()
 }

@@ -37,7 +37,7 @@ type historyHandler struct {
 	cache *topology.Cache
 }
 
-func newHistoryHandler(t *testing.T, src *source, minInterval time.Duration) historyHandler {
+func newHistoryHandler(t *testing.T, src *fixture.Source, minInterval time.Duration) historyHandler {
 	t.Helper()
 	hist := NewHistory(100, 50)
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: minInterval, OnRefresh: hist.Observe,
@@ -49,12 +49,12 @@ func newHistoryHandler(t *testing.T, src *source, minInterval time.Duration) his
 }
 
 func TestSummary(t *testing.T) {
-	_, healthy := get(t, newHandler(t, &source{snap: &db.Snapshot{Backend: db.BackendPostgreSQL,
-		Conductors: testSnapshot().Conductors[:1], Nodes: testSnapshot().Nodes[:1]}}), "/")
+	_, healthy := get(t, newHandler(t, fixture.NewSource(&db.Snapshot{Backend: db.BackendPostgreSQL,
+		Conductors: testSnapshot().Conductors[:1], Nodes: testSnapshot().Nodes[:1]})), "/")
 	if !strings.Contains(healthy, `id="summary" class="banner summary ok" role="status"`) || !strings.Contains(healthy, "All clear") {
 		t.Error("healthy fleet: summary not green")
 	}
-	_, body := get(t, newHandler(t, &source{snap: degradedSnapshot()}), "/")
+	_, body := get(t, newHandler(t, fixture.NewSource(degradedSnapshot())), "/")
 	for _, want := range []string{
 		`id="summary" class="banner summary bad" role="alert"`,
 		`<li class="bad"><a href="/#conductors-h">1 conductor(s) dead (online, no heartbeat).</a></li>`,
@@ -74,7 +74,7 @@ func TestSummary(t *testing.T) {
 	if strings.Index(body, `>cond-b</a></th>`) > strings.Index(body, `>cond-a.example.com:6385</a></th>`) {
 		t.Error("conductor rows not sorted by trouble")
 	}
-	_, off := get(t, newHandler(t, &source{snap: degradedSnapshot()}), "/?refresh=off&node=web-1")
+	_, off := get(t, newHandler(t, fixture.NewSource(degradedSnapshot())), "/?refresh=off&node=web-1")
 	if strings.Contains(off, `http-equiv="refresh"`) || !strings.Contains(off, `<input type="hidden" name="refresh" value="off">`) ||
 		!strings.Contains(off, `<a id="refresh-toggle" href="/?node=web-1">refresh every 30s</a>`) {
 		t.Error("refresh=off does not turn the meta refresh off, or does not keep it off")
@@ -85,7 +85,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestLookupAffinity(t *testing.T) {
-	h := newHandler(t, &source{snap: degradedSnapshot()})
+	h := newHandler(t, fixture.NewSource(degradedSnapshot()))
 	code, body := get(t, h, "/?node=aaaaaaaa-3333-4333-8333-333333333333")
 	topoConductor := between(body, `<strong id="lookup-conductor">`, `</strong>`)
 	want := `Boot files were prepared by cond-b (dead); the ring now maps the node to ` + topoConductor + `: a takeover will rebuild them.`
@@ -104,24 +104,21 @@ func TestLookupAffinity(t *testing.T) {
 	}
 	alone := degradedSnapshot()
 	alone.Conductors = alone.Conductors[:2] // cond-a alone serves ipmi
-	if code, b := get(t, newHandler(t, &source{snap: alone}), "/?node=web-1"); code != 200 ||
+	if code, b := get(t, newHandler(t, fixture.NewSource(alone)), "/?node=web-1"); code != 200 ||
 		!strings.Contains(b, "the ring maps the node to the same conductor: its files and logs are there.") {
 		t.Errorf("lookup of web-1: %d, no affinity", code)
 	}
 }
 
 func TestConductorPage(t *testing.T) {
-	src := &source{snap: testSnapshot()}
+	src := fixture.NewSource(testSnapshot())
 	hh := newHistoryHandler(t, src, 0)
 	get(t, hh.h, "/")
-	src.mu.Lock()
-	src.snap = degradedSnapshot()
-	src.snap.Conductors[1].UpdatedAt = time.Now().UTC() // cond-b comes back
-	src.mu.Unlock()
+	back := degradedSnapshot()
+	back.Conductors[1].UpdatedAt = time.Now().UTC() // cond-b comes back
+	src.Set(back, nil)
 	get(t, hh.h, "/")
-	src.mu.Lock()
-	src.snap = degradedSnapshot()
-	src.mu.Unlock()
+	src.Set(degradedSnapshot(), nil)
 	code, body := get(t, hh.h, "/?conductor=cond-b")
 	if code != 200 {
 		t.Fatalf("conductor page: %d", code)
@@ -149,7 +146,7 @@ func TestConductorPage(t *testing.T) {
 }
 
 func TestPageNotIronic(t *testing.T) {
-	h := newHandler(t, &source{err: errors.Join(db.ErrNotIronic, errors.New(`pq: relation "conductors" does not exist`))})
+	h := newHandler(t, fixture.FailingSource(errors.Join(db.ErrNotIronic, errors.New(`pq: relation "conductors" does not exist`))))
 	_, body := get(t, h, "/")
 	if !strings.Contains(body, "<strong>Not Ironic's database.</strong>") || !strings.Contains(body, "retrying will not help") ||
 		strings.Contains(body, "last good") {

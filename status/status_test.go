@@ -1,35 +1,22 @@
 package status
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
-
-type source struct {
-	mu   sync.Mutex
-	snap *db.Snapshot
-	err  error
-}
-
-func (s *source) Snapshot(context.Context) (*db.Snapshot, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.snap, s.err
-}
 
 func strp(s string) *string { return &s }
 
@@ -48,7 +35,7 @@ func testSnapshot() *db.Snapshot {
 	}}
 }
 
-func newHandler(t *testing.T, src *source) http.Handler {
+func newHandler(t *testing.T, src *fixture.Source) http.Handler {
 	t.Helper()
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src,
 		Settings: topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}})
@@ -71,7 +58,7 @@ func get(t *testing.T, h http.Handler, target string) (int, string) {
 }
 
 func TestPage(t *testing.T) {
-	h := newHandler(t, &source{snap: testSnapshot()})
+	h := newHandler(t, fixture.NewSource(testSnapshot()))
 	code, body := get(t, h, "/")
 	if code != 200 {
 		t.Fatalf("status %d", code)
@@ -97,7 +84,7 @@ func TestPage(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	h := newHandler(t, &source{snap: testSnapshot()})
+	h := newHandler(t, fixture.NewSource(testSnapshot()))
 	for _, ident := range []string{"web-1", "11111111-1111-4111-8111-111111111111"} {
 		code, body := get(t, h, "/?node="+ident)
 		if code != 200 || !strings.Contains(body, `<strong id="lookup-conductor">cond-a.example.com:6385</strong> <span class="state alive">alive</span>`) {
@@ -119,8 +106,8 @@ func TestLookup(t *testing.T) {
 
 func TestPageWithoutData(t *testing.T) {
 	// The database's own message (addresses, user names) stays in the logs.
-	h := newHandler(t, &source{err: &net.OpError{Op: "dial", Net: "tcp",
-		Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5432}, Err: syscall.ECONNREFUSED}})
+	h := newHandler(t, fixture.FailingSource(&net.OpError{Op: "dial", Net: "tcp",
+		Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5432}, Err: syscall.ECONNREFUSED}))
 	code, body := get(t, h, "/")
 	if code != 200 || !strings.Contains(body, "<strong>No data yet.</strong>") || !strings.Contains(body, "(connection)") ||
 		strings.Contains(body, "127.0.0.1") {
@@ -129,14 +116,12 @@ func TestPageWithoutData(t *testing.T) {
 }
 
 func TestStaleBanner(t *testing.T) {
-	src := &source{snap: testSnapshot()}
+	src := fixture.NewSource(testSnapshot())
 	cache, _ := topology.NewCache(topology.CacheConfig{Source: src,
 		Settings: topology.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}})
 	h := NewHandler(cache, Options{})
 	get(t, h, "/")
-	src.mu.Lock()
-	src.snap, src.err = nil, errors.New("database lost")
-	src.mu.Unlock()
+	src.Set(nil, errors.New("database lost"))
 	_, body := get(t, h, "/")
 	if !strings.Contains(body, "<strong>Stale data.</strong> The last refresh failed") || !strings.Contains(body, "cond-b") {
 		t.Error("stale data not flagged, or not shown")

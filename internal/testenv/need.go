@@ -173,7 +173,7 @@ var (
 	SystemdAnalyze = dep("systemd-analyze", "apt-get install systemd", tool("systemd-analyze"))
 )
 
-var mysqlAdminDSN = envOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
+var mysqlAdminDSN = EnvOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
 
 // Missing returns the error of every dependency that is missing, nil when
 // all are there.

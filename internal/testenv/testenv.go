@@ -27,11 +27,13 @@ import (
 )
 
 var (
-	adminDSN = envOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
-	adminURL = envOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
+	adminDSN = EnvOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
+	adminURL = EnvOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
 )
 
-func envOr(k, def string) string {
+// EnvOr returns the environment variable k, or def when it is unset or
+// empty: the tests' addresses and DSNs of the services they need.
+func EnvOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v
 	}
