@@ -325,7 +325,7 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 			w.addNodes(*nw) // the nodes the cache reuses still have them
 		}
 	} else {
-		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.binaryNodes, w); err != nil {
+		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.binaryNodes, snap.NodeProbe.Count, w); err != nil {
 			return nil, notIronic(err)
 		}
 		if err := runHook(tctx, "nodes", tx); err != nil {
@@ -517,7 +517,9 @@ func cmpInt64(a, b int64) int {
 // queries.binaryNodes) it prepares the statement, so that lib/pq asks for
 // bytea and integers in binary: the driver then hands over slices of its
 // own buffer, neither copied nor parsed, and the timestamps as eight bytes.
-func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, w *warner) (_ []Node, err error) {
+// count, the probe's in the same transaction, sizes the nodes (the last
+// snapshot's count when larger).
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, count int64, w *warner) (_ []Node, err error) {
 	const step = "reading nodes"
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
@@ -539,7 +541,7 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	}
 	defer func() { _ = rows.Close() }()
 
-	dec := newNodeDecoder(int(d.lastNodes.Load()))
+	dec := newNodeDecoder(int(max(count, d.lastNodes.Load())))
 	// Scan targets, reused across rows. Text columns are scanned as
 	// sql.RawBytes (the driver's buffer, no copy).
 	var r nodeRow
