@@ -37,7 +37,7 @@ func BenchmarkSnapshot(b *testing.B) {
 }
 
 // fillBenchNodes fills the tables with 20 conductors and n nodes.
-func fillBenchNodes(b *testing.B, conn *sql.DB, n int) {
+func fillBenchNodes(b testing.TB, conn *sql.DB, n int) {
 	b.Helper()
 	mustExec(b, conn,
 		`INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at)

@@ -293,7 +293,33 @@ func (d *postgres) connector(Options) driver.Connector { return d.conn }
 func (d *postgres) secrets() []string                  { return d.secret }
 func (d *postgres) ignored() []string                  { return d.dropped }
 
-func (*postgres) queries() *queries { return &standardQueries }
+func (*postgres) queries() *queries { return &pgQueries }
+
+// pgQueries are standardQueries with the nodes read in binary: each text
+// column through textsend (bytea of the text in the client's encoding,
+// which PostgreSQL checks as it does for text), each timestamp through
+// timestamp_send (its microseconds), id and conductor_affinity as integers,
+// maintenance as text. Prepared, lib/pq asks for bytea and integers in
+// binary and hands them over without a copy or a parse, where text
+// columns cost it a string and a conversion each, and a timestamp a
+// parse: about half the client's work per row (issue 12).
+var pgQueries = func() queries {
+	q := standardQueries
+	q.nodes = `SELECT id, textsend(uuid), textsend(name), textsend(driver), textsend(conductor_group),
+       textsend(reservation), textsend(instance_uuid), textsend(power_state), textsend(provision_state),
+       maintenance, textsend(resource_class), timestamp_send(created_at), timestamp_send(updated_at),
+       conductor_affinity, textsend(target_provision_state), textsend(owner), textsend(lessee)
+FROM nodes
+ORDER BY id`
+	q.nodesWithoutOwner = `SELECT id, textsend(uuid), textsend(name), textsend(driver), textsend(conductor_group),
+       textsend(reservation), textsend(instance_uuid), textsend(power_state), textsend(provision_state),
+       maintenance, textsend(resource_class), timestamp_send(created_at), timestamp_send(updated_at),
+       conductor_affinity, textsend(target_provision_state), NULL::bytea, NULL::bytea
+FROM nodes
+ORDER BY id`
+	q.binaryNodes = true
+	return q
+}()
 
 func (*postgres) txOptions() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,6 +113,10 @@ type queries struct {
 	nodesWithoutOwner string
 	// probe is SQLNodeProbe as the dialect words it.
 	probe string
+	// binaryNodes says that nodes and nodesWithoutOwner hand their text
+	// columns over as bytea and their timestamps as timestamp_send's
+	// bytes, to be run as a prepared statement (see pgQueries).
+	binaryNodes bool
 }
 
 // pgRawTextQueries are the statements for a PostgreSQL database whose text
@@ -151,7 +157,8 @@ func isInvalidEncoding(err error) bool {
 	return errors.As(err, &pqErr) && (pqErr.Code == "22021" || pqErr.Code == "22P05")
 }
 
-// standardQueries are the statements as written above (PostgreSQL).
+// standardQueries are the statements as written above (PostgreSQL's
+// pgQueries read the nodes from them in binary).
 var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes,
 	nodesWithoutOwner: SQLNodesWithoutOwner, probe: SQLNodeProbe}
 
@@ -318,7 +325,7 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 			w.addNodes(*nw) // the nodes the cache reuses still have them
 		}
 	} else {
-		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, w); err != nil {
+		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.binaryNodes, snap.NodeProbe.Count, w); err != nil {
 			return nil, notIronic(err)
 		}
 		if err := runHook(tctx, "nodes", tx); err != nil {
@@ -506,108 +513,171 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) (_ []Node, err error) {
+// readNodes reads the nodes with query. With binary (see
+// queries.binaryNodes) it prepares the statement, so that lib/pq asks for
+// bytea and integers in binary: the driver then hands over slices of its
+// own buffer, neither copied nor parsed, and the timestamps as eight bytes.
+// count, the probe's in the same transaction, sizes the nodes (the last
+// snapshot's count when larger).
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, count int64, w *warner) (_ []Node, err error) {
 	const step = "reading nodes"
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
 	defer watch(ctx)()
-	rows, err := tx.QueryContext(ctx, query)
-	if err != nil {
+	var rows *sql.Rows
+	if binary {
+		stmt, err := tx.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, stepError(ctx, step, start, err)
+		}
+		defer func() { _ = stmt.Close() }()
+		rows, err = stmt.QueryContext(ctx)
+		if err != nil {
+			return nil, stepError(ctx, step, start, err)
+		}
+	} else if rows, err = tx.QueryContext(ctx, query); err != nil {
 		return nil, stepError(ctx, step, start, err)
 	}
 	defer func() { _ = rows.Close() }()
 
-	out := make([]Node, 0, d.lastNodes.Load())
-	var (
-		in    = interner{}
-		ptrs  = ptrInterner{}
-		arena stringArena
-		// Scan targets, reused across rows. Text columns are scanned as
-		// sql.RawBytes (the driver's buffer, no copy): the values of
-		// low-cardinality columns are looked up without a conversion, the
-		// others copied into an arena, so a row allocates nothing of its own.
-		id                                        int64
-		uuid, name, driver, reservation, instance sql.RawBytes
-		power, provision, resourceClass, cgroup   sql.RawBytes
-		target, owner, lessee                     sql.RawBytes
-		affinity                                  sql.NullInt64
-		ids                                       int64Slab
-		maintenance                               anyBool
-		created, updated                          dbTime
-		badTimes                                  int
-		firstBad                                  string
-		nulls, notUTF8                            rowTally
-	)
+	dec := newNodeDecoder(int(max(count, d.lastNodes.Load())))
+	// Scan targets, reused across rows. Text columns are scanned as
+	// sql.RawBytes (the driver's buffer, no copy).
+	var r nodeRow
+	targets := []any{&r.id, &r.text[colUUID], &r.text[colName], &r.text[colDriver], &r.text[colGroup],
+		&r.text[colReservation], &r.text[colInstance], &r.text[colPower], &r.text[colProvision],
+		&r.maintenance, &r.text[colResourceClass], &r.created, &r.updated,
+		&r.affinity, &r.text[colTarget], &r.text[colOwner], &r.text[colLessee]}
+	if binary {
+		targets[11], targets[12] = (*pgBinaryTime)(&r.created), (*pgBinaryTime)(&r.updated)
+	}
 	for rows.Next() {
-		if err := rows.Scan(&id, &uuid, &name, &driver, &cgroup, &reservation, &instance,
-			&power, &provision, &maintenance, &resourceClass, &created, &updated,
-			&affinity, &target, &owner, &lessee); err != nil {
+		if err := rows.Scan(targets...); err != nil {
 			return nil, stepError(ctx, step, start, err)
 		}
-		if created.bad != "" || updated.bad != "" {
-			if badTimes++; badTimes == 1 {
-				firstBad = fmt.Sprintf("node %s (id %d): created_at %s, updated_at %s",
-					uuid, id, created.describe(), updated.describe())
-			}
-		}
-		if cgroup == nil {
-			// Ironic's model: conductor_group NOT NULL, default ''.
-			nulls.add(string(uuid), id, "conductor_group")
-		}
-		for _, col := range [...]struct {
-			name string
-			v    *sql.RawBytes
-		}{{"uuid", &uuid}, {"name", &name}, {"driver", &driver}, {"conductor_group", &cgroup},
-			{"reservation", &reservation}, {"instance_uuid", &instance}, {"power_state", &power},
-			{"provision_state", &provision}, {"resource_class", &resourceClass},
-			{"target_provision_state", &target}, {"owner", &owner}, {"lessee", &lessee}} {
-			if *col.v != nil && !utf8.Valid(*col.v) {
-				*col.v = sql.RawBytes(strings.ToValidUTF8(string(*col.v), "\uFFFD"))
-				notUTF8.add(string(uuid), id, col.name)
-			}
-		}
-		out = append(out, Node{
-			ID:                   id,
-			UUID:                 arena.str(uuid), // NULL (never in practice) reads as ""
-			Name:                 arena.ptr(name),
-			Driver:               in.bytes(driver),
-			ConductorGroup:       in.bytes(cgroup),
-			Reservation:          ptrs.ptr(reservation),
-			InstanceUUID:         arena.ptr(instance),
-			PowerState:           ptrs.ptr(power),
-			ProvisionState:       ptrs.ptr(provision),
-			Maintenance:          bool(maintenance),
-			ResourceClass:        ptrs.ptr(resourceClass),
-			CreatedAt:            created.t,
-			UpdatedAt:            updated.t,
-			TargetProvisionState: ptrs.ptr(target),
-			Owner:                ptrs.ptr(owner),
-			Lessee:               ptrs.ptr(lessee),
-		})
-		out[len(out)-1].ConductorAffinity = ids.ptr(affinity)
+		dec.add(&r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, stepError(ctx, step, start, err)
 	}
-	var nw []nodeWarning
-	if badTimes > 0 {
-		nw = append(nw, nodeWarning{ReasonBadTimestamp, badTimes, fmt.Sprintf(
-			"%d node(s) with a created_at or updated_at that is not a timestamp, read as NULL; first: %s", badTimes, firstBad)})
-	}
-	if nulls.n > 0 {
-		nw = append(nw, nodeWarning{ReasonNull, nulls.n, fmt.Sprintf(
-			"%d node(s) with conductor_group NULL, read as the default group \"\"; first: %s", nulls.n, nulls.first)})
-	}
-	if notUTF8.n > 0 {
-		nw = append(nw, nodeWarning{ReasonNotUTF8, notUTF8.n, fmt.Sprintf(
-			"%d node(s) with text that is not UTF-8, invalid bytes read as U+FFFD; first: %s", notUTF8.n, notUTF8.first)})
-	}
+	out, nw := dec.out, dec.warnings()
 	// Kept for the refreshes whose probe says the nodes did not change: the
 	// rows, and so their problems, are the same.
 	d.lastNodeWarnings.Store(&nw)
 	w.addNodes(nw)
 	return out, nil
+}
+
+// The text columns of a node row, in nodeRow.text.
+const (
+	colUUID = iota
+	colName
+	colDriver
+	colGroup
+	colReservation
+	colInstance
+	colPower
+	colProvision
+	colResourceClass
+	colTarget
+	colOwner
+	colLessee
+	nodeTextCols
+)
+
+// nodeTextNames name the columns of nodeRow.text, for warnings.
+var nodeTextNames = [nodeTextCols]string{"uuid", "name", "driver", "conductor_group", "reservation",
+	"instance_uuid", "power_state", "provision_state", "resource_class", "target_provision_state",
+	"owner", "lessee"}
+
+// nodeRow is one row of the nodes query as the driver hands it over. The
+// text columns may be views of the driver's buffer, valid until its next
+// row; nil is NULL.
+type nodeRow struct {
+	id               int64
+	text             [nodeTextCols]sql.RawBytes
+	maintenance      anyBool
+	created, updated dbTime
+	affinity         sql.NullInt64
+}
+
+// nodeDecoder turns node rows into Nodes without allocating per row: the
+// values of low-cardinality columns are looked up without a conversion,
+// the others copied into arenas. It tallies the rows' problems for
+// warnings.
+type nodeDecoder struct {
+	out            []Node
+	in             interner
+	ptrs           ptrInterner
+	arena          stringArena
+	ids            int64Slab
+	badTimes       int
+	firstBad       string
+	nulls, notUTF8 rowTally
+}
+
+// newNodeDecoder returns a decoder sized for n nodes.
+func newNodeDecoder(n int) *nodeDecoder {
+	return &nodeDecoder{out: make([]Node, 0, n), in: interner{}, ptrs: ptrInterner{}}
+}
+
+// add decodes one row; r's text may be rewritten (invalid UTF-8 replaced).
+func (dec *nodeDecoder) add(r *nodeRow) {
+	if r.created.bad != "" || r.updated.bad != "" {
+		if dec.badTimes++; dec.badTimes == 1 {
+			dec.firstBad = fmt.Sprintf("node %s (id %d): created_at %s, updated_at %s",
+				r.text[colUUID], r.id, r.created.describe(), r.updated.describe())
+		}
+	}
+	if r.text[colGroup] == nil {
+		// Ironic's model: conductor_group NOT NULL, default ''.
+		dec.nulls.add(string(r.text[colUUID]), r.id, "conductor_group")
+	}
+	for i := range r.text {
+		if v := r.text[i]; v != nil && !utf8.Valid(v) {
+			r.text[i] = sql.RawBytes(strings.ToValidUTF8(string(v), "\uFFFD"))
+			dec.notUTF8.add(string(r.text[colUUID]), r.id, nodeTextNames[i])
+		}
+	}
+	t := &r.text
+	dec.out = append(dec.out, Node{
+		ID:                   r.id,
+		UUID:                 dec.arena.str(t[colUUID]), // NULL (never in practice) reads as ""
+		Name:                 dec.arena.ptr(t[colName]),
+		Driver:               dec.in.bytes(t[colDriver]),
+		ConductorGroup:       dec.in.bytes(t[colGroup]),
+		Reservation:          dec.ptrs.ptr(t[colReservation]),
+		InstanceUUID:         dec.arena.ptr(t[colInstance]),
+		PowerState:           dec.ptrs.ptr(t[colPower]),
+		ProvisionState:       dec.ptrs.ptr(t[colProvision]),
+		Maintenance:          bool(r.maintenance),
+		ResourceClass:        dec.ptrs.ptr(t[colResourceClass]),
+		CreatedAt:            r.created.t,
+		UpdatedAt:            r.updated.t,
+		TargetProvisionState: dec.ptrs.ptr(t[colTarget]),
+		Owner:                dec.ptrs.ptr(t[colOwner]),
+		Lessee:               dec.ptrs.ptr(t[colLessee]),
+		ConductorAffinity:    dec.ids.ptr(r.affinity),
+	})
+}
+
+// warnings describes the problems of the rows added.
+func (dec *nodeDecoder) warnings() []nodeWarning {
+	var nw []nodeWarning
+	if dec.badTimes > 0 {
+		nw = append(nw, nodeWarning{ReasonBadTimestamp, dec.badTimes, fmt.Sprintf(
+			"%d node(s) with a created_at or updated_at that is not a timestamp, read as NULL; first: %s", dec.badTimes, dec.firstBad)})
+	}
+	if dec.nulls.n > 0 {
+		nw = append(nw, nodeWarning{ReasonNull, dec.nulls.n, fmt.Sprintf(
+			"%d node(s) with conductor_group NULL, read as the default group \"\"; first: %s", dec.nulls.n, dec.nulls.first)})
+	}
+	if dec.notUTF8.n > 0 {
+		nw = append(nw, nodeWarning{ReasonNotUTF8, dec.notUTF8.n, fmt.Sprintf(
+			"%d node(s) with text that is not UTF-8, invalid bytes read as U+FFFD; first: %s", dec.notUTF8.n, dec.notUTF8.first)})
+	}
+	return nw
 }
 
 // checkQuery runs query, which returns no row, as one step of the snapshot.
@@ -790,6 +860,48 @@ func (d *dbTime) Scan(v any) error {
 		d.bad = fmt.Sprintf("(a %T)", v)
 	}
 	return nil
+}
+
+// pgBinaryTime scans a timestamp sent by PostgreSQL's timestamp_send as
+// bytea: microseconds since 2000-01-01 00:00:00, big-endian, the wall clock
+// as stored (naive UTC). +-infinity, which no time.Time holds, read as
+// NULL with bad set, as dbTime reads their text.
+type pgBinaryTime dbTime
+
+// pgEpoch is PostgreSQL's timestamp epoch, 2000-01-01, in Unix seconds.
+const pgEpoch = 946684800
+
+func (d *pgBinaryTime) Scan(v any) error {
+	*d = pgBinaryTime{}
+	switch x := v.(type) {
+	case nil:
+	case []byte:
+		(*dbTime)(d).pgBinary(x)
+	default:
+		d.bad = fmt.Sprintf("(a %T)", v)
+	}
+	return nil
+}
+
+// pgBinary reads a timestamp in PostgreSQL's binary form (timestamp_send).
+func (d *dbTime) pgBinary(b []byte) {
+	*d = dbTime{}
+	if len(b) != 8 {
+		d.bad = fmt.Sprintf("(%d bytes, not timestamp_send's 8)", len(b))
+		return
+	}
+	switch us := int64(binary.BigEndian.Uint64(b)); us {
+	case math.MaxInt64:
+		d.bad = strconv.Quote("infinity")
+	case math.MinInt64:
+		d.bad = strconv.Quote("-infinity")
+	default:
+		sec, frac := us/1e6, us%1e6
+		if frac < 0 {
+			sec, frac = sec-1, frac+1e6
+		}
+		d.t = time.Unix(sec+pgEpoch, frac*1e3).UTC()
+	}
 }
 
 func (d *dbTime) text(s string) {
