@@ -240,19 +240,11 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
-	alg, err := ring.ParseAlgorithm(cfg.algorithm)
+	settings, err := topologySettings(cfg, src)
 	if err != nil {
-		return fmt.Errorf("%s: %w", src.algorithm, err)
+		return err
 	}
-	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
-		return fmt.Errorf("%s: %w", src.partitionExponent, err)
-	}
-	var release rules.Release
-	if cfg.release != "" {
-		if release, err = rules.ParseRelease(cfg.release); err != nil {
-			return fmt.Errorf("--ironic.release: %w", err)
-		}
-	}
+	release := settings.Release
 	authn, err := setupAuth(cfg.auth, cfg.ironicConf, *toolkitFlags.WebListenAddresses, logger)
 	if err != nil {
 		return err
@@ -286,11 +278,8 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	// The status page's per-conductor history: bounded, since start.
 	history := status.NewHistory(2000, 100)
 	cache, err := topology.NewCache(topology.CacheConfig{
-		Source: source,
-		Settings: topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
-			PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
-			PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
-			Connection: cfg.ironicConnection},
+		Source:         source,
+		Settings:       settings,
 		MinInterval:    cfg.minInterval,
 		FullInterval:   cfg.fullInterval,
 		RefreshTimeout: cfg.refreshTimeout,
@@ -413,6 +402,32 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	return nil
 }
 
+// topologySettings are the Ironic settings the topology is computed with,
+// from the flags and Ironic's configuration; src names them in errors.
+func topologySettings(cfg config, src sources) (topology.Settings, error) {
+	alg, err := ring.ParseAlgorithm(cfg.algorithm)
+	if err != nil {
+		return topology.Settings{}, fmt.Errorf("%s: %w", src.algorithm, err)
+	}
+	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
+		return topology.Settings{}, fmt.Errorf("%s: %w", src.partitionExponent, err)
+	}
+	var release rules.Release
+	if cfg.release != "" {
+		if release, err = rules.ParseRelease(cfg.release); err != nil {
+			return topology.Settings{}, fmt.Errorf("--ironic.release: %w", err)
+		}
+	}
+	return topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
+		PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
+		PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
+		Connection: cfg.ironicConnection}, nil
+}
+
+// flagSources are the sources of settings given by flags alone.
+var flagSources = sources{dsn: "--db.dsn", partitionExponent: "--ironic.hash-partition-exponent",
+	algorithm: "--ironic.hash-ring-algorithm"}
+
 // sources says where each setting came from, for errors: a flag name, or
 // the option and file in Ironic's configuration.
 type sources struct {
@@ -424,7 +439,7 @@ type sources struct {
 // neither --db.dsn, IRONIC_EXPORTER_DB_DSN nor --db.dsn-file is given), the
 // heartbeat timeout, the partition exponent and the algorithm.
 func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
-	src := sources{dsn: "--db.dsn", partitionExponent: "--ironic.hash-partition-exponent", algorithm: "--ironic.hash-ring-algorithm"}
+	src := flagSources
 	if cfg.dsn == "" && cfg.dsnFile != "" {
 		src.dsn = "--db.dsn-file"
 	}
