@@ -15,8 +15,14 @@
 //
 // The simulator writes through its own read-write connection, as Ironic's
 // conductors would; the exporter reads the file read-only through db.Open,
-// exactly as in production. Nothing here knows about HTTP or Prometheus:
-// cmd/ironic_conductor_exporter wires the exporter to DSN.
+// exactly as in production. The simulator judges the fleet as the exporter
+// does: which conductor serves which node, who is alive and in the rings,
+// comes from topology.Build over the same read-only snapshots
+// (MultiConductor) with the same Settings (Demo.Settings), so that the nodes a simulated
+// conductor locks or takes over are the ones the page says it serves, under
+// whatever rules package rules holds. Nothing here knows about HTTP or
+// Prometheus: cmd/ironic_conductor_exporter wires the exporter to DSN and
+// Settings.
 package demo
 
 import (
@@ -26,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -38,6 +43,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -62,17 +68,48 @@ type Options struct {
 	// Logger receives what happens in the fleet, at info level; default
 	// discards.
 	Logger *slog.Logger
+	// Settings are the Ironic options the fleet is judged by, by the
+	// simulator and by the exporter (Demo.Settings): zero fields take the
+	// demo's (see Demo.Settings), the others are used as given.
+	Settings topology.Settings
+}
+
+// Release is the Ironic release whose rules the demo's fleet is judged by
+// unless Options.Settings names another: the simulated conductors write
+// Conductor objects 1.3 (11.1-24.x) and drain as 23.1+ does (online=false
+// while heartbeating, commit 3f9151163), and 24.1 is the newest release of
+// that range (its API's alive still ignores online: a draining conductor is
+// alive).
+var Release = rules.MustRelease("24.1")
+
+// settings are opts.Settings with the demo's defaults filled in: heartbeat
+// timeout HeartbeatTimeout/speed, Release, and Ironic's default exponent
+// and algorithm as package rules fills them in.
+func (o Options) settings() topology.Settings {
+	s := o.Settings
+	if s.HeartbeatTimeout == 0 {
+		s.HeartbeatTimeout = HeartbeatTimeout / time.Duration(o.Speed)
+	}
+	if s.Release.IsZero() {
+		s.Release = Release
+	}
+	ironic := rules.New(s.Release, rules.MySQL, rules.Settings{PartitionExponent: s.PartitionExponent,
+		Algorithm: s.Algorithm}).Settings()
+	s.PartitionExponent, s.Algorithm = ironic.PartitionExponent, ironic.Algorithm
+	return s
 }
 
 // Demo is a running demo database with its simulator.
 type Demo struct {
-	path   string
-	dir    string // the temporary directory Start made, or ""
-	speed  int
-	db     *sql.DB
-	log    *slog.Logger
-	cancel context.CancelFunc
-	done   chan struct{}
+	path     string
+	dir      string // the temporary directory Start made, or ""
+	speed    int
+	settings topology.Settings
+	db       *sql.DB
+	reader   *db.DB // the simulator's read-only view, as the exporter's
+	log      *slog.Logger
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -80,12 +117,28 @@ type Demo struct {
 
 // Start creates the database, writes the fleet and starts the simulator. The
 // database is complete when Start returns.
-func Start(opts Options) (_ *Demo, err error) {
+func Start(opts Options) (*Demo, error) {
+	d, sim, err := create(opts, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	d.cancel, d.done = stop, make(chan struct{})
+	go func() {
+		defer close(d.done)
+		sim.run(runCtx)
+	}()
+	return d, nil
+}
+
+// create is Start without the simulator's loop: the database with its fleet,
+// and the simulator, on the clock now, for the caller to drive (tests).
+func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err error) {
 	if opts.Speed == 0 {
 		opts.Speed = 1
 	}
 	if opts.Speed < 1 || opts.Speed > MaxSpeed {
-		return nil, fmt.Errorf("demo speed %d: want 1 to %d", opts.Speed, MaxSpeed)
+		return nil, nil, fmt.Errorf("demo speed %d: want 1 to %d", opts.Speed, MaxSpeed)
 	}
 	if opts.Seed == 0 {
 		opts.Seed = 1
@@ -93,22 +146,23 @@ func Start(opts Options) (_ *Demo, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	d := &Demo{speed: opts.Speed, log: opts.Logger, done: make(chan struct{})}
+	d := &Demo{speed: opts.Speed, settings: opts.settings(), log: opts.Logger, cancel: func() {}, done: make(chan struct{})}
+	close(d.done) // no loop until Start runs one
 	if opts.Path == "" {
 		if d.dir, err = os.MkdirTemp("", "ironic-demo-"); err != nil {
-			return nil, fmt.Errorf("demo database: %w", err)
+			return nil, nil, fmt.Errorf("demo database: %w", err)
 		}
 		d.path = filepath.Join(d.dir, "ironic.sqlite")
 	} else {
 		if d.path, err = filepath.Abs(opts.Path); err != nil {
-			return nil, fmt.Errorf("demo database: %w", err)
+			return nil, nil, fmt.Errorf("demo database: %w", err)
 		}
 		if _, err := os.Lstat(d.path); err == nil {
-			return nil, fmt.Errorf("demo database %s already exists: remove it or give another path (the demo creates it and removes it on exit)", d.path)
+			return nil, nil, fmt.Errorf("demo database %s already exists: remove it or give another path (the demo creates it and removes it on exit)", d.path)
 		}
 		// Fail now, not as "unable to open database file".
 		if st, err := os.Stat(filepath.Dir(d.path)); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("demo database %s: directory %s does not exist", d.path, filepath.Dir(d.path))
+			return nil, nil, fmt.Errorf("demo database %s: directory %s does not exist", d.path, filepath.Dir(d.path))
 		}
 	}
 	defer func() {
@@ -125,32 +179,30 @@ func Start(opts Options) (_ *Demo, err error) {
 	q.Set("_txlock", "immediate")
 	d.db, err = sql.Open("sqlite", "file:"+(&url.URL{Path: d.path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("demo database: %w", err)
+		return nil, nil, fmt.Errorf("demo database: %w", err)
 	}
 	d.db.SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	defer func() {
+		if err != nil {
+			_ = d.closeDBs()
+		}
+	}()
 	if _, err := d.db.ExecContext(ctx, Schema()); err != nil {
-		_ = d.db.Close()
-		return nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
+		return nil, nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
 	}
-	sim := &simulator{db: d.db, log: d.log, speed: d.speed, rng: rand.New(rand.NewPCG(opts.Seed, 0x1c0d)),
-		byHost: map[string]*simConductor{}, nodes: map[int64]*simNode{}, nodesBy: map[string][]int64{},
-		names: map[string]int{}}
-	if err := sim.setup(ctx, time.Now()); err != nil {
-		_ = d.db.Close()
-		return nil, fmt.Errorf("demo database: writing the fleet: %w", err)
+	// The simulator's view of the fleet is read as the exporter reads it.
+	if d.reader, err = db.Open(d.DSN(), db.Options{}); err != nil {
+		return nil, nil, fmt.Errorf("demo database: %w", err)
+	}
+	sim := newSimulator(d, opts.Seed, now)
+	if err := sim.setup(ctx); err != nil {
+		return nil, nil, fmt.Errorf("demo database: writing the fleet: %w", err)
 	}
 	d.log.Info("demo: created a SQLite database with Ironic's real schema ("+schemaSource()+") and a simulated fleet",
 		"path", d.path, "fleet", sim.describe())
-
-	runCtx, stop := context.WithCancel(context.Background())
-	d.cancel = stop
-	go func() {
-		defer close(d.done)
-		sim.run(runCtx)
-	}()
-	return d, nil
+	return d, sim, nil
 }
 
 // schemaSource is the "Source:" line of schema.sql, without the prefix.
@@ -170,9 +222,15 @@ func (d *Demo) Path() string { return d.path }
 // (sqlite:////absolute/path), for db.Open.
 func (d *Demo) DSN() string { return "sqlite:///" + d.path }
 
-// HeartbeatTimeout is the [conductor]heartbeat_timeout the exporter must
-// run with: HeartbeatTimeout divided by the speed.
-func (d *Demo) HeartbeatTimeout() time.Duration { return HeartbeatTimeout / time.Duration(d.speed) }
+// Settings are the Ironic options the simulator judges the fleet by, which
+// the exporter must run with too: Options.Settings with the demo's defaults
+// (heartbeat timeout HeartbeatTimeout divided by the speed, Release, and
+// Ironic's defaults: exponent 5, md5).
+func (d *Demo) Settings() topology.Settings { return d.settings }
+
+// HeartbeatTimeout is Settings().HeartbeatTimeout, the
+// [conductor]heartbeat_timeout the exporter must run with.
+func (d *Demo) HeartbeatTimeout() time.Duration { return d.settings.HeartbeatTimeout }
 
 // MinInterval is the --refresh.min-interval the exporter should run with.
 func (d *Demo) MinInterval() time.Duration { return MinInterval / time.Duration(d.speed) }
@@ -184,6 +242,9 @@ func (d *Demo) LogIntro(listenAddresses []string, metricsPath string) {
 	d.log.Info("demo: the exporter runs with heartbeat_timeout="+d.HeartbeatTimeout().String()+
 		" (Ironic's default is 60s) and refresh.min-interval="+d.MinInterval().String()+" so that changes show fast",
 		"heartbeat_interval", HeartbeatInterval/s)
+	d.log.Info("demo: the simulated conductors lock and take over the nodes the exporter maps to them: both judge the fleet "+
+		"with the same code and settings", "ironic_release", d.settings.Release, "heartbeat_timeout", d.settings.HeartbeatTimeout,
+		"hash_partition_exponent", d.settings.PartitionExponent, "hash_ring_algorithm", d.settings.Algorithm)
 	d.log.Info(fmt.Sprintf("demo: every %s: at %s a conductor starts draining (a graceful stop), at %s another crashes holding locks, "+
 		"at %s the draining one stops heartbeating, at %s new nodes are enrolled, at %s the crashed one restarts and at %s the stopped one starts again",
 		Cycle/s, atDrain/s, atCrash/s, atDrainDone/s, atEnroll/s, atCrashBack/s, atDrainRestart/s))
@@ -219,13 +280,24 @@ func (d *Demo) Close() error {
 	d.closeOnce.Do(func() {
 		d.cancel()
 		<-d.done
-		err := d.db.Close()
-		d.closeErr = errors.Join(err, d.removeFiles())
+		d.closeErr = errors.Join(d.closeDBs(), d.removeFiles())
 		if d.closeErr == nil {
 			d.log.Info("demo: removed the database", "path", d.path)
 		}
 	})
 	return d.closeErr
+}
+
+// closeDBs closes the simulator's connections.
+func (d *Demo) closeDBs() error {
+	var errs []error
+	if d.reader != nil {
+		errs = append(errs, d.reader.Close())
+	}
+	if d.db != nil {
+		errs = append(errs, d.db.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (d *Demo) removeFiles() error {
@@ -243,7 +315,8 @@ func (d *Demo) removeFiles() error {
 
 // MultiConductor wraps the demo database's snapshots so that the exporter
 // judges them as on MariaDB/MySQL (see the package doc): everything read
-// is the file's, only Snapshot.Backend says mysql.
+// is the file's, only Snapshot.Backend says mysql. The simulator reads its
+// own view through it too.
 func MultiConductor(src topology.Source) topology.Source { return multiConductor{src} }
 
 type multiConductor struct{ src topology.Source }

@@ -22,8 +22,6 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -110,14 +108,17 @@ func open(t *testing.T, d *Demo) *db.DB {
 	return r
 }
 
+// build reads a snapshot and judges it, as the exporter's cache does, as of
+// when the read began: a read slower than the heartbeat timeout (the race
+// detector on a busy machine) would otherwise age every heartbeat past it.
 func build(t *testing.T, d *Demo, r *db.DB) (*db.Snapshot, *topology.Topology) {
 	t.Helper()
+	now := time.Now()
 	snap, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := topology.Build(snap, topology.Settings{HeartbeatTimeout: d.HeartbeatTimeout(),
-		PartitionExponent: 5, Algorithm: ring.MD5, Release: rules.MustRelease("24.1")}, time.Now(), nil)
+	topo, err := topology.Build(snap, d.Settings(), now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,6 +319,12 @@ func TestSimulator(t *testing.T) {
 	// generous bound (six cycles), not a measurement.
 	timeout := 6 * Cycle / speed
 	var sawDrain, sawDrainBack, sawCrash, sawCrashBack, sawEnroll bool
+	defer func() {
+		if t.Failed() {
+			t.Logf("seen: drain %v, drain back %v, crash %v, crash back %v, enrolment %v",
+				sawDrain, sawDrainBack, sawCrash, sawCrashBack, sawEnroll)
+		}
+	}()
 	waitFor(t, "every event of a cycle", timeout, func() bool {
 		snap, topo := build(t, d, r)
 		dc, cc := find(topo, drained), find(topo, crashed)
@@ -437,6 +444,12 @@ func TestDemoCommand(t *testing.T) {
 	states := map[string]bool{}
 	drainedStates := map[string]bool{}
 	var sawCrash, sawEnroll, sawStuck, sawStranded bool
+	defer func() {
+		if t.Failed() {
+			t.Logf("seen: states %v, %s %v, crash %v, enrolment %v, stuck %v, stranded %v",
+				states, drained, drainedStates, sawCrash, sawEnroll, sawStuck, sawStranded)
+		}
+	}()
 	waitFor(t, "the events of a cycle in /metrics", 6*Cycle/speed, func() bool {
 		m := p.metrics(t)
 		for s, v := range m {

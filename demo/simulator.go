@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // The simulator plays Ironic's conductors against the database, writing
@@ -27,7 +27,7 @@ import (
 //     stay stuck;
 //   - a start (prepare_host + init_host): clear its stale locks, register
 //     (online=true, updated_at=now), re-register hardware interfaces;
-//   - locks: a conductor reserves a node its ring maps to it for a few
+//   - locks: a conductor reserves a node the rings map to it for a few
 //     heartbeats (reserve_node / release_node);
 //   - enrolment: create_node of a few nodes (provision state enroll); the
 //     oldest enrolled nodes are deleted again, so the fleet stays bounded;
@@ -37,18 +37,25 @@ import (
 //     (_sync_local_state) moves the affinity of active nodes to the ring's
 //     conductor once a cycle.
 //
-// The simulator's own rings (which nodes a working conductor locks) count
-// every online, registered conductor; the exporter judges the fleet by the
-// rules of a multi-conductor Ironic on MySQL (see the package doc), where a
-// conductor whose heartbeat is older than heartbeat_timeout leaves its rings:
-// a crashed conductor turns dead and its nodes move, which is what the page
-// and the metrics show. The crashed conductor locks nothing meanwhile, so
-// the two views never disagree on a lock.
+// The simulator keeps no rings of its own. What it knows of the fleet as
+// Ironic sees it (which conductor the rings map a node to, which nodes a
+// conductor serves, which nodes no conductor can serve) is its view: the
+// topology the exporter's code (topology.Build and the rules of package
+// rules) builds from a snapshot of the database read through MultiConductor,
+// with the settings the exporter runs with (Demo.Settings).
+// Liveness and ring membership are the rules' (Alive, RingMember over the
+// heartbeats the simulator wrote), never its own flags: those say only what
+// a simulated process does (heartbeat, take locks). The view is judged after
+// every event and heartbeat, or less often where reading is slow (see run),
+// so the simulator and the page agree on every node, and the simulator logs what the view shows
+// changing (a conductor's state, the nodes without a conductor) as the page
+// shows it.
 
 // Base durations, at Speed 1.
 const (
 	// HeartbeatTimeout is the [conductor]heartbeat_timeout the demo runs
-	// with (Ironic's default is 60s), so that changes show fast.
+	// with (Ironic's default is 60s), so that changes show fast; divided by
+	// the speed, it is Demo.Settings' unless Options.Settings gives one.
 	HeartbeatTimeout = 10 * time.Second
 	// MinInterval is the --refresh.min-interval the demo runs with.
 	MinInterval = time.Second
@@ -83,21 +90,13 @@ const (
 	MaxEnrolled = 4 * nodesEnrolled
 )
 
-// Ring settings the simulator uses to take locks on the nodes a conductor
-// serves (Ironic's defaults).
-const (
-	simPartitionExponent = 5
-	simAlgorithm         = ring.MD5
-)
-
 type simConductor struct {
 	id            int64
 	host, group   string
 	hardwareTypes []string
-	online        bool          // the online column
+	online        bool          // what its keepalive writes to the online column
 	beating       bool          // the keepalive writes heartbeats
-	registered    bool          // its conductor_hardware_interfaces rows exist
-	working       bool          // takes and releases locks
+	working       bool          // the process works: takes and releases locks, takes over nodes
 	locks         map[int64]int // node id -> heartbeats left to hold it
 	deploying     []int64       // deploys it left in wait call-back when it crashed
 }
@@ -111,36 +110,140 @@ type simNode struct {
 }
 
 type simulator struct {
-	db     *sql.DB
-	log    *slog.Logger
-	speed  int
-	rng    *rand.Rand
-	cond   []*simConductor
-	byHost map[string]*simConductor
-	nodes  map[int64]*simNode
-	// nodesBy groups node ids by "group:driver", the ring key.
-	nodesBy map[string][]int64
+	db       *sql.DB
+	log      *slog.Logger
+	speed    int
+	settings topology.Settings // the demo's, the exporter's (Demo.Settings)
+	now      func() time.Time
+	rng      *rand.Rand
+	cond     []*simConductor
+	byHost   map[string]*simConductor
+	nodes    map[int64]*simNode
 	// names counts the nodes named per group prefix, for new names.
 	names map[string]int
-	rings map[string]*ring.Ring
 	// enrolled are the ids of the nodes enrolled since start, oldest first.
 	enrolled []int64
+
+	// source is the database as the exporter reads it; view is the
+	// topology the simulator acts on (see judge), judgeTook how long the
+	// last judgement took; present is the time of the latest heartbeats.
+	source    topology.Source
+	view      *topology.Topology
+	judgeTook time.Duration
+	present   time.Time
+}
+
+// newSimulator is the simulator of d's database, on the clock now.
+func newSimulator(d *Demo, seed uint64, now func() time.Time) *simulator {
+	return &simulator{db: d.db, log: d.log, speed: d.speed, settings: d.settings, now: now,
+		rng: rand.New(rand.NewPCG(seed, 0x1c0d)), source: MultiConductor(d.reader),
+		byHost: map[string]*simConductor{}, nodes: map[int64]*simNode{}, names: map[string]int{}}
 }
 
 func (s *simulator) scale(d time.Duration) time.Duration { return d / time.Duration(s.speed) }
 
-func ringKey(group, driver string) string { return group + ":" + driver }
+// heartbeatTime is the clock's time, which the heartbeats being written
+// are stamped with: the simulated present from then on (see judge).
+func (s *simulator) heartbeatTime() time.Time {
+	s.present = s.now()
+	return s.present
+}
 
-// setup writes the initial fleet in one transaction.
-func (s *simulator) setup(ctx context.Context, now time.Time) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+// judge brings the view up to date: the topology that topology.Build, the
+// exporter's code, makes of a snapshot of the database with the exporter's
+// settings. It logs what changed in the view that the page shows (see
+// narrate). On an error the view stays the last one.
+//
+// Liveness is judged as of the simulated present, the time of the latest
+// heartbeats, not when the snapshot could be read: the simulated conductors
+// heartbeat on time, and a loop or commit that waited behind slow readers
+// (SQLite's rollback journal under the race detector) says nothing of them.
+// Those are one instant, give or take a heartbeat interval, wherever the
+// database is quick, and in the tests that drive the simulator on a fake
+// clock. Writes of events stamped later (a restart) are fresh then.
+func (s *simulator) judge(ctx context.Context) error {
+	start := time.Now()
+	defer func() { s.judgeTook = time.Since(start) }()
+	now := s.present
+	if now.IsZero() {
+		now = s.now()
+	}
+	snap, err := s.source.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("judging the fleet: %w", err)
+	}
+	topo, err := topology.Build(snap, s.settings, now.UTC(), s.view)
+	if err != nil {
+		return fmt.Errorf("judging the fleet: %w", err)
+	}
+	s.narrate(s.view, topo)
+	s.view = topo
+	return nil
+}
+
+// narrate logs what the page shows changing between two views: conductors
+// whose state, alive or ring membership changed, and the count of nodes no
+// conductor can serve.
+func (s *simulator) narrate(old, cur *topology.Topology) {
+	if old == nil {
+		return
+	}
+	for i := range cur.Conductors {
+		c := &cur.Conductors[i]
+		was, ok := old.Conductor(c.Hostname)
+		if !ok || (was.State == c.State && was.Alive == c.Alive && was.Active == c.Active) {
+			continue
+		}
+		s.log.Info("demo: by Ironic's rules the conductor is now "+string(c.State), "conductor", c.Hostname,
+			"was", was.State, "alive", c.Alive, "hash_ring_member", c.Active, "nodes", len(c.Nodes),
+			"look_at", "ironic_conductor_state, ironic_conductor_alive, ironic_conductor_hash_ring_member, ironic_conductor_nodes")
+	}
+	if before, after := orphans(old), orphans(cur); before != after {
+		s.log.Info("demo: the nodes no conductor can serve changed", "before", before, "now", after,
+			"look_at", "ironic_nodes_without_conductor")
+	}
+}
+
+// orphans counts the nodes no ring of t serves.
+func orphans(t *topology.Topology) int {
+	n := 0
+	for _, c := range t.Orphans {
+		n += c
+	}
+	return n
+}
+
+// servedBy is the conductor the view's rings map the node to, or "" (no
+// ring serves it, or the node is newer than the view).
+func (s *simulator) servedBy(n *simNode) string {
+	if ni, ok := s.view.Node(n.uuid); ok {
+		return ni.Conductor
+	}
+	return ""
+}
+
+// unserved counts the nodes no ring serves, in the view.
+func (s *simulator) unserved() int { return orphans(s.view) }
+
+// setup writes the initial fleet, judges it, and writes the boot
+// environments of the deployed nodes on the conductors that serve them.
+func (s *simulator) setup(ctx context.Context) error {
+	now := s.now()
+	err := s.inTx(ctx, func(tx *sql.Tx) error { return s.writeFleet(ctx, tx, now) })
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback() }() // a no-op once committed
+	if err := s.judge(ctx); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error { return s.prepareBootEnvironments(ctx, tx) })
+}
+
+// writeFleet writes the conductors, their hardware interfaces and the nodes.
+func (s *simulator) writeFleet(ctx context.Context, tx *sql.Tx, now time.Time) error {
 	for _, spec := range fleetConductors {
 		c := &simConductor{host: spec.host, group: spec.group, hardwareTypes: spec.hardwareTypes,
-			online: !spec.stopped, beating: !spec.stopped, registered: !spec.stopped, working: !spec.stopped,
+			online: !spec.stopped, beating: !spec.stopped, working: !spec.stopped,
 			locks: map[int64]int{}}
 		created := now.Add(-time.Duration(30+s.rng.IntN(300)) * 24 * time.Hour)
 		started, updated := now.Add(-time.Duration(1+s.rng.IntN(72))*time.Hour), now
@@ -157,7 +260,7 @@ func (s *simulator) setup(ctx context.Context, now time.Time) error {
 		if c.id, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		if c.registered {
+		if !spec.stopped {
 			if err := registerInterfaces(ctx, tx, c.id, c.hardwareTypes, started); err != nil {
 				return err
 			}
@@ -172,9 +275,21 @@ func (s *simulator) setup(ctx context.Context, now time.Time) error {
 			}
 		}
 	}
-	s.rebuildRings()
-	// The conductor that deployed each node in service prepared its boot
-	// environment: one statement per conductor.
+	return s.touchAll(ctx, tx)
+}
+
+// touchAll is a heartbeat of every online conductor, now: after writing
+// thousands of rows, so that the heartbeats are fresh when the fleet is
+// first read.
+func (s *simulator) touchAll(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=? WHERE online=1`, sqlaTime(s.heartbeatTime()))
+	return err
+}
+
+// prepareBootEnvironments sets the conductor_affinity of the nodes in
+// service: the conductor that deployed each prepared its boot environment,
+// the one the view maps it to. Heartbeats last.
+func (s *simulator) prepareBootEnvironments(ctx context.Context, tx *sql.Tx) error {
 	byConductor := map[int64][]string{}
 	for _, n := range s.nodes {
 		if n.state != "active" && n.state != "clean wait" && n.state != "deploy failed" {
@@ -190,11 +305,7 @@ func (s *simulator) setup(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("setting conductor_affinity: %w", err)
 		}
 	}
-	// Heartbeats last, so that they are fresh when the exporter first reads.
-	if _, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=? WHERE online=1`, sqlaTime(time.Now())); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return s.touchAll(ctx, tx)
 }
 
 func (s *simulator) setAffinity(ctx context.Context, tx sqlExecer, n *simNode, id int64) error {
@@ -206,7 +317,7 @@ func (s *simulator) setAffinity(ctx context.Context, tx sqlExecer, n *simNode, i
 }
 
 // takeOver is Ironic's _sync_local_state: each working conductor takes
-// over the active, unlocked nodes the ring maps to it whose boot
+// over the active, unlocked nodes the view's rings map to it whose boot
 // environment another conductor prepared, and rebuilds it
 // (_do_takeover sets conductor_affinity).
 func (s *simulator) takeOver(ctx context.Context, tx sqlExecer) (int, error) {
@@ -235,9 +346,7 @@ func (s *simulator) addNode(ctx context.Context, tx sqlExecer, g groupSpec, now 
 	if err != nil {
 		return err
 	}
-	k := ringKey(n.group, n.driver)
 	s.nodes[id] = &simNode{id: id, uuid: n.uuid, group: n.group, driver: n.driver, state: state}
-	s.nodesBy[k] = append(s.nodesBy[k], id)
 	if enrolled {
 		s.enrolled = append(s.enrolled, id)
 	}
@@ -253,55 +362,8 @@ func (s *simulator) deleteNode(ctx context.Context, tx sqlExecer, id int64) erro
 	for _, c := range s.cond {
 		delete(c.locks, id)
 	}
-	k := ringKey(n.group, n.driver)
-	s.nodesBy[k] = slices.DeleteFunc(s.nodesBy[k], func(x int64) bool { return x == id })
 	delete(s.nodes, id)
 	return nil
-}
-
-// rebuildRings computes Ironic's rings on SQLite: every online conductor
-// with registered hardware interfaces, heartbeat or not.
-func (s *simulator) rebuildRings() {
-	hosts := map[string][]string{}
-	for _, c := range s.cond {
-		if !c.online || !c.registered {
-			continue
-		}
-		for _, ht := range c.hardwareTypes {
-			k := ringKey(c.group, ht)
-			hosts[k] = append(hosts[k], c.host)
-		}
-	}
-	s.rings = map[string]*ring.Ring{}
-	for k, hs := range hosts {
-		r, err := ring.New(hs, simPartitionExponent, simAlgorithm)
-		if err != nil {
-			s.log.Warn("demo: building a ring", "ring", k, "err", err)
-			continue
-		}
-		s.rings[k] = r
-	}
-}
-
-// servedBy is the conductor the rings map the node to, or "".
-func (s *simulator) servedBy(n *simNode) string {
-	r := s.rings[ringKey(n.group, n.driver)]
-	if r == nil {
-		return ""
-	}
-	h, _ := r.Get([]byte(n.uuid))
-	return h
-}
-
-// unserved counts the nodes no ring serves.
-func (s *simulator) unserved() int {
-	count := 0
-	for k, ids := range s.nodesBy {
-		if s.rings[k] == nil {
-			count += len(ids)
-		}
-	}
-	return count
 }
 
 // event is one scripted step of a cycle.
@@ -321,7 +383,13 @@ func (s *simulator) events() []event {
 	}
 }
 
-// run heartbeats and plays the events until ctx ends.
+// run heartbeats and plays the events until ctx ends. The view is judged
+// after an event and after a heartbeat interval, but never sooner than four
+// times the last judgement took after it: the loop waits for the read (and
+// a read holds SQLite's shared lock, which delays any commit), so where
+// reading is slow (the race detector) the heartbeats still go out on time
+// four fifths of the time. Where it is quick, that is after every event and
+// heartbeat.
 func (s *simulator) run(ctx context.Context) {
 	hb := time.NewTicker(s.scale(HeartbeatInterval))
 	defer hb.Stop()
@@ -330,6 +398,7 @@ func (s *simulator) run(ctx context.Context) {
 	cycle, next := 0, 0
 	timer := time.NewTimer(time.Until(start.Add(s.scale(events[0].at))))
 	defer timer.Stop()
+	judged, due := time.Now(), false
 	for {
 		select {
 		case <-ctx.Done():
@@ -342,12 +411,20 @@ func (s *simulator) run(ctx context.Context) {
 			if err := events[next].do(ctx, cycle); err != nil && ctx.Err() == nil {
 				s.log.Warn("demo: simulating an event", "err", err)
 			}
+			due = true
 			if next++; next == len(events) {
 				next = 0
 				cycle++
 				start = start.Add(s.scale(Cycle))
 			}
 			timer.Reset(time.Until(start.Add(s.scale(events[next].at))))
+		}
+		since := time.Since(judged)
+		if (due || since >= s.scale(HeartbeatInterval)) && since >= 4*s.judgeTook {
+			judged, due = time.Now(), false
+			if err := s.judge(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("demo: the simulator could not read the fleet; it acts on its last view", "err", err)
+			}
 		}
 	}
 }
@@ -365,10 +442,11 @@ func (s *simulator) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// tick is one heartbeat interval: every keepalive touches its conductor, and
-// working conductors release expired locks and take new ones.
+// tick is one heartbeat interval: every keepalive touches its conductor,
+// and working conductors release expired locks and take new ones on the
+// nodes the view maps to them.
 func (s *simulator) tick(ctx context.Context) error {
-	now := time.Now()
+	now := s.heartbeatTime()
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, c := range s.cond {
 			if !c.beating {
@@ -402,17 +480,16 @@ func (s *simulator) tick(ctx context.Context) error {
 	})
 }
 
-// lockOne reserves a free node the rings map to c, for hold heartbeats, if
+// lockOne reserves a free node the view maps to c, for hold heartbeats, if
 // it finds one.
 func (s *simulator) lockOne(ctx context.Context, tx *sql.Tx, c *simConductor, hold int, now time.Time) error {
+	served, ok := s.view.Conductor(c.host)
+	if !ok || len(served.Nodes) == 0 {
+		return nil
+	}
 	for range 30 {
-		ht := c.hardwareTypes[s.rng.IntN(len(c.hardwareTypes))]
-		ids := s.nodesBy[ringKey(c.group, ht)]
-		if len(ids) == 0 {
-			continue
-		}
-		n := s.nodes[ids[s.rng.IntN(len(ids))]]
-		if n.reservation != "" || s.servedBy(n) != c.host {
+		n := s.nodes[s.view.Nodes[served.Nodes[s.rng.IntN(len(served.Nodes))]].ID]
+		if n == nil || n.reservation != "" { // deleted since, or locked
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE nodes SET reservation=?, updated_at=? WHERE id=? AND reservation IS NULL`,
@@ -455,14 +532,14 @@ func (s *simulator) victim(list []string, cycle int) *simConductor {
 	return s.byHost[list[cycle%len(list)]]
 }
 
-func (s *simulator) timeout() time.Duration { return s.scale(HeartbeatTimeout) }
+// timeout is the heartbeat_timeout the fleet is judged by.
+func (s *simulator) timeout() time.Duration { return s.settings.HeartbeatTimeout }
 
 // drain starts a graceful stop of the cycle's drain victim.
 func (s *simulator) drain(ctx context.Context, cycle int) error {
 	c := s.victim(drainVictims, cycle)
-	before := s.unserved()
 	var released int
-	now := time.Now()
+	now := s.now()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if released, err = s.clearLocks(ctx, tx, c, now); err != nil {
@@ -478,17 +555,12 @@ func (s *simulator) drain(ctx context.Context, cycle int) error {
 	if err != nil {
 		return fmt.Errorf("draining %s: %w", c.host, err)
 	}
-	c.online, c.registered, c.working = false, false, false
-	s.rebuildRings()
-	attrs := []any{"conductor", c.host, "conductor_group", c.group, "locks_released", released,
-		"look_at", "ironic_conductor_online, ironic_conductor_state, ironic_node_conductor_changes_total"}
-	if after := s.unserved(); after > before {
-		attrs = append(attrs, "nodes_left_without_conductor", after-before,
-			"look_at_too", "ironic_nodes_without_conductor")
-	}
-	s.log.Info("demo: a conductor stops gracefully (drains): it releases its locks and goes offline (online=false), "+
-		"leaves its rings, and its nodes move to the other conductors of its group; it keeps heartbeating while its "+
-		"work finishes, so Ironic's API still calls it alive", attrs...)
+	c.online, c.working = false, false
+	s.log.Info("demo: a conductor stops gracefully (drains): it releases its locks, unregisters its hardware interfaces "+
+		"and goes offline (online=false), which takes it out of its rings: its nodes move to the other conductors of "+
+		"its group; it keeps heartbeating while its work finishes",
+		"conductor", c.host, "conductor_group", c.group, "locks_released", released,
+		"look_at", "ironic_conductor_online, ironic_conductor_state, ironic_node_conductor_changes_total")
 	return nil
 }
 
@@ -497,15 +569,15 @@ func (s *simulator) drainDone(_ context.Context, cycle int) error {
 	c := s.victim(drainVictims, cycle)
 	c.beating = false
 	s.log.Info("demo: the draining conductor finished its work and stopped heartbeating: "+
-		"ironic_conductor_alive turns 0 when its last heartbeat is older than heartbeat_timeout",
-		"conductor", c.host, "in", s.timeout(), "look_at", "ironic_conductor_alive")
+		"it turns stopped when its last heartbeat is older than heartbeat_timeout",
+		"conductor", c.host, "in", s.timeout(), "look_at", "ironic_conductor_state, ironic_conductor_alive")
 	return nil
 }
 
 // crash: the cycle's crash victim takes a few locks and dies.
 func (s *simulator) crash(ctx context.Context, cycle int) error {
 	c := s.victim(crashVictims, cycle)
-	now := time.Now()
+	now := s.now()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		for range locksAtCrash {
 			if err := s.lockOne(ctx, tx, c, 1, now); err != nil {
@@ -536,18 +608,17 @@ func (s *simulator) crash(ctx context.Context, cycle int) error {
 		return fmt.Errorf("crashing %s: %w", c.host, err)
 	}
 	c.beating, c.working = false, false
-	s.log.Info("demo: a conductor crashed holding locks: online stays true and its heartbeats stop; after "+
-		"heartbeat_timeout its state turns dead (alive=False in the API), Ironic takes it out of its rings and "+
-		"its nodes move to the other conductors of its group; its locks stay stuck until it comes back", "conductor", c.host, "conductor_group", c.group,
-		"locks_held", len(c.locks), "in", s.timeout(),
-		"look_at", "ironic_conductor_alive, ironic_conductor_hash_ring_member, ironic_conductor_reserved_nodes")
+	s.log.Info("demo: a conductor crashed holding locks: online stays true and its heartbeats stop; once its last "+
+		"heartbeat is older than heartbeat_timeout it turns dead; its locks stay stuck until it comes back",
+		"conductor", c.host, "conductor_group", c.group, "locks_held", len(c.locks), "in", s.timeout(),
+		"look_at", "ironic_conductor_state, ironic_conductor_alive, ironic_conductor_hash_ring_member, ironic_conductor_reserved_nodes")
 	return nil
 }
 
 // start is prepare_host + init_host: clear stale locks, register, register
 // the hardware interfaces, keepalive.
 func (s *simulator) start(ctx context.Context, c *simConductor) (released int, err error) {
-	now := time.Now()
+	now := s.now()
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if released, err = s.clearLocks(ctx, tx, c, now); err != nil {
@@ -565,8 +636,7 @@ WHERE hostname=?`, jsonList(c.hardwareTypes), c.group, conductorObjectVersion, s
 	if err != nil {
 		return 0, fmt.Errorf("starting %s: %w", c.host, err)
 	}
-	c.online, c.registered, c.beating, c.working = true, true, true, true
-	s.rebuildRings()
+	c.online, c.beating, c.working = true, true, true
 	return released, nil
 }
 
@@ -585,7 +655,7 @@ func (s *simulator) crashBack(ctx context.Context, cycle int) error {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET provision_state='deploy failed', target_provision_state='active',
-  provision_updated_at=? WHERE id=?`, sqlaTime(time.Now()), id); err != nil {
+  provision_updated_at=? WHERE id=?`, sqlaTime(s.now()), id); err != nil {
 				return err
 			}
 			n.state = "deploy failed"
@@ -618,7 +688,7 @@ func (s *simulator) enroll(ctx context.Context, cycle int) error {
 	i := slices.IndexFunc(fleetGroups, func(g groupSpec) bool { return g.group == group })
 	g := fleetGroups[i]
 	first := s.names[g.prefix] + 1
-	now := time.Now()
+	now := s.now()
 	var deleted, takenOver int
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		for range nodesEnrolled {

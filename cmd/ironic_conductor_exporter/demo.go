@@ -56,26 +56,46 @@ func checkDemoArgs(args []string, dc demoConfig) error {
 }
 
 // runDemo creates the demo database, starts its simulator and serves it like
-// any Ironic database, with a short heartbeat timeout and refresh interval.
+// any Ironic database, with a short heartbeat timeout and refresh interval,
+// and the Ironic settings the simulator judges the fleet by.
 func runDemo(cfg config, dc demoConfig, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
 	if cfg.dsn != "" || cfg.dsnFile != "" {
 		logger.Info("demo: ignoring IRONIC_EXPORTER_DB_DSN and IRONIC_EXPORTER_DB_DSN_FILE: the demo reads its own database")
 	}
 	cfg.ironicConfigFiles, cfg.ironicConfigDirs = nil, nil
-	d, err := demo.Start(demo.Options{Path: dc.dbPath, Speed: dc.speed, Logger: logger})
+	given, err := demoSettings(cfg)
+	if err != nil {
+		return err
+	}
+	d, err := demo.Start(demo.Options{Path: dc.dbPath, Speed: dc.speed, Logger: logger, Settings: given})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = d.Close() }()
-	cfg.dsn, cfg.dsnFile = d.DSN(), ""
-	cfg.heartbeatTimeout, cfg.heartbeatSet = d.HeartbeatTimeout(), true
-	cfg.minInterval = d.MinInterval()
-	cfg.source = func(src topology.Source) topology.Source { return demo.MultiConductor(src) }
-	if cfg.release == "" {
-		// the simulator plays SQLite without heartbeats (22.1+) and an API
-		// alive that ignores online (before 25.0)
-		cfg.release = "24.1"
-	}
+	useDemo(&cfg, d)
 	d.LogIntro(*toolkitFlags.WebListenAddresses, cfg.telemetryPath)
 	return serve(cfg, toolkitFlags, logger)
+}
+
+// demoSettings are the Ironic settings of the flags the demo honours
+// (--ironic.hash-partition-exponent, --ironic.hash-ring-algorithm and, when
+// given, --ironic.release), for demo.Options: the demo fills in the rest.
+func demoSettings(cfg config) (topology.Settings, error) {
+	cfg.heartbeatTimeout = 0 // the demo's own (refused as a flag)
+	cfg.pinReleaseVersion, cfg.hashDistributionReplicas, cfg.ironicConnection = "", 0, ""
+	return topologySettings(cfg, flagSources)
+}
+
+// useDemo points cfg at the demo's database, read as on a multi-conductor
+// MySQL (demo.MultiConductor), with the settings the demo's simulator
+// judges the fleet by (demo.Demo.Settings), so that the page and the
+// simulator agree on every node.
+func useDemo(cfg *config, d *demo.Demo) {
+	s := d.Settings()
+	cfg.dsn, cfg.dsnFile = d.DSN(), ""
+	cfg.heartbeatTimeout, cfg.heartbeatSet = s.HeartbeatTimeout, true
+	cfg.partitionExponent, cfg.algorithm, cfg.release = s.PartitionExponent, string(s.Algorithm), s.Release.String()
+	cfg.pinReleaseVersion, cfg.hashDistributionReplicas, cfg.ironicConnection = s.PinReleaseVersion, s.HashDistributionReplicas, s.Connection
+	cfg.minInterval = d.MinInterval()
+	cfg.source = func(src topology.Source) topology.Source { return demo.MultiConductor(src) }
 }

@@ -268,24 +268,8 @@ func checkConfig(cfg *config, logger *slog.Logger) (s topology.Settings, dsn str
 	if dsn, err = resolveDSN(cfg.dsn, cfg.dsnFile); err != nil {
 		return s, "", "", src, err
 	}
-	alg, err := ring.ParseAlgorithm(cfg.algorithm)
-	if err != nil {
-		return s, "", "", src, fmt.Errorf("%s: %w", src.algorithm, err)
-	}
-	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
-		return s, "", "", src, fmt.Errorf("%s: %w", src.partitionExponent, err)
-	}
-	var release rules.Release
-	if cfg.release != "" {
-		if release, err = rules.ParseRelease(cfg.release); err != nil {
-			return s, "", "", src, fmt.Errorf("--ironic.release: %w", err)
-		}
-	}
-	s = topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
-		PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
-		PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
-		Connection: cfg.ironicConnection}
-	return s, dsn, externalURL, src, nil
+	s, err = topologySettings(*cfg, src)
+	return s, dsn, externalURL, src, err
 }
 
 // exporter is the running exporter: the registry, the topology cache and
@@ -460,6 +444,32 @@ func (a *exporter) serveProbes(cfg config, errc chan<- error) (*http.Server, err
 	return probeSrv, nil
 }
 
+// topologySettings are the Ironic settings the topology is computed with,
+// from the flags and Ironic's configuration; src names them in errors.
+func topologySettings(cfg config, src sources) (topology.Settings, error) {
+	alg, err := ring.ParseAlgorithm(cfg.algorithm)
+	if err != nil {
+		return topology.Settings{}, fmt.Errorf("%s: %w", src.algorithm, err)
+	}
+	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
+		return topology.Settings{}, fmt.Errorf("%s: %w", src.partitionExponent, err)
+	}
+	var release rules.Release
+	if cfg.release != "" {
+		if release, err = rules.ParseRelease(cfg.release); err != nil {
+			return topology.Settings{}, fmt.Errorf("--ironic.release: %w", err)
+		}
+	}
+	return topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
+		PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
+		PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
+		Connection: cfg.ironicConnection}, nil
+}
+
+// flagSources are the sources of settings given by flags alone.
+var flagSources = sources{dsn: "--db.dsn", partitionExponent: "--ironic.hash-partition-exponent",
+	algorithm: "--ironic.hash-ring-algorithm"}
+
 // sources says where each setting came from, for errors: a flag name, or
 // the option and file in Ironic's configuration.
 type sources struct {
@@ -471,7 +481,7 @@ type sources struct {
 // neither --db.dsn, IRONIC_EXPORTER_DB_DSN nor --db.dsn-file is given), the
 // heartbeat timeout, the partition exponent and the algorithm.
 func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
-	src := sources{dsn: "--db.dsn", partitionExponent: "--ironic.hash-partition-exponent", algorithm: "--ironic.hash-ring-algorithm"}
+	src := flagSources
 	if cfg.dsn == "" && cfg.dsnFile != "" {
 		src.dsn = "--db.dsn-file"
 	}

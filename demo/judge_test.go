@@ -1,0 +1,372 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// fakeClock is the clock of a driven demo: the simulator's heartbeats and
+// the exporter's judgement both read it, so a test says when time passes.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// driven is a demo at speed 1 whose simulator a test drives step by step on
+// a fake clock (no loop runs; each step is followed by a judgement, as run
+// does after every event and when due after a heartbeat), beside the
+// exporter as production builds it: a topology.Cache over
+// MultiConductor(db.Open(DSN)) with Demo.Settings.
+type driven struct {
+	t        *testing.T
+	d        *Demo
+	sim      *simulator
+	clock    *fakeClock
+	exporter *topology.Cache
+	start    time.Time
+	// newLocks are the locks the last tick took: node id -> holder.
+	newLocks map[int64]string
+}
+
+// drive creates a driven demo. The tests using it need no timing, and many
+// snapshots: they are not parallel, so that they run before, not beside,
+// the tests that watch a demo in real time (TestSimulator, TestDemoCommand).
+func drive(t *testing.T, settings topology.Settings) *driven {
+	t.Helper()
+	clock := &fakeClock{t: time.Now().UTC()}
+	d, sim, err := create(Options{Logger: newLogger(t), Settings: settings}, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	exporter, err := topology.NewCache(topology.CacheConfig{Source: MultiConductor(open(t, d)),
+		Settings: d.Settings(), Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &driven{t: t, d: d, sim: sim, clock: clock, exporter: exporter, start: clock.Now()}
+}
+
+func (x *driven) ctx() (context.Context, context.CancelFunc) {
+	// A deadline: the cache waits for its read.
+	return context.WithTimeout(context.Background(), 2*time.Minute)
+}
+
+// judge is the simulator's judgement after a step.
+func (x *driven) judge(ctx context.Context) {
+	x.t.Helper()
+	if err := x.sim.judge(ctx); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// tick lets one heartbeat interval pass and runs the simulator's tick.
+func (x *driven) tick() {
+	x.t.Helper()
+	x.clock.Add(HeartbeatInterval)
+	before := map[int64]string{}
+	for id, n := range x.sim.nodes {
+		before[id] = n.reservation
+	}
+	ctx, cancel := x.ctx()
+	defer cancel()
+	if err := x.sim.tick(ctx); err != nil {
+		x.t.Fatal(err)
+	}
+	x.judge(ctx)
+	x.newLocks = map[int64]string{}
+	for id, n := range x.sim.nodes {
+		if n.reservation != "" && before[id] != n.reservation {
+			x.newLocks[id] = n.reservation
+		}
+	}
+}
+
+// until ticks until at into the cycle.
+func (x *driven) until(at time.Duration) {
+	x.t.Helper()
+	for x.clock.Now().Before(x.start.Add(at)) {
+		x.tick()
+	}
+}
+
+// event runs one scripted event of cycle 0 at its time.
+func (x *driven) event(at time.Duration, do func(context.Context, int) error) {
+	x.t.Helper()
+	x.until(at)
+	ctx, cancel := x.ctx()
+	defer cancel()
+	if err := do(ctx, 0); err != nil {
+		x.t.Fatal(err)
+	}
+	x.judge(ctx)
+}
+
+// exporterView is the topology the exporter serves now.
+func (x *driven) exporterView() *topology.Topology {
+	x.t.Helper()
+	ctx, cancel := x.ctx()
+	defer cancel()
+	v := x.exporter.Get(ctx) // MinInterval 0: a read at every Get
+	if v.Err != nil {
+		x.t.Fatalf("the exporter's refresh: %v", v.Err)
+	}
+	return v.Topology
+}
+
+// agree compares the simulator's view, judged after the last step, with the
+// exporter's at the same instant and fails when they disagree on the
+// conductor of any node, on the nodes without a conductor, or on a
+// conductor's liveness or ring membership; and when a lock of the last tick
+// is on a node the exporter maps to another conductor. It returns the
+// exporter's view.
+func (x *driven) agree(point string) *topology.Topology {
+	x.t.Helper()
+	exp := x.exporterView()
+	if !x.sim.view.Now.Equal(exp.Now) {
+		x.t.Fatalf("%s: the simulator judged at %s, the exporter at %s", point, x.sim.view.Now, exp.Now)
+	}
+	if len(exp.Nodes) != len(x.sim.nodes) {
+		x.t.Errorf("%s: the exporter reads %d nodes, the simulator has %d", point, len(exp.Nodes), len(x.sim.nodes))
+	}
+	var disagree []string
+	for _, n := range x.sim.nodes {
+		e, ok := exp.Node(n.uuid)
+		if !ok {
+			disagree = append(disagree, n.uuid+": not in the exporter's view")
+			continue
+		}
+		if got := x.sim.servedBy(n); got != e.Conductor {
+			disagree = append(disagree, fmt.Sprintf("%s (%s:%s): simulator %q, exporter %q", n.uuid, n.group, n.driver, got, e.Conductor))
+		}
+	}
+	if len(disagree) > 0 {
+		x.t.Errorf("%s: the simulator and the exporter disagree on %d nodes, e.g. %v", point, len(disagree), disagree[:min(3, len(disagree))])
+	}
+	if s, e := x.sim.unserved(), orphans(exp); s != e {
+		x.t.Errorf("%s: nodes without conductor: simulator %d, exporter %d", point, s, e)
+	}
+	for _, c := range exp.Conductors {
+		sc, ok := x.sim.view.Conductor(c.Hostname)
+		if !ok || sc.Alive != c.Alive || sc.Active != c.Active || sc.State != c.State {
+			x.t.Errorf("%s: conductor %s: simulator %+v, exporter alive=%v member=%v state=%s", point, c.Hostname, sc, c.Alive, c.Active, c.State)
+		}
+	}
+	for id, holder := range x.newLocks {
+		if e, ok := exp.Node(x.sim.nodes[id].uuid); !ok || e.Conductor != holder {
+			x.t.Errorf("%s: %s locked node %d that the exporter maps to %q", point, holder, id, e.Conductor)
+		}
+	}
+	return exp
+}
+
+func conductorOf(t *testing.T, topo *topology.Topology, host string) *topology.ConductorInfo {
+	t.Helper()
+	c, ok := topo.Conductor(host)
+	if !ok {
+		t.Fatalf("no conductor %s", host)
+	}
+	return c
+}
+
+// TestSimulatorAgreesWithExporter drives one scripted cycle and, at every
+// event and once the crashed conductor's heartbeat is stale, fails if the
+// simulator and the exporter disagree on which conductor serves any node.
+// The rules decide liveness: the crashed conductor, online all along, leaves
+// the rings heartbeat_timeout after its last heartbeat, in both views; a
+// simulator that put every online conductor in its rings would still map
+// its nodes to it.
+func TestSimulatorAgreesWithExporter(t *testing.T) {
+	x := drive(t, topology.Settings{})
+	drained, crashed := x.sim.victim(drainVictims, 0).host, x.sim.victim(crashVictims, 0).host
+	x.agree("setup")
+	x.until(atDrain)
+	x.agree("before the drain")
+
+	x.event(atDrain, x.sim.drain)
+	exp := x.agree("drain")
+	if c := conductorOf(t, exp, drained); c.Active || len(c.Nodes) != 0 || c.State != topology.StateDraining {
+		t.Errorf("drain: %s member=%v nodes=%d state=%s, want out of the rings, draining", drained, c.Active, len(c.Nodes), c.State)
+	}
+	x.tick()
+	x.agree("a tick after the drain")
+
+	x.event(atCrash, x.sim.crash)
+	exp = x.agree("crash")
+	if c := conductorOf(t, exp, crashed); !c.Active || len(c.Nodes) == 0 || exp.Reservations[crashed] < locksAtCrash {
+		t.Errorf("crash: %s member=%v nodes=%d locks=%d, want still in the rings with its locks",
+			crashed, c.Active, len(c.Nodes), exp.Reservations[crashed])
+	}
+	x.event(atDrainDone, x.sim.drainDone)
+	x.agree("drain done")
+
+	// The crashed conductor's last heartbeat is older than the timeout
+	// one tick after crash + timeout.
+	x.until(atCrash + x.d.HeartbeatTimeout() + HeartbeatInterval)
+	exp = x.agree("crash + heartbeat_timeout")
+	if c := conductorOf(t, exp, crashed); c.Active || c.Alive || len(c.Nodes) != 0 || c.State != topology.StateDead {
+		t.Errorf("after the timeout: %s member=%v alive=%v nodes=%d state=%s, want dead, out of the rings",
+			crashed, c.Active, c.Alive, len(c.Nodes), c.State)
+	}
+	x.tick()
+	x.agree("a tick after the timeout")
+
+	x.event(atEnroll, x.sim.enroll)
+	exp = x.agree("enrol")
+	if c := conductorOf(t, exp, drained); c.State != topology.StateStopped || c.Alive {
+		t.Errorf("enrol: %s state=%s alive=%v, want stopped, its last heartbeat 20s old", drained, c.State, c.Alive)
+	}
+	// The takeover moved the boot files of the active nodes to the
+	// conductor the exporter maps them to, unless locked.
+	var elsewhere []string
+	for _, n := range exp.Nodes {
+		if n.ProvisionState == nil || *n.ProvisionState != "active" || n.Reservation != nil || n.Conductor == "" {
+			continue
+		}
+		if c := conductorOf(t, exp, n.Conductor); c.State == topology.StateAlive && n.AffinityHost != n.Conductor {
+			elsewhere = append(elsewhere, fmt.Sprintf("%s served by %s, boot files on %q", n.UUID, n.Conductor, n.AffinityHost))
+		}
+	}
+	if len(elsewhere) > 0 {
+		t.Errorf("enrol: %d active nodes not taken over, e.g. %v", len(elsewhere), elsewhere[:min(3, len(elsewhere))])
+	}
+	x.tick()
+	x.agree("a tick after the enrolment")
+
+	x.event(atCrashBack, x.sim.crashBack)
+	exp = x.agree("crash-back")
+	if c := conductorOf(t, exp, crashed); !c.Active || !c.Alive || len(c.Nodes) == 0 || exp.Reservations[crashed] != 0 {
+		t.Errorf("crash-back: %s member=%v alive=%v nodes=%d locks=%d, want back in the rings, locks released",
+			crashed, c.Active, c.Alive, len(c.Nodes), exp.Reservations[crashed])
+	}
+	x.tick()
+	x.agree("a tick after the crash-back")
+
+	x.event(atDrainRestart, x.sim.drainRestart)
+	exp = x.agree("drain restart")
+	if c := conductorOf(t, exp, drained); !c.Active || len(c.Nodes) == 0 {
+		t.Errorf("restart: %s member=%v nodes=%d, want back in the rings", drained, c.Active, len(c.Nodes))
+	}
+	x.tick()
+	x.agree("a tick after the restart")
+}
+
+// mapping is each node's conductor in topo, by UUID.
+func mapping(topo *topology.Topology) map[string]string {
+	m := make(map[string]string, len(topo.Nodes))
+	for _, n := range topo.Nodes {
+		m[n.UUID] = n.Conductor
+	}
+	return m
+}
+
+// TestSimulatorFollowsSettings: change the exporter's view through the
+// settings (the ring hash, Ironic's SQLite rules) and the simulator follows:
+// its conductors serve and lock what the exporter says, not what a ring of
+// its own with Ironic's defaults would say.
+func TestSimulatorFollowsSettings(t *testing.T) {
+	defaults := Options{Speed: 1}.settings()
+
+	t.Run("ring", func(t *testing.T) {
+		x := drive(t, topology.Settings{Algorithm: ring.SHA256, PartitionExponent: 3})
+		if s := x.d.Settings(); s.Algorithm != ring.SHA256 || s.PartitionExponent != 3 || s.HeartbeatTimeout != defaults.HeartbeatTimeout {
+			t.Fatalf("settings %+v", s)
+		}
+		x.tick()
+		exp := x.agree("sha256, exponent 3")
+		// The same snapshot under the default settings maps many nodes
+		// elsewhere: a simulator hashing with md5 and exponent 5 would
+		// disagree with the exporter on them.
+		ctx, cancel := x.ctx()
+		defer cancel()
+		snap, err := MultiConductor(open(t, x.d)).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := topology.Build(snap, defaults, exp.Now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved, got := 0, mapping(exp)
+		for uuid, c := range mapping(def) {
+			if got[uuid] != c {
+				moved++
+			}
+		}
+		if moved < len(exp.Nodes)/4 {
+			t.Errorf("%d of %d nodes map elsewhere under md5 and exponent 5: the settings hardly matter", moved, len(exp.Nodes))
+		}
+		// Its conductors lock the nodes the exporter maps to them.
+		for range 3 {
+			x.tick()
+		}
+		if len(x.newLocks) == 0 {
+			t.Fatal("no lock taken in a tick")
+		}
+		x.agree("locks under sha256")
+	})
+
+	t.Run("sqlite rules", func(t *testing.T) {
+		// Ironic's SQLite rules (22.1+): ring membership follows online
+		// alone, so a crashed conductor keeps its nodes.
+		x := drive(t, topology.Settings{Connection: "sqlite:////var/lib/ironic/ironic.sqlite"})
+		crashed := x.sim.victim(crashVictims, 0).host
+		x.event(atCrash, x.sim.crash)
+		x.until(atCrash + x.d.HeartbeatTimeout() + 2*HeartbeatInterval)
+		exp := x.agree("sqlite rules, crash + heartbeat_timeout")
+		if c := conductorOf(t, exp, crashed); !c.Active || c.Alive || len(c.Nodes) == 0 {
+			t.Errorf("%s member=%v alive=%v nodes=%d, want not alive but still serving nodes", crashed, c.Active, c.Alive, len(c.Nodes))
+		}
+		// Nobody else locks them.
+		for range 3 {
+			x.tick()
+			x.agree("sqlite rules, a tick later")
+		}
+		if got := x.sim.view.Reservations[crashed]; got < locksAtCrash {
+			t.Errorf("%s holds %d locks, want its stuck ones", crashed, got)
+		}
+	})
+}
+
+// TestSettingsOnePlace: Demo.Settings are Options.Settings with the demo's
+// defaults, and the simulator judges by them.
+func TestSettingsOnePlace(t *testing.T) {
+	s := Options{Speed: 5}.settings()
+	if s.HeartbeatTimeout != HeartbeatTimeout/5 || s.PartitionExponent != 5 || s.Algorithm != ring.MD5 || s.Release != Release {
+		t.Errorf("defaults at speed 5: %+v", s)
+	}
+	given := topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 7, Algorithm: ring.SHA1, Release: Release}
+	if s := (Options{Speed: 5, Settings: given}).settings(); s != given {
+		t.Errorf("given %+v, got %+v", given, s)
+	}
+	x := drive(t, given)
+	if x.d.Settings() != given || x.sim.view.Settings != given || x.d.HeartbeatTimeout() != time.Minute {
+		t.Errorf("demo %+v, simulator's view %+v, want %+v", x.d.Settings(), x.sim.view.Settings, given)
+	}
+	if x.sim.view.Backend != db.BackendMySQL {
+		t.Errorf("the simulator judges the fleet as on %s, want mysql (MultiConductor)", x.sim.view.Backend)
+	}
+}
