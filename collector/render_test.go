@@ -43,8 +43,9 @@ func TestCRCCombine(t *testing.T) {
 	}
 }
 
-// prerenderFleet is a fleet large enough for several node chunks, with
-// names and an unserved group.
+// prerenderFleet is a fleet whose node family takes several of
+// writeNodeFamily's buffers (nodeTextFlush), with names and an unserved
+// group.
 func prerenderFleet(n int) *db.Snapshot {
 	snap := fixture.Golden()
 	snap.Nodes = nil
@@ -64,7 +65,7 @@ func prerenderFleet(n int) *db.Snapshot {
 // is byte for byte what promhttp renders from the same collectors, across
 // views of one node generation and a new one.
 func TestPrerenderedIsPromhttp(t *testing.T) {
-	src := fixture.NewSource(prerenderFleet(3*nodeChunk + 17))
+	src := fixture.NewSource(prerenderFleet(3*4096 + 17))
 	cache := newTestCache(t, src, 0)
 	own := prometheus.NewRegistry()
 	own.MustRegister(collectors.NewGoCollector())
@@ -78,7 +79,7 @@ func TestPrerenderedIsPromhttp(t *testing.T) {
 	// snapshot of them, served to both.
 	for step := 0; step < 3; step++ {
 		if step == 2 {
-			snap := prerenderFleet(nodeChunk + 1)
+			snap := prerenderFleet(4096 + 1)
 			snap.Nodes[0].Driver = "redfish"
 			src.Set(snap, nil)
 		}

@@ -1,0 +1,108 @@
+package collector
+
+import (
+	"io"
+	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// The node family, ironic_node_conductor_info, is one series per node: on
+// a large fleet it is nearly all of /metrics. It is written here straight
+// from the topology, without a dto.Metric per node or a registry, in the
+// bytes client_golang writes for it (a registry's Gather, then expfmt's
+// text encoder; TestNodeFamilyIsClientGolang and FuzzNodeFamily hold the
+// two side by side):
+//
+//   - the HELP line (help text escaped: \ and newline), the TYPE line;
+//   - one line per node, in the registry's order (nodeInfoOrder): the label
+//     pairs sorted by name, each value in double quotes with \, " and
+//     newline escaped, then " 1" (expfmt's float formatting of 1);
+//   - nothing at all, not even HELP, when there are no nodes (a registry
+//     gathers no empty family).
+//
+// Label values are written as they are otherwise: the database reader
+// guarantees valid UTF-8 (db replaces invalid bytes with U+FFFD), which
+// client_golang requires (MustNewConstMetric panics on anything else).
+
+const nodeInfoName = "ironic_node_conductor_info"
+
+const nodeInfoHelp = "1 per node; conductor is the hostname the hash ring maps it to, empty when no conductor can serve it."
+
+// nodeFamilyHead is the HELP and TYPE lines of the node family.
+var nodeFamilyHead = "# HELP " + nodeInfoName + " " + helpEscaper.Replace(nodeInfoHelp) + "\n" +
+	"# TYPE " + nodeInfoName + " gauge\n"
+
+// helpEscaper escapes a HELP text as expfmt does.
+var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+
+// nodeTextFlush is how many bytes of node lines are buffered before they
+// are written out.
+const nodeTextFlush = 64 << 10
+
+// writeNodeFamily writes the node family of t to w, the nodes in order
+// (nodeInfoOrder of t, or of a topology of the same node generation),
+// through a buffer of about nodeTextFlush bytes.
+func writeNodeFamily(w io.Writer, t *topology.Topology, order []int32) error {
+	if len(order) == 0 {
+		return nil
+	}
+	b := make([]byte, 0, nodeTextFlush+1024)
+	b = append(b, nodeFamilyHead...)
+	// The nodes are sorted by conductor, group and driver first: the line up
+	// to node_name's value is shared by runs of nodes, kept escaped.
+	var prefix []byte
+	var conductor, group, driver string
+	for k, i := range order {
+		n := &t.Nodes[i]
+		if k == 0 || n.Conductor != conductor || n.ConductorGroup != group || n.Driver != driver {
+			conductor, group, driver = n.Conductor, n.ConductorGroup, n.Driver
+			prefix = append(prefix[:0], nodeInfoName+`{conductor="`...)
+			prefix = appendLabelValue(prefix, conductor)
+			prefix = append(prefix, `",conductor_group="`...)
+			prefix = appendLabelValue(prefix, group)
+			prefix = append(prefix, `",driver="`...)
+			prefix = appendLabelValue(prefix, driver)
+			prefix = append(prefix, `",node_name="`...)
+		}
+		b = append(b, prefix...)
+		if n.Name != nil {
+			b = appendLabelValue(b, *n.Name)
+		}
+		b = append(b, `",node_uuid="`...)
+		b = appendLabelValue(b, n.UUID)
+		b = append(b, "\"} 1\n"...)
+		if len(b) >= nodeTextFlush {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// needsEscape marks the bytes expfmt escapes in a label value.
+var needsEscape = [256]bool{'\\': true, '"': true, '\n': true}
+
+// appendLabelValue appends s escaped as expfmt escapes a label value:
+// \ as \\, " as \", newline as \n.
+func appendLabelValue(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !needsEscape[c] {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '\n':
+			b = append(b, `\n`...)
+		default:
+			b = append(b, '\\', c)
+		}
+		start = i + 1
+	}
+	return append(b, s[start:]...)
+}
