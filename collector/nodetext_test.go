@@ -41,7 +41,7 @@ func clientGolangNodeFamily(t *testing.T, topo *topology.Topology) []byte {
 func writtenNodeFamily(t *testing.T, topo *topology.Topology) []byte {
 	t.Helper()
 	var w writesRecorder
-	if err := writeNodeFamily(&w, topo, nodeInfoOrder(topo)); err != nil {
+	if err := writeNodeFamily(&w, topo, newNodeLayout(topo)); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range w.sizes {

@@ -73,15 +73,15 @@ type viewPieces struct {
 	err    error // from gathering; the pieces hold what was gathered
 }
 
-// nodePieces is the node family of one node generation: the nodes' order
-// and the family's gzip chunk, each made on first use.
+// nodePieces is the node family of one node generation: its layout (the
+// nodes' order) and its gzip chunk, each made on first use.
 type nodePieces struct {
-	gen       uint64
-	orderOnce sync.Once
-	order     []int32
-	mu        sync.Mutex
-	z         *zchunk
-	err       error
+	gen        uint64
+	layoutOnce sync.Once
+	layout     *nodeLayout
+	mu         sync.Mutex
+	z          *zchunk
+	err        error
 }
 
 // rendered holds the latest view's pieces and the latest node generation's.
@@ -134,22 +134,22 @@ func (h *handler) nodesOf(t *topology.Topology) *nodePieces {
 	return np
 }
 
-// orderOf returns the node family's order (nodeInfoOrder), computing it
-// from t on first use.
-func (np *nodePieces) orderOf(t *topology.Topology) []int32 {
-	np.orderOnce.Do(func() { np.order = nodeInfoOrder(t) })
-	return np.order
+// layoutOf returns the node family's layout, computing it from t on first
+// use.
+func (np *nodePieces) layoutOf(t *topology.Topology) *nodeLayout {
+	np.layoutOnce.Do(func() { np.layout = newNodeLayout(t) })
+	return np.layout
 }
 
 // gzipped returns the node family as a gzip chunk, rendering it from t on
 // first use.
 func (np *nodePieces) gzipped(t *topology.Topology) (*zchunk, error) {
-	order := np.orderOf(t)
+	layout := np.layoutOf(t)
 	np.mu.Lock()
 	defer np.mu.Unlock()
 	if np.z == nil && np.err == nil {
 		z := newZwriter(flate.DefaultCompression)
-		err := writeNodeFamily(z, t, order)
+		err := writeNodeFamily(z, t, layout)
 		c, ferr := z.finish(flate.DefaultCompression)
 		if np.err = errors.Join(err, ferr); np.err == nil {
 			np.z = &c
@@ -160,22 +160,30 @@ func (np *nodePieces) gzipped(t *topology.Topology) (*zchunk, error) {
 
 // writeText writes the node family of t to w as plain text.
 func (np *nodePieces) writeText(w io.Writer, t *topology.Topology) error {
-	return writeNodeFamily(w, t, np.orderOf(t))
+	return writeNodeFamily(w, t, np.layoutOf(t))
 }
 
-// renderPiece encodes one family as text and as a gzip chunk.
+// renderPiece encodes one family as text and, unless level is
+// noCompression, as a gzip chunk.
 func renderPiece(mf *dto.MetricFamily, level int) (*piece, error) {
 	var b bytes.Buffer
 	if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", mf.GetName(), err)
 	}
 	p := &piece{name: mf.GetName(), plain: bytes.Clone(b.Bytes())}
+	if level == noCompression {
+		return p, nil
+	}
 	z := newZwriter(level)
 	_, _ = z.Write(p.plain) // a bytes.Buffer underneath: no error
 	var err error
 	p.z, err = z.finish(level)
 	return p, err
 }
+
+// noCompression tells renderPiece to make no gzip chunk: the piece serves a
+// plain scrape only.
+const noCompression = -100
 
 // perScrapeCollector emits the families of a view that change with the
 // scrape's clock.
@@ -223,6 +231,9 @@ func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v top
 	errs = append(errs, err)
 	gz := acceptsGzip(r)
 	level := flate.BestSpeed
+	if !gz {
+		level = noCompression
+	}
 	pieces := slices.Clone(vp.pieces)
 	have := make(map[string]bool, len(pieces)+len(mfs)+1)
 	for _, p := range pieces {
