@@ -2,9 +2,11 @@ package collector
 
 import (
 	"bytes"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -197,5 +200,37 @@ func TestHelpEscaper(t *testing.T) {
 		if got := "# HELP x " + helpEscaper.Replace(help); got != want {
 			t.Errorf("help %q escaped as %q, expfmt writes %q", help, got, want)
 		}
+	}
+}
+
+// TestHostileExpositionPromtool: /metrics of a fleet with hostile label
+// values in every node label, through the production handler, passes
+// `promtool check metrics`, plain and gzip alike.
+func TestHostileExpositionPromtool(t *testing.T) {
+	testenv.Need(t, testenv.Promtool)
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := fixture.Golden()
+	for i, s := range hostile {
+		nd := fixture.Node(int64(100+i), s+"#"+strconv.Itoa(i), []string{"", "rack2", s}[i%3], []string{"ipmi", s}[i%2])
+		nd.Name = fixture.Ptr(s + "-" + strconv.Itoa(i))
+		snap.Nodes = append(snap.Nodes, nd)
+	}
+	snap.Conductors = append(snap.Conductors, fixture.Conductor(9, `c"\`+"\n", "", true, fixture.Ago(time.Second), "ipmi"))
+	cache := newTestCache(t, fixture.NewSource(snap), time.Minute)
+	h := metricsHandler(cache, ExporterOptions{NodeInfo: true})
+	plain, _ := get(t, h, "")
+	if gz, _ := get(t, h, "gzip"); !bytes.Equal(gz, plain) {
+		t.Errorf("gzip exposition (%d bytes) differs from the plain one (%d bytes)", len(gz), len(plain))
+	}
+	if n := bytes.Count(plain, []byte("\n"+nodeInfoName+"{")); n != len(snap.Nodes) {
+		t.Errorf("%d node series, want %d", n, len(snap.Nodes))
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(plain)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
