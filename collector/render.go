@@ -107,11 +107,12 @@ func (h *handler) viewOf(v topology.View) *viewPieces {
 	reg.MustRegister(viewCollector{view: v, now: h.cache.Now(), opts: opts})
 	mfs, err := reg.Gather()
 	vp.err = err
+	fw := newFlate(flate.DefaultCompression)
 	for _, mf := range mfs {
 		if perScrapeFamilies[mf.GetName()] {
 			continue
 		}
-		p, err := renderPiece(mf, flate.DefaultCompression)
+		p, err := renderPiece(mf, fw)
 		if err != nil {
 			vp.err = errors.Join(vp.err, err)
 			continue
@@ -148,9 +149,9 @@ func (np *nodePieces) gzipped(t *topology.Topology) (*zchunk, error) {
 	np.mu.Lock()
 	defer np.mu.Unlock()
 	if np.z == nil && np.err == nil {
-		z := newZwriter(flate.DefaultCompression)
+		z := newZwriter(newFlate(flate.DefaultCompression))
 		err := writeNodeFamily(z, t, layout)
-		c, ferr := z.finish(flate.DefaultCompression)
+		c, ferr := z.finish()
 		if np.err = errors.Join(err, ferr); np.err == nil {
 			np.z = &c
 		}
@@ -163,27 +164,23 @@ func (np *nodePieces) writeText(w io.Writer, t *topology.Topology) error {
 	return writeNodeFamily(w, t, np.layoutOf(t))
 }
 
-// renderPiece encodes one family as text and, unless level is
-// noCompression, as a gzip chunk.
-func renderPiece(mf *dto.MetricFamily, level int) (*piece, error) {
+// renderPiece encodes one family as text and, when fw is not nil, as a
+// gzip chunk compressed by fw.
+func renderPiece(mf *dto.MetricFamily, fw *flate.Writer) (*piece, error) {
 	var b bytes.Buffer
 	if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", mf.GetName(), err)
 	}
 	p := &piece{name: mf.GetName(), plain: bytes.Clone(b.Bytes())}
-	if level == noCompression {
+	if fw == nil {
 		return p, nil
 	}
-	z := newZwriter(level)
+	z := newZwriter(fw)
 	_, _ = z.Write(p.plain) // a bytes.Buffer underneath: no error
 	var err error
-	p.z, err = z.finish(level)
+	p.z, err = z.finish()
 	return p, err
 }
-
-// noCompression tells renderPiece to make no gzip chunk: the piece serves a
-// plain scrape only.
-const noCompression = -100
 
 // perScrapeCollector emits the families of a view that change with the
 // scrape's clock.
@@ -230,10 +227,6 @@ func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v top
 	mfs, err := gatherers.Gather()
 	errs = append(errs, err)
 	gz := acceptsGzip(r)
-	level := flate.BestSpeed
-	if !gz {
-		level = noCompression
-	}
 	pieces := slices.Clone(vp.pieces)
 	have := make(map[string]bool, len(pieces)+len(mfs)+1)
 	for _, p := range pieces {
@@ -244,10 +237,13 @@ func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v top
 			errs = append(errs, fmt.Errorf("family %s gathered twice; the process-wide one dropped", mf.GetName()))
 			continue
 		}
-		p, err := renderPiece(mf, level)
+		p, err := renderPiece(mf, nil)
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if gz {
+			p.z = storedChunk(p.plain)
 		}
 		pieces = append(pieces, p)
 	}

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -177,6 +178,48 @@ func TestConcurrentScrapes(t *testing.T) {
 	for i, got := range bodies {
 		if !bytes.Equal(got, want) {
 			t.Errorf("scrape %d (gzip %v): %d bytes differ from a lone scrape's %d", i, i%2 == 1, len(got), len(want))
+		}
+	}
+}
+
+// TestStoredChunk: stored blocks of any length (none, one, several of the
+// 65,535-byte maximum) splice with compressed chunks into one gzip member
+// that decodes to the concatenated text.
+func TestStoredChunk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, sizes := range [][]int{{0}, {1}, {65535}, {65536}, {200001, 3}, {5, 0, 70000}} {
+		var want []byte
+		var out bytes.Buffer
+		g := newGzipStream(&out)
+		fw := newFlate(flate.DefaultCompression)
+		for i, n := range sizes {
+			text := make([]byte, n)
+			for j := range text {
+				text[j] = "ab\"\\\n{}"[rng.IntN(7)]
+			}
+			want = append(want, text...)
+			c := storedChunk(text)
+			if i%2 == 1 { // alternate with compressed chunks
+				z := newZwriter(fw)
+				_, _ = z.Write(text)
+				var err error
+				if c, err = z.finish(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g.chunk(&c)
+		}
+		if err := g.close(); err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr.Multistream(false)
+		got, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("sizes %v: %d bytes decoded (%v), want %d", sizes, len(got), err, len(want))
 		}
 	}
 }
