@@ -30,12 +30,14 @@ import (
 //     (Topology.NodeGeneration) the nodes' order and the family's gzip chunk
 //     are kept (about 4 and 27 bytes a node); its plain text (about 180
 //     bytes a node) is not: a plain scrape writes it into the response as
-//     it goes, about as fast as copying it from memory would be;
+//     it goes (on 100,000 nodes the whole plain scrape costs about 2.5x the
+//     CPU of serving the same bytes from memory: BenchmarkMetrics);
 //   - every other family of collectView, rendered once per view (topology
 //     and refresh outcome), plain and gzip;
 //   - what changes between scrapes of one view, rendered per scrape: the
 //     families named in perScrapeFamilies (from collectPerScrape) and the
-//     process-wide Gatherer's (build info, Go runtime, refresh histogram).
+//     process-wide Gatherer's (build info, Go runtime, refresh histogram),
+//     in stored deflate blocks for a gzip scrape (zchunk.go).
 //
 // Any other negotiated format (protobuf) takes promhttp's path.
 
