@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"io"
@@ -11,8 +12,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,8 +25,10 @@ import (
 )
 
 // benchSnapshot is 300 conductors in 6 groups of 4 hardware types and n
-// nodes as db's reader makes them: unique UUIDs and names, shared pointers
-// for the states, an instance on a third of them.
+// nodes as db's reader makes them: unique UUIDs and names (their bytes
+// and the names' string headers packed in chunks, as the reader's string
+// arena packs them), shared pointers for the states, an instance on a third
+// of them.
 func benchSnapshot(n int) *db.Snapshot {
 	groups := []string{"", "rack1", "rack2", "rack3", "edge-a", "edge-b"}
 	types := []string{"ipmi", "redfish", "idrac", "ilo"}
@@ -35,28 +40,62 @@ func benchSnapshot(n int) *db.Snapshot {
 			UpdatedAt: fixture.Ago(time.Duration(rng.IntN(30)) * time.Second), HardwareTypes: types})
 	}
 	power, active, bm := fixture.Ptr("power on"), fixture.Ptr("active"), fixture.Ptr("baremetal")
+	var arena benchArena
 	snap.Nodes = make([]db.Node, n)
 	for i := range snap.Nodes {
 		nd := &snap.Nodes[i]
 		nd.ID = int64(i + 1)
-		nd.UUID = fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.Uint32()&0xffff,
-			rng.Uint32()&0xfff, rng.Uint32()&0xfff, rng.Uint64()&0xffffffffffff)
-		nd.Name = fixture.Ptr(fmt.Sprintf("node-%d", i))
+		nd.UUID = arena.str(fmt.Appendf(arena.scratch[:0], "%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.Uint32()&0xffff,
+			rng.Uint32()&0xfff, rng.Uint32()&0xfff, rng.Uint64()&0xffffffffffff))
+		nd.Name = arena.ptr(fmt.Appendf(arena.scratch[:0], "node-%d", i))
 		nd.ConductorGroup, nd.Driver = groups[rng.IntN(6)], types[rng.IntN(4)]
 		nd.PowerState, nd.ProvisionState, nd.ResourceClass = power, active, bm
 		if i%3 == 0 {
-			nd.InstanceUUID = fixture.Ptr(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i))
+			nd.InstanceUUID = arena.ptr(fmt.Appendf(arena.scratch[:0], "%08x-0000-4000-8000-%012x", i, i))
 		}
 		nd.CreatedAt, nd.UpdatedAt = fixture.Ago(time.Hour), fixture.Ago(time.Minute)
 	}
 	return snap
 }
 
+// benchArena packs strings as db's reader does (its stringArena): bytes in
+// 64 KiB chunks, the headers *string points to in chunks of 1024.
+type benchArena struct {
+	buf     []byte
+	ptrs    []string
+	scratch [64]byte
+}
+
+func (a *benchArena) str(b []byte) string {
+	if len(a.buf)+len(b) > cap(a.buf) {
+		a.buf = make([]byte, 0, 64<<10)
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return unsafe.String(&a.buf[start], len(b))
+}
+
+func (a *benchArena) ptr(b []byte) *string {
+	if len(a.ptrs) == cap(a.ptrs) {
+		a.ptrs = make([]string, 0, 1024)
+	}
+	a.ptrs = append(a.ptrs, a.str(b))
+	return &a.ptrs[len(a.ptrs)-1]
+}
+
+// benchCache is a cache over snap whose first refresh is done: Get waits
+// for a refresh only DefaultMaxWait without a deadline, less than a large
+// fleet's build takes, and a scrape would serve no topology.
 func benchCache(b *testing.B, snap *db.Snapshot) *topology.Cache {
 	c, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap), Settings: testSettings,
 		MinInterval: time.Hour, Now: func() time.Time { return testNow }})
 	if err != nil {
 		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if v := c.Get(ctx); v.Topology == nil || len(v.Topology.Nodes) != len(snap.Nodes) {
+		b.Fatalf("the first refresh: %v", v.Err)
 	}
 	return c
 }
@@ -74,7 +113,7 @@ func BenchmarkMetrics(b *testing.B) {
 			Logger: slog.New(slog.DiscardHandler)})
 		srv := httptest.NewServer(h)
 		b.Cleanup(srv.Close)
-		get := func(b *testing.B, url, enc string) []byte {
+		do := func(b *testing.B, url, enc string, read func(io.Reader) error) {
 			req, _ := http.NewRequest(http.MethodGet, url, nil)
 			req.Header.Set("Accept-Encoding", enc) // set by hand: the client leaves the body as sent
 			resp, err := srv.Client().Do(req)
@@ -82,11 +121,37 @@ func BenchmarkMetrics(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil || resp.StatusCode != http.StatusOK {
+			if err := read(resp.Body); err != nil || resp.StatusCode != http.StatusOK {
 				b.Fatalf("GET: %v, %d", err, resp.StatusCode)
 			}
+		}
+		get := func(b *testing.B, url, enc string) []byte {
+			var body []byte
+			do(b, url, enc, func(r io.Reader) (err error) { body, err = io.ReadAll(r); return err })
 			return body
+		}
+		// The timed scrapes read the body into a reused buffer, so that the
+		// client's own copying and allocation (io.ReadAll's growing buffer)
+		// does not hide the server's cost in both figures.
+		sink := make([]byte, 64<<10)
+		drain := func(b *testing.B, url, enc string, want int) {
+			do(b, url, enc, func(r io.Reader) error {
+				n := 0
+				for {
+					k, err := r.Read(sink)
+					n += k
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						return err
+					}
+				}
+				if n < want-16<<10 || n > want+16<<10 { // the per-scrape families vary a little
+					return fmt.Errorf("%d bytes, want about %d", n, want)
+				}
+				return nil
+			})
 		}
 		for _, enc := range []string{"identity", "gzip"} {
 			body := get(b, srv.URL, enc) // renders what a topology's scrapes share
@@ -102,43 +167,75 @@ func BenchmarkMetrics(b *testing.B) {
 			floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) }))
 			b.Cleanup(floor.Close)
 			b.Run(fmt.Sprintf("%s/nodes=%d", enc, n), func(b *testing.B) {
+				cpu := processCPU()
 				for b.Loop() {
-					get(b, srv.URL, enc)
+					drain(b, srv.URL, enc, len(body))
 				}
+				reportCPU(b, cpu)
 				b.ReportMetric(float64(len(body)), "bytes")
 			})
 			b.Run(fmt.Sprintf("%s-floor/nodes=%d", enc, n), func(b *testing.B) {
+				cpu := processCPU()
 				for b.Loop() {
-					get(b, floor.URL, enc)
+					drain(b, floor.URL, enc, len(body))
 				}
+				reportCPU(b, cpu)
 			})
 		}
 	}
 }
 
+// processCPU is the CPU time (user and system) the process has used: on a
+// shared machine a ratio of CPU times varies less than one of wall times,
+// which include the waits for a core.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process CPU time per iteration since start (client,
+// server and garbage collector together), as cpu-ns/op.
+func reportCPU(b *testing.B, start time.Duration) {
+	if b.N > 0 {
+		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // BenchmarkLiveHeap reports the live heap per node of everything a running
 // exporter keeps for a topology (snapshot, topology, the pre-rendered
-// exposition after a gzip scrape, and the plain one after a plain scrape),
-// measured with runtime.ReadMemStats after a GC. It scales linearly when
-// B/node stays flat from 10k to 1M.
+// exposition after a gzip scrape, and after a plain scrape too), measured
+// with runtime.ReadMemStats after a GC, and the CPU time per node of the
+// first gzip scrape (which renders and compresses the node family) and of
+// a plain scrape (which writes it). It scales linearly when the figures
+// stay flat from 10k to 1M.
 func BenchmarkLiveHeap(b *testing.B) {
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			var gzCPU, plainCPU time.Duration
 			for b.Loop() {
 				var before, gz, plain runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				cache := benchCache(b, benchSnapshot(n))
 				h := NewHandler(cache, HandlerOptions{ExporterOptions: ExporterOptions{NodeInfo: true}})
-				scrape := func(enc string) {
+				scrape := func(enc string, least int) time.Duration {
 					req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 					req.Header.Set("Accept-Encoding", enc)
-					h.ServeHTTP(httptest.NewRecorder(), req)
+					w := &discardResponse{header: http.Header{}}
+					start := processCPU()
+					h.ServeHTTP(w, req)
+					if w.n < least {
+						b.Fatalf("%s scrape: %d bytes, less than the node family's %d", enc, w.n, least)
+					}
+					return processCPU() - start
 				}
-				scrape("gzip")
+				gzCPU += scrape("gzip", 20*n) // about 27 bytes a node
 				runtime.GC()
 				runtime.ReadMemStats(&gz)
-				scrape("identity")
+				plainCPU += scrape("identity", 150*n) // about 182 bytes a node
 				runtime.GC()
 				runtime.ReadMemStats(&plain)
 				b.ReportMetric(float64(gz.HeapAlloc-before.HeapAlloc)/float64(n), "B/node")
@@ -146,6 +243,19 @@ func BenchmarkLiveHeap(b *testing.B) {
 				runtime.KeepAlive(cache)
 				runtime.KeepAlive(h)
 			}
+			b.ReportMetric(float64(gzCPU)/float64(b.N)/float64(n), "gzip-first-cpu-ns/node")
+			b.ReportMetric(float64(plainCPU)/float64(b.N)/float64(n), "plain-cpu-ns/node")
 		})
 	}
 }
+
+// discardResponse is an http.ResponseWriter that counts the body and keeps
+// none of it.
+type discardResponse struct {
+	header http.Header
+	n      int
+}
+
+func (w *discardResponse) Header() http.Header         { return w.header }
+func (w *discardResponse) WriteHeader(int)             {}
+func (w *discardResponse) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }

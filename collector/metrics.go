@@ -43,8 +43,7 @@ var (
 	reservedNodesDesc = prometheus.NewDesc("ironic_conductor_reserved_nodes",
 		"Nodes whose reservation (lock) names this host, whether or not a conductor of that name exists.",
 		[]string{"hostname"}, nil)
-	nodeInfoDesc = prometheus.NewDesc("ironic_node_conductor_info",
-		"1 per node; conductor is the hostname the hash ring maps it to, empty when no conductor can serve it.",
+	nodeInfoDesc = prometheus.NewDesc(nodeInfoName, nodeInfoHelp,
 		[]string{"node_uuid", "node_name", "conductor_group", "driver", "conductor"}, nil)
 	ringConductorsDesc = prometheus.NewDesc("ironic_hash_ring_conductors",
 		"Active conductors in the hash ring of a conductor group and hardware type.",
@@ -258,8 +257,9 @@ func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInf
 // ironic_node_conductor_info: by label values, labels sorted by name
 // (conductor, conductor_group, driver, node_name, node_uuid). Emitting
 // them presorted lets the registry's sort run in linear time, which on
-// 100,000 nodes saves most of a second per scrape. Computed once per node
-// generation, with the family (see nodeFamilies).
+// 100,000 nodes saves most of a second per scrape. The pre-rendered node
+// family (writeNodeFamily) is written in this order; it is computed once per
+// node generation and kept with the family's gzip chunk (nodePieces).
 func nodeInfoOrder(t *topology.Topology) []int32 {
 	order := make([]int32, len(t.Nodes))
 	for i := range order {

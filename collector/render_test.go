@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,8 +45,9 @@ func TestCRCCombine(t *testing.T) {
 	}
 }
 
-// prerenderFleet is a fleet large enough for several node chunks, with
-// names and an unserved group.
+// prerenderFleet is a fleet whose node family takes several of
+// writeNodeFamily's buffers (nodeTextFlush), with names and an unserved
+// group.
 func prerenderFleet(n int) *db.Snapshot {
 	snap := fixture.Golden()
 	snap.Nodes = nil
@@ -64,7 +67,7 @@ func prerenderFleet(n int) *db.Snapshot {
 // is byte for byte what promhttp renders from the same collectors, across
 // views of one node generation and a new one.
 func TestPrerenderedIsPromhttp(t *testing.T) {
-	src := fixture.NewSource(prerenderFleet(3*nodeChunk + 17))
+	src := fixture.NewSource(prerenderFleet(3*4096 + 17))
 	cache := newTestCache(t, src, 0)
 	own := prometheus.NewRegistry()
 	own.MustRegister(collectors.NewGoCollector())
@@ -78,7 +81,7 @@ func TestPrerenderedIsPromhttp(t *testing.T) {
 	// snapshot of them, served to both.
 	for step := 0; step < 3; step++ {
 		if step == 2 {
-			snap := prerenderFleet(nodeChunk + 1)
+			snap := prerenderFleet(4096 + 1)
 			snap.Nodes[0].Driver = "redfish"
 			src.Set(snap, nil)
 		}
@@ -137,4 +140,86 @@ func get(t *testing.T, h http.Handler, enc string) ([]byte, http.Header) {
 		}
 	}
 	return body, rec.Header()
+}
+
+// TestConcurrentScrapes: plain and gzip scrapes of one view, all at once on
+// a node generation never rendered, each get the whole exposition (run with
+// -race: the node family's layout and gzip chunk are made once, shared).
+func TestConcurrentScrapes(t *testing.T) {
+	cache := newTestCache(t, fixture.NewSource(prerenderFleet(2*4096+5)), time.Minute)
+	h := NewHandler(cache, HandlerOptions{ExporterOptions: ExporterOptions{NodeInfo: true}, Logger: slog.New(slog.DiscardHandler)})
+	want, _ := get(t, h, "")
+	h = NewHandler(cache, HandlerOptions{ExporterOptions: ExporterOptions{NodeInfo: true}, Logger: slog.New(slog.DiscardHandler)})
+	var wg sync.WaitGroup
+	bodies := make([][]byte, 8)
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			if i%2 == 1 {
+				req.Header.Set("Accept-Encoding", "gzip")
+			}
+			h.ServeHTTP(rec, req)
+			bodies[i] = rec.Body.Bytes()
+			if rec.Header().Get("Content-Encoding") == "gzip" {
+				zr, err := gzip.NewReader(bytes.NewReader(bodies[i]))
+				if err == nil {
+					bodies[i], err = io.ReadAll(zr)
+				}
+				if err != nil {
+					bodies[i] = []byte(err.Error())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, got := range bodies {
+		if !bytes.Equal(got, want) {
+			t.Errorf("scrape %d (gzip %v): %d bytes differ from a lone scrape's %d", i, i%2 == 1, len(got), len(want))
+		}
+	}
+}
+
+// TestStoredChunk: stored blocks of any length (none, one, several of the
+// 65,535-byte maximum) splice with compressed chunks into one gzip member
+// that decodes to the concatenated text.
+func TestStoredChunk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, sizes := range [][]int{{0}, {1}, {65535}, {65536}, {200001, 3}, {5, 0, 70000}} {
+		var want []byte
+		var out bytes.Buffer
+		g := newGzipStream(&out)
+		fw := newFlate(flate.DefaultCompression)
+		for i, n := range sizes {
+			text := make([]byte, n)
+			for j := range text {
+				text[j] = "ab\"\\\n{}"[rng.IntN(7)]
+			}
+			want = append(want, text...)
+			c := storedChunk(text)
+			if i%2 == 1 { // alternate with compressed chunks
+				z := newZwriter(fw)
+				_, _ = z.Write(text)
+				var err error
+				if c, err = z.finish(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g.chunk(&c)
+		}
+		if err := g.close(); err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr.Multistream(false)
+		got, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("sizes %v: %d bytes decoded (%v), want %d", sizes, len(got), err, len(want))
+		}
+	}
 }

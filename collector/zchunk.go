@@ -6,14 +6,14 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
-	"sync"
 )
 
 // A gzip response is spliced from pieces compressed at different times: the
 // per-node family once per node generation, the rest of the topology once
-// per view, the exporter's own metrics per scrape. Each piece is a run of
-// non-final deflate blocks ending on a byte boundary (a sync flush, RFC 1951
-// 3.2.4 stored block of length 0), whose back-references stay inside the
+// per view; the exporter's own metrics, rendered per scrape, go in stored
+// (uncompressed) blocks. Each piece is a run of non-final deflate blocks
+// ending on a byte boundary (a sync flush, RFC 1951 3.2.4 stored block of
+// length 0, or a stored block's end), whose back-references stay inside the
 // piece; such runs concatenate into one valid deflate stream, which one
 // final empty block closes. The gzip trailer's CRC-32 of the whole is
 // combined from the pieces' CRCs (the GF(2) operator of appending n zero
@@ -36,19 +36,21 @@ type zwriter struct {
 	size int64
 }
 
-var flatePools = map[int]*sync.Pool{}
-
-func init() {
-	for _, level := range []int{flate.BestSpeed, flate.DefaultCompression} {
-		flatePools[level] = &sync.Pool{New: func() any {
-			fw, _ := flate.NewWriter(io.Discard, level) // the level is valid
-			return fw
-		}}
+// newFlate returns a deflate compressor at level (a valid flate level). A
+// compressor is over a megabyte, whatever the level: one serves all the
+// chunks of a rendering (Reset between them) and is dropped with it, none
+// is pooled, so that none outlives the rendering in the live heap.
+func newFlate(level int) *flate.Writer {
+	fw, err := flate.NewWriter(io.Discard, level)
+	if err != nil {
+		panic(err) // only for an invalid level
 	}
+	return fw
 }
 
-func newZwriter(level int) *zwriter {
-	z := &zwriter{fw: flatePools[level].Get().(*flate.Writer)}
+// newZwriter starts a chunk compressed by fw.
+func newZwriter(fw *flate.Writer) *zwriter {
+	z := &zwriter{fw: fw}
 	z.fw.Reset(&z.buf)
 	return z
 }
@@ -59,13 +61,30 @@ func (z *zwriter) Write(p []byte) (int, error) {
 	return z.fw.Write(p)
 }
 
-// finish ends the chunk with a sync flush and returns the writer to its pool.
-func (z *zwriter) finish(level int) (zchunk, error) {
+// finish ends the chunk with a sync flush.
+func (z *zwriter) finish() (zchunk, error) {
 	err := z.fw.Flush()
 	z.fw.Reset(io.Discard)
-	flatePools[level].Put(z.fw)
 	data := bytes.Clone(z.buf.Bytes()) // exact size: it is kept
 	return zchunk{data: data, crc: z.crc, size: z.size, shift: zeroesOperator(z.size)}, err
+}
+
+// storedChunk returns plain as a chunk of stored (uncompressed) deflate
+// blocks (RFC 1951 3.2.4: starting on a byte boundary, a header byte 0 for
+// BFINAL=0 BTYPE=00 and its padding, LEN and NLEN, then at most 65,535
+// bytes): what a scrape renders for itself (a few kilobytes of the
+// exporter's own metrics) is not worth a compressor.
+func storedChunk(plain []byte) zchunk {
+	const maxStored = 65535
+	data := make([]byte, 0, len(plain)+5*(len(plain)/maxStored+1))
+	for rest := plain; len(rest) > 0; {
+		n := min(len(rest), maxStored)
+		data = append(data, 0, byte(n), byte(n>>8), ^byte(n), ^byte(n>>8))
+		data = append(data, rest[:n]...)
+		rest = rest[n:]
+	}
+	size := int64(len(plain))
+	return zchunk{data: data, crc: crc32.ChecksumIEEE(plain), size: size, shift: zeroesOperator(size)}
 }
 
 // gzipStream writes one gzip member from chunks.

@@ -214,7 +214,11 @@ func (t *Topology) lifecycle() {
 			}
 		}
 	}
-	backing := make([]int, 0, len(t.Nodes))
+	total := 0
+	for _, n := range prepared {
+		total += n
+	}
+	backing := make([]int, 0, total) // one allocation for all lists, of the nodes prepared only
 	for ci := range t.Conductors {
 		end := len(backing) + prepared[ci]
 		t.Conductors[ci].Prepared = backing[len(backing):len(backing):end]
