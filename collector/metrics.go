@@ -194,11 +194,11 @@ func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts Exp
 	}
 	for k, n := range t.AffinityUnavailable {
 		ch <- prometheus.MustNewConstMetric(affinityUnavailableDesc, prometheus.GaugeValue, float64(n),
-			k.ConductorGroup, string(k.Affinity))
+			k.ConductorGroup, k.Affinity.String())
 	}
 	for k, n := range t.Stuck {
 		ch <- prometheus.MustNewConstMetric(stuckDesc, prometheus.GaugeValue, float64(n),
-			k.ConductorGroup, k.ProvisionState, string(k.Reason))
+			k.ConductorGroup, k.ProvisionState, k.Reason.String())
 	}
 	for _, h := range sortedKeys(t.Reservations) {
 		ch <- prometheus.MustNewConstMetric(reservedNodesDesc, prometheus.GaugeValue, float64(t.Reservations[h]), h)

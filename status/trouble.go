@@ -49,7 +49,7 @@ func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []stuckNod
 			}
 			stranded = append(stranded, r)
 		}
-		if n.Stuck != "" && len(stuck) < maxNodeRows {
+		if n.Stuck != topology.NotStuck && len(stuck) < maxNodeRows {
 			r := stuckNodeRow{UUID: n.UUID, Name: name(n), State: provision(n), Conductor: n.Conductor, Why: stuckText(n)}
 			if n.Reservation != nil {
 				r.Reservation = *n.Reservation
@@ -284,7 +284,7 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 
 func trouble(n *topology.NodeInfo) int {
 	switch {
-	case n.Stuck != "":
+	case n.Stuck != topology.NotStuck:
 		return 0
 	case n.Reservation != nil:
 		return 1

@@ -89,43 +89,67 @@ func InProgress(state *string) bool { return state != nil && inProgress[*state] 
 // Affinity says where a node's boot environment is, from
 // nodes.conductor_affinity: the id of the conductor that last prepared the
 // node (Ironic sets it at deploy and in _do_takeover,
-// ironic/conductor/manager.py).
-type Affinity string
+// ironic/conductor/manager.py). It is one byte (a NodeInfo per node);
+// String gives its label value. The zero value is "not judged yet".
+type Affinity uint8
 
 // The affinity states of a node.
 const (
 	// AffinityNone: conductor_affinity is NULL (never prepared).
-	AffinityNone Affinity = "none"
+	AffinityNone Affinity = iota + 1
 	// AffinityUp: the conductor that prepared it is running (alive or
 	// draining).
-	AffinityUp Affinity = "up"
+	AffinityUp
 	// AffinityNotAlive: that conductor is stopped or dead: its boot files
 	// and logs are on a machine that does not answer.
-	AffinityNotAlive Affinity = "not_alive"
+	AffinityNotAlive
 	// AffinityMissing: no conductor row has that id any more (the
 	// conductor was unregistered and its row deleted).
-	AffinityMissing Affinity = "missing"
+	AffinityMissing
 )
 
-// Stuck says why a node in progress (InProgress) cannot move on.
-type Stuck string
+var affinityNames = [...]string{"", "none", "up", "not_alive", "missing"}
 
-// The reasons a node is stuck; "" when it is not.
+// String is the affinity's label value: none, up, not_alive or missing.
+func (a Affinity) String() string {
+	if int(a) < len(affinityNames) {
+		return affinityNames[a]
+	}
+	return "unknown"
+}
+
+// Stuck says why a node in progress (InProgress) cannot move on. It is
+// one byte (a NodeInfo per node); String gives its label value.
+type Stuck uint8
+
+// The reasons a node is stuck; NotStuck when it is not.
 const (
+	// NotStuck: the node can progress, or is not in progress.
+	NotStuck Stuck = iota
 	// StuckLockHolder: its reservation names a host that is not running
 	// (stopped, dead, or no conductor of that name). Ironic's
 	// _check_orphan_nodes and _check_deploying_status
 	// (ironic/conductor/manager.py) act on the nodes reserved by
 	// get_offline_conductors(); a host with no row at all is never
 	// released by them.
-	StuckLockHolder Stuck = "lock_holder_not_alive"
+	StuckLockHolder
 	// StuckNoConductor: no ring serves the node: nobody receives its
 	// callbacks or times it out.
-	StuckNoConductor Stuck = "no_conductor"
+	StuckNoConductor
 	// StuckConductorNotAlive: the ring maps it to a conductor that is not
 	// running (possible only where ring membership ignores heartbeats).
-	StuckConductorNotAlive Stuck = "conductor_not_alive"
+	StuckConductorNotAlive
 )
+
+var stuckNames = [...]string{"", "lock_holder_not_alive", "no_conductor", "conductor_not_alive"}
+
+// String is the reason's label value ("" when not stuck).
+func (s Stuck) String() string {
+	if int(s) < len(stuckNames) {
+		return stuckNames[s]
+	}
+	return "unknown"
+}
 
 // StuckReasons lists every Stuck reason in a fixed order.
 var StuckReasons = []Stuck{StuckLockHolder, StuckNoConductor, StuckConductorNotAlive}
@@ -209,7 +233,7 @@ func (t *Topology) lifecycle() {
 			case !owner.Running():
 				n.Stuck = StuckConductorNotAlive
 			}
-			if n.Stuck != "" {
+			if n.Stuck != NotStuck {
 				t.Stuck[StuckKey{n.ConductorGroup, ProvisionStateLabel(n.ProvisionState), n.Stuck}]++
 			}
 		}

@@ -67,13 +67,13 @@ func TestLifecycle(t *testing.T) {
 		stuck    Stuck
 	}
 	wants := []want{
-		{"c-up", AffinityUp, ""},
-		{"c-down", AffinityNotAlive, ""},
+		{"c-up", AffinityUp, NotStuck},
+		{"c-down", AffinityNotAlive, NotStuck},
 		{"c-down", AffinityNotAlive, StuckLockHolder},
-		{"", AffinityMissing, ""}, // the lock holder drains: still running
+		{"", AffinityMissing, NotStuck}, // the lock holder drains: still running
 		{"", AffinityNone, StuckNoConductor},
-		{"", AffinityNone, ""}, // not a state Ironic works in
-		{"c-drain", AffinityUp, ""},
+		{"", AffinityNone, NotStuck}, // not a state Ironic works in
+		{"c-drain", AffinityUp, NotStuck},
 	}
 	for i, w := range wants {
 		n := &topo.Nodes[i]
