@@ -1,13 +1,12 @@
 // Package dashboards generates the Grafana dashboards of
 // ironic-conductor-exporter with grafana-foundation-sdk. The JSON files
-// beside this file are its output: regenerate them with
+// beside this file are its output: regenerate them, with every copy the
+// mixin and the Helm chart keep, by the project's one generator
 //
-//	go generate ./dashboards
+//	go generate ./mixin
 //
 // and never edit them by hand (a test compares them with Generate).
 package dashboards
-
-//go:generate go run ./generate
 
 import (
 	"bytes"
