@@ -21,7 +21,9 @@ import (
 	"github.com/lib/pq"
 )
 
-// The snapshot queries. They name only columns that exist since Ironic Rocky
+// The snapshot queries (with SQLConductors, SQLNodes and
+// SQLNodesWithoutOwner, worded from their column lists in columns.go). They
+// name only columns that exist since Ironic Rocky
 // (alembic revision 664f85c2f622 added conductor_group to both tables;
 // nodes.conductor_affinity and target_provision_state are older still), are
 // plain SQL that PostgreSQL, MySQL and SQLite all accept, and sort by the
@@ -29,33 +31,12 @@ import (
 // (see queries): MySQL compares strings by a case-insensitive collation,
 // SQLite hands timestamps over as text.
 const (
-	// SQLConductors reads the conductors table.
-	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at, version
-FROM conductors
-ORDER BY id`
-
 	// SQLHardwareTypes reads the distinct hardware types each conductor
 	// registered; conductor_hardware_interfaces has one row per
 	// (conductor, hardware type, interface type, interface).
 	SQLHardwareTypes = `SELECT DISTINCT conductor_id, hardware_type
 FROM conductor_hardware_interfaces
 ORDER BY conductor_id, hardware_type`
-
-	// SQLNodes reads the nodes table, with owner (Ironic 12.1, Stein) and
-	// lessee (Ironic 15.0, Ussuri) for the API's policy.
-	SQLNodes = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class, created_at, updated_at,
-       conductor_affinity, target_provision_state, owner, lessee
-FROM nodes
-ORDER BY id`
-
-	// SQLNodesWithoutOwner reads the nodes table of a schema older than
-	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
-	SQLNodesWithoutOwner = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class, created_at, updated_at,
-       conductor_affinity, target_provision_state, NULL, NULL
-FROM nodes
-ORDER BY id`
 
 	// SQLSchemaRevision reads the alembic revision the schema was migrated
 	// to (or stamped with, by create_schema on SQLite): it tells which Ironic
@@ -122,32 +103,14 @@ type queries struct {
 // pgRawTextQueries are the statements for a PostgreSQL database whose text
 // is not all valid in its encoding (SQL_ASCII): the text columns come as
 // bytea, unconverted, so that the server never refuses a row.
-var pgRawTextQueries = queries{
-	conductors: `SELECT id, convert_to(hostname, 'SQL_ASCII'), convert_to(conductor_group, 'SQL_ASCII'), online,
-       convert_to(drivers, 'SQL_ASCII'), created_at, updated_at, convert_to(version, 'SQL_ASCII')
-FROM conductors
-ORDER BY id`,
-	hardwareTypes: `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
+var pgRawTextQueries = func() queries {
+	q := pgRawTextWording.queries()
+	q.hardwareTypes = `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
 FROM conductor_hardware_interfaces
-ORDER BY 1, 2`,
-	nodes: `SELECT id, convert_to(uuid, 'SQL_ASCII'), convert_to(name, 'SQL_ASCII'), convert_to(driver, 'SQL_ASCII'),
-       convert_to(conductor_group, 'SQL_ASCII'), convert_to(reservation, 'SQL_ASCII'),
-       convert_to(instance_uuid, 'SQL_ASCII'), convert_to(power_state, 'SQL_ASCII'),
-       convert_to(provision_state, 'SQL_ASCII'), maintenance, convert_to(resource_class, 'SQL_ASCII'),
-       created_at, updated_at, conductor_affinity, convert_to(target_provision_state, 'SQL_ASCII'),
-       convert_to(owner, 'SQL_ASCII'), convert_to(lessee, 'SQL_ASCII')
-FROM nodes
-ORDER BY id`,
-	nodesWithoutOwner: `SELECT id, convert_to(uuid, 'SQL_ASCII'), convert_to(name, 'SQL_ASCII'), convert_to(driver, 'SQL_ASCII'),
-       convert_to(conductor_group, 'SQL_ASCII'), convert_to(reservation, 'SQL_ASCII'),
-       convert_to(instance_uuid, 'SQL_ASCII'), convert_to(power_state, 'SQL_ASCII'),
-       convert_to(provision_state, 'SQL_ASCII'), maintenance, convert_to(resource_class, 'SQL_ASCII'),
-       created_at, updated_at, conductor_affinity, convert_to(target_provision_state, 'SQL_ASCII'),
-       NULL::bytea, NULL::bytea
-FROM nodes
-ORDER BY id`,
-	probe: SQLNodeProbe,
-}
+ORDER BY 1, 2`
+	q.probe = SQLNodeProbe
+	return q
+}()
 
 // isInvalidEncoding reports PostgreSQL's refusal to convert text to the
 // client's encoding (22021 character_not_in_repertoire, 22P05
