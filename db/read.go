@@ -323,20 +323,9 @@ func stepError(ctx context.Context, step string, start time.Time, err error) err
 	return fmt.Errorf("%s: %w", step, err)
 }
 
-func (d *DB) readConductors(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) (_ []Conductor, err error) {
-	const step = "reading conductors"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
-	rows, err := tx.QueryContext(ctx, query)
-	if err != nil {
-		return nil, stepError(ctx, step, start, err)
-	}
-	defer func() { _ = rows.Close() }()
-
+func (d *DB) readConductors(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) ([]Conductor, error) {
 	var out []Conductor
-	for rows.Next() {
+	err := d.readRows(ctx, watch, tx, "reading conductors", query, false, func(rows *sql.Rows) error {
 		var (
 			c                Conductor
 			online           anyBool
@@ -347,7 +336,7 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 			id               int64
 		)
 		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
-			return nil, stepError(ctx, step, start, err)
+			return err
 		}
 		c.ID = id
 		c.Hostname = w.conductorText(id, hostname.String, "hostname", hostname.Valid, hostname.String)
@@ -378,9 +367,10 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 			}
 		}
 		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, stepError(ctx, step, start, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -392,50 +382,43 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 // whose chain is linear) join with ",". A deadline or a lost connection is
 // an error as for the other queries.
 func (d *DB) readSchemaRevision(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx) (rev, warning string, err error) {
-	const step = "reading alembic_version"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
 	var revs []string
-	if err := tx.SelectContext(ctx, &revs, SQLSchemaRevision); err != nil {
+	err = d.inStep(ctx, watch, "reading alembic_version", func(ctx context.Context) error {
+		err := tx.SelectContext(ctx, &revs, SQLSchemaRevision)
+		if err == nil {
+			return nil
+		}
+		revs = nil
 		msg := err.Error()
 		switch {
 		case ctx.Err() != nil || !strings.Contains(msg, "alembic_version"):
-			return "", "", stepError(ctx, step, start, err)
+			return err
 		case strings.Contains(msg, "does not exist") || strings.Contains(msg, "doesn't exist") || strings.Contains(msg, "no such table"):
-			return "", "", nil
+			return nil
 		}
-		return "", "alembic_version cannot be read (grant SELECT on it to tell the Ironic release by the schema): " + msg, nil
+		warning = "alembic_version cannot be read (grant SELECT on it to tell the Ironic release by the schema): " + msg
+		return nil
+	})
+	if err != nil {
+		return "", "", err
 	}
-	return strings.Join(revs, ","), "", nil
+	return strings.Join(revs, ","), warning, nil
 }
 
 // readHardwareTypes fills HardwareTypes of conductors (ordered by ID).
 func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, conductors []Conductor, w *warner) error {
-	const step = "reading conductor hardware types"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
-	rows, err := tx.QueryContext(ctx, query)
-	if err != nil {
-		return stepError(ctx, step, start, err)
-	}
-	defer func() { _ = rows.Close() }()
-
-	for rows.Next() {
+	err := d.readRows(ctx, watch, tx, "reading conductor hardware types", query, false, func(rows *sql.Rows) error {
 		var (
 			id int64
 			nt sql.NullString
 		)
 		if err := rows.Scan(&id, &nt); err != nil {
-			return stepError(ctx, step, start, err)
+			return err
 		}
 		if !nt.Valid {
 			w.add(tableHardwareInterfaces, ReasonNull, fmt.Sprintf(
 				"conductor_hardware_interfaces (conductor_id %d): hardware_type is NULL, row skipped", id))
-			continue
+			return nil
 		}
 		ht := nt.String
 		if !utf8.ValidString(ht) {
@@ -453,9 +436,10 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 				conductors[i].HardwareTypes = append(hts, ht)
 			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return stepError(ctx, step, start, err)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	// The server sorts by its collation; the snapshot promises byte order and
 	// byte-wise distinct values.
@@ -482,28 +466,7 @@ func cmpInt64(a, b int64) int {
 // own buffer, neither copied nor parsed, and the timestamps as eight bytes.
 // count, the probe's in the same transaction, sizes the nodes (the last
 // snapshot's count when larger).
-func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, count int64, w *warner) (_ []Node, err error) {
-	const step = "reading nodes"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
-	var rows *sql.Rows
-	if binary {
-		stmt, err := tx.PrepareContext(ctx, query)
-		if err != nil {
-			return nil, stepError(ctx, step, start, err)
-		}
-		defer func() { _ = stmt.Close() }()
-		rows, err = stmt.QueryContext(ctx)
-		if err != nil {
-			return nil, stepError(ctx, step, start, err)
-		}
-	} else if rows, err = tx.QueryContext(ctx, query); err != nil {
-		return nil, stepError(ctx, step, start, err)
-	}
-	defer func() { _ = rows.Close() }()
-
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, count int64, w *warner) ([]Node, error) {
 	dec := newNodeDecoder(int(max(count, d.lastNodes.Load())))
 	// Scan targets, reused across rows. Text columns are scanned as
 	// sql.RawBytes (the driver's buffer, no copy).
@@ -515,14 +478,15 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	if binary {
 		targets[11], targets[12] = (*pgBinaryTime)(&r.created), (*pgBinaryTime)(&r.updated)
 	}
-	for rows.Next() {
+	err := d.readRows(ctx, watch, tx, "reading nodes", query, binary, func(rows *sql.Rows) error {
 		if err := rows.Scan(targets...); err != nil {
-			return nil, stepError(ctx, step, start, err)
+			return err
 		}
 		dec.add(&r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, stepError(ctx, step, start, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out, nw := dec.out, dec.warnings()
 	// Kept for the refreshes whose probe says the nodes did not change: the
@@ -645,15 +609,52 @@ func (dec *nodeDecoder) warnings() []nodeWarning {
 
 // checkQuery runs query, which returns no row, as one step of the snapshot.
 func (d *DB) checkQuery(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string) error {
+	return d.readRows(ctx, watch, tx, step, query, false, func(*sql.Rows) error { return nil })
+}
+
+// readRows runs query as one step of the snapshot (inStep), as a prepared
+// statement when prepared, and calls row for each row it returns; an error
+// of row ends the step with it.
+func (d *DB) readRows(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string, prepared bool, row func(*sql.Rows) error) error {
+	return d.inStep(ctx, watch, step, func(ctx context.Context) error {
+		var rows *sql.Rows
+		if prepared {
+			stmt, err := tx.PrepareContext(ctx, query)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = stmt.Close() }()
+			if rows, err = stmt.QueryContext(ctx); err != nil {
+				return err
+			}
+		} else {
+			var err error
+			if rows, err = tx.QueryContext(ctx, query); err != nil {
+				return err
+			}
+		}
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			if err := row(rows); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return rows.Close()
+	})
+}
+
+// inStep runs f as one step of the snapshot: under a deadline of its own
+// (QueryTimeout) and the connection watchdog, its error wrapped with the
+// step's name (stepError).
+func (d *DB) inStep(ctx context.Context, watch func(context.Context) func() bool, step string, f func(context.Context) error) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
 	defer watch(ctx)()
-	rows, err := tx.QueryContext(ctx, query)
-	if err != nil {
-		return stepError(ctx, step, start, err)
-	}
-	if err := rows.Close(); err != nil {
+	if err := f(ctx); err != nil {
 		return stepError(ctx, step, start, err)
 	}
 	return nil
