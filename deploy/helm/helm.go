@@ -33,11 +33,9 @@ const (
 	DashboardsDir = "dashboards"
 )
 
-// File is one file the chart keeps a copy of.
-type File struct {
-	Path string // relative to the repository root
-	Data []byte
-}
+// File is one file the chart keeps a copy of: a generated file as the
+// mixin's are.
+type File = mixin.File
 
 // Files renders the chart's copies from the repository at root: the rule
 // file as the mixin renders it with its default _config (not read from
@@ -52,7 +50,7 @@ func Files(root string) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering the rule file: %w", err)
 	}
-	files := []File{{RulesCopy, rules}}
+	files := []File{{Path: RulesCopy, Data: rules}}
 	dashboards, err := filepath.Glob(filepath.Join(root, DashboardsDir, "*.json"))
 	if err != nil {
 		return nil, err
@@ -66,7 +64,7 @@ func Files(root string) ([]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading a dashboard: %w", err)
 		}
-		files = append(files, File{path.Join(DashboardsCopyDir, filepath.Base(d)), b})
+		files = append(files, File{Path: path.Join(DashboardsCopyDir, filepath.Base(d)), Data: b})
 	}
 	return files, nil
 }

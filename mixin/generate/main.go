@@ -18,6 +18,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -55,6 +56,16 @@ func (w *writer) write(p string, data []byte) error {
 	return nil
 }
 
+// writeAll writes files.
+func (w *writer) writeAll(files []mixin.File) error {
+	for _, f := range files {
+		if err := w.write(f.Path, f.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // prune removes the files matching pattern (relative to the root) that
 // this run did not write: copies of a dashboard that no longer exists.
 func (w *writer) prune(pattern string) error {
@@ -84,15 +95,12 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("generating the dashboards: %w", err)
 	}
-	names := make([]string, 0, len(boards))
-	for name := range boards {
-		names = append(names, name)
+	var files []mixin.File
+	for _, name := range slices.Sorted(maps.Keys(boards)) {
+		files = append(files, mixin.File{Path: path.Join(helm.DashboardsDir, name), Data: boards[name]})
 	}
-	slices.Sort(names)
-	for _, name := range names {
-		if err := w.write(path.Join(helm.DashboardsDir, name), boards[name]); err != nil {
-			return err
-		}
+	if err := w.writeAll(files); err != nil {
+		return err
 	}
 	// Before anything copies them.
 	if err := w.prune(path.Join(helm.DashboardsDir, "*.json")); err != nil {
@@ -100,14 +108,12 @@ func run() error {
 	}
 
 	// 2. The mixin's files, among them the rule file of alerts/.
-	files, err := mixin.Files(root)
+	files, err = mixin.Files(root)
 	if err != nil {
 		return fmt.Errorf("rendering the mixin: %w", err)
 	}
-	for _, f := range files {
-		if err := w.write(f.Path, f.Data); err != nil {
-			return err
-		}
+	if err := w.writeAll(files); err != nil {
+		return err
 	}
 	if err := w.prune(path.Join(mixin.KollaDashboardsDir, "*")); err != nil {
 		return err
@@ -127,10 +133,8 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("rendering the chart's copies: %w", err)
 	}
-	for _, f := range copies {
-		if err := w.write(f.Path, f.Data); err != nil {
-			return err
-		}
+	if err := w.writeAll(copies); err != nil {
+		return err
 	}
 	return w.prune(path.Join(helm.DashboardsCopyDir, "*"))
 }
