@@ -62,6 +62,10 @@ var (
 	// pgRawTextWording reads text as bytea, unconverted, for a PostgreSQL
 	// database whose text is not all valid in its encoding (SQL_ASCII).
 	pgRawTextWording = wording{text: func(c string) string { return "convert_to(" + c + ", 'SQL_ASCII')" }, null: "NULL::bytea"}
+	// pgBinaryWording reads text through textsend and timestamps through
+	// timestamp_send, for the binary node read of pgQueries.
+	pgBinaryWording = wording{text: func(c string) string { return "textsend(" + c + ")" },
+		time: func(c string) string { return "timestamp_send(" + c + ")" }, null: "NULL::bytea"}
 )
 
 // word words one column.

@@ -471,13 +471,7 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	// Scan targets, reused across rows. Text columns are scanned as
 	// sql.RawBytes (the driver's buffer, no copy).
 	var r nodeRow
-	targets := []any{&r.id, &r.text[colUUID], &r.text[colName], &r.text[colDriver], &r.text[colGroup],
-		&r.text[colReservation], &r.text[colInstance], &r.text[colPower], &r.text[colProvision],
-		&r.maintenance, &r.text[colResourceClass], &r.created, &r.updated,
-		&r.affinity, &r.text[colTarget], &r.text[colOwner], &r.text[colLessee]}
-	if binary {
-		targets[11], targets[12] = (*pgBinaryTime)(&r.created), (*pgBinaryTime)(&r.updated)
-	}
+	targets := r.targets(binary)
 	err := d.readRows(ctx, watch, tx, "reading nodes", query, binary, func(rows *sql.Rows) error {
 		if err := rows.Scan(targets...); err != nil {
 			return err
@@ -517,6 +511,42 @@ const (
 var nodeTextNames = [nodeTextCols]string{"uuid", "name", "driver", "conductor_group", "reservation",
 	"instance_uuid", "power_state", "provision_state", "resource_class", "target_provision_state",
 	"owner", "lessee"}
+
+// targets are the scan targets of r, one per column of nodeColumns in
+// their order; with binary the timestamps are timestamp_send's. It panics
+// on a column without a field in nodeRow (TestNodeRowTargets).
+func (r *nodeRow) targets(binary bool) []any {
+	out := make([]any, 0, len(nodeColumns))
+	for _, c := range nodeColumns {
+		var t any
+		switch c.name {
+		case "id":
+			t = &r.id
+		case "maintenance":
+			t = &r.maintenance
+		case "conductor_affinity":
+			t = &r.affinity
+		case "created_at", "updated_at":
+			v := &r.created
+			if c.name == "updated_at" {
+				v = &r.updated
+			}
+			t = v
+			if binary {
+				t = (*pgBinaryTime)(v)
+			}
+		default:
+			if i := slices.Index(nodeTextNames[:], c.name); i >= 0 && c.kind == columnText {
+				t = &r.text[i]
+			}
+		}
+		if t == nil {
+			panic("db: nodeRow has no field for nodes." + c.name)
+		}
+		out = append(out, t)
+	}
+	return out
+}
 
 // nodeRow is one row of the nodes query as the driver hands it over. The
 // text columns may be views of the driver's buffer, valid until its next
