@@ -841,7 +841,7 @@ func TestNoTopologyYet(t *testing.T) {
 func TestStaleTopologyIsServed(t *testing.T) {
 	src := testfixture.NewSource(testSnapshot(db.BackendPostgreSQL))
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 0,
-		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5", Release: rules.MustRelease("21.4")},
+		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"}, Release: rules.MustRelease("21.4")},
 		Now:      func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatal(err)
@@ -868,7 +868,7 @@ func TestStaleHeaders(t *testing.T) {
 	now := testNow
 	src := testfixture.NewSource(testSnapshot(db.BackendPostgreSQL))
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 10 * time.Second,
-		Settings: topology.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"},
+		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"}},
 		Now:      func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

@@ -9,27 +9,50 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
-// conductorField is one field of Ironic's conductor representation.
+// conductorField is a set of the fields of Ironic's conductor
+// representation: bit i is conductorFields[i].
 type conductorField uint8
 
-// The fields in the order Ironic renders them (object_to_dict, then
-// "alive"): created_at, updated_at, hostname, conductor_group, drivers,
-// links, alive. links is always rendered.
-const (
-	cfCreatedAt conductorField = 1 << iota
-	cfUpdatedAt
-	cfHostname
-	cfGroup
-	cfDrivers
-	cfAlive
-
-	cfAll = cfCreatedAt | cfUpdatedAt | cfHostname | cfGroup | cfDrivers | cfAlive
-)
-
-var conductorFieldByName = map[string]conductorField{
-	"created_at": cfCreatedAt, "updated_at": cfUpdatedAt, "hostname": cfHostname,
-	"conductor_group": cfGroup, "drivers": cfDrivers, "alive": cfAlive, "links": 0,
+// conductorFields are the fields in the order Ironic renders them
+// (object_to_dict, then links and "alive"); links is always rendered.
+var conductorFields = []struct {
+	name   string
+	always bool
+	value  func(b []byte, base string, c *topology.ConductorInfo) []byte
+}{
+	{name: "created_at", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte { return appendTime(b, c.CreatedAt) }},
+	{name: "updated_at", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte { return appendTime(b, c.UpdatedAt) }},
+	{name: "hostname", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte { return appendString(b, c.Hostname) }},
+	{name: "conductor_group", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte {
+		return appendString(b, c.ConductorGroup)
+	}},
+	{name: "drivers", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte {
+		b = append(b, '[')
+		for i, d := range c.Drivers {
+			if i > 0 {
+				b = append(b, ',', ' ')
+			}
+			b = appendString(b, d)
+		}
+		return append(b, ']')
+	}},
+	{name: "links", always: true, value: func(b []byte, base string, c *topology.ConductorInfo) []byte {
+		return appendLinks(b, base, "conductors", c.Hostname)
+	}},
+	{name: "alive", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte { return appendBool(b, c.Alive) }},
 }
+
+// cfAll is every field.
+var cfAll = conductorField(1<<len(conductorFields) - 1)
+
+// conductorFieldByName is the bit of each field.
+var conductorFieldByName = func() map[string]conductorField {
+	m := make(map[string]conductorField, len(conductorFields))
+	for i, f := range conductorFields {
+		m[f.name] = 1 << i
+	}
+	return m
+}()
 
 // conductorDefaultFields is DEFAULT_RETURN_FIELDS of
 // ironic/api/controllers/v1/conductor.py.
@@ -60,43 +83,12 @@ func conductorMask(fields []string) (conductorField, *apiError) {
 func appendConductor(b []byte, base string, c *topology.ConductorInfo, m conductorField) []byte {
 	b = append(b, '{')
 	first := true
-	if m&cfCreatedAt != 0 {
-		b = appendKey(b, first, "created_at")
-		b = appendTime(b, c.CreatedAt)
-		first = false
-	}
-	if m&cfUpdatedAt != 0 {
-		b = appendKey(b, first, "updated_at")
-		b = appendTime(b, c.UpdatedAt)
-		first = false
-	}
-	if m&cfHostname != 0 {
-		b = appendKey(b, first, "hostname")
-		b = appendString(b, c.Hostname)
-		first = false
-	}
-	if m&cfGroup != 0 {
-		b = appendKey(b, first, "conductor_group")
-		b = appendString(b, c.ConductorGroup)
-		first = false
-	}
-	if m&cfDrivers != 0 {
-		b = appendKey(b, first, "drivers")
-		b = append(b, '[')
-		for i, d := range c.Drivers {
-			if i > 0 {
-				b = append(b, ',', ' ')
-			}
-			b = appendString(b, d)
+	for i, f := range conductorFields {
+		if f.always || m&(1<<i) != 0 {
+			b = appendKey(b, first, f.name)
+			b = f.value(b, base, c)
+			first = false
 		}
-		b = append(b, ']')
-		first = false
-	}
-	b = appendKey(b, first, "links")
-	b = appendLinks(b, base, "conductors", c.Hostname)
-	if m&cfAlive != 0 {
-		b = append(b, `, "alive": `...)
-		b = appendBool(b, c.Alive)
 	}
 	return append(b, '}')
 }

@@ -93,8 +93,8 @@ func newFixtureAt(t testing.TB, snap *db.Snapshot, srcErr error, release string,
 	src.Set(snap, srcErr)
 	cache, err := topology.NewCache(topology.CacheConfig{
 		Source: src,
-		Settings: topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
-			Algorithm: ring.Algorithm("md5"), Release: rules.MustRelease(release)},
+		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
+			Algorithm: ring.Algorithm("md5")}, Release: rules.MustRelease(release)},
 		MinInterval: time.Hour,
 		Now:         func() time.Time { return testNow },
 	})

@@ -22,6 +22,10 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// shortEscape is the letter of json.dumps' two-character escape of an ASCII
+// byte, 0 for the bytes it writes as \u00XX.
+var shortEscape = [utf8.RuneSelf]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't', '\b': 'b', '\f': 'f'}
+
 // appendString appends s as a JSON string the way Python's json.dumps does
 // with ensure_ascii=True: '"' and '\\' escaped, the usual short escapes for
 // \n \r \t \b \f, every other byte outside ' '..'~' as \u00XX, and non-ASCII
@@ -38,22 +42,9 @@ func appendString(b []byte, s string) []byte {
 		}
 		b = append(b, s[start:i]...)
 		if c < utf8.RuneSelf {
-			switch c {
-			case '"':
-				b = append(b, '\\', '"')
-			case '\\':
-				b = append(b, '\\', '\\')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
+			if e := shortEscape[c]; e != 0 {
+				b = append(b, '\\', e)
+			} else {
 				b = appendU4(b, rune(c))
 			}
 			i++

@@ -91,16 +91,27 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
+// compareNullable orders nil (NULL) as the database orders NULL.
 func (c collation) compareNullable(a, b *string) int {
-	switch {
-	case a == nil && b == nil:
-		return 0
-	case a == nil:
-		return c.nullOrder()
-	case b == nil:
-		return -c.nullOrder()
+	if o, null := c.compareNulls(a == nil, b == nil); null {
+		return o
 	}
 	return c.compare(*a, *b)
+}
+
+// compareNulls orders two values of which one or both are NULL as the
+// database does; null is false when neither is, for the caller to compare
+// the values.
+func (c collation) compareNulls(aNull, bNull bool) (o int, null bool) {
+	switch {
+	case aNull && bNull:
+		return 0, true
+	case aNull:
+		return c.nullOrder(), true
+	case bNull:
+		return -c.nullOrder(), true
+	}
+	return 0, false
 }
 
 func (c collation) nullOrder() int {
@@ -123,29 +134,18 @@ func (c collation) conductor(t *topology.Topology, hostname string) (*topology.C
 	return nil, false
 }
 
-// nodeByUUID finds a node by UUID as the database would.
-func (c collation) nodeByUUID(t *topology.Topology, uuid string) (*topology.NodeInfo, bool) {
-	if n, ok := t.Node(uuid); ok && n.UUID == uuid {
-		return n, true
-	}
-	if c.fold {
-		for i := range t.Nodes {
-			if strings.EqualFold(t.Nodes[i].UUID, uuid) {
-				return &t.Nodes[i], true
-			}
+// node finds the node whose field f (nodeFieldUUID or nodeFieldName)
+// equals ident as the database would: the topology's exact index first,
+// then, under a case-insensitive collation, every node.
+func (c collation) node(t *topology.Topology, f *nodeField, ident string) (*topology.NodeInfo, bool) {
+	if n, ok := t.Node(ident); ok {
+		if v := f.str(n); v != nil && *v == ident {
+			return n, true
 		}
 	}
-	return nil, false
-}
-
-// nodeByName finds a node by name as the database would.
-func (c collation) nodeByName(t *topology.Topology, name string) (*topology.NodeInfo, bool) {
-	if n, ok := t.Node(name); ok && n.Name != nil && *n.Name == name {
-		return n, true
-	}
 	if c.fold {
 		for i := range t.Nodes {
-			if n := t.Nodes[i].Name; n != nil && strings.EqualFold(*n, name) {
+			if v := f.str(&t.Nodes[i]); v != nil && strings.EqualFold(*v, ident) {
 				return &t.Nodes[i], true
 			}
 		}

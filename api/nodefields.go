@@ -173,6 +173,7 @@ var (
 	// nodeFieldLinks is the links field, rendered with every fields=.
 	nodeFieldLinks = nodeFieldByName["links"]
 	nodeFieldUUID  = nodeFieldByName["uuid"]
+	nodeFieldName  = nodeFieldByName["name"]
 )
 
 // UnservedNodeFields are the fields of Ironic's node (as of 21.4) the
@@ -322,26 +323,16 @@ func affinityHost(t *topology.Topology, n *topology.NodeInfo) string {
 
 // compareTime orders the zero time (NULL) as the database orders NULL.
 func compareTime(a, b time.Time, c collation) int {
-	switch {
-	case a.IsZero() && b.IsZero():
-		return 0
-	case a.IsZero():
-		return c.nullOrder()
-	case b.IsZero():
-		return -c.nullOrder()
+	if o, null := c.compareNulls(a.IsZero(), b.IsZero()); null {
+		return o
 	}
 	return a.Compare(b)
 }
 
 // compareNullableInt orders nil (NULL) as the database orders NULL.
 func compareNullableInt(a, b *int64, c collation) int {
-	switch {
-	case a == nil && b == nil:
-		return 0
-	case a == nil:
-		return c.nullOrder()
-	case b == nil:
-		return -c.nullOrder()
+	if o, null := c.compareNulls(a == nil, b == nil); null {
+		return o
 	}
 	return cmp.Compare(*a, *b)
 }

@@ -40,7 +40,7 @@ func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topolog
 func (rq *request) findNodeOnce(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	c := collationOf(t)
 	if isUUIDLike(ident) {
-		if n, ok := c.nodeByUUID(t, ident); ok {
+		if n, ok := c.node(t, nodeFieldUUID, ident); ok {
 			return n, nil
 		}
 		return nil, nodeNotFound(ident)
@@ -55,7 +55,7 @@ func (rq *request) findNodeOnce(t *topology.Topology, ident string) (*topology.N
 	if !valid {
 		return nil, badRequest("Expected a logical name or UUID but received " + ident + ".")
 	}
-	if n, ok := c.nodeByName(t, ident); ok {
+	if n, ok := c.node(t, nodeFieldName, ident); ok {
 		return n, nil
 	}
 	return nil, nodeNotFound(ident)
@@ -456,7 +456,7 @@ func (rq *request) listNodes(detailEndpoint bool) {
 	var marker *topology.NodeInfo
 	if a.marker != "" {
 		var ok bool
-		if marker, ok = collationOf(t).nodeByUUID(t, a.marker); !ok {
+		if marker, ok = collationOf(t).node(t, nodeFieldUUID, a.marker); !ok {
 			rq.fail(nodeNotFound(a.marker))
 			return
 		}

@@ -26,8 +26,8 @@ import (
 
 var (
 	testNow      = fixture.Now
-	testSettings = topology.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
-		Algorithm: fixture.Algorithm("md5"), Release: rules.MustRelease("21.4")}
+	testSettings = topology.Settings{Settings: rules.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5,
+		Algorithm: fixture.Algorithm("md5")}, Release: rules.MustRelease("21.4")}
 )
 
 func newTestCache(t *testing.T, src topology.Source, minInterval time.Duration) *topology.Cache {

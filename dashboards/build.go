@@ -1,13 +1,12 @@
 // Package dashboards generates the Grafana dashboards of
 // ironic-conductor-exporter with grafana-foundation-sdk. The JSON files
-// beside this file are its output: regenerate them with
+// beside this file are its output: regenerate them, with every copy the
+// mixin and the Helm chart keep, by the project's one generator
 //
-//	go generate ./dashboards
+//	go generate ./mixin
 //
 // and never edit them by hand (a test compares them with Generate).
 package dashboards
-
-//go:generate go run ./generate
 
 import (
 	"bytes"
@@ -21,6 +20,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
 // Tag is carried by every dashboard of the project; the dashboard links
@@ -130,40 +130,35 @@ func dsRef() common.DataSourceRef {
 	return common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(varDatasource)}
 }
 
-// query is a range query; legend may be empty.
-func query(ref, expr, legend string) *prometheus.DataqueryBuilder {
-	q := prometheus.NewDataqueryBuilder().
+// promQuery is a query of expr on $datasource.
+func promQuery(ref, expr string) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().
 		RefId(ref).
 		Datasource(dsRef()).
-		Expr(expr).
-		Range()
+		Expr(expr)
+}
+
+// withLegend sets the legend of q unless it is empty.
+func withLegend(q *prometheus.DataqueryBuilder, legend string) *prometheus.DataqueryBuilder {
 	if legend != "" {
 		q = q.LegendFormat(legend)
 	}
 	return q
+}
+
+// query is a range query; legend may be empty.
+func query(ref, expr, legend string) *prometheus.DataqueryBuilder {
+	return withLegend(promQuery(ref, expr).Range(), legend)
 }
 
 // instant is an instant query in table format, for table panels.
 func instant(ref, expr string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().
-		RefId(ref).
-		Datasource(dsRef()).
-		Expr(expr).
-		Instant().
-		Format(prometheus.PromQueryFormatTable)
+	return promQuery(ref, expr).Instant().Format(prometheus.PromQueryFormatTable)
 }
 
-// statQuery is an instant query for a stat panel.
+// statQuery is an instant query for a stat panel; legend may be empty.
 func statQuery(ref, expr, legend string) *prometheus.DataqueryBuilder {
-	q := prometheus.NewDataqueryBuilder().
-		RefId(ref).
-		Datasource(dsRef()).
-		Expr(expr).
-		Instant()
-	if legend != "" {
-		q = q.LegendFormat(legend)
-	}
-	return q
+	return withLegend(promQuery(ref, expr).Instant(), legend)
 }
 
 // Grafana's named colours.
@@ -358,6 +353,8 @@ func conductorURL(hostname string) string {
 	return "/d/" + ConductorUID + "?${__url_time_range}&${datasource:queryparam}&${cluster:queryparam}&${job:queryparam}&${instance:queryparam}&var-hostname=" + hostname
 }
 
+// newDashboard is a dashboard of the project with the variables every one
+// has: datasource, cluster, job and instance.
 func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 	return dashboard.NewDashboardBuilder(title).
 		Uid(uid).
@@ -376,7 +373,11 @@ func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 			BuiltIn(1).
 			Enable(true).
 			Hide(true).
-			IconColor("rgba(0, 211, 255, 1)"))
+			IconColor("rgba(0, 211, 255, 1)")).
+		WithVariable(datasourceVariable()).
+		WithVariable(clusterVariable()).
+		WithVariable(jobVariable()).
+		WithVariable(instanceVariable())
 }
 
 // newStat is a stat panel on $datasource showing the last value.
@@ -386,6 +387,41 @@ func newStat() *stat.PanelBuilder {
 		Orientation(common.VizOrientationAuto).
 		JustifyMode(common.BigValueJustifyModeAuto).
 		ReduceOptions(lastValue())
+}
+
+// newThresholdStat is a stat panel whose background takes the colour of
+// the thresholds (base below the first step), without a graph.
+func newThresholdStat(base string, steps ...step) *stat.PanelBuilder {
+	return newStat().
+		ColorScheme(thresholdColor()).
+		Thresholds(thresholds(base, steps...)).
+		ColorMode(common.BigValueColorModeBackground).
+		GraphMode(common.BigValueGraphModeNone)
+}
+
+// newCountStat is a stat panel showing a count in the text colour, over a
+// graph of it.
+func newCountStat() *stat.PanelBuilder {
+	return newStat().
+		ColorScheme(fixedColor(text)).
+		Thresholds(thresholds(text)).
+		ColorMode(common.BigValueColorModeValue).
+		GraphMode(common.BigValueGraphModeArea)
+}
+
+// newTimeseries is a time series panel on $datasource: palette colours from
+// 0, every series in the tooltip.
+func newTimeseries() *timeseries.PanelBuilder {
+	return timeseries.NewPanelBuilder().
+		Datasource(dsRef()).
+		Min(0).
+		ColorScheme(paletteColor()).
+		Tooltip(tooltipAll())
+}
+
+// dashedThresholds draws a time series panel's thresholds as dashed lines.
+func dashedThresholds() *common.GraphThresholdsStyleConfigBuilder {
+	return common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)
 }
 
 // newTable is a table panel on $datasource.

@@ -291,11 +291,11 @@ func TestGenerated(t *testing.T) {
 	for name, want := range gen {
 		got, err := os.ReadFile(name)
 		if err != nil {
-			t.Errorf("%s: %v (run go generate ./dashboards)", name, err)
+			t.Errorf("%s: %v (run go generate ./mixin)", name, err)
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the generator's output (run go generate ./dashboards):\n%s",
+			t.Errorf("%s differs from the generator's output (run go generate ./mixin):\n%s",
 				name, cmp.Diff(string(want), string(got)))
 		}
 	}

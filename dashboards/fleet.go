@@ -3,7 +3,6 @@ package dashboards
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
-	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
 // defaultGroup names Ironic's default conductor group (the empty string,
@@ -60,90 +59,56 @@ var busiestVsFairShare = "max by (conductor_group, hardware_type) (\n" +
 func Fleet() (dashboard.Dashboard, error) {
 	b := newDashboard("Ironic conductors / Fleet", FleetUID,
 		"Liveness of OpenStack Ironic's conductors and how Ironic's hash rings spread the nodes over them, "+
-			"from ironic-conductor-exporter.").
-		WithVariable(datasourceVariable()).
-		WithVariable(clusterVariable()).
-		WithVariable(jobVariable()).
-		WithVariable(instanceVariable())
+			"from ironic-conductor-exporter.")
 
 	// Overview.
 	b = b.WithRow(row("Overview")).
-		WithPanel(newStat().
+		WithPanel(newThresholdStat(green).
 			Title("Conductors by state").
 			Description("Conductors in each state, as ironic_conductor_state reports it: alive (online, fresh heartbeat), "+
 				"draining (offline, still heartbeating), stopped (offline, stale: a clean stop) and dead (online but stale: "+
 				"crashed or hung). Draining and dead conductors turn the tile yellow and red.").
-			Datasource(dsRef()).
 			WithTarget(statQuery("A", "sum by (state) (max by (hostname, conductor_group, state) ("+sel("ironic_conductor_state")+"))", "{{state}}")).
 			Unit("none").
 			Decimals(0).
-			ColorScheme(thresholdColor()).
-			Thresholds(thresholds(green)).
 			OverrideByName("alive", []dashboard.DynamicConfigValue{propColor(green)}).
 			OverrideByName("draining", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(green, step{1, yellow})}).
 			OverrideByName("stopped", []dashboard.DynamicConfigValue{propColor(blue)}).
 			OverrideByName("dead", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(green, step{1, red})}).
-			ColorMode(common.BigValueColorModeBackground).
-			GraphMode(common.BigValueGraphModeNone).
 			TextMode(common.BigValueTextModeValueAndName).
-			ReduceOptions(lastValue()).
 			GridPos(gridPos(8, 5))).
-		WithPanel(newStat().
+		WithPanel(newCountStat().
 			Title("Nodes").
 			Description("Nodes in Ironic's database (ironic_nodes).").
-			Datasource(dsRef()).
 			WithTarget(query("A", "max("+sel("ironic_nodes")+")", "nodes")).
 			Unit("none").
 			Decimals(0).
-			ColorScheme(fixedColor(text)).
-			Thresholds(thresholds(text)).
-			ColorMode(common.BigValueColorModeValue).
-			GraphMode(common.BigValueGraphModeArea).
-			ReduceOptions(lastValue()).
 			GridPos(gridPos(4, 5))).
-		WithPanel(newStat().
+		WithPanel(newThresholdStat(green, step{1, red}).
 			Title("Nodes without conductor").
 			Description("Nodes no hash ring can serve: no alive conductor of the node's conductor group registered its " +
 				"driver (hardware type). Ironic cannot manage them until one does. Any is red.").
-			Datasource(dsRef()).
 			WithTarget(statQuery("A", zeroWhenUp("sum(max by (conductor_group, driver) ("+sel("ironic_nodes_without_conductor")+"))"), "nodes")).
 			Unit("none").
 			Decimals(0).
-			ColorScheme(thresholdColor()).
-			Thresholds(thresholds(green, step{1, red})).
-			ColorMode(common.BigValueColorModeBackground).
-			GraphMode(common.BigValueGraphModeNone).
-			ReduceOptions(lastValue()).
 			GridPos(gridPos(4, 5))).
-		WithPanel(newStat().
+		WithPanel(newThresholdStat(green, step{1, red}).
 			Title("Stuck reservations").
 			Description("Nodes locked (reservation) by a host that is not a running (alive or draining) conductor: a dead, stopped or unknown " +
 				"conductor holds the lock, and the nodes stay locked until a conductor of that name starts again or " +
 				"an operator clears them. Any is red.").
-			Datasource(dsRef()).
 			WithTarget(statQuery("A", zeroWhenUp("sum(\n"+stuckReservations+"\n)"), "nodes")).
 			Unit("none").
 			Decimals(0).
-			ColorScheme(thresholdColor()).
-			Thresholds(thresholds(green, step{1, red})).
-			ColorMode(common.BigValueColorModeBackground).
-			GraphMode(common.BigValueGraphModeNone).
-			ReduceOptions(lastValue()).
 			GridPos(gridPos(4, 5))).
-		WithPanel(newStat().
+		WithPanel(newThresholdStat(red, step{1, green}).
 			Title("Database reads").
 			Description("Whether the latest refresh from Ironic's database worked on every selected exporter " +
 				"(the minimum of ironic_up). When it is down the exporters keep serving the last topology they read; " +
 				"see the Exporter row for how old it is.").
-			Datasource(dsRef()).
 			WithTarget(statQuery("A", "min("+sel("ironic_up")+")", "")).
 			Unit("none").
-			ColorScheme(thresholdColor()).
-			Thresholds(thresholds(red, step{1, green})).
 			Mappings(valueMappings(mapping{"0", "Failing", red}, mapping{"1", "OK", green})).
-			ColorMode(common.BigValueColorModeBackground).
-			GraphMode(common.BigValueGraphModeNone).
-			ReduceOptions(lastValue()).
 			GridPos(gridPos(4, 5)))
 
 	// Conductors.
@@ -153,7 +118,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Title("Conductors").
 			Description("Every conductor: its state, the age of its last heartbeat, the nodes the hash rings map to it and "+
 				"the nodes it holds locked. Click a hostname for its own dashboard.").
-			Datasource(dsRef()).
 			WithTarget(instant("A", defaultGroup(stateNumber(by)))).
 			WithTarget(instant("B", defaultGroup("time() - max by (hostname, conductor_group) ("+sel("ironic_conductor_heartbeat_timestamp_seconds")+")"))).
 			WithTarget(instant("C", defaultGroup("max by (hostname, conductor_group) ("+sel("ironic_conductor_nodes")+")"))).
@@ -180,7 +144,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Title("Conductors by group and state").
 			Description("Conductors of each conductor group in each state. A group with no alive conductor cannot serve "+
 				"its nodes.").
-			Datasource(dsRef()).
 			WithTarget(instant("A", defaultGroup("sum by (conductor_group, state) (max by (hostname, conductor_group, state) ("+sel("ironic_conductor_state")+"))"))).
 			WithTransformation(dashboard.DataTransformerConfig{Id: "groupingToMatrix", Options: map[string]any{
 				"columnField": "state", "rowField": "conductor_group", "valueField": "Value", "emptyValue": "zero",
@@ -190,50 +153,38 @@ func Fleet() (dashboard.Dashboard, error) {
 			OverrideByName("dead", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(green, step{1, red}), propCellBackground()}).
 			OverrideByName("alive", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(red, step{1, green}), propCellBackground()}).
 			GridPos(gridPos(8, 8))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Conductors by state over time").
 			Description("Conductors in each state over time (ironic_conductor_state).").
-			Datasource(dsRef()).
 			WithTarget(query("A", "sum by (state) (max by (hostname, conductor_group, state) ("+sel("ironic_conductor_state")+"))", "{{state}}")).
 			Unit("none").
 			Decimals(0).
-			Min(0).
-			ColorScheme(paletteColor()).
 			Overrides(stateOverrides()).
 			Legend(legendList()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(16, 8))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Heartbeat age").
 			Description("Seconds since each conductor's last heartbeat (time() - ironic_conductor_heartbeat_timestamp_seconds), "+
 				"cleanly stopped conductors left out. Ironic heartbeats every 10 s by default and drops a conductor "+
 				"from its rings after heartbeat_timeout (60 s by default): yellow from 30 s, red from 60 s.").
-			Datasource(dsRef()).
 			WithTarget(query("A", "time() - max by (hostname, conductor_group) ("+sel("ironic_conductor_heartbeat_timestamp_seconds")+")\n"+
 				"unless on (hostname, conductor_group) (max by (hostname, conductor_group) ("+sel("ironic_conductor_state", `state="stopped"`)+") == 1)",
 				"{{hostname}}")).
 			Unit("s").
-			Min(0).
-			ColorScheme(paletteColor()).
 			Thresholds(thresholds(green, heartbeatSteps...)).
-			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
+			ThresholdsStyle(dashedThresholds()).
 			OverrideByFieldType("number", []dashboard.DynamicConfigValue{seriesLink()}).
 			Legend(legendTable()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(12, 8))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Nodes per conductor").
 			Description("Nodes the hash rings map to each conductor now (ironic_conductor_nodes). A conductor that is not "+
 				"a ring member has none; when one leaves or joins, its nodes move to or from the others.").
-			Datasource(dsRef()).
 			WithTarget(query("A", "max by (hostname, conductor_group) ("+sel("ironic_conductor_nodes")+")", "{{hostname}}")).
 			Unit("none").
 			Decimals(0).
-			Min(0).
-			ColorScheme(paletteColor()).
 			OverrideByFieldType("number", []dashboard.DynamicConfigValue{seriesLink()}).
 			Legend(legendTable()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(12, 8)))
 
 	// Hash rings.
@@ -244,7 +195,6 @@ func Fleet() (dashboard.Dashboard, error) {
 				"nodes they serve, and the busiest conductor's nodes over the ring's fair share (nodes / conductors; 1 is "+
 				"perfect balance, yellow from 1.5, red from 2). A ring with one conductor has no failover (yellow). "+
 				"The balance column counts ironic_node_conductor_info, so it is empty with --no-collector.node-info.").
-			Datasource(dsRef()).
 			WithTarget(instant("A", defaultGroup("max by (conductor_group, hardware_type) ("+sel("ironic_hash_ring_conductors")+")"))).
 			WithTarget(instant("B", defaultGroup("max by (conductor_group, hardware_type) ("+sel("ironic_hash_ring_nodes")+")"))).
 			WithTarget(instant("C", defaultGroup(busiestVsFairShare))).
@@ -263,76 +213,60 @@ func Fleet() (dashboard.Dashboard, error) {
 				{Id: "decimals", Value: 2}, propThresholdColor(), propThresholds(green, step{1.5, yellow}, step{2, red}), propCellBackground(),
 			}).
 			GridPos(gridPos(12, 8))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Ring balance: spread of nodes per conductor").
 			Description("Per conductor group, the standard deviation of the nodes per ring member over their mean " +
 				"(coefficient of variation of ironic_conductor_nodes over hash ring members). 0 is perfect balance; with " +
 				"Ironic's default 32 partitions per host some spread is normal on small fleets: yellow from 25 %, red " +
 				"from 50 %. Members serving different hardware types are compared as if they served the same ring.").
-			Datasource(dsRef()).
 			WithTarget(query("A", defaultGroup(
 				"stddev by (conductor_group) (\n"+ringMembersNodes+"\n)\n/ avg by (conductor_group) (\n"+ringMembersNodes+"\n)"),
 				"{{conductor_group}}")).
 			Unit("percentunit").
-			Min(0).
-			ColorScheme(paletteColor()).
 			Thresholds(thresholds(green, step{0.25, yellow}, step{0.5, red})).
-			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
+			ThresholdsStyle(dashedThresholds()).
 			Legend(legendTable()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(12, 8))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Ring churn").
 			Description("Nodes whose conductor changed, per conductor group, in each $__rate_interval window " +
 				"(increase of ironic_node_conductor_changes_total). Spikes follow conductors joining or leaving a ring; " +
 				"steady churn means conductors flapping.").
-			Datasource(dsRef()).
 			WithTarget(query("A", defaultGroup("max by (conductor_group) (increase("+sel("ironic_node_conductor_changes_total")+"[$__rate_interval]))"), "{{conductor_group}}")).
 			Unit("none").
-			Min(0).
-			ColorScheme(paletteColor()).
 			DrawStyle(common.GraphDrawStyleBars).
 			FillOpacity(60).
 			Legend(legendTable()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(12, 8))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Nodes without conductor by group and driver").
 			Description("Nodes no hash ring can serve, by conductor group and driver (ironic_nodes_without_conductor): no " +
 				"alive conductor of that group registered that hardware type.").
-			Datasource(dsRef()).
 			WithTarget(query("A", defaultGroup("max by (conductor_group, driver) ("+sel("ironic_nodes_without_conductor")+")"), "{{conductor_group}}:{{driver}}")).
 			Unit("none").
 			Decimals(0).
-			Min(0).
 			ColorScheme(fixedColor(red)).
 			Thresholds(thresholds(green, step{1, red})).
 			Legend(legendTable()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(12, 8)))
 
 	// Reservations.
 	b = b.WithRow(row("Reservations")).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Reserved nodes by host").
 			Description("Nodes whose reservation (lock) names each host (ironic_conductor_reserved_nodes). Locks come and go "+
 				"with every operation; a count that stays up on a host that is not running (alive or draining) is a stuck lock.").
-			Datasource(dsRef()).
 			WithTarget(query("A", "max by (hostname) ("+sel("ironic_conductor_reserved_nodes")+")", "{{hostname}}")).
 			Unit("none").
 			Decimals(0).
-			Min(0).
-			ColorScheme(paletteColor()).
 			OverrideByFieldType("number", []dashboard.DynamicConfigValue{seriesLink()}).
 			Legend(legendTable()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(12, 8))).
 		WithPanel(newTable().
 			Title("Hosts holding stuck reservations").
 			Description("Hosts that hold node locks but are not a running conductor (dead, stopped, or no conductor "+
 				"of that name at all; a draining conductor still owns its locks), with the nodes each holds. Ironic releases such locks "+
 				"when a conductor of that name starts again; otherwise clear them by hand.").
-			Datasource(dsRef()).
 			WithTarget(instant("A", stuckReservations)).
 			WithTransformation(organize([]string{"Time"}, []string{"hostname", "Value"},
 				map[string]string{"hostname": "Hostname", "Value": "Locked nodes"})).
@@ -345,71 +279,52 @@ func Fleet() (dashboard.Dashboard, error) {
 
 	// Exporter.
 	b = b.WithRow(row("Exporter")).
-		WithPanel(newStat().
+		WithPanel(newThresholdStat(red, step{1, green}).
 			Title("Database reads by exporter").
 			Description("ironic_up of each exporter: whether its latest refresh from Ironic's database worked.").
-			Datasource(dsRef()).
 			WithTarget(statQuery("A", "max by (instance) ("+sel("ironic_up")+")", "{{instance}}")).
 			Unit("none").
-			ColorScheme(thresholdColor()).
-			Thresholds(thresholds(red, step{1, green})).
 			Mappings(valueMappings(mapping{"0", "Failing", red}, mapping{"1", "OK", green})).
-			ColorMode(common.BigValueColorModeBackground).
-			GraphMode(common.BigValueGraphModeNone).
 			TextMode(common.BigValueTextModeValueAndName).
-			ReduceOptions(lastValue()).
 			GridPos(gridPos(6, 7))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Data age").
 			Description("Age of the topology each exporter serves (ironic_exporter_data_age_seconds). It stays below " +
 				"--refresh.min-interval plus the scrape interval while the database answers and grows while it does not: " +
 				"yellow from 1 min, red from 5 min.").
-			Datasource(dsRef()).
 			WithTarget(query("A", "max by (instance) ("+sel("ironic_exporter_data_age_seconds")+")", "{{instance}}")).
 			Unit("s").
-			Min(0).
-			ColorScheme(paletteColor()).
 			Thresholds(thresholds(green, step{60, yellow}, step{300, red})).
-			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
+			ThresholdsStyle(dashedThresholds()).
 			Legend(legendList()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(6, 7))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Refresh duration").
 			Description("Time to read Ironic's database and rebuild the topology (ironic_exporter_refresh_duration_seconds): " +
 				"the 99th percentile and the mean per exporter. A refresh is cut at --refresh.timeout (30 s by default): " +
 				"yellow from 5 s, red from 20 s.").
-			Datasource(dsRef()).
 			WithTarget(query("A", "histogram_quantile(0.99, sum by (instance, le) (rate("+sel("ironic_exporter_refresh_duration_seconds_bucket")+"[$__rate_interval])))", "p99 {{instance}}")).
 			WithTarget(query("B", "sum by (instance) (rate("+sel("ironic_exporter_refresh_duration_seconds_sum")+"[$__rate_interval]))\n"+
 				"/ sum by (instance) (rate("+sel("ironic_exporter_refresh_duration_seconds_count")+"[$__rate_interval]))", "mean {{instance}}")).
 			Unit("s").
-			Min(0).
-			ColorScheme(paletteColor()).
 			Thresholds(thresholds(green, step{5, yellow}, step{20, red})).
-			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
+			ThresholdsStyle(dashedThresholds()).
 			Legend(legendList()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(6, 7))).
-		WithPanel(timeseries.NewPanelBuilder().
+		WithPanel(newTimeseries().
 			Title("Refreshes and errors").
 			Description("Refreshes from the database per second (ironic_exporter_refresh_duration_seconds_count) and failed "+
 				"ones (ironic_exporter_refresh_errors_total), per exporter. Any error rate is red: the exporter then "+
 				"serves its last good topology.").
-			Datasource(dsRef()).
 			WithTarget(query("A", "sum by (instance) (rate("+sel("ironic_exporter_refresh_duration_seconds_count")+"[$__rate_interval]))", "refreshes {{instance}}")).
 			WithTarget(query("B", "sum by (instance) (rate("+sel("ironic_exporter_refresh_errors_total")+"[$__rate_interval]))", "errors {{instance}}")).
 			Unit("ops").
-			Min(0).
-			ColorScheme(paletteColor()).
 			OverrideByRegexp("^errors .*", []dashboard.DynamicConfigValue{propColor(red)}).
 			Legend(legendList()).
-			Tooltip(tooltipAll()).
 			GridPos(gridPos(6, 7))).
 		WithPanel(newTable().
 			Title("Exporter build").
 			Description("Version and build of each exporter (ironic_exporter_build_info).").
-			Datasource(dsRef()).
 			WithTarget(instant("A", "max by (instance, version, revision, branch, goversion) ("+sel("ironic_exporter_build_info")+")")).
 			WithTransformation(organize([]string{"Time", "Value"},
 				[]string{"instance", "version", "revision", "branch", "goversion"},

@@ -369,62 +369,20 @@ func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 	}
 	if hasCA {
 		pool := x509.NewCertPool()
-		files := []string{}
-		if ca := s.ssl["ca"]; ca != "" {
-			files = append(files, ca)
-		}
-		if dir := s.ssl["capath"]; dir != "" {
-			entries, err := os.ReadDir(dir)
-			if err != nil {
-				return nil, fmt.Errorf("database option ssl_capath: %w", err)
-			}
-			for _, e := range entries {
-				if !e.IsDir() {
-					files = append(files, filepath.Join(dir, e.Name()))
-				}
-			}
-		}
-		for _, f := range files {
-			pem, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("database option ssl_ca/ssl_capath: %w", err)
-			}
-			if !pool.AppendCertsFromPEM(pem) && f == s.ssl["ca"] {
-				return nil, fmt.Errorf("database option ssl_ca: %s holds no PEM certificate", f)
-			}
+		if err := s.addCAs(pool); err != nil {
+			return nil, err
 		}
 		cfg.RootCAs = pool
 	}
-	if cert, key := s.ssl["cert"], s.ssl["key"]; cert != "" {
-		if key == "" {
-			key = cert
-		}
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, fmt.Errorf("database options ssl_cert/ssl_key: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	} else if key != "" {
-		return nil, errors.New("database option ssl_key needs ssl_cert")
+	if err := s.loadClientCert(cfg); err != nil {
+		return nil, err
 	}
 	switch {
 	case !verifyChain:
 		cfg.InsecureSkipVerify = true
 	case !verifyName || cfg.ServerName == "":
 		// Check the chain, not the name (pymysql's check_hostname=False).
-		roots := cfg.RootCAs
-		cfg.InsecureSkipVerify = true
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("the server sent no certificate")
-			}
-			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
-			for _, c := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
-		}
+		verifyChainOnly(cfg)
 	}
 	return cfg, nil
 }

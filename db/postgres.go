@@ -305,18 +305,8 @@ func (*postgres) queries() *queries { return &pgQueries }
 // parse: about half the client's work per row (issue 12).
 var pgQueries = func() queries {
 	q := standardQueries
-	q.nodes = `SELECT id, textsend(uuid), textsend(name), textsend(driver), textsend(conductor_group),
-       textsend(reservation), textsend(instance_uuid), textsend(power_state), textsend(provision_state),
-       maintenance, textsend(resource_class), timestamp_send(created_at), timestamp_send(updated_at),
-       conductor_affinity, textsend(target_provision_state), textsend(owner), textsend(lessee)
-FROM nodes
-ORDER BY id`
-	q.nodesWithoutOwner = `SELECT id, textsend(uuid), textsend(name), textsend(driver), textsend(conductor_group),
-       textsend(reservation), textsend(instance_uuid), textsend(power_state), textsend(provision_state),
-       maintenance, textsend(resource_class), timestamp_send(created_at), timestamp_send(updated_at),
-       conductor_affinity, textsend(target_provision_state), NULL::bytea, NULL::bytea
-FROM nodes
-ORDER BY id`
+	binary := pgBinaryWording.queries()
+	q.nodes, q.nodesWithoutOwner = binary.nodes, binary.nodesWithoutOwner
 	q.binaryNodes = true
 	return q
 }()

@@ -50,19 +50,15 @@ func (d *DB) SnapshotSince(ctx context.Context, known *NodeProbe) (*Snapshot, er
 
 // probeNodes runs SQLNodeProbe, as the dialect words it, in tx.
 func (d *DB) probeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string) (NodeProbe, error) {
-	const step = "probing nodes"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
 	var (
-		p       NodeProbe
-		updated dbTime
+		updated                dbTime
+		count, maxID, reserved sql.NullInt64
 	)
-	var count, maxID, reserved sql.NullInt64
-	if err := tx.QueryRowContext(ctx, query).Scan(&count, &maxID, &updated, &reserved); err != nil {
-		return p, stepError(ctx, step, start, err)
+	err := d.inStep(ctx, watch, "probing nodes", func(ctx context.Context) error {
+		return tx.QueryRowContext(ctx, query).Scan(&count, &maxID, &updated, &reserved)
+	})
+	if err != nil {
+		return NodeProbe{}, err
 	}
-	p.Count, p.MaxID, p.Reserved, p.MaxUpdatedAt = count.Int64, maxID.Int64, reserved.Int64, updated.t
-	return p, nil
+	return NodeProbe{Count: count.Int64, MaxID: maxID.Int64, Reserved: reserved.Int64, MaxUpdatedAt: updated.t}, nil
 }

@@ -21,7 +21,9 @@ import (
 	"github.com/lib/pq"
 )
 
-// The snapshot queries. They name only columns that exist since Ironic Rocky
+// The snapshot queries (with SQLConductors, SQLNodes and
+// SQLNodesWithoutOwner, worded from their column lists in columns.go). They
+// name only columns that exist since Ironic Rocky
 // (alembic revision 664f85c2f622 added conductor_group to both tables;
 // nodes.conductor_affinity and target_provision_state are older still), are
 // plain SQL that PostgreSQL, MySQL and SQLite all accept, and sort by the
@@ -29,33 +31,12 @@ import (
 // (see queries): MySQL compares strings by a case-insensitive collation,
 // SQLite hands timestamps over as text.
 const (
-	// SQLConductors reads the conductors table.
-	SQLConductors = `SELECT id, hostname, conductor_group, online, drivers, created_at, updated_at, version
-FROM conductors
-ORDER BY id`
-
 	// SQLHardwareTypes reads the distinct hardware types each conductor
 	// registered; conductor_hardware_interfaces has one row per
 	// (conductor, hardware type, interface type, interface).
 	SQLHardwareTypes = `SELECT DISTINCT conductor_id, hardware_type
 FROM conductor_hardware_interfaces
 ORDER BY conductor_id, hardware_type`
-
-	// SQLNodes reads the nodes table, with owner (Ironic 12.1, Stein) and
-	// lessee (Ironic 15.0, Ussuri) for the API's policy.
-	SQLNodes = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class, created_at, updated_at,
-       conductor_affinity, target_provision_state, owner, lessee
-FROM nodes
-ORDER BY id`
-
-	// SQLNodesWithoutOwner reads the nodes table of a schema older than
-	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
-	SQLNodesWithoutOwner = `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class, created_at, updated_at,
-       conductor_affinity, target_provision_state, NULL, NULL
-FROM nodes
-ORDER BY id`
 
 	// SQLSchemaRevision reads the alembic revision the schema was migrated
 	// to (or stamped with, by create_schema on SQLite): it tells which Ironic
@@ -122,32 +103,14 @@ type queries struct {
 // pgRawTextQueries are the statements for a PostgreSQL database whose text
 // is not all valid in its encoding (SQL_ASCII): the text columns come as
 // bytea, unconverted, so that the server never refuses a row.
-var pgRawTextQueries = queries{
-	conductors: `SELECT id, convert_to(hostname, 'SQL_ASCII'), convert_to(conductor_group, 'SQL_ASCII'), online,
-       convert_to(drivers, 'SQL_ASCII'), created_at, updated_at, convert_to(version, 'SQL_ASCII')
-FROM conductors
-ORDER BY id`,
-	hardwareTypes: `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
+var pgRawTextQueries = func() queries {
+	q := pgRawTextWording.queries()
+	q.hardwareTypes = `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
 FROM conductor_hardware_interfaces
-ORDER BY 1, 2`,
-	nodes: `SELECT id, convert_to(uuid, 'SQL_ASCII'), convert_to(name, 'SQL_ASCII'), convert_to(driver, 'SQL_ASCII'),
-       convert_to(conductor_group, 'SQL_ASCII'), convert_to(reservation, 'SQL_ASCII'),
-       convert_to(instance_uuid, 'SQL_ASCII'), convert_to(power_state, 'SQL_ASCII'),
-       convert_to(provision_state, 'SQL_ASCII'), maintenance, convert_to(resource_class, 'SQL_ASCII'),
-       created_at, updated_at, conductor_affinity, convert_to(target_provision_state, 'SQL_ASCII'),
-       convert_to(owner, 'SQL_ASCII'), convert_to(lessee, 'SQL_ASCII')
-FROM nodes
-ORDER BY id`,
-	nodesWithoutOwner: `SELECT id, convert_to(uuid, 'SQL_ASCII'), convert_to(name, 'SQL_ASCII'), convert_to(driver, 'SQL_ASCII'),
-       convert_to(conductor_group, 'SQL_ASCII'), convert_to(reservation, 'SQL_ASCII'),
-       convert_to(instance_uuid, 'SQL_ASCII'), convert_to(power_state, 'SQL_ASCII'),
-       convert_to(provision_state, 'SQL_ASCII'), maintenance, convert_to(resource_class, 'SQL_ASCII'),
-       created_at, updated_at, conductor_affinity, convert_to(target_provision_state, 'SQL_ASCII'),
-       NULL::bytea, NULL::bytea
-FROM nodes
-ORDER BY id`,
-	probe: SQLNodeProbe,
-}
+ORDER BY 1, 2`
+	q.probe = SQLNodeProbe
+	return q
+}()
 
 // isInvalidEncoding reports PostgreSQL's refusal to convert text to the
 // client's encoding (22021 character_not_in_repertoire, 22P05
@@ -360,20 +323,9 @@ func stepError(ctx context.Context, step string, start time.Time, err error) err
 	return fmt.Errorf("%s: %w", step, err)
 }
 
-func (d *DB) readConductors(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) (_ []Conductor, err error) {
-	const step = "reading conductors"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
-	rows, err := tx.QueryContext(ctx, query)
-	if err != nil {
-		return nil, stepError(ctx, step, start, err)
-	}
-	defer func() { _ = rows.Close() }()
-
+func (d *DB) readConductors(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, w *warner) ([]Conductor, error) {
 	var out []Conductor
-	for rows.Next() {
+	err := d.readRows(ctx, watch, tx, "reading conductors", query, false, func(rows *sql.Rows) error {
 		var (
 			c                Conductor
 			online           anyBool
@@ -384,7 +336,7 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 			id               int64
 		)
 		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
-			return nil, stepError(ctx, step, start, err)
+			return err
 		}
 		c.ID = id
 		c.Hostname = w.conductorText(id, hostname.String, "hostname", hostname.Valid, hostname.String)
@@ -415,9 +367,10 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 			}
 		}
 		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, stepError(ctx, step, start, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -429,50 +382,43 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 // whose chain is linear) join with ",". A deadline or a lost connection is
 // an error as for the other queries.
 func (d *DB) readSchemaRevision(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx) (rev, warning string, err error) {
-	const step = "reading alembic_version"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
 	var revs []string
-	if err := tx.SelectContext(ctx, &revs, SQLSchemaRevision); err != nil {
+	err = d.inStep(ctx, watch, "reading alembic_version", func(ctx context.Context) error {
+		err := tx.SelectContext(ctx, &revs, SQLSchemaRevision)
+		if err == nil {
+			return nil
+		}
+		revs = nil
 		msg := err.Error()
 		switch {
 		case ctx.Err() != nil || !strings.Contains(msg, "alembic_version"):
-			return "", "", stepError(ctx, step, start, err)
+			return err
 		case strings.Contains(msg, "does not exist") || strings.Contains(msg, "doesn't exist") || strings.Contains(msg, "no such table"):
-			return "", "", nil
+			return nil
 		}
-		return "", "alembic_version cannot be read (grant SELECT on it to tell the Ironic release by the schema): " + msg, nil
+		warning = "alembic_version cannot be read (grant SELECT on it to tell the Ironic release by the schema): " + msg
+		return nil
+	})
+	if err != nil {
+		return "", "", err
 	}
-	return strings.Join(revs, ","), "", nil
+	return strings.Join(revs, ","), warning, nil
 }
 
 // readHardwareTypes fills HardwareTypes of conductors (ordered by ID).
 func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, conductors []Conductor, w *warner) error {
-	const step = "reading conductor hardware types"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
-	rows, err := tx.QueryContext(ctx, query)
-	if err != nil {
-		return stepError(ctx, step, start, err)
-	}
-	defer func() { _ = rows.Close() }()
-
-	for rows.Next() {
+	err := d.readRows(ctx, watch, tx, "reading conductor hardware types", query, false, func(rows *sql.Rows) error {
 		var (
 			id int64
 			nt sql.NullString
 		)
 		if err := rows.Scan(&id, &nt); err != nil {
-			return stepError(ctx, step, start, err)
+			return err
 		}
 		if !nt.Valid {
 			w.add(tableHardwareInterfaces, ReasonNull, fmt.Sprintf(
 				"conductor_hardware_interfaces (conductor_id %d): hardware_type is NULL, row skipped", id))
-			continue
+			return nil
 		}
 		ht := nt.String
 		if !utf8.ValidString(ht) {
@@ -490,9 +436,10 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 				conductors[i].HardwareTypes = append(hts, ht)
 			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return stepError(ctx, step, start, err)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	// The server sorts by its collation; the snapshot promises byte order and
 	// byte-wise distinct values.
@@ -519,47 +466,21 @@ func cmpInt64(a, b int64) int {
 // own buffer, neither copied nor parsed, and the timestamps as eight bytes.
 // count, the probe's in the same transaction, sizes the nodes (the last
 // snapshot's count when larger).
-func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, count int64, w *warner) (_ []Node, err error) {
-	const step = "reading nodes"
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	defer watch(ctx)()
-	var rows *sql.Rows
-	if binary {
-		stmt, err := tx.PrepareContext(ctx, query)
-		if err != nil {
-			return nil, stepError(ctx, step, start, err)
-		}
-		defer func() { _ = stmt.Close() }()
-		rows, err = stmt.QueryContext(ctx)
-		if err != nil {
-			return nil, stepError(ctx, step, start, err)
-		}
-	} else if rows, err = tx.QueryContext(ctx, query); err != nil {
-		return nil, stepError(ctx, step, start, err)
-	}
-	defer func() { _ = rows.Close() }()
-
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, count int64, w *warner) ([]Node, error) {
 	dec := newNodeDecoder(int(max(count, d.lastNodes.Load())))
 	// Scan targets, reused across rows. Text columns are scanned as
 	// sql.RawBytes (the driver's buffer, no copy).
 	var r nodeRow
-	targets := []any{&r.id, &r.text[colUUID], &r.text[colName], &r.text[colDriver], &r.text[colGroup],
-		&r.text[colReservation], &r.text[colInstance], &r.text[colPower], &r.text[colProvision],
-		&r.maintenance, &r.text[colResourceClass], &r.created, &r.updated,
-		&r.affinity, &r.text[colTarget], &r.text[colOwner], &r.text[colLessee]}
-	if binary {
-		targets[11], targets[12] = (*pgBinaryTime)(&r.created), (*pgBinaryTime)(&r.updated)
-	}
-	for rows.Next() {
+	targets := r.targets(binary)
+	err := d.readRows(ctx, watch, tx, "reading nodes", query, binary, func(rows *sql.Rows) error {
 		if err := rows.Scan(targets...); err != nil {
-			return nil, stepError(ctx, step, start, err)
+			return err
 		}
 		dec.add(&r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, stepError(ctx, step, start, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out, nw := dec.out, dec.warnings()
 	// Kept for the refreshes whose probe says the nodes did not change: the
@@ -590,6 +511,42 @@ const (
 var nodeTextNames = [nodeTextCols]string{"uuid", "name", "driver", "conductor_group", "reservation",
 	"instance_uuid", "power_state", "provision_state", "resource_class", "target_provision_state",
 	"owner", "lessee"}
+
+// targets are the scan targets of r, one per column of nodeColumns in
+// their order; with binary the timestamps are timestamp_send's. It panics
+// on a column without a field in nodeRow (TestNodeRowTargets).
+func (r *nodeRow) targets(binary bool) []any {
+	out := make([]any, 0, len(nodeColumns))
+	for _, c := range nodeColumns {
+		var t any
+		switch c.name {
+		case "id":
+			t = &r.id
+		case "maintenance":
+			t = &r.maintenance
+		case "conductor_affinity":
+			t = &r.affinity
+		case "created_at", "updated_at":
+			v := &r.created
+			if c.name == "updated_at" {
+				v = &r.updated
+			}
+			t = v
+			if binary {
+				t = (*pgBinaryTime)(v)
+			}
+		default:
+			if i := slices.Index(nodeTextNames[:], c.name); i >= 0 && c.kind == columnText {
+				t = &r.text[i]
+			}
+		}
+		if t == nil {
+			panic("db: nodeRow has no field for nodes." + c.name)
+		}
+		out = append(out, t)
+	}
+	return out
+}
 
 // nodeRow is one row of the nodes query as the driver hands it over. The
 // text columns may be views of the driver's buffer, valid until its next
@@ -682,15 +639,52 @@ func (dec *nodeDecoder) warnings() []nodeWarning {
 
 // checkQuery runs query, which returns no row, as one step of the snapshot.
 func (d *DB) checkQuery(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string) error {
+	return d.readRows(ctx, watch, tx, step, query, false, func(*sql.Rows) error { return nil })
+}
+
+// readRows runs query as one step of the snapshot (inStep), as a prepared
+// statement when prepared, and calls row for each row it returns; an error
+// of row ends the step with it.
+func (d *DB) readRows(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string, prepared bool, row func(*sql.Rows) error) error {
+	return d.inStep(ctx, watch, step, func(ctx context.Context) error {
+		var rows *sql.Rows
+		if prepared {
+			stmt, err := tx.PrepareContext(ctx, query)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = stmt.Close() }()
+			if rows, err = stmt.QueryContext(ctx); err != nil {
+				return err
+			}
+		} else {
+			var err error
+			if rows, err = tx.QueryContext(ctx, query); err != nil {
+				return err
+			}
+		}
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			if err := row(rows); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return rows.Close()
+	})
+}
+
+// inStep runs f as one step of the snapshot: under a deadline of its own
+// (QueryTimeout) and the connection watchdog, its error wrapped with the
+// step's name (stepError).
+func (d *DB) inStep(ctx context.Context, watch func(context.Context) func() bool, step string, f func(context.Context) error) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
 	defer watch(ctx)()
-	rows, err := tx.QueryContext(ctx, query)
-	if err != nil {
-		return stepError(ctx, step, start, err)
-	}
-	if err := rows.Close(); err != nil {
+	if err := f(ctx); err != nil {
 		return stepError(ctx, step, start, err)
 	}
 	return nil

@@ -118,29 +118,14 @@ func (c *sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return conn, nil
 }
 
-// sqliteQueries read timestamps as text: the column's declared type would
-// make the driver parse them with formats of its own choosing.
-var sqliteQueries = queries{
-	conductors: `SELECT id, hostname, conductor_group, online, drivers,
-       CAST(created_at AS TEXT), CAST(updated_at AS TEXT), version
-FROM conductors
-ORDER BY id`,
-	hardwareTypes: SQLHardwareTypes,
-	nodes: `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class,
-       CAST(created_at AS TEXT), CAST(updated_at AS TEXT), conductor_affinity, target_provision_state,
-       owner, lessee
-FROM nodes
-ORDER BY id`,
-	nodesWithoutOwner: `SELECT id, uuid, name, driver, conductor_group, reservation, instance_uuid,
-       power_state, provision_state, maintenance, resource_class,
-       CAST(created_at AS TEXT), CAST(updated_at AS TEXT), conductor_affinity, target_provision_state,
-       NULL, NULL
-FROM nodes
-ORDER BY id`,
-	probe: `SELECT count(*), coalesce(max(id), 0), CAST(max(updated_at) AS TEXT), count(reservation)
-FROM nodes`,
-}
+// sqliteQueries read timestamps as text (sqliteWording).
+var sqliteQueries = func() queries {
+	q := sqliteWording.queries()
+	q.hardwareTypes = SQLHardwareTypes
+	q.probe = `SELECT count(*), coalesce(max(id), 0), CAST(max(updated_at) AS TEXT), count(reservation)
+FROM nodes`
+	return q
+}()
 
 func (*sqliteDialect) queries() *queries { return &sqliteQueries }
 

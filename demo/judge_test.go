@@ -9,6 +9,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -291,7 +292,7 @@ func TestSimulatorFollowsSettings(t *testing.T) {
 	defaults := Options{Speed: 1}.settings()
 
 	t.Run("ring", func(t *testing.T) {
-		x := drive(t, topology.Settings{Algorithm: ring.SHA256, PartitionExponent: 3})
+		x := drive(t, topology.Settings{Settings: rules.Settings{Algorithm: ring.SHA256, PartitionExponent: 3}})
 		if s := x.d.Settings(); s.Algorithm != ring.SHA256 || s.PartitionExponent != 3 || s.HeartbeatTimeout != defaults.HeartbeatTimeout {
 			t.Fatalf("settings %+v", s)
 		}
@@ -332,7 +333,7 @@ func TestSimulatorFollowsSettings(t *testing.T) {
 	t.Run("sqlite rules", func(t *testing.T) {
 		// Ironic's SQLite rules (22.1+): ring membership follows online
 		// alone, so a crashed conductor keeps its nodes.
-		x := drive(t, topology.Settings{Connection: "sqlite:////var/lib/ironic/ironic.sqlite"})
+		x := drive(t, topology.Settings{Settings: rules.Settings{Connection: "sqlite:////var/lib/ironic/ironic.sqlite"}})
 		crashed := x.sim.victim(crashVictims, 0).host
 		x.event(atCrash, x.sim.crash)
 		x.until(atCrash + x.d.HeartbeatTimeout() + 2*HeartbeatInterval)
@@ -358,7 +359,7 @@ func TestSettingsOnePlace(t *testing.T) {
 	if s.HeartbeatTimeout != HeartbeatTimeout/5 || s.PartitionExponent != 5 || s.Algorithm != ring.MD5 || s.Release != Release {
 		t.Errorf("defaults at speed 5: %+v", s)
 	}
-	given := topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 7, Algorithm: ring.SHA1, Release: Release}
+	given := topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 7, Algorithm: ring.SHA1}, Release: Release}
 	if s := (Options{Speed: 5, Settings: given}).settings(); s != given {
 		t.Errorf("given %+v, got %+v", given, s)
 	}

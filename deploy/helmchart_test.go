@@ -194,7 +194,7 @@ func TestHelmProfilesListed(t *testing.T) {
 }
 
 // TestHelmChartCopiesUpToDate: the chart's files/ hold exactly what `go
-// generate ./deploy/helm` writes: the rule file of alerts/ byte for byte
+// generate ./mixin` writes: the rule file of alerts/ byte for byte
 // and every dashboard of dashboards/, nothing else.
 func TestHelmChartCopiesUpToDate(t *testing.T) {
 	files, err := helm.Files(root)
@@ -206,11 +206,11 @@ func TestHelmChartCopiesUpToDate(t *testing.T) {
 		want[f.Path] = true
 		have, err := os.ReadFile(filepath.Join(root, f.Path))
 		if err != nil {
-			t.Errorf("%v: run go generate ./deploy/helm", err)
+			t.Errorf("%v: run go generate ./mixin", err)
 			continue
 		}
 		if string(have) != string(f.Data) {
-			t.Errorf("%s is out of date: run go generate ./deploy/helm\n%s", f.Path, cmp.Diff(string(f.Data), string(have)))
+			t.Errorf("%s is out of date: run go generate ./mixin\n%s", f.Path, cmp.Diff(string(f.Data), string(have)))
 		}
 	}
 	// The source files themselves, as committed.
@@ -218,7 +218,7 @@ func TestHelmChartCopiesUpToDate(t *testing.T) {
 		a, err1 := os.ReadFile(filepath.Join(root, src))
 		b, err2 := os.ReadFile(filepath.Join(root, cp))
 		if err1 != nil || err2 != nil || string(a) != string(b) {
-			t.Errorf("%s differs from %s: run go generate ./mixin ./deploy/helm", cp, src)
+			t.Errorf("%s differs from %s: run go generate ./mixin", cp, src)
 		}
 	}
 	dashboards, _ := filepath.Glob(filepath.Join(root, helm.DashboardsDir, "*.json"))
@@ -231,7 +231,7 @@ func TestHelmChartCopiesUpToDate(t *testing.T) {
 	}
 	err = filepath.WalkDir(filepath.Join(chartDir(), "files"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !want[rel(p)] {
-			t.Errorf("%s is not generated: remove it or run go generate ./deploy/helm", rel(p))
+			t.Errorf("%s is not generated: remove it or run go generate ./mixin", rel(p))
 		}
 		return err
 	})

@@ -27,7 +27,7 @@ func ruleFilesOrSkip(t *testing.T) []string {
 }
 
 // TestPrometheusRuleUpToDate: the committed PrometheusRule is byte for byte
-// what `go generate ./deploy` makes of alerts/ now.
+// what `go generate ./mixin` makes of alerts/ now.
 func TestPrometheusRuleUpToDate(t *testing.T) {
 	ruleFilesOrSkip(t)
 	want, err := RenderPrometheusRule(filepath.Join(root, AlertsDir))
@@ -36,10 +36,10 @@ func TestPrometheusRuleUpToDate(t *testing.T) {
 	}
 	have, err := os.ReadFile(filepath.Join(root, PrometheusRulePath))
 	if err != nil {
-		t.Fatalf("%v: run go generate ./deploy", err)
+		t.Fatalf("%v: run go generate ./mixin", err)
 	}
 	if !bytes.Equal(have, want) {
-		t.Errorf("%s is out of date with %s: run go generate ./deploy\n%s", PrometheusRulePath, AlertsDir,
+		t.Errorf("%s is out of date with %s: run go generate ./mixin\n%s", PrometheusRulePath, AlertsDir,
 			cmp.Diff(string(want), string(have)))
 	}
 }

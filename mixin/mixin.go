@@ -1,7 +1,9 @@
 // Package mixin renders the monitoring mixin of ironic-conductor-exporter
 // (mixin.libsonnet, jsonnet) with go-jsonnet, and writes what the project
 // ships from it: the Prometheus rule file of alerts/, the Kolla-Ansible
-// rules file and scrape snippet of deploy/kolla/. Regenerate them with
+// rules file and scrape snippet of deploy/kolla/. Regenerate them, with the
+// dashboards' JSON, the PrometheusRule and the Helm chart's copies, by the
+// project's one generator (mixin/generate):
 //
 //	go generate ./mixin
 //

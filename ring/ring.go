@@ -46,15 +46,24 @@ type Ring struct {
 // It fails for an algorithm not listed by Algorithms and for a partition
 // exponent outside 0..MaxPartitionExponent.
 func New(hosts []string, partitionExponent int, alg Algorithm) (*Ring, error) {
-	spec, ok := algorithms[alg]
-	if !ok {
-		return nil, unknownAlgorithm(string(alg))
-	}
-	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
-		return nil, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
-			partitionExponent, MaxPartitionExponent)
+	spec, err := ringSpec(partitionExponent, alg)
+	if err != nil {
+		return nil, err
 	}
 	return newRing(hosts, spec, partitionExponent, nil)
+}
+
+// ringSpec checks a ring's partition exponent and returns its algorithm.
+func ringSpec(partitionExponent int, alg Algorithm) (algSpec, error) {
+	spec, ok := algorithms[alg]
+	if !ok {
+		return algSpec{}, unknownAlgorithm(string(alg))
+	}
+	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
+		return algSpec{}, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
+			partitionExponent, MaxPartitionExponent)
+	}
+	return spec, nil
 }
 
 // HostCache remembers the partition digests of hosts for one partition
@@ -74,13 +83,9 @@ type HostCache struct {
 // NewHostCache returns an empty cache for rings of partitionExponent and
 // alg; it fails as New does for a bad exponent or algorithm.
 func NewHostCache(partitionExponent int, alg Algorithm) (*HostCache, error) {
-	spec, ok := algorithms[alg]
-	if !ok {
-		return nil, unknownAlgorithm(string(alg))
-	}
-	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
-		return nil, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
-			partitionExponent, MaxPartitionExponent)
+	spec, err := ringSpec(partitionExponent, alg)
+	if err != nil {
+		return nil, err
 	}
 	return &HostCache{spec: spec, exp: partitionExponent, digests: map[string][]byte{}}, nil
 }

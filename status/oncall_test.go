@@ -10,6 +10,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -41,7 +42,7 @@ func newHistoryHandler(t *testing.T, src *fixture.Source, minInterval time.Durat
 	t.Helper()
 	hist := NewHistory(100, 50)
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: minInterval, OnRefresh: hist.Observe,
-		Settings: topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}})
+		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestHistoryBounded(t *testing.T) {
 		topo, err := topology.Build(&db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
 			{ID: 1, Hostname: "a", Online: true, UpdatedAt: beat},
 			{ID: int64(2 + i), Hostname: string(rune('b' + i)), Online: true},
-		}}, topology.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}, now, nil)
+		}}, topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}}, now, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

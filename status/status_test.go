@@ -38,7 +38,7 @@ func testSnapshot() *db.Snapshot {
 func newHandler(t *testing.T, src *fixture.Source) http.Handler {
 	t.Helper()
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src,
-		Settings: topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}})
+		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestPageWithoutData(t *testing.T) {
 func TestStaleBanner(t *testing.T) {
 	src := fixture.NewSource(testSnapshot())
 	cache, _ := topology.NewCache(topology.CacheConfig{Source: src,
-		Settings: topology.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}})
+		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}}})
 	h := NewHandler(cache, Options{})
 	get(t, h, "/")
 	src.Set(nil, errors.New("database lost"))
@@ -178,7 +178,7 @@ func TestStuckLocksFollowRunning(t *testing.T) {
 				snap.Nodes = append(snap.Nodes, db.Node{ID: int64(i + 1), UUID: fmt.Sprintf("%08d-1111-4111-8111-111111111111", i),
 					Driver: "ipmi", Reservation: strp(c.Hostname)})
 			}
-			topo, err := topology.Build(snap, topology.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5, Release: rel}, now, nil)
+			topo, err := topology.Build(snap, topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}, Release: rel}, now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,22 +19,11 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
-// Settings are the Ironic options that decide liveness and the rings. They
-// must equal the deployment's ironic.conf for the answers to be Ironic's.
+// Settings are the Ironic options that decide liveness and the rings
+// (rules.Settings: they must equal the deployment's ironic.conf for the
+// answers to be Ironic's) and the topology's own release override.
 type Settings struct {
-	// HeartbeatTimeout is [conductor]heartbeat_timeout.
-	HeartbeatTimeout time.Duration
-	// PartitionExponent is [DEFAULT]hash_partition_exponent.
-	PartitionExponent int
-	// Algorithm is [DEFAULT]hash_ring_algorithm.
-	Algorithm ring.Algorithm
-	// PinReleaseVersion is [DEFAULT]pin_release_version ("" when unset).
-	PinReleaseVersion string
-	// HashDistributionReplicas is [DEFAULT]hash_distribution_replicas.
-	HashDistributionReplicas int
-	// Connection is Ironic's [database]connection when known: Ironic picks
-	// its SQLite rules by it (rules.IronicUsesSQLite).
-	Connection string
+	rules.Settings
 	// Release, when not zero, overrides the release detected from each
 	// snapshot (--ironic.release).
 	Release rules.Release
@@ -69,10 +58,7 @@ func Rules(snap *db.Snapshot, s Settings) (rules.Rules, rules.Detection, error) 
 		det = rules.Detection{Release: s.Release, Min: s.Release, Max: s.Release,
 			SchemaRevision: snap.SchemaRevision, From: "flag"}
 	}
-	r := rules.New(det.Release, backendKind(snap.Backend), rules.Settings{
-		HeartbeatTimeout: s.HeartbeatTimeout, PartitionExponent: s.PartitionExponent,
-		Algorithm: s.Algorithm, PinReleaseVersion: s.PinReleaseVersion,
-		HashDistributionReplicas: s.HashDistributionReplicas, Connection: s.Connection})
+	r := rules.New(det.Release, backendKind(snap.Backend), s.Settings)
 	return r, det, nil
 }
 

@@ -17,7 +17,7 @@ var (
 	testNow = fixture.Now
 	// Ironic 24.1: alive ignores online (before 25.0), rings follow 22.1's
 	// SQLite and timeout rules; TestRulesByRelease covers the others.
-	testSettings = Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5, Algorithm: mustAlg("md5"),
+	testSettings = Settings{Settings: rules.Settings{HeartbeatTimeout: 60 * time.Second, PartitionExponent: 5, Algorithm: mustAlg("md5")},
 		Release: rules.MustRelease("24.1")}
 
 	mustAlg = fixture.Algorithm

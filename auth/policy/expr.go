@@ -265,34 +265,24 @@ func (p *parser) peek() string {
 }
 
 func (p *parser) or() (expr, error) {
-	x, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	list := orCheck{x}
-	for p.peek() == "or" {
-		p.i++
-		y, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, y)
-	}
-	if len(list) == 1 {
-		return x, nil
-	}
-	return list, nil
+	return p.chain("or", p.and, func(l []expr) expr { return orCheck(l) })
 }
 
 func (p *parser) and() (expr, error) {
-	x, err := p.unary()
+	return p.chain("and", p.unary, func(l []expr) expr { return andCheck(l) })
+}
+
+// chain reads operand (op operand)*: one operand alone is itself, two or
+// more are joined (into an orCheck or an andCheck).
+func (p *parser) chain(op string, operand func() (expr, error), join func([]expr) expr) (expr, error) {
+	x, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	list := andCheck{x}
-	for p.peek() == "and" {
+	list := []expr{x}
+	for p.peek() == op {
 		p.i++
-		y, err := p.unary()
+		y, err := operand()
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +291,7 @@ func (p *parser) and() (expr, error) {
 	if len(list) == 1 {
 		return x, nil
 	}
-	return list, nil
+	return join(list), nil
 }
 
 func (p *parser) unary() (expr, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkRefresh(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		settings := topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}
+		settings := topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}}
 		scrape := func(cache *topology.Cache) {
 			rec := httptest.NewRecorder()
 			collector.NewHandler(cache, collector.HandlerOptions{ExporterOptions: collector.ExporterOptions{NodeInfo: true}}).

@@ -15,6 +15,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	fx "github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -73,7 +74,7 @@ func body(r *http.Response) string { b, _ := io.ReadAll(r.Body); return string(b
 // escape literally), on every request of a keep-alive connection.
 func TestInvalidEscapeGetsIronicError(t *testing.T) {
 	cache, err := topology.NewCache(topology.CacheConfig{Source: fx.NewSource(fx.Golden()),
-		Settings:    topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5},
+		Settings:    topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}},
 		MinInterval: time.Hour, Now: func() time.Time { return fx.Now }})
 	if err != nil {
 		t.Fatal(err)

@@ -460,10 +460,11 @@ func topologySettings(cfg config, src sources) (topology.Settings, error) {
 			return topology.Settings{}, fmt.Errorf("--ironic.release: %w", err)
 		}
 	}
-	return topology.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
-		PartitionExponent: cfg.partitionExponent, Algorithm: alg, Release: release,
+	return topology.Settings{Settings: rules.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
+		PartitionExponent: cfg.partitionExponent, Algorithm: alg,
 		PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
-		Connection: cfg.ironicConnection}, nil
+		Connection: cfg.ironicConnection},
+		Release: release}, nil
 }
 
 // flagSources are the sources of settings given by flags alone.

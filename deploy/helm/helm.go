@@ -2,14 +2,13 @@
 // in step with the files it copies: Helm reads nothing outside the chart
 // directory, so the chart holds the mixin's rule file
 // (alerts/ironic-conductor-exporter.rules.yml) and the dashboards of
-// dashboards/ under files/. Regenerate them with
+// dashboards/ under files/. The project's one generator writes them after
+// their sources:
 //
-//	go generate ./deploy/helm
+//	go generate ./mixin
 //
 // and deploy/helmchart_test.go fails when a copy differs from its source.
 package helm
-
-//go:generate go run ./generate
 
 import (
 	"fmt"
@@ -34,16 +33,14 @@ const (
 	DashboardsDir = "dashboards"
 )
 
-// File is one file the chart keeps a copy of.
-type File struct {
-	Path string // relative to the repository root
-	Data []byte
-}
+// File is one file the chart keeps a copy of: a generated file as the
+// mixin's are.
+type File = mixin.File
 
 // Files renders the chart's copies from the repository at root: the rule
-// file as the mixin renders it with its default _config (so that the order
-// in which `go generate ./...` visits the packages does not matter), and
-// every dashboards/*.json as it is.
+// file as the mixin renders it with its default _config (not read from
+// alerts/, so the copy never lags the mixin), and every dashboards/*.json as
+// it is.
 func Files(root string) ([]File, error) {
 	r, err := mixin.Render(root, "")
 	if err != nil {
@@ -53,7 +50,7 @@ func Files(root string) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering the rule file: %w", err)
 	}
-	files := []File{{RulesCopy, rules}}
+	files := []File{{Path: RulesCopy, Data: rules}}
 	dashboards, err := filepath.Glob(filepath.Join(root, DashboardsDir, "*.json"))
 	if err != nil {
 		return nil, err
@@ -67,7 +64,7 @@ func Files(root string) ([]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading a dashboard: %w", err)
 		}
-		files = append(files, File{path.Join(DashboardsCopyDir, filepath.Base(d)), b})
+		files = append(files, File{Path: path.Join(DashboardsCopyDir, filepath.Base(d)), Data: b})
 	}
 	return files, nil
 }

@@ -77,7 +77,7 @@ app.kubernetes.io/component: exporter
 {{- define "ice.rules" -}}
 {{- $rules := .Files.Get "files/ironic-conductor-exporter.rules.yml" -}}
 {{- if not $rules -}}
-{{- fail "files/ironic-conductor-exporter.rules.yml is missing: run go generate ./deploy/helm" -}}
+{{- fail "files/ironic-conductor-exporter.rules.yml is missing: run go generate ./mixin" -}}
 {{- end -}}
 {{- $job := .Values.serviceMonitor.jobName -}}
 {{- $rules | replace "job=\"ironic-conductor-exporter\"" (printf "job=%q" $job) -}}

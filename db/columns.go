@@ -1,0 +1,130 @@
+package db
+
+import "strings"
+
+// column is one column a snapshot statement reads.
+type column struct {
+	name string
+	kind columnKind
+	// owner marks owner and lessee, which a schema older than alembic
+	// b2ad35726bb0 lacks: the statements for such a schema read NULL in
+	// their place (see SQLNodesWithoutOwner).
+	owner bool
+}
+
+// columnKind is what a dialect may have to adapt in a column.
+type columnKind uint8
+
+const (
+	columnPlain columnKind = iota // an integer or boolean, read as it is
+	columnText                    // a text column
+	columnTime                    // a timestamp column
+)
+
+// conductorColumns and nodeColumns are the columns of the conductors and
+// nodes statements, in the order the readers scan them (readConductors,
+// readNodes). Every dialect's statement is worded from these lists, so a
+// column cannot be added to one statement and not to the others.
+var (
+	conductorColumns = []column{
+		{name: "id"}, {name: "hostname", kind: columnText}, {name: "conductor_group", kind: columnText},
+		{name: "online"}, {name: "drivers", kind: columnText},
+		{name: "created_at", kind: columnTime}, {name: "updated_at", kind: columnTime},
+		{name: "version", kind: columnText},
+	}
+	nodeColumns = []column{
+		{name: "id"}, {name: "uuid", kind: columnText}, {name: "name", kind: columnText},
+		{name: "driver", kind: columnText}, {name: "conductor_group", kind: columnText},
+		{name: "reservation", kind: columnText}, {name: "instance_uuid", kind: columnText},
+		{name: "power_state", kind: columnText}, {name: "provision_state", kind: columnText},
+		{name: "maintenance"}, {name: "resource_class", kind: columnText},
+		{name: "created_at", kind: columnTime}, {name: "updated_at", kind: columnTime},
+		{name: "conductor_affinity"}, {name: "target_provision_state", kind: columnText},
+		{name: "owner", kind: columnText, owner: true}, {name: "lessee", kind: columnText, owner: true},
+	}
+)
+
+// wording is how a dialect words the columns of a statement.
+type wording struct {
+	// text and time word a text and a timestamp column; nil: as it is.
+	text, time func(name string) string
+	// null stands for a column the schema lacks.
+	null string
+}
+
+// The wordings of the dialects.
+var (
+	// plainWording reads every column as it is (PostgreSQL, MySQL).
+	plainWording = wording{null: "NULL"}
+	// sqliteWording reads timestamps as text: the column's declared type
+	// would make the driver parse them with formats of its own choosing.
+	sqliteWording = wording{time: func(c string) string { return "CAST(" + c + " AS TEXT)" }, null: "NULL"}
+	// pgRawTextWording reads text as bytea, unconverted, for a PostgreSQL
+	// database whose text is not all valid in its encoding (SQL_ASCII).
+	pgRawTextWording = wording{text: func(c string) string { return "convert_to(" + c + ", 'SQL_ASCII')" }, null: "NULL::bytea"}
+	// pgBinaryWording reads text through textsend and timestamps through
+	// timestamp_send, for the binary node read of pgQueries.
+	pgBinaryWording = wording{text: func(c string) string { return "textsend(" + c + ")" },
+		time: func(c string) string { return "timestamp_send(" + c + ")" }, null: "NULL::bytea"}
+)
+
+// word words one column.
+func (w wording) word(c column, withoutOwner bool) string {
+	switch {
+	case c.owner && withoutOwner:
+		return w.null
+	case c.kind == columnText && w.text != nil:
+		return w.text(c.name)
+	case c.kind == columnTime && w.time != nil:
+		return w.time(c.name)
+	}
+	return c.name
+}
+
+// selectAll words the statement that reads cols of table, sorted by the
+// primary key, as Ironic's list calls do by default; withoutOwner reads
+// NULL for the owner columns. Lines are wrapped for the logs.
+func (w wording) selectAll(table string, cols []column, withoutOwner bool) string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	line := len("SELECT ")
+	for i, c := range cols {
+		s := w.word(c, withoutOwner)
+		if i > 0 {
+			b.WriteByte(',')
+			if line+2+len(s) > 100 {
+				b.WriteString("\n       ")
+				line = len("       ")
+			} else {
+				b.WriteByte(' ')
+				line += 2
+			}
+		}
+		b.WriteString(s)
+		line += len(s)
+	}
+	b.WriteString("\nFROM " + table + "\nORDER BY id")
+	return b.String()
+}
+
+// queries words the conductors and nodes statements of a dialect; the
+// caller adds the hardware types and the probe.
+func (w wording) queries() queries {
+	return queries{
+		conductors:        w.selectAll("conductors", conductorColumns, false),
+		nodes:             w.selectAll("nodes", nodeColumns, false),
+		nodesWithoutOwner: w.selectAll("nodes", nodeColumns, true),
+	}
+}
+
+// The statements as PostgreSQL and MySQL read them.
+var (
+	// SQLConductors reads the conductors table.
+	SQLConductors = plainWording.selectAll("conductors", conductorColumns, false)
+	// SQLNodes reads the nodes table, with owner (Ironic 12.1, Stein) and
+	// lessee (Ironic 15.0, Ussuri) for the API's policy.
+	SQLNodes = plainWording.selectAll("nodes", nodeColumns, false)
+	// SQLNodesWithoutOwner reads the nodes table of a schema older than
+	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
+	SQLNodesWithoutOwner = plainWording.selectAll("nodes", nodeColumns, true)
+)
