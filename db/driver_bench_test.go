@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/bench"
 )
 
 // BenchmarkNodeRead compares, on the same PostgreSQL table of n nodes, the
@@ -18,7 +20,7 @@ import (
 // (db/read.go) being the same for both.
 func BenchmarkNodeRead(b *testing.B) {
 	needPG(b)
-	for _, n := range []int{100_000} {
+	for _, n := range bench.Rounds(100_000) { // alternated rounds for make bench
 		conn := testDBConn(b, testDBName)
 		resetTables(b, conn)
 		fillBenchNodes(b, conn, n)
