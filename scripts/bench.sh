@@ -31,7 +31,7 @@
 #   ROUNDS [5]          alternated rounds of the Go benchmarks and wrk phases
 #   HEAVY_ROUNDS [3]    rounds of the 1M-node benchmarks
 #   BENCHTIME [1s]      -test.benchtime of the timed Go benchmarks
-#   CG_ITERS [10]       iterations of each /metrics benchmark under callgrind, 2000x that for the
+#   CG_ITERS [20]       iterations of each /metrics benchmark under callgrind, 2000x that for the
 #                       lookups (0: skip callgrind)
 #   WRK_SECONDS [5]     length of a wrk phase against the sidecar alone
 #   IRONIC_WRK_SECONDS [10]  length of a wrk phase of the Ironic comparison
@@ -45,7 +45,7 @@ started=$SECONDS
 ROUNDS=${ROUNDS:-5}
 HEAVY_ROUNDS=${HEAVY_ROUNDS:-3}
 BENCHTIME=${BENCHTIME:-1s}
-CG_ITERS=${CG_ITERS:-10}
+CG_ITERS=${CG_ITERS:-20}
 WRK_SECONDS=${WRK_SECONDS:-5}
 IRONIC_WRK_SECONDS=${IRONIC_WRK_SECONDS:-10}
 IRONIC_ROUNDS=${IRONIC_ROUNDS:-3}
@@ -174,11 +174,14 @@ rounds() {
 # a StopTimer right after a ResetTimer holds one timed loop (b.Loop, or the
 # b.N loop of runN), taken on every thread (the HTTP server's goroutines
 # included). Go's asynchronous preemption signals trip callgrind, hence
-# asyncpreemptoff.
+# asyncpreemptoff; the garbage collector is off (GOGC=off): its cycles,
+# whose cost is that of the whole live heap (the 100k-node topology), land on
+# whichever iterations they fall on and would swamp the floors' counts (the
+# timed runs above pay for them, and report B/op).
 callgrind() {
 	local dir=$1 bin=$2 re=$3 iters=$4 cg=$out/cg.$RANDOM
 	mkdir -p "$cg"
-	(cd "$dir" && GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind -q --callgrind-out-file="$cg/out" \
+	(cd "$dir" && GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind -q --callgrind-out-file="$cg/out" \
 		--dump-before='testing.(*B).ResetTimer' --dump-before='testing.(*B).StopTimer' \
 		"$bin" -test.run '^$' -test.bench "$re" -test.benchtime "${iters}x") >"$cg/stdout" 2>"$cg/stderr" ||
 		{ echo "bench: callgrind of $re failed:" >&2; tail -20 "$cg/stderr" >&2; return 1; }
