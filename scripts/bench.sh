@@ -22,9 +22,8 @@
 # fleet, the heartbeats of each fleet refreshed before every wrk phase and
 # asserted fresh (every conductor alive) before and after it.
 #
-# Needs PostgreSQL on 127.0.0.1:5432 (trust, user postgres), MariaDB on
-# 127.0.0.1:3306 for the db package's TestMain, python3-ironic with
-# python3-psycopg2 (Debian's /usr/bin/python3, or $ICE_PYTHON), wrk and
+# Needs PostgreSQL on 127.0.0.1:5432 (trust, user postgres), python3-ironic
+# with python3-psycopg2 (Debian's /usr/bin/python3, or $ICE_PYTHON), wrk and
 # valgrind (installed from Debian when missing, waiting for the dpkg lock).
 #
 # Environment (defaults in brackets):
