@@ -89,7 +89,9 @@ e2e:
 faults:
 	$(GO) test -count=1 -v ./faults
 
-## bench: benchmarks, each printed next to the baseline measured in the same run.
+## bench: every performance figure next to its floor, measured in the same run in alternated
+## rounds (also in callgrind instruction counts), and the binary under wrk, alone and next to real
+## Ironic 21.4's API: one table (README "Performance"). About 20 minutes; not part of `make test`.
 bench:
 	./scripts/bench.sh
 

@@ -155,14 +155,20 @@ func BenchmarkMetrics(b *testing.B) {
 		}
 		for _, enc := range []string{"identity", "gzip"} {
 			body := get(b, srv.URL, enc) // renders what a topology's scrapes share
+			text := body
 			if enc == "gzip" {
 				zr, err := gzip.NewReader(bytes.NewReader(body))
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := io.Copy(io.Discard, zr); err != nil {
+				if text, err = io.ReadAll(zr); err != nil {
 					b.Fatal(err)
 				}
+			}
+			// The floor serves these bytes: they must be the whole fleet's.
+			if !bytes.Contains(text, []byte("\nironic_up 1\n")) ||
+				bytes.Count(text, []byte("\nironic_node_conductor_info{")) != n {
+				b.Fatalf("%s: the exposition is not that of %d nodes: %.300s", enc, n, text)
 			}
 			floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) }))
 			b.Cleanup(floor.Close)

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/bench"
 )
 
 // BenchmarkNodeRead compares, on the same PostgreSQL table of n nodes, the
@@ -34,7 +36,7 @@ import (
 // rounds): the figure to read on a shared machine.
 func BenchmarkNodeRead(b *testing.B) {
 	needPG(b)
-	for _, n := range []int{100_000} {
+	for _, n := range bench.Rounds(100_000) { // alternated rounds for make bench
 		conn := testDBConn(b, testDBName)
 		resetTables(b, conn)
 		fillBenchNodes(b, conn, n)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,11 +11,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/bench"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -85,5 +90,129 @@ func BenchmarkRefresh(b *testing.B) {
 			}
 		})
 		database.Close()
+	}
+}
+
+// countingSource is the database as the cache's ProbingSource, counting
+// the refreshes whose probe spared the node read.
+type countingSource struct {
+	*db.DB
+	unchanged, read atomic.Int64
+}
+
+func (s *countingSource) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
+	snap, err := s.DB.SnapshotSince(ctx, known)
+	if err == nil && snap.NodesUnchanged {
+		s.unchanged.Add(1)
+	} else if err == nil {
+		s.read.Add(1)
+	}
+	return snap, err
+}
+
+// BenchmarkRefreshFloors is a cache refresh on PostgreSQL at 100,000 nodes
+// next to its floor, in alternated rounds (ICE_BENCH_ROUNDS, see
+// internal/bench): "unchanged" is a refresh when nothing changed (the
+// probe vouches for the nodes: conductors read, liveness judged, the
+// topology rebuilt over the previous one), whose floor "probe" is
+// db.SQLNodeProbe alone on the same server; "full" is a refresh that reads
+// every node (what a changed database costs: the read and the topology),
+// whose floor "copy" is the COPY of db.SQLNodes' rows. The conductors'
+// heartbeats are refreshed before each round and asserted alive after each
+// sub-benchmark: a stale fleet would measure another path.
+func BenchmarkRefreshFloors(b *testing.B) {
+	needDB(b)
+	const n = 100_000
+	benchFleet(b, n)
+	admin := testIronicDB.DB(b)
+	ctx := context.Background()
+	pc, err := pgx.Connect(ctx, fmt.Sprintf("host=127.0.0.1 port=5432 user=postgres dbname=%s sslmode=disable", dbName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = pc.Close(ctx) })
+	database, err := db.Open(dsnFor("127.0.0.1:5432"), db.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = database.Close() })
+	settings := topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}
+	heartbeat := func(b *testing.B) {
+		if _, err := admin.Exec(`UPDATE conductors SET updated_at = now() AT TIME ZONE 'utc'`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// refresh is one refresh of cache, waited for.
+	refresh := func(b *testing.B, cache *topology.Cache) *topology.Topology {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		v := cache.Get(rctx)
+		if v.Err != nil || v.Topology == nil || len(v.Topology.Nodes) != n {
+			b.Fatalf("refresh: %v", v.Err)
+		}
+		return v.Topology
+	}
+	allAlive := func(b *testing.B, t *topology.Topology) {
+		for _, c := range t.Conductors {
+			if !c.Alive {
+				b.Fatalf("conductor %s is not alive: the figures would measure a stale fleet", c.Hostname)
+			}
+		}
+	}
+	newCache := func(b *testing.B, full time.Duration) (*topology.Cache, *countingSource) {
+		src := &countingSource{DB: database}
+		c, err := topology.NewCache(topology.CacheConfig{Source: src, Settings: settings, FullInterval: full})
+		if err != nil {
+			b.Fatal(err)
+		}
+		refresh(b, c) // the first refresh reads everything
+		return c, src
+	}
+	for range bench.Rounds(n) {
+		heartbeat(b)
+		b.Run(fmt.Sprintf("unchanged/nodes=%d", n), func(b *testing.B) {
+			cache, src := newCache(b, time.Hour)
+			var t *topology.Topology
+			for b.Loop() {
+				t = refresh(b, cache)
+			}
+			allAlive(b, t)
+			if got := src.unchanged.Load(); got != int64(b.N) || src.read.Load() != 1 {
+				b.Fatalf("%d of %d refreshes skipped the node read, %d read them: the probe did not vouch",
+					got, b.N, src.read.Load())
+			}
+		})
+		b.Run(fmt.Sprintf("probe/nodes=%d", n), func(b *testing.B) {
+			var count int64
+			for b.Loop() {
+				var maxID, reserved sql.NullInt64
+				var updated sql.NullTime
+				if err := admin.QueryRowContext(ctx, db.SQLNodeProbe).Scan(&count, &maxID, &updated, &reserved); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if count != n {
+				b.Fatalf("probe counted %d nodes", count)
+			}
+		})
+		b.Run(fmt.Sprintf("full/nodes=%d", n), func(b *testing.B) {
+			cache, src := newCache(b, 0)
+			var t *topology.Topology
+			for b.Loop() {
+				t = refresh(b, cache)
+			}
+			allAlive(b, t)
+			if src.unchanged.Load() != 0 {
+				b.Fatal("a full refresh skipped the node read")
+			}
+		})
+		b.Run(fmt.Sprintf("copy/nodes=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				tag, err := pc.PgConn().CopyTo(ctx, io.Discard, "COPY ("+db.SQLNodes+") TO STDOUT")
+				if err != nil || tag.RowsAffected() != n {
+					b.Fatalf("COPY: %v, %d rows", err, tag.RowsAffected())
+				}
+			}
+		})
 	}
 }
