@@ -136,7 +136,7 @@ func BenchmarkRefreshFloors(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = database.Close() })
-	settings := topology.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}
+	settings := topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}}
 	heartbeat := func(b *testing.B) {
 		if _, err := admin.Exec(`UPDATE conductors SET updated_at = now() AT TIME ZONE 'utc'`); err != nil {
 			b.Fatal(err)
