@@ -281,14 +281,20 @@ if want api; then
 		callgrind api "$out/api.test" '^(BenchmarkNodeConductor|BenchmarkTrivialHandler)$' $((CG_ITERS * 2000))
 		pair "lookup /v1/nodes/{uuid}/conductor vs a trivial handler, in-process (api), instructions (callgrind), per request" \
 			BenchmarkNodeConductor BenchmarkTrivialHandler Ir/op '>=' 0.9 inverse
-		callgrind api "$out/api.test" '^BenchmarkNodePage$' $((CG_ITERS * 50))
+		# RunParallel's loops do not always pair up under callgrind (seen:
+		# 10 timed loops for 6 sub-benchmarks); the rows then say so.
+		cg_pages=1
+		callgrind api "$out/api.test" '^BenchmarkNodePage$' $((CG_ITERS * 50)) || cg_pages=0
 	fi
 	for c in conductor conductor-after-marker detail-after-marker; do
 		pair "a page of 50 nodes ($c), 100k-node fleet vs 10k (api)" \
 			"BenchmarkNodePage/$c/nodes=100000" "BenchmarkNodePage/$c/nodes=10000" ns/op '<=' 1.2
-		if [[ $CG_ITERS != 0 ]]; then
+		if [[ $CG_ITERS != 0 && $cg_pages == 1 ]]; then
 			pair "a page of 50 nodes ($c), 100k-node fleet vs 10k (api), instructions (callgrind)" \
 				"BenchmarkNodePage/$c/nodes=100000" "BenchmarkNodePage/$c/nodes=10000" Ir/op '<=' 1.2
+		elif [[ $CG_ITERS != 0 ]]; then
+			row "a page of 50 nodes ($c), 100k-node fleet vs 10k (api), instructions (callgrind)" \
+				"not counted in this run (callgrind's timed loops did not pair up)" "-" "-" "<= 1.2x" "NOT measured"
 		fi
 	done
 fi
