@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 // TestPostgresBinaryNodes reads the same awkward rows with the text query
@@ -112,14 +114,8 @@ func TestPostgresSQLASCIINodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	mustExec(t, conn, testenv.MiniSchemaPostgreSQL...)
 	mustExec(t, conn,
-		`CREATE TABLE conductors (id serial PRIMARY KEY, hostname varchar(255) NOT NULL, conductor_group varchar(255),
-			online boolean, drivers text, created_at timestamp, updated_at timestamp, version varchar(15))`,
-		`CREATE TABLE conductor_hardware_interfaces (conductor_id int, hardware_type varchar(255))`,
-		`CREATE TABLE nodes (id serial PRIMARY KEY, uuid varchar(36), name varchar(255), driver varchar(255),
-			conductor_group varchar(255), reservation varchar(255), instance_uuid varchar(36), power_state varchar(15),
-			provision_state varchar(15), maintenance boolean, resource_class varchar(80), created_at timestamp, updated_at timestamp,
-			conductor_affinity int, target_provision_state varchar(15), owner varchar(255), lessee varchar(255))`,
 		`INSERT INTO conductors (hostname, conductor_group, online, drivers, created_at, updated_at)
 			VALUES ('c1', '', true, '["ipmi"]', '2024-01-01 00:00:00', '2024-01-01 00:00:01')`,
 		`INSERT INTO conductor_hardware_interfaces VALUES (1, 'ipmi')`,

@@ -2,9 +2,12 @@ package faults
 
 import (
 	"database/sql"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 // networkFault puts the proxy in mode m between the exporter and b's
@@ -226,20 +229,13 @@ func TestPostgreSQLSQLASCII(t *testing.T) {
 			t.Cleanup(func() { d.Close() })
 			return d
 		}})
-	for _, q := range []string{
-		`CREATE TABLE conductors (id serial PRIMARY KEY, hostname varchar(255) NOT NULL, conductor_group varchar(255),
-			online boolean, drivers text, created_at timestamp, updated_at timestamp, version varchar(15))`,
-		`CREATE TABLE conductor_hardware_interfaces (conductor_id int, hardware_type varchar(255))`,
-		`CREATE TABLE nodes (id serial PRIMARY KEY, uuid varchar(36), name varchar(255), driver varchar(255),
-			conductor_group varchar(255), reservation varchar(255), instance_uuid varchar(36), power_state varchar(15),
-			provision_state varchar(15), maintenance boolean, resource_class varchar(80), created_at timestamp, updated_at timestamp,
-			conductor_affinity int, target_provision_state varchar(15), owner varchar(255), lessee varchar(255))`,
+	for _, q := range append(slices.Clone(testenv.MiniSchemaPostgreSQL),
 		`INSERT INTO conductors (hostname, conductor_group, online, drivers, created_at, updated_at)
 			VALUES (E'c\xff1', '', true, '["ipmi"]', now() at time zone 'utc', now() at time zone 'utc')`,
 		`INSERT INTO conductor_hardware_interfaces VALUES (1, 'ipmi')`,
 		`INSERT INTO nodes (uuid, name, driver, conductor_group, created_at, owner)
 			VALUES ('11111111-1111-4111-8111-111111111111', E'n\xe91', 'ipmi', '', now(), E'p\xe91')`,
-	} {
+	) {
 		if _, err := h.admin.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
