@@ -167,6 +167,16 @@ rounds() {
 	done
 }
 
+# heap_linear FIGURE BIG SMALL: the row of BenchmarkLiveHeap's B/node at BIG
+# nodes against SMALL nodes (linear: ~1x).
+heap_linear() {
+	series "BenchmarkLiveHeap/nodes=$2" B/node >"$out/s"
+	series "BenchmarkLiveHeap/nodes=$3" B/node >"$out/f"
+	ratios "$out/s" "$out/f" >"$out/r"
+	row "$1" "$(median <"$out/s") B/node" "$(median <"$out/f") B/node" \
+		"$(stats <"$out/r")" "linear (~1x, <= 1.2x)" "$(verdict '<=' 1.2 "$out/r")"
+}
+
 # callgrind DIR BIN REGEX ITERS: the instruction counts of the timed loop of each
 # benchmark matching REGEX, recorded as NAME Ir/op. Callgrind dumps its
 # counts at every entry of testing.(*B).ResetTimer and StopTimer: a dump at
@@ -262,11 +272,7 @@ if want heap; then
 		row "live heap, $n nodes (collector BenchmarkLiveHeap)" "$now" "the exposition: ~182 B/node plain, ~27 gzip" \
 			"$(stats <"$out/r") of the target" "<= 400 B/node" "$(verdict '<=' 1 "$out/r")"
 	done
-	series "BenchmarkLiveHeap/nodes=1000000" B/node >"$out/h1m"
-	series "BenchmarkLiveHeap/nodes=10000" B/node >"$out/h10k"
-	ratios "$out/h1m" "$out/h10k" >"$out/r"
-	row "live heap linear: B/node at 1M vs 10k" "$(median <"$out/h1m") B/node" "$(median <"$out/h10k") B/node" \
-		"$(stats <"$out/r")" "linear (~1x, <= 1.2x)" "$(verdict '<=' 1.2 "$out/r")"
+	heap_linear "live heap linear: B/node at 1M vs 10k" 1000000 10000
 fi
 
 # --- lookups ----------------------------------------------------------------------
@@ -396,11 +402,7 @@ if want scale; then
 			"$(median <"$out/s") ns/node" "$(median <"$out/f") ns/node" "$(stats <"$out/r")" "linear (~1x, <= 1.2x)" "$(verdict '<=' 1.2 "$out/r")"
 	done
 	if want heap; then
-		series "BenchmarkLiveHeap/nodes=1000000" B/node >"$out/s"
-		series "BenchmarkLiveHeap/nodes=100000" B/node >"$out/f"
-		ratios "$out/s" "$out/f" >"$out/r"
-		row "1M-node synthetic run: live heap per node, 1M vs 100k" "$(median <"$out/s") B/node" "$(median <"$out/f") B/node" \
-			"$(stats <"$out/r")" "linear (~1x, <= 1.2x)" "$(verdict '<=' 1.2 "$out/r")"
+		heap_linear "1M-node synthetic run: live heap per node, 1M vs 100k" 1000000 100000
 	fi
 fi
 
