@@ -30,6 +30,7 @@ import (
 // auth: the probes answer 200 without credentials, /metrics answers 401
 // without them and 200 with them, and the probe port serves nothing else.
 func TestProbesWithTLSAndBasicAuth(t *testing.T) {
+	needDB(t) // /readyz answers 200 once a topology was read
 	dir := t.TempDir()
 	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	pool := writeSelfSigned(t, certPath, keyPath)
