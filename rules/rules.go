@@ -84,6 +84,8 @@ var (
 	drainSince = Release{23, 1}
 	// commit e67f71606 "Fix GET for conductors with a port or IPv6 address"
 	hostPortSince = Release{24, 0}
+	// commit 435932355 "Disable legacy RBAC policy by default."
+	secureRBACSince = Release{24, 0}
 	// commit 4a9a7949c "Improve clarity of exception message"
 	noValidHostSince = Release{24, 1}
 	// commit 161374f76 "Expose conductor online boolean for accurate alive"
@@ -317,6 +319,16 @@ func (r Rules) HostPortNames() bool { return r.release.AtLeast(hostPortSince) }
 // V1.add_version_attributes(), 26.1+, commit b19507d64 "Add microversion
 // headers to root ('/') endpoint"); older releases send none there.
 func (r Rules) RootVersionHeaders() bool { return r.release.AtLeast(rootVersionSince) }
+
+// SecureRBACDefaults reports whether Ironic release r enforces scope and
+// only the new policy defaults unless ironic.conf says otherwise: from 24.0
+// (commit 435932355 "Disable legacy RBAC policy by default.":
+// opts.set_defaults(..., enforce_scope=True, enforce_new_defaults=True) in
+// ironic/common/policy.py; 3f6507d85, 26.1, drops the override because
+// oslo.policy 4.4 defaults to the same, with no change in behaviour). The
+// zero (unknown) release is the newest's. A Release method, not a Rules one:
+// the policy is needed before the first topology is read.
+func (r Release) SecureRBACDefaults() bool { return r.IsZero() || r.AtLeast(secureRBACSince) }
 
 // ConductorsVersionMessage is the message of the 404 that GET
 // /v1/conductors and /v1/conductors/{hostname} answer below microversion

@@ -275,3 +275,23 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults %+v", s)
 	}
 }
+
+// TestSecureRBACDefaults: scope and the new defaults are enforced by default
+// from 24.0 (435932355), and for an unknown release as by the newest.
+func TestSecureRBACDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		release string
+		want    bool
+	}{{"16.0", false}, {"21.4", false}, {"23.1", false}, {"24.0", true}, {"29.0", true}, {"", true}} {
+		var r Release
+		if tc.release != "" {
+			var err error
+			if r, err = ParseRelease(tc.release); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := r.SecureRBACDefaults(); got != tc.want {
+			t.Errorf("%q: SecureRBACDefaults() = %v, want %v", tc.release, got, tc.want)
+		}
+	}
+}

@@ -38,14 +38,6 @@ const (
 	ReleaseNewest Release = "newest"
 )
 
-// secureRBACSince is the first release whose defaults enforce scope and
-// only the new defaults: Ironic commit 435932355 "Disable legacy RBAC
-// policy by default." (opts.set_defaults(..., enforce_scope=True,
-// enforce_new_defaults=True) in ironic/common/policy.py; first tag
-// 24.0.0). Commit 3f6507d85 (26.1.0) drops the override because
-// oslo.policy 4.4 defaults to the same, with no change in behaviour.
-var secureRBACSince = rules.Release{Major: 24, Minor: 0}
-
 // ForRelease is the set of defaults of Ironic release r: Release214's
 // before 24.0, ReleaseNewest's from 24.0 on and for the zero (unknown)
 // release. Releases before the secure-RBAC check strings of the node
@@ -53,10 +45,10 @@ var secureRBACSince = rules.Release{Major: 24, Minor: 0}
 // Release214's too, which OR the legacy rules they had with the new ones:
 // the new rules may let through a reader those releases refused.
 func ForRelease(r rules.Release) Release {
-	if !r.IsZero() && r.Before(secureRBACSince) {
-		return Release214
+	if r.SecureRBACDefaults() { // rules: from 24.0
+		return ReleaseNewest
 	}
-	return ReleaseNewest
+	return Release214
 }
 
 // The rules the sidecar enforces.
