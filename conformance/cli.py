@@ -147,13 +147,17 @@ def cmd_cli(a):
                       ['node', 'list', '--conductor', h, '--fields', 'uuid'],
                       c_filter(h)))
 
-    def c_long_nodes(conds, nodes, rc, out, err):
-        # `node list --long` reads /v1/nodes/detail and shows Conductor
+    def node_conductors(nodes, rc, out, err):
+        # a node listing's Conductor column against each node's conductor
         want = {u: n.get('conductor') for u, n in nodes.items()}
         got = parse(out) if rc == 0 else {'rc': rc, 'err': err[-500:]}
         if isinstance(got, list):
             got = {r.get('UUID'): r.get('Conductor') for r in got}
         return want, got
+
+    def c_long_nodes(conds, nodes, rc, out, err):
+        # `node list --long` reads /v1/nodes/detail and shows Conductor
+        return node_conductors(nodes, rc, out, err)
     cases.append(('baremetal node list --long (Conductor column)',
                   ['node', 'list', '--long'], c_long_nodes))
 
@@ -162,11 +166,7 @@ def cmd_cli(a):
         if rc != 0 and a.ironic_endpoint and \
                 "has no attribute 'conductor' (HTTP 500)" in err:
             return 'HTTP 500 (Ironic 21.4 bug)', 'HTTP 500 (Ironic 21.4 bug)'
-        want = {u: n.get('conductor') for u, n in nodes.items()}
-        got = parse(out) if rc == 0 else {'rc': rc, 'err': err[-500:]}
-        if isinstance(got, list):
-            got = {r.get('UUID'): r.get('Conductor') for r in got}
-        return want, got
+        return node_conductors(nodes, rc, out, err)
     cases.append(('baremetal node list --fields uuid conductor',
                   ['node', 'list', '--fields', 'uuid', 'conductor'],
                   c_fields_list))

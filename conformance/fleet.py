@@ -180,6 +180,13 @@ def _with_database(url, name):
 
 def _recreate_database(db_url):
     """Drop and create the database named in db_url (generic over backends)."""
+    _drop_database(db_url, create=True)
+
+
+def _drop_database(db_url, create=False):
+    """Drop the database named in db_url (a SQLite file: remove it), first
+    ending the other sessions on it (PostgreSQL); create it again, empty,
+    when create is set."""
     import sqlalchemy as sa
     from sqlalchemy.engine.url import make_url
     url = make_url(db_url)
@@ -193,12 +200,12 @@ def _recreate_database(db_url):
     if not dbname:
         raise SystemExit('db url must name a database: %s' % db_url)
     if backend == 'postgresql':
-        admin = _with_database(url, 'postgres')
-        quote = '"%s"'
+        admin, quote = _with_database(url, 'postgres'), '"%s"'
+        created = " ENCODING 'UTF8' TEMPLATE template0"
     elif backend in ('mysql', 'mariadb'):
         # (SQLAlchemy 1.4's URL.set(database=None) keeps the database)
-        admin = _with_database(url, 'mysql')
-        quote = '`%s`'
+        admin, quote = _with_database(url, 'mysql'), '`%s`'
+        created = ' CHARACTER SET utf8mb4'
     else:
         raise SystemExit('unsupported backend %s' % backend)
     eng = sa.create_engine(admin, isolation_level='AUTOCOMMIT')
@@ -209,36 +216,8 @@ def _recreate_database(db_url):
                 'WHERE datname = :d AND pid <> pg_backend_pid()'),
                 {'d': dbname})
         conn.execute(sa.text('DROP DATABASE IF EXISTS ' + quote % dbname))
-        if backend == 'postgresql':
-            conn.execute(sa.text("CREATE DATABASE " + quote % dbname +
-                                 " ENCODING 'UTF8' TEMPLATE template0"))
-        else:
-            conn.execute(sa.text('CREATE DATABASE ' + quote % dbname +
-                                 ' CHARACTER SET utf8mb4'))
-    eng.dispose()
-
-
-def _drop_database(db_url):
-    import sqlalchemy as sa
-    from sqlalchemy.engine.url import make_url
-    url = make_url(db_url)
-    backend = url.get_backend_name()
-    if backend == 'sqlite':
-        if url.database and os.path.exists(url.database):
-            os.unlink(url.database)
-        return
-    if backend == 'postgresql':
-        admin, q = _with_database(url, 'postgres'), '"%s"'
-    else:
-        admin, q = _with_database(url, 'mysql'), '`%s`'
-    eng = sa.create_engine(admin, isolation_level='AUTOCOMMIT')
-    with eng.connect() as conn:
-        if backend == 'postgresql':
-            conn.execute(sa.text(
-                'SELECT pg_terminate_backend(pid) FROM pg_stat_activity '
-                'WHERE datname = :d AND pid <> pg_backend_pid()'),
-                {'d': url.database})
-        conn.execute(sa.text('DROP DATABASE IF EXISTS ' + q % url.database))
+        if create:
+            conn.execute(sa.text('CREATE DATABASE ' + quote % dbname + created))
     eng.dispose()
 
 
