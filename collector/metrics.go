@@ -5,9 +5,7 @@
 package collector
 
 import (
-	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -252,37 +250,6 @@ type nodeInfoCollector struct {
 
 func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoDesc }
 func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInfo(ch, c.t, c.order) }
-
-// nodeInfoOrder returns the node indexes in the order the registry sorts
-// ironic_node_conductor_info: by label values, labels sorted by name
-// (conductor, conductor_group, driver, node_name, node_uuid). Emitting
-// them presorted lets the registry's sort run in linear time, which on
-// 100,000 nodes saves most of a second per scrape. The pre-rendered node
-// family (writeNodeFamily) is written in this order; it is computed once per
-// node generation and kept with the family's gzip chunk (nodePieces).
-func nodeInfoOrder(t *topology.Topology) []int32 {
-	order := make([]int32, len(t.Nodes))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		x, y := &t.Nodes[a], &t.Nodes[b]
-		if c := strings.Compare(x.Conductor, y.Conductor); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.ConductorGroup, y.ConductorGroup); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.Driver, y.Driver); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.NameOrEmpty(), y.NameOrEmpty()); c != 0 {
-			return c
-		}
-		return strings.Compare(x.UUID, y.UUID)
-	})
-	return order
-}
 
 func boolValue(b bool) float64 {
 	if b {
