@@ -236,6 +236,7 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 		name    string
 		backend db.Backend
 		s       Settings
+		fleet   func() *db.Snapshot // reuseFleet when nil
 		steps   []step
 	}{
 		{name: "nothing changes", steps: []step{{"same inputs", func(*testing.T, *reuseInputs) {}, true}}},
@@ -268,6 +269,8 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 				in.snap.Conductors = slices.DeleteFunc(in.snap.Conductors, func(c db.Conductor) bool { return c.Hostname == "c5" })
 				in.snap.Conductors = append(in.snap.Conductors, cond(9, "c5", "", true, in.now))
 			}, false}}},
+		{name: "conductor row replaced under another id, in the same place", steps: []step{
+			{"c8 id 12", func(t *testing.T, in *reuseInputs) { conductorByHost(t, in.snap, "c8").ID = 12 }, false}}},
 		{name: "conductor added", steps: []step{
 			{"c9 without hardware types", func(_ *testing.T, in *reuseInputs) {
 				in.snap.Conductors = append(in.snap.Conductors, cond(10, "c9", "", true, in.now))
@@ -323,6 +326,19 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 		{name: "ungrouped rings: nodes moved, then nothing changes", s: ungrouped, steps: []step{
 			{"c1 dies", heartbeat("c1", time.Hour), false},
 			{"same inputs", func(*testing.T, *reuseInputs) {}, true}}},
+		// Remapped of the nodes that moved in prev has group h, which
+		// Remapped leaves out while nothing moves (no ring, no orphan in h).
+		{name: "ungrouped rings, served groups only: nodes moved, then nothing changes", s: ungrouped, fleet: func() *db.Snapshot {
+			snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+				cond(1, "c1", "g", true, ago(time.Second), "ipmi"),
+				cond(2, "c2", "g", true, ago(time.Second), "ipmi")}}
+			for i := range 100 {
+				snap.Nodes = append(snap.Nodes, node(int64(i+1), fmt.Sprintf("%036d", i), "h", "ipmi"))
+			}
+			return snap
+		}, steps: []step{
+			{"c1 dies", heartbeat("c1", time.Hour), false},
+			{"same inputs", func(*testing.T, *reuseInputs) {}, true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			backend, s := tc.backend, tc.s
@@ -332,9 +348,14 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 			if s == (Settings{}) {
 				s = testSettings
 			}
-			in := reuseInputs{snap: reuseFleet(backend, 400), s: s, now: testNow}
+			in := reuseInputs{s: s, now: testNow}
+			if tc.fleet != nil {
+				in.snap = tc.fleet()
+			} else {
+				in.snap = reuseFleet(backend, 400)
+			}
 			prev := mustBuild(t, in.snap, in.s, nil)
-			if len(prev.Orphans) == 0 || len(prev.Stuck) == 0 || len(prev.AffinityUnavailable) == 0 || len(prev.Warnings) == 0 {
+			if tc.fleet == nil && (len(prev.Orphans) == 0 || len(prev.Stuck) == 0 || len(prev.AffinityUnavailable) == 0 || len(prev.Warnings) == 0) {
 				t.Fatalf("the fleet lacks a case: orphans %v, stuck %v, affinity %v, warnings %v",
 					prev.Orphans, prev.Stuck, prev.AffinityUnavailable, prev.Warnings)
 			}
