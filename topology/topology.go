@@ -417,12 +417,18 @@ type ringMembers struct {
 func (t *Topology) judgeConductors(conductors []db.Conductor) (members map[string]*ringMembers, emptyActive bool) {
 	rs, now := t.Rules, t.Now
 	members = map[string]*ringMembers{}
+	byPair := map[GroupDriver]*ringMembers{} // RingKey's string made once per pair, not per conductor
 	for _, c := range conductors {
 		if _, dup := t.byHost[c.Hostname]; dup {
 			continue // hostname is unique in Ironic's schema; never trust a join
 		}
 		ci := ConductorInfo{Conductor: c}
-		ci.HardwareTypes = slices.Compact(slices.Sorted(slices.Values(c.HardwareTypes)))
+		ci.HardwareTypes = nil
+		if len(c.HardwareTypes) > 0 { // sorted, each once, in a slice of its own
+			ci.HardwareTypes = slices.Clone(c.HardwareTypes)
+			slices.Sort(ci.HardwareTypes)
+			ci.HardwareTypes = slices.Compact(ci.HardwareTypes)
+		}
 		ci.Alive = rs.Alive(c.Online, c.UpdatedAt, now)
 		ci.Active = rs.RingMember(c.Online, c.UpdatedAt, now)
 		ci.State = State(rs.State(c.Online, c.UpdatedAt, now))
@@ -441,11 +447,14 @@ func (t *Topology) judgeConductors(conductors []db.Conductor) (members map[strin
 			group = "" // one ring per hardware type, whatever the group
 		}
 		for _, hw := range ci.HardwareTypes {
-			k := rs.RingKey(group, hw)
-			m := members[k]
+			m := byPair[GroupDriver{group, hw}]
 			if m == nil {
-				m = &ringMembers{group: group, hw: hw}
-				members[k] = m
+				k := rs.RingKey(group, hw)
+				if m = members[k]; m == nil {
+					m = &ringMembers{group: group, hw: hw}
+					members[k] = m
+				}
+				byPair[GroupDriver{group, hw}] = m
 			}
 			m.hosts = append(m.hosts, c.Hostname)
 		}
