@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -439,4 +440,27 @@ func TestRebuildOverUnchangedNodesRandomly(t *testing.T) {
 		t.Errorf("reuse path taken %d times, full path %d: both must be", fast, slow)
 	}
 	t.Logf("reuse path %d, full path %d", fast, slow)
+}
+
+// TestSharedNodeIndexIsSafe: topologies that share their nodes share one
+// lazily built lookup; readers of both, concurrently, build it once (run
+// with -race).
+func TestSharedNodeIndexIsSafe(t *testing.T) {
+	snap := reuseFleet(db.BackendPostgreSQL, 50)
+	prev := mustBuild(t, snap, testSettings, nil)
+	next := mustBuild(t, withConductors(snap), testSettings, prev)
+	if !sharesNodes(prev, next) || prev.idx != next.idx {
+		t.Fatal("the rebuild does not share the nodes and their lookup")
+	}
+	var wg sync.WaitGroup
+	for _, topo := range []*Topology{prev, next, prev, next} {
+		wg.Go(func() {
+			for i := range topo.Nodes {
+				if n, ok := topo.Node(topo.Nodes[i].UUID); !ok || n.UUID != topo.Nodes[i].UUID {
+					t.Errorf("node %s not found", topo.Nodes[i].UUID)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
