@@ -125,6 +125,9 @@ func TestCacheSkipsUnchangedNodes(t *testing.T) {
 	if first.Topology.NodeGeneration != second.Topology.NodeGeneration {
 		t.Errorf("unchanged nodes got a new node generation")
 	}
+	if !sharesNodes(first.Topology, second.Topology) {
+		t.Errorf("a refresh over unchanged nodes and conductors recomputed the node results")
+	}
 	// The golden fleet's c-alive heartbeat is 10s old at testNow: 60s
 	// later it is dead, though the nodes were not read.
 	c, _ := step("unchanged, a minute less a second later", 58*time.Second, 1).Topology.Conductor("c-alive")

@@ -206,9 +206,19 @@ type Topology struct {
 	byHost map[string]int
 	byRing map[GroupDriver]int // the ring of a node's (conductor_group, driver)
 
+	// nodesFrom is the snapshot's node slice Nodes were built from: a
+	// rebuild over the very same slice may reuse every node-derived result
+	// (see reusableNodes).
+	nodesFrom []db.Node
+	// idx is the UUID and name lookup of Nodes, built on first use and
+	// shared by the topologies that share Nodes; indexOnce sets it for a
+	// Topology that Build did not make.
 	indexOnce sync.Once
-	byUUID    map[string]int
-	byName    map[string]int
+	idx       *nodeIndex
+	// remapGroups are the groups mapNodes gives a Remapped entry (those of
+	// the rings and of the nodes no ring serves), before compare counts
+	// the nodes that moved.
+	remapGroups []string
 
 	// NodeGeneration identifies the nodes' labels: it is carried over from
 	// the previous topology while every node keeps its UUID, name, group,
@@ -256,6 +266,15 @@ func (t *Topology) ringOf(gd GroupDriver) GroupDriver {
 // whose membership and settings are unchanged are reused, and so is the
 // conductor of every node whose ring is unchanged: a rebuild over an
 // unchanged snapshot hashes nothing. prev also yields Remapped.
+//
+// When snap.Nodes is the very slice prev was built from (the cache's
+// refresh whose change probe vouched for the nodes) and the conductors are
+// judged alike in everything the node-derived results depend on (see
+// reusableNodes), those results are prev's, shared: the rebuild costs
+// O(conductors), not O(nodes), and liveness is still judged afresh. The
+// topology points into snap.Nodes (NodeInfo.Node), so a snapshot's nodes
+// must not be written once a topology is built from them; Build never
+// writes them.
 func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topology, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("building topology: nil snapshot")
@@ -281,10 +300,86 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		c, ok := t.Conductor(host)
 		return ok && c.Active
 	})
+	t.nodesFrom = snap.Nodes
+	if reuse != nil && t.reusableNodes(reuse, unchanged) {
+		t.reuseNodes(reuse)
+		return t, nil
+	}
+	t.idx = &nodeIndex{}
 	t.assignNodes(t.mapNodes(snap.Nodes, reuse, unchanged))
 	t.lifecycle()
 	t.compare(prev)
 	return t, nil
+}
+
+// reusableNodes reports whether every node-derived result of prev (built
+// under the same settings and rules) is what mapNodes, assignNodes,
+// lifecycle and compare would compute for t, whose conductors are judged
+// and rings built, unchanged telling which rings are prev's. That holds
+// when:
+//   - t's nodes are the very slice prev's were built from (same array,
+//     same length, not empty: a snapshot's nodes are never written once
+//     built from);
+//   - every ring is prev's, with the same members, and there are as many:
+//     the same keys in the same order, so the same byRing and the same
+//     node-to-conductor answers (mapNodes, the orphans, the ring counts);
+//   - the conductors are prev's, in the same order, with the same id and
+//     hostname (the owner indexes and hostnames of assignNodes, the
+//     affinity of lifecycle) and the same Running() (lifecycle's affinity
+//     and stuck judgements). Alive, Active, State and the heartbeat are
+//     judged afresh but read by no node-derived result (Active only
+//     through the rings).
+//
+// A conductor named "" is in no list (see emptyHostname); its ring
+// membership is in the rings.
+func (t *Topology) reusableNodes(prev *Topology, unchanged []bool) bool {
+	if !sameSlice(t.nodesFrom, prev.nodesFrom) || len(t.Rings) != len(prev.Rings) ||
+		len(t.Conductors) != len(prev.Conductors) {
+		return false
+	}
+	for _, u := range unchanged {
+		if !u {
+			return false
+		}
+	}
+	for i := range t.Conductors {
+		c, p := &t.Conductors[i], &prev.Conductors[i]
+		if c.ID != p.ID || c.Hostname != p.Hostname || c.Running() != p.Running() {
+			return false
+		}
+	}
+	return true
+}
+
+// sameSlice reports whether a and b are the same non-empty slice: the same
+// length and backing array, from the same element. Empty node lists take
+// Build's full path, which costs O(conductors) for them anyway (and a
+// Topology Build did not make has no nodesFrom).
+func sameSlice(a, b []db.Node) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+// reuseNodes is Build's path for nodes and conductors that reusableNodes
+// found alike: prev's node-derived results, shared (a Topology is never
+// written after Build), and Remapped with 0 for each of the groups mapNodes
+// gave an entry, as compare finds when no node moved (prev's own Remapped
+// may also hold groups whose nodes moved in prev).
+func (t *Topology) reuseNodes(prev *Topology) {
+	t.Nodes, t.idx, t.NodeGeneration = prev.Nodes, prev.idx, prev.NodeGeneration
+	t.Orphans, t.Reservations = prev.Orphans, prev.Reservations
+	t.AffinityUnavailable, t.Stuck = prev.AffinityUnavailable, prev.Stuck
+	for i := range t.Conductors {
+		c, p := &t.Conductors[i], &prev.Conductors[i]
+		c.Nodes, c.Prepared, c.ProvisionStates = p.Nodes, p.Prepared, p.ProvisionStates
+		c.Maintenance, c.AffinityElsewhere = p.Maintenance, p.AffinityElsewhere
+	}
+	for i := range t.Rings {
+		t.Rings[i].Nodes = prev.Rings[i].Nodes
+	}
+	t.remapGroups = prev.remapGroups
+	for _, g := range t.remapGroups {
+		t.Remapped[g] = 0
+	}
 }
 
 // newTopology is the empty topology of snap under rs, judged at now.
@@ -322,12 +417,18 @@ type ringMembers struct {
 func (t *Topology) judgeConductors(conductors []db.Conductor) (members map[string]*ringMembers, emptyActive bool) {
 	rs, now := t.Rules, t.Now
 	members = map[string]*ringMembers{}
+	byPair := map[GroupDriver]*ringMembers{} // RingKey's string made once per pair, not per conductor
 	for _, c := range conductors {
 		if _, dup := t.byHost[c.Hostname]; dup {
 			continue // hostname is unique in Ironic's schema; never trust a join
 		}
 		ci := ConductorInfo{Conductor: c}
-		ci.HardwareTypes = slices.Compact(slices.Sorted(slices.Values(c.HardwareTypes)))
+		ci.HardwareTypes = nil
+		if len(c.HardwareTypes) > 0 { // sorted, each once, in a slice of its own
+			ci.HardwareTypes = slices.Clone(c.HardwareTypes)
+			slices.Sort(ci.HardwareTypes)
+			ci.HardwareTypes = slices.Compact(ci.HardwareTypes)
+		}
 		ci.Alive = rs.Alive(c.Online, c.UpdatedAt, now)
 		ci.Active = rs.RingMember(c.Online, c.UpdatedAt, now)
 		ci.State = State(rs.State(c.Online, c.UpdatedAt, now))
@@ -346,11 +447,14 @@ func (t *Topology) judgeConductors(conductors []db.Conductor) (members map[strin
 			group = "" // one ring per hardware type, whatever the group
 		}
 		for _, hw := range ci.HardwareTypes {
-			k := rs.RingKey(group, hw)
-			m := members[k]
+			m := byPair[GroupDriver{group, hw}]
 			if m == nil {
-				m = &ringMembers{group: group, hw: hw}
-				members[k] = m
+				k := rs.RingKey(group, hw)
+				if m = members[k]; m == nil {
+					m = &ringMembers{group: group, hw: hw}
+					members[k] = m
+				}
+				byPair[GroupDriver{group, hw}] = m
 			}
 			m.hosts = append(m.hosts, c.Hostname)
 		}
@@ -450,6 +554,7 @@ func (t *Topology) mapNodes(nodes []db.Node, reuse *Topology, unchanged []bool) 
 	for gd := range t.Orphans {
 		t.Remapped[gd.ConductorGroup] += 0
 	}
+	t.remapGroups = slices.Sorted(maps.Keys(t.Remapped))
 	return owner
 }
 
@@ -611,24 +716,37 @@ func (t *Topology) locate(todo []pendingNode, owner []int32) {
 	}
 }
 
-// index builds the node lookups on first use: metrics never need them, and
-// building them costs more than the mapping itself.
-func (t *Topology) index() {
+// nodeIndex is the UUID and name lookup of one node list, built once.
+type nodeIndex struct {
+	once           sync.Once
+	byUUID, byName map[string]int
+}
+
+// index returns the node lookups, built on first use: metrics never need
+// them, and building them costs more than the mapping itself.
+func (t *Topology) index() *nodeIndex {
 	t.indexOnce.Do(func() {
-		t.byUUID = make(map[string]int, len(t.Nodes))
-		t.byName = map[string]int{}
+		if t.idx == nil {
+			t.idx = &nodeIndex{} // a Topology Build did not make
+		}
+	})
+	x := t.idx
+	x.once.Do(func() {
+		x.byUUID = make(map[string]int, len(t.Nodes))
+		x.byName = map[string]int{}
 		for i := range t.Nodes {
 			n := t.Nodes[i].Node
-			if _, dup := t.byUUID[n.UUID]; !dup {
-				t.byUUID[n.UUID] = i
+			if _, dup := x.byUUID[n.UUID]; !dup {
+				x.byUUID[n.UUID] = i
 			}
 			if n.Name != nil && *n.Name != "" {
-				if _, dup := t.byName[*n.Name]; !dup {
-					t.byName[*n.Name] = i
+				if _, dup := x.byName[*n.Name]; !dup {
+					x.byName[*n.Name] = i
 				}
 			}
 		}
 	})
+	return x
 }
 
 // nodeAt finds a node of the topology by UUID, trying index i first since
@@ -637,8 +755,7 @@ func (t *Topology) nodeAt(i int, uuid string) *NodeInfo {
 	if i < len(t.Nodes) && t.Nodes[i].UUID == uuid {
 		return &t.Nodes[i]
 	}
-	t.index()
-	if j, ok := t.byUUID[uuid]; ok {
+	if j, ok := t.index().byUUID[uuid]; ok {
 		return &t.Nodes[j]
 	}
 	return nil
@@ -656,10 +773,10 @@ func (t *Topology) Conductor(hostname string) (*ConductorInfo, bool) {
 // Node returns the node with the given UUID or, failing that, name, as
 // Ironic resolves a node_ident.
 func (t *Topology) Node(ident string) (*NodeInfo, bool) {
-	t.index()
-	i, ok := t.byUUID[ident]
+	x := t.index()
+	i, ok := x.byUUID[ident]
 	if !ok {
-		i, ok = t.byName[ident]
+		i, ok = x.byName[ident]
 	}
 	if !ok {
 		return nil, false

@@ -114,7 +114,7 @@ func (s *countingSource) SnapshotSince(ctx context.Context, known *db.NodeProbe)
 // next to its floor, in alternated rounds (ICE_BENCH_ROUNDS, see
 // internal/bench): "unchanged" is a refresh when nothing changed (the
 // probe vouches for the nodes: conductors read, liveness judged, the
-// topology rebuilt over the previous one), whose floor "probe" is
+// previous topology's node results reused), whose floor "probe" is
 // db.SQLNodeProbe alone on the same server; "full" is a refresh that reads
 // every node (what a changed database costs: the read and the topology),
 // whose floor "copy" is the COPY of db.SQLNodes' rows. The conductors'
