@@ -515,6 +515,7 @@ func (t *Topology) mapNodes(nodes []db.Node, reuse *Topology, unchanged []bool) 
 	owner := make([]int32, 0, len(nodes))
 	todo := make([]pendingNode, 0, len(nodes))
 	var key []byte // reused: converting each UUID to []byte would allocate
+	ungrouped := t.Rules.UngroupedRings()
 	for i := range nodes {
 		n := &nodes[i]
 		if i > 0 && n.ID == nodes[i-1].ID {
@@ -540,6 +541,9 @@ func (t *Topology) mapNodes(nodes []db.Node, reuse *Topology, unchanged []bool) 
 		}
 		if served {
 			t.Rings[ri].Nodes++
+			if ungrouped {
+				t.Remapped[n.ConductorGroup] += 0 // the ring's group is "", not the node's
+			}
 		}
 		if n.Reservation != nil {
 			t.Reservations[*n.Reservation]++

@@ -488,3 +488,23 @@ func TestEmptyHostname(t *testing.T) {
 		}
 	}
 }
+
+// TestRemappedHasEveryGroupUngrouped: where Ironic's rings ignore groups
+// (Rules.UngroupedRings), a group whose nodes a group-less ring serves is
+// in Remapped from the first topology on, with 0, as Remapped promises for
+// every group that has nodes (the counter built from it must start at 0).
+func TestRemappedHasEveryGroupUngrouped(t *testing.T) {
+	s := testSettings
+	s.Release = rules.MustRelease("16.0")
+	s.PinReleaseVersion = "11.0"
+	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+		cond(1, "a", "rack1", true, ago(5*time.Second), "ipmi")}}
+	snap.Nodes = []db.Node{node(1, "n1", "rack1", "ipmi"), node(2, "n2", "rack2", "ipmi"), node(3, "n3", "", "redfish")}
+	topo := mustBuild(t, snap, s, nil)
+	if !topo.Rules.UngroupedRings() {
+		t.Fatal("the settings do not give ungrouped rings")
+	}
+	if want := map[string]int{"": 0, "rack1": 0, "rack2": 0}; !reflect.DeepEqual(topo.Remapped, want) {
+		t.Errorf("remapped %v, want %v", topo.Remapped, want)
+	}
+}
