@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"strconv"
 )
@@ -117,6 +118,18 @@ func (c *escapeConn) Read(p []byte) (int, error) {
 		}
 		n, err := c.Conn.Read(c.scratch)
 		c.out = c.feed(c.out[:0], c.scratch[:n])
+		if err != nil && isTimeout(err) {
+			// A deadline ends nothing: net/http aborts its background
+			// read of an idle keep-alive connection by setting one in the
+			// past, then moves it and reads on. So the look-ahead stays,
+			// and the error is not kept for the next Read, which would
+			// otherwise fail the next request: it is returned only when
+			// there is nothing to return instead.
+			if len(c.out) == 0 {
+				return 0, err
+			}
+			break
+		}
 		if err != nil {
 			// The look-ahead will never complete: an invalid escape.
 			if len(c.hold) > 0 {
@@ -333,4 +346,11 @@ func (c *escapeConn) header(line []byte, long bool) {
 
 func isHex(b byte) bool {
 	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
+}
+
+// isTimeout reports whether err is a deadline's: temporary, the
+// connection goes on once the deadline moves.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,66 @@ func TestEscapeConnKeepsHeaderLimit(t *testing.T) {
 		if r := exchange(t, addr, raw, 1<<20, 1)[0]; r.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("%q x %d: status %d, want 431", seg, (80<<10)/len(seg), r.StatusCode)
 		}
+	}
+}
+
+// scriptedConn is a net.Conn whose reads return, in turn, the given
+// pieces and errors.
+type scriptedConn struct {
+	net.Conn
+	reads []scriptedRead
+}
+
+type scriptedRead struct {
+	data string
+	err  error
+}
+
+func (c *scriptedConn) Read(p []byte) (int, error) {
+	if len(c.reads) == 0 {
+		return 0, io.EOF
+	}
+	r := c.reads[0]
+	c.reads = c.reads[1:]
+	return copy(p, r.data), r.err
+}
+
+// timeoutErr is the error of a read past its deadline.
+var timeoutErr error = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+
+// TestEscapeConnSurvivesDeadlines: net/http aborts its background read of
+// a keep-alive connection with a deadline in the past, then reads the next
+// request. A deadline's error must not outlive the read it ended (it
+// failed the next request: TestEscapeConnFraming lost a response in about
+// one run of 200 under load), nor end an escape split across it.
+func TestEscapeConnSurvivesDeadlines(t *testing.T) {
+	c := &escapeConn{Conn: &scriptedConn{reads: []scriptedRead{
+		{"GET /a%", nil}, {"", timeoutErr}, {"4", timeoutErr}, {"1%z", nil}, {"z HTTP/1.1\r\n", timeoutErr},
+		{"Host: x\r\n\r\n", io.EOF},
+	}}}
+	var got strings.Builder
+	buf := make([]byte, 64)
+	timeouts := 0
+	for {
+		n, err := c.Read(buf)
+		got.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if !isTimeout(err) {
+				t.Fatalf("read: %v", err)
+			}
+			if n != 0 {
+				t.Errorf("a timeout returned with %d bytes", n)
+			}
+			timeouts++
+		}
+	}
+	if want := "GET /a%41%25zz HTTP/1.1\r\nHost: x\r\n\r\n"; got.String() != want {
+		t.Errorf("read %q, want %q", got.String(), want)
+	}
+	if timeouts != 2 { // "" and "4": the look-ahead holds the 4, nothing to return
+		t.Errorf("%d timeouts returned, want 2 (the reads that gave nothing to return)", timeouts)
 	}
 }
