@@ -50,6 +50,11 @@ type wording struct {
 	text, time func(name string) string
 	// null stands for a column the schema lacks.
 	null string
+	// packed words the columns as one value, record_send(ROW(...)): the
+	// row in PostgreSQL's binary form of a composite (its column count,
+	// then each column's type OID, length or -1 for NULL, and binary
+	// value), which nodeRow.unpack reads.
+	packed bool
 }
 
 // The wordings of the dialects.
@@ -66,6 +71,11 @@ var (
 	// timestamp_send, for the binary node read of pgQueries.
 	pgBinaryWording = wording{text: func(c string) string { return "textsend(" + c + ")" },
 		time: func(c string) string { return "timestamp_send(" + c + ")" }, null: "NULL::bytea"}
+	// pgPackedWording packs each node row into one bytea (record_send),
+	// text as text and timestamps as timestamp, for the packed node read
+	// of pgQueries.
+	pgPackedWording = wording{text: func(c string) string { return c + "::text" },
+		time: func(c string) string { return c + "::timestamp" }, null: "NULL::text", packed: true}
 )
 
 // word words one column.
@@ -86,8 +96,12 @@ func (w wording) word(c column, withoutOwner bool) string {
 // NULL for the owner columns. Lines are wrapped for the logs.
 func (w wording) selectAll(table string, cols []column, withoutOwner bool) string {
 	var b strings.Builder
-	b.WriteString("SELECT ")
-	line := len("SELECT ")
+	open, closing := "SELECT ", ""
+	if w.packed {
+		open, closing = "SELECT record_send(ROW(", "))"
+	}
+	b.WriteString(open)
+	line := len(open)
 	for i, c := range cols {
 		s := w.word(c, withoutOwner)
 		if i > 0 {
@@ -103,7 +117,7 @@ func (w wording) selectAll(table string, cols []column, withoutOwner bool) strin
 		b.WriteString(s)
 		line += len(s)
 	}
-	b.WriteString("\nFROM " + table + "\nORDER BY id")
+	b.WriteString(closing + "\nFROM " + table + "\nORDER BY id")
 	return b.String()
 }
 

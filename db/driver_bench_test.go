@@ -59,28 +59,47 @@ func BenchmarkNodeRead(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("alternated/nodes=%d", n), func(b *testing.B) {
+			meter := newCPUMeter(ctx, b)
 			took := make([][]time.Duration, len(subjects))
+			cpu := make([][]readCPU, len(subjects))
 			round := 0
 			for b.Loop() {
 				for i := range subjects {
 					k := (i + round) % len(subjects)
-					start := time.Now()
-					if err := subjects[k].run(); err != nil {
+					wall, used, err := meter.measure(ctx, subjects[k].run)
+					if err != nil {
 						b.Fatal(err)
 					}
-					took[k] = append(took[k], time.Since(start))
+					took[k] = append(took[k], wall)
+					cpu[k] = append(cpu[k], used)
 				}
 				round++
 			}
-			for k, s := range subjects[1:] {
-				ratios := make([]float64, round)
+			median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+			for k, s := range subjects {
+				client, server := make([]float64, round), make([]float64, round)
+				for r := range round {
+					client[r] = cpu[k][r].client.Seconds() * 1e3
+					server[r] = cpu[k][r].server.Seconds() * 1e3
+				}
+				b.ReportMetric(median(client), s.name+"-client-cpu-ms")
+				b.ReportMetric(median(server), s.name+"-server-cpu-ms")
+				if k == 0 {
+					continue
+				}
+				ratios, cpuRatios := make([]float64, round), make([]float64, round)
 				for r := range ratios {
-					ratios[r] = float64(took[k+1][r]) / float64(took[0][r])
+					ratios[r] = float64(took[k][r]) / float64(took[0][r])
+					cpuRatios[r] = float64(cpu[k][r].total()) / float64(cpu[0][r].total())
 				}
 				slices.Sort(ratios)
 				b.ReportMetric(ratios[len(ratios)/2], s.name+"/copy")
 				b.ReportMetric(ratios[0], s.name+"/copy-min")
 				b.ReportMetric(ratios[len(ratios)-1], s.name+"/copy-max")
+				slices.Sort(cpuRatios)
+				b.ReportMetric(cpuRatios[len(cpuRatios)/2], s.name+"/copy-cpu")
+				b.ReportMetric(cpuRatios[0], s.name+"/copy-cpu-min")
+				b.ReportMetric(cpuRatios[len(cpuRatios)-1], s.name+"/copy-cpu-max")
 			}
 		})
 	}
@@ -116,6 +135,79 @@ func TestPgxNativeSnapshot(t *testing.T) {
 	}
 }
 
+// readCPU is the CPU time one read took: the benchmark process's (client)
+// and that of the PostgreSQL backends of the test database (server).
+type readCPU struct{ client, server time.Duration }
+
+func (c readCPU) total() time.Duration { return c.client + c.server }
+
+// cpuMeter measures a read's wall time and CPU time, the server's from the
+// backends pg_stat_activity lists for the test database (not those of the
+// other databases a shared server runs), each read from /proc.
+type cpuMeter struct{ conn *pgx.Conn }
+
+func newCPUMeter(ctx context.Context, b *testing.B) *cpuMeter {
+	b.Helper()
+	conn, err := pgx.Connect(ctx, adminDSNFor(testDBName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close(ctx) })
+	return &cpuMeter{conn: conn}
+}
+
+// backends are the CPU times of the test database's backends, but the
+// meter's own.
+func (m *cpuMeter) backends(ctx context.Context) (map[uint32]time.Duration, error) {
+	rows, err := m.conn.Query(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return nil, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uint32]time.Duration, len(pids))
+	for _, pid := range pids {
+		if out[uint32(pid)], err = threadCPU(uint32(pid)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// measure runs read once; a backend that started during the read counts
+// from zero.
+func (m *cpuMeter) measure(ctx context.Context, read func() error) (time.Duration, readCPU, error) {
+	var used readCPU
+	before, err := m.backends(ctx)
+	if err != nil {
+		return 0, used, err
+	}
+	self, err := processCPU()
+	if err != nil {
+		return 0, used, err
+	}
+	start := time.Now()
+	if err := read(); err != nil {
+		return 0, used, err
+	}
+	wall := time.Since(start)
+	if used.client, err = processCPU(); err != nil {
+		return 0, used, err
+	}
+	used.client -= self
+	after, err := m.backends(ctx)
+	if err != nil {
+		return 0, used, err
+	}
+	for pid, t := range after {
+		used.server += t - before[pid]
+	}
+	return wall, used, nil
+}
+
 // nodeReadSubject is one way of reading n nodes; the first is the floor.
 type nodeReadSubject struct {
 	name string
@@ -142,6 +234,8 @@ func nodeReadSubjects(ctx context.Context, b *testing.B, n int) []nodeReadSubjec
 	}
 	pgxDB := &DB{db: sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx"), dialect: lib.dialect, opts: lib.opts}
 	b.Cleanup(func() { pgxDB.Close() })
+	packed := openTest(b, testDSN+"?sslmode=disable", Options{})
+	packed.dialect = packedPostgres{packed.dialect.(*postgres)}
 
 	snapshot := func(d *DB) func() error {
 		return func() error {
@@ -161,6 +255,7 @@ func nodeReadSubjects(ctx context.Context, b *testing.B, n int) []nodeReadSubjec
 			return err
 		}},
 		{"libpq", snapshot(lib)},
+		{"libpq-packed", snapshot(packed)},
 		{"pgx", snapshot(pgxDB)},
 		{"pgx-native", func() error {
 			s, err := pgxNativeSnapshot(ctx, nativeConn)
@@ -171,6 +266,12 @@ func nodeReadSubjects(ctx context.Context, b *testing.B, n int) []nodeReadSubjec
 		}},
 	}
 }
+
+// packedPostgres is the PostgreSQL dialect reading the nodes packed
+// (pgPackedQueries).
+type packedPostgres struct{ *postgres }
+
+func (packedPostgres) queries() *queries { return &pgPackedQueries }
 
 // pgxNativeSnapshot is what a snapshot would cost on pgx without
 // database/sql: the statements of (*DB).snapshot in one read-only

@@ -41,7 +41,7 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	})
 
 	d := openTest(t, testDSN, Options{})
-	read := func(query string, binary bool) ([]Node, []string, []WarningCount) {
+	read := func(query string, form nodeForm) ([]Node, []string, []WarningCount) {
 		t.Helper()
 		ctx := context.Background()
 		tx, err := d.db.BeginTxx(ctx, d.dialect.txOptions())
@@ -50,15 +50,15 @@ func TestPostgresBinaryNodes(t *testing.T) {
 		}
 		defer func() { _ = tx.Rollback() }()
 		w := &warner{}
-		nodes, err := d.readNodes(ctx, noWatch, tx, query, binary, 0, w)
+		nodes, err := d.readNodes(ctx, noWatch, tx, query, form, 0, w)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines, counts := w.result()
 		return nodes, lines, counts
 	}
-	textNodes, textLines, textCounts := read(SQLNodes, false)
-	binNodes, binLines, binCounts := read(pgQueries.nodes, true)
+	textNodes, textLines, textCounts := read(SQLNodes, nodesText)
+	binNodes, binLines, binCounts := read(pgBinaryWording.queries().nodes, nodesBinary)
 	if len(textNodes) != 4 {
 		t.Fatalf("%d nodes", len(textNodes))
 	}
@@ -70,6 +70,19 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	}
 	if diff := cmp.Diff(textCounts, binCounts); diff != "" {
 		t.Errorf("warning counts differ (-text +binary):\n%s", diff)
+	}
+	packedNodes, packedLines, packedCounts := read(pgPackedQueries.nodes, nodesPacked)
+	if diff := cmp.Diff(textNodes, packedNodes); diff != "" {
+		t.Errorf("packed read differs from the text read (-text +packed):\n%s", diff)
+	}
+	if diff := cmp.Diff(textLines, packedLines); diff != "" {
+		t.Errorf("warnings differ (-text +packed):\n%s", diff)
+	}
+	if diff := cmp.Diff(textCounts, packedCounts); diff != "" {
+		t.Errorf("warning counts differ (-text +packed):\n%s", diff)
+	}
+	if owner, _, _ := read(pgPackedQueries.nodesWithoutOwner, nodesPacked); len(owner) != 4 || owner[0].Owner != nil || owner[0].Lessee != nil {
+		t.Errorf("packed read without owner: %+v", owner)
 	}
 	// The values themselves, not only their agreement.
 	n := binNodes

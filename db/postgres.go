@@ -307,7 +307,18 @@ var pgQueries = func() queries {
 	q := standardQueries
 	binary := pgBinaryWording.queries()
 	q.nodes, q.nodesWithoutOwner = binary.nodes, binary.nodesWithoutOwner
-	q.binaryNodes = true
+	q.nodeForm = nodesBinary
+	return q
+}()
+
+// pgPackedQueries are standardQueries with each node row packed into one
+// bytea by the server (record_send, see pgPackedWording), for lib/pq to
+// hand over one value per row instead of one per column.
+var pgPackedQueries = func() queries {
+	q := standardQueries
+	packed := pgPackedWording.queries()
+	q.nodes, q.nodesWithoutOwner = packed.nodes, packed.nodesWithoutOwner
+	q.nodeForm = nodesPacked
 	return q
 }()
 
