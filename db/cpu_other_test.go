@@ -9,5 +9,5 @@ import (
 
 var errNoCPU = errors.New("CPU times are read on Linux only")
 
-func processCPU() (time.Duration, error)        { return 0, errNoCPU }
+func processCPU() (time.Duration, error)      { return 0, errNoCPU }
 func threadCPU(uint32) (time.Duration, error) { return 0, errNoCPU }
