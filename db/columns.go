@@ -50,12 +50,25 @@ type wording struct {
 	text, time func(name string) string
 	// null stands for a column the schema lacks.
 	null string
-	// packed words the columns as one value, record_send(ROW(...)): the
-	// row in PostgreSQL's binary form of a composite (its column count,
-	// then each column's type OID, length or -1 for NULL, and binary
-	// value), which nodeRow.unpack reads.
-	packed bool
+	// pack packs columns into one value server-side (PostgreSQL).
+	pack packing
 }
+
+// packing is how a wording packs columns into one value.
+type packing uint8
+
+const (
+	packNone packing = iota
+	// packRow words all the columns as one record_send(ROW(...)): the row
+	// in PostgreSQL's binary form of a composite (its column count, then
+	// each column's type OID, length or -1 for NULL, and binary value),
+	// which nodeRow.unpack reads.
+	packRow
+	// packText words the other columns as they are and then the text
+	// columns, in their order, as one array_send(ARRAY[...]) (PostgreSQL's
+	// binary form of a text[], which nodeRow.unpackText reads).
+	packText
+)
 
 // The wordings of the dialects.
 var (
@@ -75,7 +88,11 @@ var (
 	// text as text and timestamps as timestamp, for the packed node read
 	// of pgQueries.
 	pgPackedWording = wording{text: func(c string) string { return c + "::text" },
-		time: func(c string) string { return c + "::timestamp" }, null: "NULL::text", packed: true}
+		time: func(c string) string { return c + "::timestamp" }, null: "NULL::text", pack: packRow}
+	// pgTextArrayWording packs the text columns of a node row into one
+	// text[] (array_send), the timestamps through timestamp_send.
+	pgTextArrayWording = wording{text: func(c string) string { return c + "::text" },
+		time: func(c string) string { return "timestamp_send(" + c + ")" }, null: "NULL::text", pack: packText}
 )
 
 // word words one column.
@@ -95,15 +112,26 @@ func (w wording) word(c column, withoutOwner bool) string {
 // primary key, as Ironic's list calls do by default; withoutOwner reads
 // NULL for the owner columns. Lines are wrapped for the logs.
 func (w wording) selectAll(table string, cols []column, withoutOwner bool) string {
-	var b strings.Builder
-	open, closing := "SELECT ", ""
-	if w.packed {
-		open, closing = "SELECT record_send(ROW(", "))"
+	words := make([]string, 0, len(cols))
+	var text []string
+	for _, c := range cols {
+		if w.pack == packText && c.kind == columnText {
+			text = append(text, w.word(c, withoutOwner))
+		} else {
+			words = append(words, w.word(c, withoutOwner))
+		}
 	}
-	b.WriteString(open)
-	line := len(open)
-	for i, c := range cols {
-		s := w.word(c, withoutOwner)
+	switch {
+	case w.pack == packRow:
+		words[0], words[len(words)-1] = "record_send(ROW("+words[0], words[len(words)-1]+"))"
+	case len(text) > 0:
+		text[0], text[len(text)-1] = "array_send(ARRAY["+text[0], text[len(text)-1]+"])"
+		words = append(words, text...)
+	}
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	line := len("SELECT ")
+	for i, s := range words {
 		if i > 0 {
 			b.WriteByte(',')
 			if line+2+len(s) > 100 {
@@ -117,7 +145,7 @@ func (w wording) selectAll(table string, cols []column, withoutOwner bool) strin
 		b.WriteString(s)
 		line += len(s)
 	}
-	b.WriteString(closing + "\nFROM " + table + "\nORDER BY id")
+	b.WriteString("\nFROM " + table + "\nORDER BY id")
 	return b.String()
 }
 

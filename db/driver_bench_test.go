@@ -235,7 +235,9 @@ func nodeReadSubjects(ctx context.Context, b *testing.B, n int) []nodeReadSubjec
 	pgxDB := &DB{db: sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx"), dialect: lib.dialect, opts: lib.opts}
 	b.Cleanup(func() { pgxDB.Close() })
 	packed := openTest(b, testDSN+"?sslmode=disable", Options{})
-	packed.dialect = packedPostgres{packed.dialect.(*postgres)}
+	packed.dialect = packedPostgres{packed.dialect.(*postgres), &pgPackedQueries}
+	textArray := openTest(b, testDSN+"?sslmode=disable", Options{})
+	textArray.dialect = packedPostgres{textArray.dialect.(*postgres), &pgTextArrayQueries}
 
 	snapshot := func(d *DB) func() error {
 		return func() error {
@@ -256,6 +258,7 @@ func nodeReadSubjects(ctx context.Context, b *testing.B, n int) []nodeReadSubjec
 		}},
 		{"libpq", snapshot(lib)},
 		{"libpq-packed", snapshot(packed)},
+		{"libpq-textarray", snapshot(textArray)},
 		{"pgx", snapshot(pgxDB)},
 		{"pgx-native", func() error {
 			s, err := pgxNativeSnapshot(ctx, nativeConn)
@@ -268,10 +271,13 @@ func nodeReadSubjects(ctx context.Context, b *testing.B, n int) []nodeReadSubjec
 }
 
 // packedPostgres is the PostgreSQL dialect reading the nodes packed
-// (pgPackedQueries).
-type packedPostgres struct{ *postgres }
+// (pgPackedQueries or pgTextArrayQueries).
+type packedPostgres struct {
+	*postgres
+	q *queries
+}
 
-func (packedPostgres) queries() *queries { return &pgPackedQueries }
+func (p packedPostgres) queries() *queries { return p.q }
 
 // pgxNativeSnapshot is what a snapshot would cost on pgx without
 // database/sql: the statements of (*DB).snapshot in one read-only

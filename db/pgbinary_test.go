@@ -81,8 +81,23 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	if diff := cmp.Diff(textCounts, packedCounts); diff != "" {
 		t.Errorf("warning counts differ (-text +packed):\n%s", diff)
 	}
-	if owner, _, _ := read(pgPackedQueries.nodesWithoutOwner, nodesPacked); len(owner) != 4 || owner[0].Owner != nil || owner[0].Lessee != nil {
-		t.Errorf("packed read without owner: %+v", owner)
+	arrayNodes, arrayLines, arrayCounts := read(pgTextArrayQueries.nodes, nodesTextArray)
+	if diff := cmp.Diff(textNodes, arrayNodes); diff != "" {
+		t.Errorf("text-array read differs from the text read (-text +text-array):\n%s", diff)
+	}
+	if diff := cmp.Diff(textLines, arrayLines); diff != "" {
+		t.Errorf("warnings differ (-text +text-array):\n%s", diff)
+	}
+	if diff := cmp.Diff(textCounts, arrayCounts); diff != "" {
+		t.Errorf("warning counts differ (-text +text-array):\n%s", diff)
+	}
+	for _, q := range []struct {
+		query string
+		form  nodeForm
+	}{{pgPackedQueries.nodesWithoutOwner, nodesPacked}, {pgTextArrayQueries.nodesWithoutOwner, nodesTextArray}} {
+		if owner, _, _ := read(q.query, q.form); len(owner) != 4 || owner[0].Owner != nil || owner[0].Lessee != nil {
+			t.Errorf("packed read (%d) without owner: %+v", q.form, owner)
+		}
 	}
 	// The values themselves, not only their agreement.
 	n := binNodes

@@ -322,6 +322,17 @@ var pgPackedQueries = func() queries {
 	return q
 }()
 
+// pgTextArrayQueries are standardQueries with the text columns of each node
+// row packed into one text[] by the server (array_send, see
+// pgTextArrayWording).
+var pgTextArrayQueries = func() queries {
+	q := standardQueries
+	packed := pgTextArrayWording.queries()
+	q.nodes, q.nodesWithoutOwner = packed.nodes, packed.nodesWithoutOwner
+	q.nodeForm = nodesTextArray
+	return q
+}()
+
 func (*postgres) txOptions() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }

@@ -113,6 +113,10 @@ const (
 	// nodesPacked: one bytea per row, record_send of the row's columns
 	// (pgPackedWording); prepared, as nodesBinary.
 	nodesPacked
+	// nodesTextArray: the columns that are not text as nodesBinary reads
+	// them, then the text columns as one text[] in binary, array_send
+	// (pgTextArrayWording); prepared, as nodesBinary.
+	nodesTextArray
 )
 
 // pgRawTextQueries are the statements for a PostgreSQL database whose text
@@ -489,13 +493,28 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	var r nodeRow
 	targets := r.targets(form != nodesText)
 	scan := func(rows *sql.Rows) error { return rows.Scan(targets...) }
-	if form == nodesPacked {
-		var packed sql.RawBytes
+	var packed sql.RawBytes
+	switch form {
+	case nodesPacked:
 		scan = func(rows *sql.Rows) error {
 			if err := rows.Scan(&packed); err != nil {
 				return err
 			}
 			return r.unpack(packed, targets)
+		}
+	case nodesTextArray:
+		var cols []any
+		for i, c := range nodeColumns {
+			if c.kind != columnText {
+				cols = append(cols, targets[i])
+			}
+		}
+		cols = append(cols, &packed)
+		scan = func(rows *sql.Rows) error {
+			if err := rows.Scan(cols...); err != nil {
+				return err
+			}
+			return r.unpackText(packed)
 		}
 	}
 	err := d.readRows(ctx, watch, tx, "reading nodes", query, form != nodesText, func(rows *sql.Rows) error {
@@ -577,6 +596,38 @@ func (r *nodeRow) unpack(b []byte, targets []any) error {
 	}
 	if len(b) != 0 {
 		return fmt.Errorf("packed node row: %d bytes after the last column", len(b))
+	}
+	return nil
+}
+
+// unpackText reads the text columns of a node row from array_send's
+// binary text[] (pgTextArrayWording): its number of dimensions (1), a
+// has-NULLs flag, the element type OID, the length and lower bound of the
+// dimension, then per element its length (-1 for NULL) and bytes
+// (PostgreSQL's array_send, src/backend/utils/adt/arrayfuncs.c). The text
+// stays a view of b.
+func (r *nodeRow) unpackText(b []byte) error {
+	if len(b) < 20 || binary.BigEndian.Uint32(b) != 1 || binary.BigEndian.Uint32(b[8:]) != pgOIDText ||
+		binary.BigEndian.Uint32(b[12:]) != nodeTextCols {
+		return fmt.Errorf("packed node text: not a text[] of %d elements", nodeTextCols)
+	}
+	b = b[20:]
+	for i := range r.text {
+		if len(b) < 4 {
+			return fmt.Errorf("packed node text: cut short before column %s", nodeTextNames[i])
+		}
+		n := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		r.text[i] = nil
+		if n >= 0 {
+			if int64(n) > int64(len(b)) {
+				return fmt.Errorf("packed node text: column %s cut short", nodeTextNames[i])
+			}
+			r.text[i], b = b[:n:n], b[n:]
+		}
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("packed node text: %d bytes after the last column", len(b))
 	}
 	return nil
 }
