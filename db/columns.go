@@ -50,25 +50,7 @@ type wording struct {
 	text, time func(name string) string
 	// null stands for a column the schema lacks.
 	null string
-	// pack packs columns into one value server-side (PostgreSQL).
-	pack packing
 }
-
-// packing is how a wording packs columns into one value.
-type packing uint8
-
-const (
-	packNone packing = iota
-	// packRow words all the columns as one record_send(ROW(...)): the row
-	// in PostgreSQL's binary form of a composite (its column count, then
-	// each column's type OID, length or -1 for NULL, and binary value),
-	// which nodeRow.unpack reads.
-	packRow
-	// packText words the other columns as they are and then the text
-	// columns, in their order, as one array_send(ARRAY[...]) (PostgreSQL's
-	// binary form of a text[], which nodeRow.unpackText reads).
-	packText
-)
 
 // The wordings of the dialects.
 var (
@@ -84,15 +66,6 @@ var (
 	// timestamp_send, for the binary node read of pgQueries.
 	pgBinaryWording = wording{text: func(c string) string { return "textsend(" + c + ")" },
 		time: func(c string) string { return "timestamp_send(" + c + ")" }, null: "NULL::bytea"}
-	// pgPackedWording packs each node row into one bytea (record_send),
-	// text as text and timestamps as timestamp, for the packed node read
-	// of pgQueries.
-	pgPackedWording = wording{text: func(c string) string { return c + "::text" },
-		time: func(c string) string { return c + "::timestamp" }, null: "NULL::text", pack: packRow}
-	// pgTextArrayWording packs the text columns of a node row into one
-	// text[] (array_send), the timestamps through timestamp_send.
-	pgTextArrayWording = wording{text: func(c string) string { return c + "::text" },
-		time: func(c string) string { return "timestamp_send(" + c + ")" }, null: "NULL::text", pack: packText}
 )
 
 // word words one column.
@@ -112,26 +85,11 @@ func (w wording) word(c column, withoutOwner bool) string {
 // primary key, as Ironic's list calls do by default; withoutOwner reads
 // NULL for the owner columns. Lines are wrapped for the logs.
 func (w wording) selectAll(table string, cols []column, withoutOwner bool) string {
-	words := make([]string, 0, len(cols))
-	var text []string
-	for _, c := range cols {
-		if w.pack == packText && c.kind == columnText {
-			text = append(text, w.word(c, withoutOwner))
-		} else {
-			words = append(words, w.word(c, withoutOwner))
-		}
-	}
-	switch {
-	case w.pack == packRow:
-		words[0], words[len(words)-1] = "record_send(ROW("+words[0], words[len(words)-1]+"))"
-	case len(text) > 0:
-		text[0], text[len(text)-1] = "array_send(ARRAY["+text[0], text[len(text)-1]+"])"
-		words = append(words, text...)
-	}
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	line := len("SELECT ")
-	for i, s := range words {
+	for i, c := range cols {
+		s := w.word(c, withoutOwner)
 		if i > 0 {
 			b.WriteByte(',')
 			if line+2+len(s) > 100 {

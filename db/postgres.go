@@ -307,29 +307,7 @@ var pgQueries = func() queries {
 	q := standardQueries
 	binary := pgBinaryWording.queries()
 	q.nodes, q.nodesWithoutOwner = binary.nodes, binary.nodesWithoutOwner
-	q.nodeForm = nodesBinary
-	return q
-}()
-
-// pgPackedQueries are standardQueries with each node row packed into one
-// bytea by the server (record_send, see pgPackedWording), for lib/pq to
-// hand over one value per row instead of one per column.
-var pgPackedQueries = func() queries {
-	q := standardQueries
-	packed := pgPackedWording.queries()
-	q.nodes, q.nodesWithoutOwner = packed.nodes, packed.nodesWithoutOwner
-	q.nodeForm = nodesPacked
-	return q
-}()
-
-// pgTextArrayQueries are standardQueries with the text columns of each node
-// row packed into one text[] by the server (array_send, see
-// pgTextArrayWording).
-var pgTextArrayQueries = func() queries {
-	q := standardQueries
-	packed := pgTextArrayWording.queries()
-	q.nodes, q.nodesWithoutOwner = packed.nodes, packed.nodesWithoutOwner
-	q.nodeForm = nodesTextArray
+	q.binaryNodes = true
 	return q
 }()
 

@@ -94,30 +94,11 @@ type queries struct {
 	nodesWithoutOwner string
 	// probe is SQLNodeProbe as the dialect words it.
 	probe string
-	// nodeForm is how nodes and nodesWithoutOwner hand their columns
-	// over (see pgQueries).
-	nodeForm nodeForm
+	// binaryNodes says that nodes and nodesWithoutOwner hand their text
+	// columns over as bytea and their timestamps as timestamp_send's
+	// bytes, to be run as a prepared statement (see pgQueries).
+	binaryNodes bool
 }
-
-// nodeForm is how a nodes statement hands its columns over.
-type nodeForm uint8
-
-const (
-	// nodesText: each column as the driver reads it (a time or text for
-	// the timestamps, a boolean or an integer for maintenance).
-	nodesText nodeForm = iota
-	// nodesBinary: text columns as bytea (textsend), timestamps as
-	// timestamp_send's bytes; run as a prepared statement, so that lib/pq
-	// asks for the values in binary (pgBinaryWording).
-	nodesBinary
-	// nodesPacked: one bytea per row, record_send of the row's columns
-	// (pgPackedWording); prepared, as nodesBinary.
-	nodesPacked
-	// nodesTextArray: the columns that are not text as nodesBinary reads
-	// them, then the text columns as one text[] in binary, array_send
-	// (pgTextArrayWording); prepared, as nodesBinary.
-	nodesTextArray
-)
 
 // pgRawTextQueries are the statements for a PostgreSQL database whose text
 // is not all valid in its encoding (SQL_ASCII): the text columns come as
@@ -307,7 +288,7 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 			w.addNodes(*nw) // the nodes the cache reuses still have them
 		}
 	} else {
-		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.nodeForm, snap.NodeProbe.Count, w); err != nil {
+		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.binaryNodes, snap.NodeProbe.Count, w); err != nil {
 			return nil, notIronic(err)
 		}
 		if err := runHook(tctx, "nodes", tx); err != nil {
@@ -479,46 +460,20 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// readNodes reads the nodes with query, whose columns come in form. A
-// binary or packed form is run as a prepared statement, so that lib/pq asks
-// for bytea and integers in binary: the driver then hands over slices of
-// its own buffer, neither copied nor parsed, and the timestamps as eight
-// bytes; packed, one slice per row, which nodeRow.unpack splits. count, the
-// probe's in the same transaction, sizes the nodes (the last snapshot's
-// count when larger).
-func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, form nodeForm, count int64, w *warner) ([]Node, error) {
+// readNodes reads the nodes with query. With binary (see
+// queries.binaryNodes) it prepares the statement, so that lib/pq asks for
+// bytea and integers in binary: the driver then hands over slices of its
+// own buffer, neither copied nor parsed, and the timestamps as eight bytes.
+// count, the probe's in the same transaction, sizes the nodes (the last
+// snapshot's count when larger).
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, count int64, w *warner) ([]Node, error) {
 	dec := newNodeDecoder(int(max(count, d.lastNodes.Load())))
 	// Scan targets, reused across rows. Text columns are scanned as
 	// sql.RawBytes (the driver's buffer, no copy).
 	var r nodeRow
-	targets := r.targets(form != nodesText)
-	scan := func(rows *sql.Rows) error { return rows.Scan(targets...) }
-	var packed sql.RawBytes
-	switch form {
-	case nodesPacked:
-		scan = func(rows *sql.Rows) error {
-			if err := rows.Scan(&packed); err != nil {
-				return err
-			}
-			return r.unpack(packed, targets)
-		}
-	case nodesTextArray:
-		var cols []any
-		for i, c := range nodeColumns {
-			if c.kind != columnText {
-				cols = append(cols, targets[i])
-			}
-		}
-		cols = append(cols, &packed)
-		scan = func(rows *sql.Rows) error {
-			if err := rows.Scan(cols...); err != nil {
-				return err
-			}
-			return r.unpackText(packed)
-		}
-	}
-	err := d.readRows(ctx, watch, tx, "reading nodes", query, form != nodesText, func(rows *sql.Rows) error {
-		if err := scan(rows); err != nil {
+	targets := r.targets(binary)
+	err := d.readRows(ctx, watch, tx, "reading nodes", query, binary, func(rows *sql.Rows) error {
+		if err := rows.Scan(targets...); err != nil {
 			return err
 		}
 		dec.add(&r)
@@ -533,117 +488,6 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	d.lastNodeWarnings.Store(&nw)
 	w.addNodes(nw)
 	return out, nil
-}
-
-// PostgreSQL's type OIDs (pg_type.dat) of the columns record_send packs.
-const (
-	pgOIDBool      = 16
-	pgOIDInt8      = 20
-	pgOIDInt2      = 21
-	pgOIDInt4      = 23
-	pgOIDText      = 25
-	pgOIDTimestamp = 1114
-)
-
-// unpack reads one row of a packed nodes statement (pgPackedWording):
-// record_send's binary composite, an int4 column count, then per column
-// its type OID, its length (-1 for NULL) and its binary value, all
-// big-endian (PostgreSQL's record_send, src/backend/utils/adt/rowtypes.c).
-// Each value goes where targets (r.targets(true)) point, read as lib/pq
-// would read the column in binary; the text stays a view of b.
-func (r *nodeRow) unpack(b []byte, targets []any) error {
-	if len(b) < 4 || int64(int32(binary.BigEndian.Uint32(b))) != int64(len(targets)) {
-		return fmt.Errorf("packed node row: not a record of %d columns", len(targets))
-	}
-	b = b[4:]
-	for i, t := range targets {
-		if len(b) < 8 {
-			return fmt.Errorf("packed node row: cut short before column %s", nodeColumns[i].name)
-		}
-		typ, n := binary.BigEndian.Uint32(b), int32(binary.BigEndian.Uint32(b[4:]))
-		b = b[8:]
-		var v []byte // nil: NULL
-		if n >= 0 {
-			if int64(n) > int64(len(b)) {
-				return fmt.Errorf("packed node row: column %s cut short", nodeColumns[i].name)
-			}
-			v, b = b[:n:n], b[n:]
-		}
-		ok := true
-		switch t := t.(type) {
-		case *sql.RawBytes:
-			ok = typ == pgOIDText
-			*t = v
-		case *pgBinaryTime:
-			ok = typ == pgOIDTimestamp
-			if *t = (pgBinaryTime{}); v != nil {
-				(*dbTime)(t).pgBinary(v)
-			}
-		case *anyBool:
-			ok = typ == pgOIDBool && (v == nil || len(v) == 1)
-			*t = anyBool(v != nil && v[0] != 0)
-		case *int64:
-			var valid bool
-			*t, valid = pgInt(typ, v)
-			ok = valid
-		case *sql.NullInt64:
-			t.Int64, t.Valid = pgInt(typ, v)
-			ok = t.Valid || v == nil
-		}
-		if !ok {
-			return fmt.Errorf("packed node row: column %s of type OID %d (%d bytes) cannot be read", nodeColumns[i].name, typ, n)
-		}
-	}
-	if len(b) != 0 {
-		return fmt.Errorf("packed node row: %d bytes after the last column", len(b))
-	}
-	return nil
-}
-
-// unpackText reads the text columns of a node row from array_send's
-// binary text[] (pgTextArrayWording): its number of dimensions (1), a
-// has-NULLs flag, the element type OID, the length and lower bound of the
-// dimension, then per element its length (-1 for NULL) and bytes
-// (PostgreSQL's array_send, src/backend/utils/adt/arrayfuncs.c). The text
-// stays a view of b.
-func (r *nodeRow) unpackText(b []byte) error {
-	if len(b) < 20 || binary.BigEndian.Uint32(b) != 1 || binary.BigEndian.Uint32(b[8:]) != pgOIDText ||
-		binary.BigEndian.Uint32(b[12:]) != nodeTextCols {
-		return fmt.Errorf("packed node text: not a text[] of %d elements", nodeTextCols)
-	}
-	b = b[20:]
-	for i := range r.text {
-		if len(b) < 4 {
-			return fmt.Errorf("packed node text: cut short before column %s", nodeTextNames[i])
-		}
-		n := int32(binary.BigEndian.Uint32(b))
-		b = b[4:]
-		r.text[i] = nil
-		if n >= 0 {
-			if int64(n) > int64(len(b)) {
-				return fmt.Errorf("packed node text: column %s cut short", nodeTextNames[i])
-			}
-			r.text[i], b = b[:n:n], b[n:]
-		}
-	}
-	if len(b) != 0 {
-		return fmt.Errorf("packed node text: %d bytes after the last column", len(b))
-	}
-	return nil
-}
-
-// pgInt reads an int2, int4 or int8 in binary; false for NULL or another
-// type.
-func pgInt(typ uint32, v []byte) (int64, bool) {
-	switch {
-	case typ == pgOIDInt4 && len(v) == 4:
-		return int64(int32(binary.BigEndian.Uint32(v))), true
-	case typ == pgOIDInt8 && len(v) == 8:
-		return int64(binary.BigEndian.Uint64(v)), true
-	case typ == pgOIDInt2 && len(v) == 2:
-		return int64(int16(binary.BigEndian.Uint16(v))), true
-	}
-	return 0, false
 }
 
 // The text columns of a node row, in nodeRow.text.
