@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -183,10 +184,12 @@ func (m *cpuMeter) backends(ctx context.Context) (map[uint32]time.Duration, erro
 	return out, nil
 }
 
-// measure runs read once; a backend that started during the read counts
-// from zero.
+// measure runs read once, from a collected heap, so that no read pays for
+// collecting another's garbage; a backend that started during the read
+// counts from zero.
 func (m *cpuMeter) measure(ctx context.Context, read func() error) (time.Duration, readCPU, error) {
 	var used readCPU
+	runtime.GC()
 	before, err := m.backends(ctx)
 	if err != nil {
 		return 0, used, err
