@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -24,16 +25,22 @@ import (
 // floor of a full read (COPY of SQLNodes' rows in text form, what psql's
 // \copy receives) with a full snapshot through lib/pq (the production
 // driver), through pgx's database/sql driver (the decode, db/read.go, being
-// the same for both) and through pgx natively (pgxNativeSnapshot: the same
-// statements on pgconn, the node rows decoded by the same nodeDecoder from
-// the raw values of each row). Every case reaches the server the same way
-// (TCP, no TLS: lib/pq's default sslmode=prefer would otherwise encrypt its
-// rows alone).
+// the same for both), through lib/pq with each node row packed by the
+// server into one value (packedSnapshot: libpq-packed, record_send of the
+// row; libpq-textarray, array_send of its text columns) and through pgx
+// natively (pgxNativeSnapshot: the same statements on pgconn, the node rows
+// decoded by the same nodeDecoder from the raw values of each row). Every
+// case reaches the server the same way (TCP, no TLS: lib/pq's default
+// sslmode=prefer would otherwise encrypt its rows alone).
 //
 // The sub-benchmarks run one after the other; "alternated" runs one of each
 // per round, in a rotating order, and reports each subject's time as a
 // ratio to the COPY of the same round (median, min and max over the
-// rounds): the figure to read on a shared machine.
+// rounds): the figure to read on a shared machine. It also reports the CPU
+// time of each read, the benchmark process's (client) and the test
+// database's PostgreSQL backends' (server), as medians in milliseconds and
+// as ratios of their sum to the COPY's: work moved to the server does not
+// vanish.
 func BenchmarkNodeRead(b *testing.B) {
 	needPG(b)
 	for _, n := range bench.Rounds(100_000) { // alternated rounds for make bench
@@ -59,28 +66,47 @@ func BenchmarkNodeRead(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("alternated/nodes=%d", n), func(b *testing.B) {
+			meter := newCPUMeter(ctx, b)
 			took := make([][]time.Duration, len(subjects))
+			cpu := make([][]readCPU, len(subjects))
 			round := 0
 			for b.Loop() {
 				for i := range subjects {
 					k := (i + round) % len(subjects)
-					start := time.Now()
-					if err := subjects[k].run(); err != nil {
+					wall, used, err := meter.measure(ctx, subjects[k].run)
+					if err != nil {
 						b.Fatal(err)
 					}
-					took[k] = append(took[k], time.Since(start))
+					took[k] = append(took[k], wall)
+					cpu[k] = append(cpu[k], used)
 				}
 				round++
 			}
-			for k, s := range subjects[1:] {
-				ratios := make([]float64, round)
+			median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+			for k, s := range subjects {
+				client, server := make([]float64, round), make([]float64, round)
+				for r := range round {
+					client[r] = cpu[k][r].client.Seconds() * 1e3
+					server[r] = cpu[k][r].server.Seconds() * 1e3
+				}
+				b.ReportMetric(median(client), s.name+"-client-cpu-ms")
+				b.ReportMetric(median(server), s.name+"-server-cpu-ms")
+				if k == 0 {
+					continue
+				}
+				ratios, cpuRatios := make([]float64, round), make([]float64, round)
 				for r := range ratios {
-					ratios[r] = float64(took[k+1][r]) / float64(took[0][r])
+					ratios[r] = float64(took[k][r]) / float64(took[0][r])
+					cpuRatios[r] = float64(cpu[k][r].total()) / float64(cpu[0][r].total())
 				}
 				slices.Sort(ratios)
 				b.ReportMetric(ratios[len(ratios)/2], s.name+"/copy")
 				b.ReportMetric(ratios[0], s.name+"/copy-min")
 				b.ReportMetric(ratios[len(ratios)-1], s.name+"/copy-max")
+				slices.Sort(cpuRatios)
+				b.ReportMetric(cpuRatios[len(cpuRatios)/2], s.name+"/copy-cpu")
+				b.ReportMetric(cpuRatios[0], s.name+"/copy-cpu-min")
+				b.ReportMetric(cpuRatios[len(cpuRatios)-1], s.name+"/copy-cpu-max")
 			}
 		})
 	}
@@ -114,6 +140,81 @@ func TestPgxNativeSnapshot(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pgx-native snapshot differs (-Snapshot +pgx-native):\n%s", diff)
 	}
+}
+
+// readCPU is the CPU time one read took: the benchmark process's (client)
+// and that of the PostgreSQL backends of the test database (server).
+type readCPU struct{ client, server time.Duration }
+
+func (c readCPU) total() time.Duration { return c.client + c.server }
+
+// cpuMeter measures a read's wall time and CPU time, the server's from the
+// backends pg_stat_activity lists for the test database (not those of the
+// other databases a shared server runs), each read from /proc.
+type cpuMeter struct{ conn *pgx.Conn }
+
+func newCPUMeter(ctx context.Context, b *testing.B) *cpuMeter {
+	b.Helper()
+	conn, err := pgx.Connect(ctx, adminDSNFor(testDBName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close(ctx) })
+	return &cpuMeter{conn: conn}
+}
+
+// backends are the CPU times of the test database's backends, but the
+// meter's own.
+func (m *cpuMeter) backends(ctx context.Context) (map[uint32]time.Duration, error) {
+	rows, err := m.conn.Query(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return nil, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uint32]time.Duration, len(pids))
+	for _, pid := range pids {
+		if out[uint32(pid)], err = threadCPU(uint32(pid)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// measure runs read once, from a collected heap, so that no read pays for
+// collecting another's garbage; a backend that started during the read
+// counts from zero.
+func (m *cpuMeter) measure(ctx context.Context, read func() error) (time.Duration, readCPU, error) {
+	var used readCPU
+	runtime.GC()
+	before, err := m.backends(ctx)
+	if err != nil {
+		return 0, used, err
+	}
+	self, err := processCPU()
+	if err != nil {
+		return 0, used, err
+	}
+	start := time.Now()
+	if err := read(); err != nil {
+		return 0, used, err
+	}
+	wall := time.Since(start)
+	if used.client, err = processCPU(); err != nil {
+		return 0, used, err
+	}
+	used.client -= self
+	after, err := m.backends(ctx)
+	if err != nil {
+		return 0, used, err
+	}
+	for pid, t := range after {
+		used.server += t - before[pid]
+	}
+	return wall, used, nil
 }
 
 // nodeReadSubject is one way of reading n nodes; the first is the floor.
@@ -152,6 +253,15 @@ func nodeReadSubjects(ctx context.Context, b *testing.B, n int) []nodeReadSubjec
 			return err
 		}
 	}
+	packed := func(p nodePacking) func() error {
+		return func() error {
+			s, err := packedSnapshot(ctx, lib, p)
+			if err == nil && len(s.Nodes) != n {
+				err = fmt.Errorf("%d nodes, want %d", len(s.Nodes), n)
+			}
+			return err
+		}
+	}
 	return []nodeReadSubject{
 		{"copy", func() error {
 			tag, err := copyConn.PgConn().CopyTo(ctx, io.Discard, "COPY ("+SQLNodes+") TO STDOUT")
@@ -161,6 +271,8 @@ func nodeReadSubjects(ctx context.Context, b *testing.B, n int) []nodeReadSubjec
 			return err
 		}},
 		{"libpq", snapshot(lib)},
+		{"libpq-packed", packed(packRecord)},
+		{"libpq-textarray", packed(packTextArray)},
 		{"pgx", snapshot(pgxDB)},
 		{"pgx-native", func() error {
 			s, err := pgxNativeSnapshot(ctx, nativeConn)

@@ -21,24 +21,7 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	admin := testDBConn(t, testDBName)
 	resetTables(t, admin)
 	t.Cleanup(func() { resetTables(t, admin) })
-	mustExec(t, admin,
-		`ALTER TABLE nodes ALTER COLUMN conductor_group DROP NOT NULL`,
-		`INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at)
-		 SELECT i, 'c' || i, '[]', true, '', now(), now() FROM unnest(ARRAY[7, -5, 2147483647]) i`,
-		`INSERT INTO nodes (id, uuid, name, driver, conductor_group, reservation, instance_uuid, power_state,
-		        provision_state, maintenance, resource_class, created_at, updated_at, conductor_affinity,
-		        target_provision_state, owner, lessee) VALUES
-		 (1, 'u1', '', 'ipmi', '', NULL, NULL, 'power on', 'active', true, '', '2024-02-29 23:59:59.999999',
-		  '2000-01-01 00:00:00', 7, 'deploying', 'p1', 'l1'),
-		 (2, 'u2', 'ünïcødé ☃', 'redfish', NULL, 'c1', 'i2', NULL, NULL, false, NULL, '1999-12-31 23:59:59.000001',
-		  NULL, NULL, NULL, NULL, NULL),
-		 (3, 'u3', 'n3', 'ipmi', 'g', NULL, NULL, NULL, NULL, NULL, 'baremetal', 'infinity', '-infinity',
-		  -5, NULL, '', ''),
-		 (4, 'u4', repeat('x', 255), 'ipmi', 'g', NULL, NULL, NULL, NULL, false, 'baremetal', '0044-03-15 12:00:00 BC',
-		  '9999-12-31 23:59:59.5', 2147483647, NULL, NULL, NULL)`)
-	t.Cleanup(func() {
-		mustExec(t, admin, `DELETE FROM nodes`, `ALTER TABLE nodes ALTER COLUMN conductor_group SET NOT NULL`)
-	})
+	fillAwkwardNodes(t, admin)
 
 	d := openTest(t, testDSN, Options{})
 	read := func(query string, binary bool) ([]Node, []string, []WarningCount) {
@@ -98,6 +81,32 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	if len(binLines) != 2 || !strings.Contains(binLines[0], `node u3 (id 3): created_at "infinity", updated_at "-infinity"`) {
 		t.Errorf("warnings: %q", binLines)
 	}
+}
+
+// fillAwkwardNodes fills nodes with four awkward rows: empty text and NULL
+// (conductor_group too, its NOT NULL dropped until the test ends), non-ASCII
+// text, +-infinity, BC and year 9999 timestamps, microseconds either side
+// of PostgreSQL's epoch, the extremes of conductor_affinity.
+func fillAwkwardNodes(t *testing.T, admin *sql.DB) {
+	t.Helper()
+	mustExec(t, admin,
+		`ALTER TABLE nodes ALTER COLUMN conductor_group DROP NOT NULL`,
+		`INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at)
+		 SELECT i, 'c' || i, '[]', true, '', now(), now() FROM unnest(ARRAY[7, -5, 2147483647]) i`,
+		`INSERT INTO nodes (id, uuid, name, driver, conductor_group, reservation, instance_uuid, power_state,
+		        provision_state, maintenance, resource_class, created_at, updated_at, conductor_affinity,
+		        target_provision_state, owner, lessee) VALUES
+		 (1, 'u1', '', 'ipmi', '', NULL, NULL, 'power on', 'active', true, '', '2024-02-29 23:59:59.999999',
+		  '2000-01-01 00:00:00', 7, 'deploying', 'p1', 'l1'),
+		 (2, 'u2', 'ünïcødé ☃', 'redfish', NULL, 'c1', 'i2', NULL, NULL, false, NULL, '1999-12-31 23:59:59.000001',
+		  NULL, NULL, NULL, NULL, NULL),
+		 (3, 'u3', 'n3', 'ipmi', 'g', NULL, NULL, NULL, NULL, NULL, 'baremetal', 'infinity', '-infinity',
+		  -5, NULL, '', ''),
+		 (4, 'u4', repeat('x', 255), 'ipmi', 'g', NULL, NULL, NULL, NULL, false, 'baremetal', '0044-03-15 12:00:00 BC',
+		  '9999-12-31 23:59:59.5', 2147483647, NULL, NULL, NULL)`)
+	t.Cleanup(func() {
+		mustExec(t, admin, `DELETE FROM nodes`, `ALTER TABLE nodes ALTER COLUMN conductor_group SET NOT NULL`)
+	})
 }
 
 // TestPostgresSQLASCIINodes: in a SQL_ASCII database whose only text that
