@@ -185,7 +185,7 @@ func pgxNativeSnapshot(ctx context.Context, conn *pgx.Conn) (_ *Snapshot, err er
 		return nil, err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	snap := &Snapshot{Backend: BackendPostgreSQL}
+	snap := &Snapshot{Backend: BackendPostgreSQL, NodeRead: NodeReadFull}
 
 	rows, err := tx.Query(ctx, SQLConductors)
 	if err != nil {
