@@ -358,7 +358,7 @@ func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time
 	}
 	probe := snap.NodeProbe
 	next.nodes, next.probe, next.probedAt = snap.Nodes, &probe, now.UTC()
-	if read := nodeRead(snap); read == db.NodeReadFull {
+	if nodeRead(snap) == db.NodeReadFull {
 		next.readAt = now
 	}
 	return topo, snap, nil
