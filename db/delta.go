@@ -61,7 +61,10 @@ type Known struct {
 // own assumption (see SQLNodeProbe and topology.CacheConfig.ProbeWindow):
 // Ironic writes nodes only through its models, whose TimestampMixin sets
 // created_at on insert and updated_at on every update (the ORM's onupdate
-// applies to the Core UPDATEs of the lock too), and the probe was taken at
+// applies to the Core UPDATEs of the lock too: ironic/db/sqlalchemy/api.py
+// Connection.create_node, _do_update_node, _reserve_node_place_lock,
+// release_node and destroy_node at 0099d1812; models.py IronicBase at
+// c2df29e52; TestDeltaSeesIronicWrites runs them), and the probe was taken at
 // least ProbeWindow after Latest, which covers a coarse clock's tick and the
 // clock skew between Ironic's hosts and the exporter. Deletions leave no
 // row: when the merged nodes outnumber the probe's count, SQLNodeIDs lists
