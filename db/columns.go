@@ -1,6 +1,9 @@
 package db
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // column is one column a snapshot statement reads.
 type column struct {
@@ -85,6 +88,11 @@ func (w wording) word(c column, withoutOwner bool) string {
 // primary key, as Ironic's list calls do by default; withoutOwner reads
 // NULL for the owner columns. Lines are wrapped for the logs.
 func (w wording) selectAll(table string, cols []column, withoutOwner bool) string {
+	return w.selectWhere(table, cols, withoutOwner, "")
+}
+
+// selectWhere is selectAll with a WHERE clause (none when where is "").
+func (w wording) selectWhere(table string, cols []column, withoutOwner bool, where string) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	line := len("SELECT ")
@@ -103,17 +111,41 @@ func (w wording) selectAll(table string, cols []column, withoutOwner bool) strin
 		b.WriteString(s)
 		line += len(s)
 	}
-	b.WriteString("\nFROM " + table + "\nORDER BY id")
+	b.WriteString("\nFROM " + table)
+	if where != "" {
+		b.WriteString("\nWHERE " + where)
+	}
+	b.WriteString("\nORDER BY id")
 	return b.String()
 }
 
-// queries words the conductors and nodes statements of a dialect; the
-// caller adds the hardware types and the probe.
-func (w wording) queries() queries {
+// changedWhere is the condition of the delta node read (readChanged): the
+// rows enrolled or written since a probe, given its max(id) as the first
+// parameter and, as the second and third, the time from which a write may
+// have landed (changedSince). The columns are compared as stored, never
+// through the wording's conversions. param words the n-th parameter.
+func changedWhere(param func(n int) string) string {
+	return "id > " + param(1) + " OR updated_at >= " + param(2) + " OR created_at >= " + param(3)
+}
+
+// The parameter markers of the drivers: lib/pq numbers them, go-sql-driver
+// and modernc.org/sqlite take question marks.
+var (
+	dollarParam   = func(n int) string { return "$" + strconv.Itoa(n) }
+	questionParam = func(int) string { return "?" }
+)
+
+// queries words the conductors and nodes statements of a dialect, the delta
+// node reads with param's markers; the caller adds the hardware types and
+// the probe.
+func (w wording) queries(param func(n int) string) queries {
+	where := changedWhere(param)
 	return queries{
-		conductors:        w.selectAll("conductors", conductorColumns, false),
-		nodes:             w.selectAll("nodes", nodeColumns, false),
-		nodesWithoutOwner: w.selectAll("nodes", nodeColumns, true),
+		conductors:               w.selectAll("conductors", conductorColumns, false),
+		nodes:                    w.selectAll("nodes", nodeColumns, false),
+		nodesWithoutOwner:        w.selectAll("nodes", nodeColumns, true),
+		changedNodes:             w.selectWhere("nodes", nodeColumns, false, where),
+		changedNodesWithoutOwner: w.selectWhere("nodes", nodeColumns, true, where),
 	}
 }
 
@@ -127,4 +159,9 @@ var (
 	// SQLNodesWithoutOwner reads the nodes table of a schema older than
 	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
 	SQLNodesWithoutOwner = plainWording.selectAll("nodes", nodeColumns, true)
+	// SQLNodesChanged reads the nodes that may have changed since a probe
+	// (see SnapshotChanges): id above its max(id) (?), or updated_at or
+	// created_at from a time (?, ?) on. MySQL's markers; PostgreSQL's
+	// statement numbers them $1, $2, $3.
+	SQLNodesChanged = plainWording.selectWhere("nodes", nodeColumns, false, changedWhere(questionParam))
 )

@@ -87,9 +87,11 @@ type DB struct {
 	rawText atomic.Bool
 	// lastNodes is the node count of the last snapshot, to size the next.
 	lastNodes atomic.Int64
-	// lastNodeWarnings are the row problems of the last node read, given
-	// again with a snapshot that skips reading the unchanged nodes.
-	lastNodeWarnings atomic.Pointer[[]nodeWarning]
+	// lastNodeRead is the probe and the row problems of the last node read
+	// (full or delta): the problems are given again with a snapshot that
+	// skips reading the unchanged nodes, and a delta read is made only over
+	// the nodes of a read without problems (see readDelta).
+	lastNodeRead atomic.Pointer[nodeRead]
 	// ownerCols says whether nodes has owner and lessee (ownerColsUnknown,
 	// ownerColsPresent, ownerColsMissing).
 	ownerCols atomic.Int32

@@ -297,7 +297,7 @@ func pgxNativeSnapshot(ctx context.Context, conn *pgx.Conn) (_ *Snapshot, err er
 		return nil, err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	snap := &Snapshot{Backend: BackendPostgreSQL}
+	snap := &Snapshot{Backend: BackendPostgreSQL, NodeRead: NodeReadFull}
 
 	rows, err := tx.Query(ctx, SQLConductors)
 	if err != nil {
@@ -345,11 +345,11 @@ func pgxNativeSnapshot(ctx context.Context, conn *pgx.Conn) (_ *Snapshot, err er
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	var maxUpdated pgtype.Timestamp
-	if err := tx.QueryRow(ctx, SQLNodeProbe).Scan(&snap.NodeProbe.Count, &snap.NodeProbe.MaxID, &maxUpdated, &snap.NodeProbe.Reserved); err != nil {
+	var maxUpdated, maxCreated pgtype.Timestamp
+	if err := tx.QueryRow(ctx, SQLNodeProbe).Scan(&snap.NodeProbe.Count, &snap.NodeProbe.MaxID, &maxUpdated, &snap.NodeProbe.Reserved, &maxCreated); err != nil {
 		return nil, err
 	}
-	snap.NodeProbe.MaxUpdatedAt = maxUpdated.Time
+	snap.NodeProbe.MaxUpdatedAt, snap.NodeProbe.MaxCreatedAt = maxUpdated.Time, maxCreated.Time
 
 	// SQLNodes' columns: id, 8 text, maintenance, resource_class,
 	// created_at, updated_at, conductor_affinity, 3 text.

@@ -636,15 +636,14 @@ func (d *mysqlDialect) connector(Options) driver.Connector {
 // pads spaces: SELECT DISTINCT would fold "ipmi" and "Ipmi" into one row,
 // where Ironic (Python) keeps two ring keys. The rows are read as they are
 // and deduplicated byte-wise by the reader.
-var mysqlQueries = queries{
-	conductors: SQLConductors,
-	hardwareTypes: `SELECT conductor_id, hardware_type
+var mysqlQueries = func() queries {
+	q := plainWording.queries(questionParam)
+	q.hardwareTypes = `SELECT conductor_id, hardware_type
 FROM conductor_hardware_interfaces
-ORDER BY conductor_id`,
-	nodes:             SQLNodes,
-	nodesWithoutOwner: SQLNodesWithoutOwner,
-	probe:             SQLNodeProbe,
-}
+ORDER BY conductor_id`
+	q.probe = SQLNodeProbe
+	return q
+}()
 
 func (*mysqlDialect) queries() *queries { return &mysqlQueries }
 

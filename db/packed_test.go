@@ -319,7 +319,7 @@ func TestPackedNodeRows(t *testing.T) {
 		return read{nodes, lines, counts}
 	}
 	want := readWith(func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error) {
-		return d.readNodes(ctx, noWatch, tx, SQLNodes, false, 0, w)
+		return d.readNodes(ctx, noWatch, tx, SQLNodes, false, NodeProbe{}, w)
 	})
 	if len(want.nodes) != 4 || len(want.counts) != 2 {
 		t.Fatalf("text read: %d nodes, warnings %v", len(want.nodes), want.counts)

@@ -33,7 +33,7 @@ func TestPostgresBinaryNodes(t *testing.T) {
 		}
 		defer func() { _ = tx.Rollback() }()
 		w := &warner{}
-		nodes, err := d.readNodes(ctx, noWatch, tx, query, binary, 0, w)
+		nodes, err := d.readNodes(ctx, noWatch, tx, query, binary, NodeProbe{}, w)
 		if err != nil {
 			t.Fatal(err)
 		}

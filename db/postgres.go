@@ -295,7 +295,8 @@ func (d *postgres) ignored() []string                  { return d.dropped }
 
 func (*postgres) queries() *queries { return &pgQueries }
 
-// pgQueries are standardQueries with the nodes read in binary: each text
+// pgQueries are standardQueries with the nodes (all, and the delta read's)
+// read in binary: each text
 // column through textsend (bytea of the text in the client's encoding,
 // which PostgreSQL checks as it does for text), each timestamp through
 // timestamp_send (its microseconds), id and conductor_affinity as integers,
@@ -305,8 +306,9 @@ func (*postgres) queries() *queries { return &pgQueries }
 // parse: about half the client's work per row (issue 12).
 var pgQueries = func() queries {
 	q := standardQueries
-	binary := pgBinaryWording.queries()
+	binary := pgBinaryWording.queries(dollarParam)
 	q.nodes, q.nodesWithoutOwner = binary.nodes, binary.nodesWithoutOwner
+	q.changedNodes, q.changedNodesWithoutOwner = binary.changedNodes, binary.changedNodesWithoutOwner
 	q.binaryNodes = true
 	return q
 }()

@@ -20,8 +20,15 @@ import (
 // (the count). db/probe_test.go proves it against Ironic 21.4's own DB API
 // on PostgreSQL, MariaDB and SQLite. count(reservation) catches a lock and
 // its release within one tick of a coarse updated_at (MySQL's DATETIME has
-// whole seconds).
-const SQLNodeProbe = `SELECT count(*), coalesce(max(id), 0), max(updated_at), count(reservation)
+// whole seconds). max(created_at) catches the newest node deleted and
+// another enrolled between two probes where the new row takes the deleted
+// one's id (SQLite without AUTOINCREMENT reuses the highest rowid free, as
+// InnoDB before MySQL 8.0 and MariaDB 10.2.4 did after a restart): count
+// and max(id) are then unchanged, and the new row's updated_at is NULL.
+// Ironic's TimestampMixin sets created_at on every insert (oslo.db's
+// default=timeutils.utcnow; ironic/db/sqlalchemy/models.py IronicBase,
+// c2df29e52).
+const SQLNodeProbe = `SELECT count(*), coalesce(max(id), 0), max(updated_at), count(reservation), max(created_at)
 FROM nodes`
 
 // NodeProbe is the answer of SQLNodeProbe. Two equal probes taken apart
@@ -38,6 +45,19 @@ type NodeProbe struct {
 	MaxUpdatedAt time.Time
 	// Reserved is the number of nodes holding a lock.
 	Reserved int64
+	// MaxCreatedAt is the latest created_at (UTC), zero without nodes.
+	MaxCreatedAt time.Time
+}
+
+// Latest is the later of MaxUpdatedAt and MaxCreatedAt: the newest write
+// the probe saw. A probe vouches for the writes that follow it, and a delta
+// read (SnapshotChanges) finds them, when it was taken at least
+// topology.CacheConfig.ProbeWindow after Latest.
+func (p NodeProbe) Latest() time.Time {
+	if p.MaxCreatedAt.After(p.MaxUpdatedAt) {
+		return p.MaxCreatedAt
+	}
+	return p.MaxUpdatedAt
 }
 
 // SnapshotSince is Snapshot, except that when known is not nil and the
@@ -45,20 +65,21 @@ type NodeProbe struct {
 // as the conductors), the nodes are not read: the snapshot has no Nodes
 // and NodesUnchanged set. Conductors and hardware types are always read.
 func (d *DB) SnapshotSince(ctx context.Context, known *NodeProbe) (*Snapshot, error) {
-	return d.snapshotRetrying(ctx, known)
+	return d.snapshotRetrying(ctx, since{probe: known})
 }
 
 // probeNodes runs SQLNodeProbe, as the dialect words it, in tx.
 func (d *DB) probeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string) (NodeProbe, error) {
 	var (
-		updated                dbTime
+		updated, created       dbTime
 		count, maxID, reserved sql.NullInt64
 	)
 	err := d.inStep(ctx, watch, "probing nodes", func(ctx context.Context) error {
-		return tx.QueryRowContext(ctx, query).Scan(&count, &maxID, &updated, &reserved)
+		return tx.QueryRowContext(ctx, query).Scan(&count, &maxID, &updated, &reserved, &created)
 	})
 	if err != nil {
 		return NodeProbe{}, err
 	}
-	return NodeProbe{Count: count.Int64, MaxID: maxID.Int64, Reserved: reserved.Int64, MaxUpdatedAt: updated.t}, nil
+	return NodeProbe{Count: count.Int64, MaxID: maxID.Int64, Reserved: reserved.Int64, MaxUpdatedAt: updated.t,
+		MaxCreatedAt: created.t}, nil
 }

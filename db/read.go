@@ -94,6 +94,10 @@ type queries struct {
 	nodesWithoutOwner string
 	// probe is SQLNodeProbe as the dialect words it.
 	probe string
+	// changedNodes and changedNodesWithoutOwner are nodes and
+	// nodesWithoutOwner limited to the rows that may have changed since a
+	// probe (changedWhere; SQLNodesChanged), read as nodes is.
+	changedNodes, changedNodesWithoutOwner string
 	// binaryNodes says that nodes and nodesWithoutOwner hand their text
 	// columns over as bytea and their timestamps as timestamp_send's
 	// bytes, to be run as a prepared statement (see pgQueries).
@@ -104,7 +108,7 @@ type queries struct {
 // is not all valid in its encoding (SQL_ASCII): the text columns come as
 // bytea, unconverted, so that the server never refuses a row.
 var pgRawTextQueries = func() queries {
-	q := pgRawTextWording.queries()
+	q := pgRawTextWording.queries(dollarParam)
 	q.hardwareTypes = `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
 FROM conductor_hardware_interfaces
 ORDER BY 1, 2`
@@ -122,8 +126,11 @@ func isInvalidEncoding(err error) bool {
 
 // standardQueries are the statements as written above (PostgreSQL's
 // pgQueries read the nodes from them in binary).
-var standardQueries = queries{conductors: SQLConductors, hardwareTypes: SQLHardwareTypes, nodes: SQLNodes,
-	nodesWithoutOwner: SQLNodesWithoutOwner, probe: SQLNodeProbe}
+var standardQueries = func() queries {
+	q := plainWording.queries(dollarParam)
+	q.hardwareTypes, q.probe = SQLHardwareTypes, SQLNodeProbe
+	return q
+}()
 
 // testHook, when set by a test, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
@@ -149,13 +156,24 @@ func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
 // Snapshot.WarningCounts. Errors say which step failed after how long, and
 // never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
-	return d.snapshotRetrying(ctx, nil)
+	return d.snapshotRetrying(ctx, since{})
 }
 
-// snapshotRetrying reads a snapshot (its nodes only when known is nil or
-// the probe differs from it, see SnapshotSince), switching to raw text on
-// a SQL_ASCII database and retrying once on a connection the server closed.
-func (d *DB) snapshotRetrying(ctx context.Context, known *NodeProbe) (*Snapshot, error) {
+// since is what a snapshot may spare of the node read.
+type since struct {
+	// probe, when not nil, spares the node read while the probe equals it
+	// (SnapshotSince).
+	probe *NodeProbe
+	// delta, when not nil, has the nodes of probe: when the probe differs,
+	// only the rows that may have changed are read and merged into them
+	// (SnapshotChanges).
+	delta *Known
+}
+
+// snapshotRetrying reads a snapshot (its nodes only as known allows, see
+// SnapshotSince and SnapshotChanges), switching to raw text on a SQL_ASCII
+// database and retrying once on a connection the server closed.
+func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshotOwnerFallback(ctx, known)
 	if err != nil && ctx.Err() == nil && d.dialect.backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
 		// A SQL_ASCII database holding bytes that are not UTF-8: the
@@ -184,7 +202,7 @@ const (
 // nodes.lessee (and without them from then on) when the first nodes query
 // of the process finds a schema older than those columns (nodes.owner:
 // Ironic 12.1, Stein; nodes.lessee: 15.0, Ussuri).
-func (d *DB) snapshotOwnerFallback(ctx context.Context, known *NodeProbe) (*Snapshot, error) {
+func (d *DB) snapshotOwnerFallback(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshot(ctx, known)
 	if err != nil && ctx.Err() == nil && d.ownerCols.Load() == ownerColsUnknown && missingOwnerColumn(err) {
 		d.ownerCols.Store(ownerColsMissing)
@@ -211,7 +229,7 @@ func missingOwnerColumn(err error) bool {
 // noWatch is the watch of connections whose driver honours contexts itself.
 func noWatch(context.Context) func() bool { return func() bool { return false } }
 
-func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err error) {
+func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error) {
 	begin := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	conn, err := d.db.Connx(cctx)
@@ -258,9 +276,9 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 	if d.rawText.Load() {
 		q = &pgRawTextQueries
 	}
-	nodesQuery := q.nodes
+	nodesQuery, changedQuery := q.nodes, q.changedNodes
 	if d.ownerCols.Load() == ownerColsMissing {
-		nodesQuery = q.nodesWithoutOwner
+		nodesQuery, changedQuery = q.nodesWithoutOwner, q.changedNodesWithoutOwner
 	}
 	if snap.Conductors, err = d.readConductors(tctx, watch, tx, q.conductors, w); err != nil {
 		return nil, notIronic(err)
@@ -277,22 +295,34 @@ func (d *DB) snapshot(ctx context.Context, known *NodeProbe) (_ *Snapshot, err e
 	if snap.NodeProbe, err = d.probeNodes(tctx, watch, tx, q.probe); err != nil {
 		return nil, notIronic(err)
 	}
-	if snap.NodesUnchanged = known != nil && *known == snap.NodeProbe; snap.NodesUnchanged {
+	snap.NodeRead = NodeReadFull
+	if snap.NodesUnchanged = known.probe != nil && *known.probe == snap.NodeProbe; snap.NodesUnchanged {
+		snap.NodeRead = NodeReadSkipped
 		// The probe does not see a column renamed or dropped under the
 		// exporter: the node read itself, with no row, proves it would
 		// still work (the server only plans it).
 		if err := d.checkQuery(tctx, watch, tx, "checking the nodes columns", nodesQuery+"\nLIMIT 0"); err != nil {
 			return nil, notIronic(err)
 		}
-		if nw := d.lastNodeWarnings.Load(); nw != nil {
-			w.addNodes(*nw) // the nodes the cache reuses still have them
+		if last := d.lastNodeRead.Load(); last != nil {
+			w.addNodes(last.warnings) // the nodes the cache reuses still have them
 		}
 	} else {
-		if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.binaryNodes, snap.NodeProbe.Count, w); err != nil {
-			return nil, notIronic(err)
+		var delta bool
+		if known.delta != nil {
+			if snap.Nodes, delta, err = d.readDelta(tctx, watch, tx, changedQuery, q.binaryNodes, known.delta, snap.NodeProbe); err != nil {
+				return nil, notIronic(err)
+			}
 		}
-		if err := runHook(tctx, "nodes", tx); err != nil {
-			return nil, err
+		if delta {
+			snap.NodeRead = NodeReadDelta
+		} else {
+			if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.binaryNodes, snap.NodeProbe, w); err != nil {
+				return nil, notIronic(err)
+			}
+			if err := runHook(tctx, "nodes", tx); err != nil {
+				return nil, err
+			}
 		}
 		d.lastNodes.Store(int64(len(snap.Nodes)))
 	}
@@ -460,34 +490,44 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// readNodes reads the nodes with query. With binary (see
+// readNodes reads every node with query. With binary (see
 // queries.binaryNodes) it prepares the statement, so that lib/pq asks for
 // bytea and integers in binary: the driver then hands over slices of its
 // own buffer, neither copied nor parsed, and the timestamps as eight bytes.
-// count, the probe's in the same transaction, sizes the nodes (the last
-// snapshot's count when larger).
-func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, count int64, w *warner) ([]Node, error) {
-	dec := newNodeDecoder(int(max(count, d.lastNodes.Load())))
+// probe, the one in the same transaction, sizes the nodes (the last
+// snapshot's count when larger) and is kept with the rows' problems
+// (DB.lastNodeRead).
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, probe NodeProbe, w *warner) ([]Node, error) {
+	out, nw, err := d.decodeNodes(ctx, watch, tx, "reading nodes", query, binary, int(max(probe.Count, d.lastNodes.Load())))
+	if err != nil {
+		return nil, err
+	}
+	// Kept for the refreshes whose probe says the nodes did not change: the
+	// rows, and so their problems, are the same.
+	d.lastNodeRead.Store(&nodeRead{probe: probe, warnings: nw})
+	w.addNodes(nw)
+	return out, nil
+}
+
+// decodeNodes reads the nodes query returns (given args), as one step,
+// into a slice of capacity size, and tells their problems.
+func (d *DB) decodeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string, binary bool, size int, args ...any) ([]Node, []nodeWarning, error) {
+	dec := newNodeDecoder(size)
 	// Scan targets, reused across rows. Text columns are scanned as
 	// sql.RawBytes (the driver's buffer, no copy).
 	var r nodeRow
 	targets := r.targets(binary)
-	err := d.readRows(ctx, watch, tx, "reading nodes", query, binary, func(rows *sql.Rows) error {
+	err := d.readRows(ctx, watch, tx, step, query, binary, func(rows *sql.Rows) error {
 		if err := rows.Scan(targets...); err != nil {
 			return err
 		}
 		dec.add(&r)
 		return nil
-	})
+	}, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out, nw := dec.out, dec.warnings()
-	// Kept for the refreshes whose probe says the nodes did not change: the
-	// rows, and so their problems, are the same.
-	d.lastNodeWarnings.Store(&nw)
-	w.addNodes(nw)
-	return out, nil
+	return dec.out, dec.warnings(), nil
 }
 
 // The text columns of a node row, in nodeRow.text.
@@ -642,10 +682,10 @@ func (d *DB) checkQuery(ctx context.Context, watch func(context.Context) func() 
 	return d.readRows(ctx, watch, tx, step, query, false, func(*sql.Rows) error { return nil })
 }
 
-// readRows runs query as one step of the snapshot (inStep), as a prepared
-// statement when prepared, and calls row for each row it returns; an error
-// of row ends the step with it.
-func (d *DB) readRows(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string, prepared bool, row func(*sql.Rows) error) error {
+// readRows runs query with args as one step of the snapshot (inStep), as a
+// prepared statement when prepared, and calls row for each row it returns;
+// an error of row ends the step with it.
+func (d *DB) readRows(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string, prepared bool, row func(*sql.Rows) error, args ...any) error {
 	return d.inStep(ctx, watch, step, func(ctx context.Context) error {
 		var rows *sql.Rows
 		if prepared {
@@ -654,12 +694,12 @@ func (d *DB) readRows(ctx context.Context, watch func(context.Context) func() bo
 				return err
 			}
 			defer func() { _ = stmt.Close() }()
-			if rows, err = stmt.QueryContext(ctx); err != nil {
+			if rows, err = stmt.QueryContext(ctx, args...); err != nil {
 				return err
 			}
 		} else {
 			var err error
-			if rows, err = tx.QueryContext(ctx, query); err != nil {
+			if rows, err = tx.QueryContext(ctx, query, args...); err != nil {
 				return err
 			}
 		}
@@ -688,6 +728,12 @@ func (d *DB) inStep(ctx context.Context, watch func(context.Context) func() bool
 		return stepError(ctx, step, start, err)
 	}
 	return nil
+}
+
+// nodeRead is what DB.lastNodeRead keeps of a node read.
+type nodeRead struct {
+	probe    NodeProbe
+	warnings []nodeWarning
 }
 
 // nodeWarning is one kind of problem of the nodes of a read.

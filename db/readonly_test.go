@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,7 +35,8 @@ func readStatementsOnly(t *testing.T, stmts []string) {
 		}
 	}
 	joined := strings.Join(stmts, "\n")
-	for _, table := range []string{"FROM conductors", "FROM conductor_hardware_interfaces", "FROM nodes"} {
+	for _, table := range []string{"FROM conductors", "FROM conductor_hardware_interfaces", "FROM nodes",
+		"WHERE id > ", SQLNodeIDs} {
 		if !strings.Contains(joined, table) {
 			t.Errorf("no statement reads %s; logged:\n%s", table, joined)
 		}
@@ -42,8 +44,9 @@ func readStatementsOnly(t *testing.T, stmts []string) {
 }
 
 // exerciseReader runs what the exporter runs: pings and snapshots, and
-// checks that the snapshot is the fixture.
-func exerciseReader(t *testing.T, dsn string, kind Backend) {
+// checks that the snapshot is the fixture; then a delta read after admin
+// deleted the newest node (the delta statement and the id list).
+func exerciseReader(t *testing.T, dsn string, kind Backend, admin *sql.DB) {
 	t.Helper()
 	d := openTest(t, dsn, Options{QueryTimeout: 5 * time.Second})
 	ctx := context.Background()
@@ -52,6 +55,18 @@ func exerciseReader(t *testing.T, dsn string, kind Backend) {
 	}
 	for range 2 {
 		snapshotIsFixture(t, d, kind)
+	}
+	before, err := d.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, admin, fmt.Sprintf(`DELETE FROM nodes WHERE id = %d`, before.NodeProbe.MaxID))
+	after, err := d.SnapshotChanges(ctx, &Known{Probe: before.NodeProbe, Nodes: before.Nodes, Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.NodeRead != NodeReadDelta || int64(len(after.Nodes)) != before.NodeProbe.Count-1 {
+		t.Errorf("after a deletion: a %s read of %d nodes, want a delta of %d", after.NodeRead, len(after.Nodes), before.NodeProbe.Count-1)
 	}
 	d.Close()
 }
@@ -93,7 +108,7 @@ func TestPostgresStatementsAreReads(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	exerciseReader(t, "postgresql://"+role+"@127.0.0.1:5432/"+testDBName+"?sslmode=disable", BackendPostgreSQL)
+	exerciseReader(t, "postgresql://"+role+"@127.0.0.1:5432/"+testDBName+"?sslmode=disable", BackendPostgreSQL, admin)
 
 	// Statements of the role, with their continuation lines.
 	marker := " " + role + "@" + testDBName + " "
@@ -157,7 +172,7 @@ func TestMySQLStatementsAreReads(t *testing.T) {
 	t.Cleanup(restore)
 	since := time.Now().UTC().Add(-time.Second)
 
-	exerciseReader(t, "mysql+pymysql://"+user+":audit-pw@127.0.0.1/"+mysqlDBName+"?charset=utf8", BackendMySQL)
+	exerciseReader(t, "mysql+pymysql://"+user+":audit-pw@127.0.0.1/"+mysqlDBName+"?charset=utf8", BackendMySQL, myConn(t, mysqlDBName))
 	restore()
 
 	rows, err := admin.Query(`SELECT thread_id, command_type, CONVERT(argument USING utf8mb4) FROM mysql.general_log

@@ -28,14 +28,19 @@ type Snapshot struct {
 	// Conductors are the rows of the conductors table, ordered by id.
 	Conductors []Conductor
 	// Nodes are the rows of the nodes table, ordered by id; none when
-	// NodesUnchanged.
+	// NodesUnchanged. After a delta read (NodeRead) the rows not read
+	// again are the known ones, shared with them.
 	Nodes []Node
 	// NodeProbe is what SQLNodeProbe said of the nodes table, in the same
 	// transaction.
 	NodeProbe NodeProbe
-	// NodesUnchanged is set by SnapshotSince when the probe equalled the
-	// known one and the nodes were not read.
+	// NodesUnchanged is set by SnapshotSince and SnapshotChanges when the
+	// probe equalled the known one and the nodes were not read.
 	NodesUnchanged bool
+	// NodeRead says how the nodes were read: NodeReadFull,
+	// NodeReadDelta (SnapshotChanges: Nodes are complete all the same) or
+	// NodeReadSkipped (NodesUnchanged).
+	NodeRead NodeRead
 	// Warnings describe rows that could not be fully decoded and were kept
 	// with the undecodable value left empty (e.g. a conductor whose drivers
 	// column is not JSON: Drivers nil). One human-readable line each; they

@@ -69,7 +69,8 @@ var fixtureSQL = []string{
 }
 
 var fixtureWant = &Snapshot{
-	Backend: BackendPostgreSQL,
+	Backend:  BackendPostgreSQL,
+	NodeRead: NodeReadFull,
 	Conductors: []Conductor{
 		{ID: 1, Hostname: "cond-a.example.com", ConductorGroup: "", Online: true,
 			CreatedAt: ts("2024-01-02 03:04:05.123456"), UpdatedAt: ts("2024-03-10 02:30:00"),
@@ -501,6 +502,7 @@ func TestSteinSchema(t *testing.T) {
 		Nodes: []Node{{ID: 1, UUID: "u1", Driver: "ipmi", ConductorGroup: "g",
 			ResourceClass: sp("bm"), ProvisionState: sp("available")}},
 		SchemaRevision: steinRevision,
+		NodeRead:       NodeReadFull,
 	}
 	if diff := cmp.Diff(want, got, timeCmp); diff != "" {
 		t.Errorf("snapshot (-want +got):\n%s", diff)

@@ -225,6 +225,10 @@ if want refresh; then
 	gobench cmd/ironic_conductor_exporter "$out/ironic_conductor_exporter.test" '^BenchmarkRefreshFloors$' ICE_BENCH_ROUNDS="$ROUNDS"
 	pair "refresh, database unchanged (Cache on PostgreSQL) vs the change probe alone" \
 		"BenchmarkRefreshFloors/unchanged/nodes=$nodes" "BenchmarkRefreshFloors/probe/nodes=$nodes" ns/op '<=' 2
+	pair "refresh, one node changed (Cache: delta read + topology) vs the change probe alone" \
+		"BenchmarkRefreshFloors/delta/nodes=$nodes" "BenchmarkRefreshFloors/probe/nodes=$nodes" ns/op '<=' 2
+	pair "refresh, one node changed (Cache: delta read + topology) vs COPY" \
+		"BenchmarkRefreshFloors/delta/nodes=$nodes" "BenchmarkRefreshFloors/copy/nodes=$nodes" ns/op '<=' 1.3
 	pair "refresh, database changed (Cache: full read + topology) vs COPY" \
 		"BenchmarkRefreshFloors/full/nodes=$nodes" "BenchmarkRefreshFloors/copy/nodes=$nodes" ns/op '<=' 1.3
 fi

@@ -28,6 +28,15 @@ type ProbingSource interface {
 	SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error)
 }
 
+// DeltaSource is a ProbingSource that, when the probe changed, can read
+// only the nodes that may have changed and merge them into the known ones
+// (db.DB.SnapshotChanges): its snapshots' Nodes are always complete.
+// *db.DB is one.
+type DeltaSource interface {
+	ProbingSource
+	SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error)
+}
+
 // DefaultProbeWindow is CacheConfig.ProbeWindow's default: a whole second
 // of MySQL's DATETIME, and as much again for clock differences between
 // Ironic's hosts.
@@ -45,14 +54,19 @@ type CacheConfig struct {
 	// RefreshTimeout bounds one refresh, whoever waits for it. Default 30s.
 	RefreshTimeout time.Duration
 	// FullInterval, when positive and the Source is a ProbingSource, lets
-	// a refresh skip reading the nodes while their probe is unchanged, for
-	// at most this long since the nodes were last read. Zero reads them at
-	// every refresh. Conductors are read, and liveness judged, every time.
+	// a refresh skip reading the nodes while their probe is unchanged and,
+	// with a DeltaSource, read only the nodes that may have changed when it
+	// changed, for at most this long since every node was last read (the
+	// safety net). Zero reads them all at every refresh. Conductors are
+	// read, and liveness judged, every time.
 	FullInterval time.Duration
-	// ProbeWindow: a probe whose latest node updated_at was less than this
-	// older than the refresh that took it does not vouch for the next one,
-	// since a write within the same tick of a coarse clock leaves the same
-	// updated_at. Default DefaultProbeWindow.
+	// ProbeWindow: a probe whose latest node updated_at or created_at
+	// (db.NodeProbe.Latest) was less than this older than the refresh that
+	// took it does not vouch for the next one, since a write within the
+	// same tick of a coarse clock leaves the same timestamp; it covers the
+	// clock skew between Ironic's hosts and the exporter too. A delta read
+	// also reads again the rows written up to this long before Latest.
+	// Default DefaultProbeWindow.
 	ProbeWindow time.Duration
 	// MaxWait bounds how long Get waits for a refresh when its context has
 	// no deadline (JSON, the status page, a scrape without Prometheus'
@@ -89,6 +103,9 @@ type Refresh struct {
 	Snapshot              bool
 	SnapshotWarnings      []string
 	SnapshotWarningCounts []db.WarningCount
+	// NodeRead is how that snapshot read the nodes (db.NodeReadFull,
+	// NodeReadDelta, NodeReadSkipped); "" without a snapshot.
+	NodeRead db.NodeRead
 }
 
 // View is what a reader gets from the cache: the newest good topology and
@@ -241,6 +258,7 @@ func (c *Cache) refresh(done chan struct{}) {
 		r := Refresh{Started: start, Duration: took, Err: err, Topology: topo}
 		if snap != nil {
 			r.Snapshot, r.SnapshotWarnings, r.SnapshotWarningCounts = true, snap.Warnings, snap.WarningCounts
+			r.NodeRead = nodeRead(snap)
 		}
 		c.cfg.OnRefresh(r)
 	}
@@ -302,8 +320,9 @@ func (c *Cache) logRules(prev, t *Topology) {
 
 // build reads a snapshot and builds its topology over prev's. With a
 // ProbingSource it passes the known node probe when prev's nodes may be
-// reused (see CacheConfig.FullInterval and ProbeWindow); next receives the
-// nodes and probe of a successful build. The snapshot read is returned
+// reused (see CacheConfig.FullInterval and ProbeWindow), and to a
+// DeltaSource those nodes too, for a delta read; next receives the nodes
+// and probe of a successful build. The snapshot read is returned
 // even when building its topology failed.
 func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time) (*Topology, *db.Snapshot, error) {
 	var (
@@ -314,10 +333,14 @@ func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time
 	if probing && c.cfg.FullInterval > 0 {
 		var known *db.NodeProbe
 		if prev.probe != nil && prev.view.Topology != nil && now.Sub(prev.readAt) < c.cfg.FullInterval &&
-			prev.probedAt.Sub(prev.probe.MaxUpdatedAt) >= c.cfg.ProbeWindow {
+			prev.probedAt.Sub(prev.probe.Latest()) >= c.cfg.ProbeWindow {
 			known = prev.probe
 		}
-		snap, err = ps.SnapshotSince(ctx, known)
+		if ds, delta := ps.(DeltaSource); delta && known != nil {
+			snap, err = ds.SnapshotChanges(ctx, &db.Known{Probe: *known, Nodes: prev.nodes, Window: c.cfg.ProbeWindow})
+		} else {
+			snap, err = ps.SnapshotSince(ctx, known)
+		}
 	} else {
 		snap, err = c.cfg.Source.Snapshot(ctx)
 	}
@@ -335,10 +358,22 @@ func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time
 	}
 	probe := snap.NodeProbe
 	next.nodes, next.probe, next.probedAt = snap.Nodes, &probe, now.UTC()
-	if !snap.NodesUnchanged {
+	if nodeRead(snap) == db.NodeReadFull {
 		next.readAt = now
 	}
 	return topo, snap, nil
+}
+
+// nodeRead is how snap read its nodes; a Source that does not say read
+// them all.
+func nodeRead(snap *db.Snapshot) db.NodeRead {
+	switch {
+	case snap.NodesUnchanged:
+		return db.NodeReadSkipped
+	case snap.NodeRead == "":
+		return db.NodeReadFull
+	}
+	return snap.NodeRead
 }
 
 // MinInterval is the age the cache lets its topology reach before a

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +100,8 @@ func (p *probingSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*
 
 // TestCacheSkipsUnchangedNodes: nodes are read again only when the probe
 // changed, when the last read is FullInterval old, or when the probe's
-// latest updated_at was within ProbeWindow of the refresh that took it;
+// latest updated_at or created_at was within ProbeWindow of the refresh
+// that took it;
 // liveness is judged at every refresh all the same.
 func TestCacheSkipsUnchangedNodes(t *testing.T) {
 	now := testNow
@@ -141,6 +144,10 @@ func TestCacheSkipsUnchangedNodes(t *testing.T) {
 	step("a write within the probe window", time.Second, 4)
 	step("the next refresh does not trust that probe", time.Second, 5)
 	step("but the one after does", time.Second, 5)
+	src.probe.MaxCreatedAt = now // an enrolment a second before the next refresh
+	step("an enrolment within the probe window", time.Second, 6)
+	step("the next refresh does not trust that probe either", time.Second, 7)
+	step("but the one after does", time.Second, 7)
 }
 
 // TestCacheReadersDoNotWaitForASilentDatabase: a reader without a deadline
@@ -217,5 +224,180 @@ func TestCacheLogsWhatItServes(t *testing.T) {
 	}
 	if len(built) != 3 || built[0] != nil || built[1] == nil || built[2] != nil {
 		t.Errorf("OnRefresh topologies %v", built)
+	}
+}
+
+// deltaSource is a DeltaSource over a fleet the test changes: a delta
+// answer carries every node, the unchanged ones copied from the known
+// nodes it was given (as db.DB.SnapshotChanges merges them), the changed
+// ones from the fleet. It records what it was given.
+type deltaSource struct {
+	mu    sync.Mutex
+	fleet *db.Snapshot
+	probe db.NodeProbe
+	// changed are the ids written since the last read.
+	changed map[int64]bool
+	known   []*db.Known // nil for a read without a known probe
+}
+
+func (s *deltaSource) Snapshot(context.Context) (*db.Snapshot, error) { return s.read(nil, false), nil }
+
+func (s *deltaSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
+	var k *db.Known
+	if known != nil {
+		k = &db.Known{Probe: *known}
+	}
+	return s.read(k, false), nil
+}
+
+func (s *deltaSource) SnapshotChanges(_ context.Context, known *db.Known) (*db.Snapshot, error) {
+	return s.read(known, true), nil
+}
+
+func (s *deltaSource) read(known *db.Known, delta bool) *db.Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known = append(s.known, known)
+	snap := *s.fleet
+	snap.NodeProbe = s.probe
+	switch {
+	case known != nil && known.Probe == s.probe:
+		snap.Nodes, snap.NodesUnchanged, snap.NodeRead = nil, true, db.NodeReadSkipped
+	case known != nil && delta:
+		byID := map[int64]db.Node{}
+		for _, n := range known.Nodes {
+			byID[n.ID] = n
+		}
+		snap.Nodes, snap.NodeRead = nil, db.NodeReadDelta
+		for _, n := range s.fleet.Nodes {
+			if k, ok := byID[n.ID]; ok && !s.changed[n.ID] {
+				n = k
+			}
+			snap.Nodes = append(snap.Nodes, n)
+		}
+	default:
+		snap.Nodes, snap.NodeRead = slices.Clone(s.fleet.Nodes), db.NodeReadFull
+	}
+	if !snap.NodesUnchanged {
+		s.changed = map[int64]bool{}
+	}
+	return &snap
+}
+
+// write changes the fleet by f, which returns the ids it wrote, and moves
+// the probe on.
+func (s *deltaSource) write(f func(nodes []db.Node) ([]db.Node, []int64)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	s.fleet.Nodes, ids = f(slices.Clone(s.fleet.Nodes))
+	for _, id := range ids {
+		s.changed[id] = true
+	}
+	s.probe.Count, s.probe.Reserved = int64(len(s.fleet.Nodes)), s.probe.Reserved+1
+}
+
+// deltaFleet is 300 nodes in two groups and two drivers over the golden
+// conductors.
+func deltaFleet() *db.Snapshot {
+	snap := fixture.Golden()
+	snap.Nodes = nil
+	for i := range 300 {
+		n := fixture.Node(int64(i+1), fmt.Sprintf("%08x-0000-4000-8000-000000000000", i+1),
+			[]string{"", "rack2"}[i%2], []string{"ipmi", "redfish"}[i/2%2])
+		if i%7 == 0 {
+			n.Reservation = fixture.Ptr("c-two")
+		}
+		snap.Nodes = append(snap.Nodes, n)
+	}
+	return snap
+}
+
+// sameTopology fails t unless got and want say the same of every
+// conductor, node, ring and count (not the history: Remapped, the node
+// generation).
+func sameTopology(t *testing.T, what string, got, want *Topology) {
+	t.Helper()
+	rings := func(tp *Topology) []string {
+		var out []string
+		for _, r := range tp.Rings {
+			out = append(out, fmt.Sprintf("%s %d %v", r.Key(), r.Nodes, r.Ring.Hosts()))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"conductors", got.Conductors, want.Conductors}, {"nodes", got.Nodes, want.Nodes},
+		{"rings", rings(got), rings(want)}, {"orphans", got.Orphans, want.Orphans},
+		{"reservations", got.Reservations, want.Reservations},
+		{"affinity", got.AffinityUnavailable, want.AffinityUnavailable}, {"stuck", got.Stuck, want.Stuck},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: %s differ:\n got  %v\n want %v", what, c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestCacheDeltaRefresh: with a DeltaSource the cache passes its nodes,
+// probe and ProbeWindow when the probe changed, and the topology built
+// over the previous one from the merged nodes is the one a full read
+// builds from scratch; the delta reads do not postpone the full read due
+// FullInterval after the last one; each refresh reports its kind of read.
+func TestCacheDeltaRefresh(t *testing.T) {
+	now := testNow
+	src := &deltaSource{fleet: deltaFleet(), probe: db.NodeProbe{Count: 300, MaxID: 300, MaxUpdatedAt: testNow.Add(-time.Hour)},
+		changed: map[int64]bool{}}
+	var reads []db.NodeRead
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, FullInterval: time.Minute,
+		Now: func() time.Time { return now }, OnRefresh: func(r Refresh) { reads = append(reads, r.NodeRead) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refresh := func(name string, advance time.Duration) *Topology {
+		t.Helper()
+		now = now.Add(advance)
+		v := cache.Get(context.Background())
+		if !v.Up() {
+			t.Fatalf("%s: %v", name, v.Err)
+		}
+		fresh, err := Build(&db.Snapshot{Backend: src.fleet.Backend, Conductors: src.fleet.Conductors, Nodes: src.fleet.Nodes},
+			testSettings, now.UTC(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameTopology(t, name, v.Topology, fresh)
+		return v.Topology
+	}
+	first := refresh("first", 0)
+	src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+		nodes[10].Driver, nodes[11].ConductorGroup, nodes[12].Reservation = "redfish", "", nil
+		nodes = slices.Delete(nodes, 20, 21) // node 21
+		nodes = append(nodes, fixture.Node(301, "00000301-0000-4000-8000-000000000000", "rack2", "ipmi"))
+		return nodes, []int64{11, 12, 13, 301}
+	})
+	refresh("a delta", time.Second)
+	if k := src.known[len(src.known)-1]; k == nil || k.Window != DefaultProbeWindow || k.Probe.Count != 300 ||
+		len(k.Nodes) != 300 || &k.Nodes[0] != first.Nodes[0].Node {
+		t.Errorf("the delta read was given %+v, want the first read's probe and nodes and the probe window", k)
+	}
+	src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+		nodes[0].ConductorGroup = "rack2"
+		return nodes, []int64{1}
+	})
+	refresh("a delta over a delta", time.Second)
+	refresh("unchanged", time.Second)
+	src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+		nodes[5].Driver = "ipmi"
+		return nodes, []int64{6}
+	})
+	refresh("the full interval", 57*time.Second)
+	want := []db.NodeRead{db.NodeReadFull, db.NodeReadDelta, db.NodeReadDelta, db.NodeReadSkipped, db.NodeReadFull}
+	if !slices.Equal(reads, want) {
+		t.Errorf("refreshes read %v, want %v", reads, want)
+	}
+	if k := src.known[len(src.known)-1]; k != nil {
+		t.Errorf("the read due FullInterval after the last full one was given %+v", k)
 	}
 }

@@ -93,19 +93,26 @@ func BenchmarkRefresh(b *testing.B) {
 	}
 }
 
-// countingSource is the database as the cache's ProbingSource, counting
-// the refreshes whose probe spared the node read.
+// countingSource is the database as the cache's DeltaSource, counting
+// the refreshes whose probe spared the node read (unchanged), that read
+// only the changed nodes (delta), and that read every node (read).
 type countingSource struct {
 	*db.DB
-	unchanged, read atomic.Int64
+	unchanged, delta, read atomic.Int64
 }
 
 func (s *countingSource) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
-	snap, err := s.DB.SnapshotSince(ctx, known)
-	if err == nil && snap.NodesUnchanged {
-		s.unchanged.Add(1)
-	} else if err == nil {
-		s.read.Add(1)
+	return s.count(s.DB.SnapshotSince(ctx, known))
+}
+
+func (s *countingSource) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
+	return s.count(s.DB.SnapshotChanges(ctx, known))
+}
+
+func (s *countingSource) count(snap *db.Snapshot, err error) (*db.Snapshot, error) {
+	if err == nil {
+		map[db.NodeRead]*atomic.Int64{db.NodeReadSkipped: &s.unchanged, db.NodeReadDelta: &s.delta,
+			db.NodeReadFull: &s.read}[snap.NodeRead].Add(1)
 	}
 	return snap, err
 }
@@ -115,11 +122,18 @@ func (s *countingSource) SnapshotSince(ctx context.Context, known *db.NodeProbe)
 // internal/bench): "unchanged" is a refresh when nothing changed (the
 // probe vouches for the nodes: conductors read, liveness judged, the
 // previous topology's node results reused), whose floor "probe" is
-// db.SQLNodeProbe alone on the same server; "full" is a refresh that reads
-// every node (what a changed database costs: the read and the topology),
-// whose floor "copy" is the COPY of db.SQLNodes' rows. The conductors'
-// heartbeats are refreshed before each round and asserted alive after each
-// sub-benchmark: a stale fleet would measure another path.
+// db.SQLNodeProbe alone on the same server; "delta" is a refresh after one
+// node changed (its driver and updated_at, as Ironic's update_node writes
+// them; the write itself is not timed): the probe, the changed rows only,
+// merged into the previous nodes, and the topology, next to "probe" and
+// "copy"; "full" is a refresh that reads every node (what a changed
+// database costs without the delta read: the read and the topology), whose
+// floor "copy" is the COPY of db.SQLNodes' rows. The conductors' heartbeats
+// are refreshed before each round and asserted alive after each
+// sub-benchmark: a stale fleet would measure another path. The fleet's
+// nodes were enrolled one a second up to a day before (bench-fleet.sql), so that every probe
+// is one the cache trusts; the delta's writes carry updated_at a second
+// apart from then on, each later than the last.
 func BenchmarkRefreshFloors(b *testing.B) {
 	needDB(b)
 	const n = 100_000
@@ -168,6 +182,7 @@ func BenchmarkRefreshFloors(b *testing.B) {
 		refresh(b, c) // the first refresh reads everything
 		return c, src
 	}
+	var written int // the delta's writes so far
 	for range bench.Rounds(n) {
 		heartbeat(b)
 		b.Run(fmt.Sprintf("unchanged/nodes=%d", n), func(b *testing.B) {
@@ -186,13 +201,33 @@ func BenchmarkRefreshFloors(b *testing.B) {
 			var count int64
 			for b.Loop() {
 				var maxID, reserved sql.NullInt64
-				var updated sql.NullTime
-				if err := admin.QueryRowContext(ctx, db.SQLNodeProbe).Scan(&count, &maxID, &updated, &reserved); err != nil {
+				var updated, created sql.NullTime
+				if err := admin.QueryRowContext(ctx, db.SQLNodeProbe).Scan(&count, &maxID, &updated, &reserved, &created); err != nil {
 					b.Fatal(err)
 				}
 			}
 			if count != n {
 				b.Fatalf("probe counted %d nodes", count)
+			}
+		})
+		b.Run(fmt.Sprintf("delta/nodes=%d", n), func(b *testing.B) {
+			cache, src := newCache(b, time.Hour)
+			var t *topology.Topology
+			for b.Loop() {
+				b.StopTimer()
+				written++
+				if _, err := admin.ExecContext(ctx, `UPDATE nodes SET driver = $1,
+       updated_at = (now() AT TIME ZONE 'utc') - interval '1 day' + $2::int * interval '1 second'
+WHERE id = (SELECT id FROM nodes ORDER BY id OFFSET $3 LIMIT 1)`, []string{"ipmi", "redfish"}[written%2], written, written*7919%n); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				t = refresh(b, cache)
+			}
+			allAlive(b, t)
+			if got := src.delta.Load(); got != int64(b.N) || src.read.Load() != 1 || src.unchanged.Load() != 0 {
+				b.Fatalf("%d of %d refreshes read the changed nodes only, %d read them all, %d none: the delta did not work",
+					got, b.N, src.read.Load(), src.unchanged.Load())
 			}
 		})
 		b.Run(fmt.Sprintf("full/nodes=%d", n), func(b *testing.B) {

@@ -386,9 +386,24 @@ func TestMetricsPromtool(t *testing.T) {
 		t.Fatalf("/metrics: %d\n%s", code, body)
 	}
 	for _, want := range []string{"ironic_conductor_state{", "ironic_node_conductor_info{", "ironic_exporter_build_info{",
-		"ironic_exporter_refresh_duration_seconds_bucket{", "ironic_hash_ring_conductors{"} {
+		"ironic_exporter_refresh_duration_seconds_bucket{", "ironic_hash_ring_conductors{",
+		`ironic_exporter_node_reads_total{kind="full"} `} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// The README's metric table lists every ironic_ family served, with
+	// its type.
+	table := readmeMetrics(t)
+	for _, line := range strings.Split(body, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != "#" || f[1] != "TYPE" || !strings.HasPrefix(f[2], "ironic_") {
+			continue
+		}
+		if typ, ok := table[f[2]]; !ok {
+			t.Errorf("/metrics serves %s, which README.md's Metrics table does not list", f[2])
+		} else if typ != f[3] {
+			t.Errorf("%s is a %s, README.md's Metrics table says %s", f[2], f[3], typ)
 		}
 	}
 	cmd := exec.Command(promtool, "check", "metrics")
@@ -396,6 +411,35 @@ func TestMetricsPromtool(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
+}
+
+// readmeMetrics reads the metric table of README.md's Metrics section:
+// each metric's type by name.
+func readmeMetrics(t *testing.T) map[string]string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	in := false
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## Metrics"
+			continue
+		}
+		cells := strings.Split(line, "|")
+		if !in || len(cells) < 4 {
+			continue
+		}
+		if name := strings.Trim(strings.TrimSpace(cells[1]), "`"); strings.HasPrefix(name, "ironic_") {
+			out[name] = strings.TrimSpace(cells[2])
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("README.md: %d metrics in the Metrics table; has its format changed?", len(out))
+	}
+	return out
 }
 
 // writeIronicConf writes an ironic.conf for the test database in a

@@ -1,0 +1,223 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// SQLNodeIDs lists the ids of the nodes, for a delta read whose merged
+// nodes outnumber the probe's count: the ids no longer listed are the nodes
+// deleted since the known probe. Every dialect reads it as it is.
+const SQLNodeIDs = `SELECT id FROM nodes ORDER BY id`
+
+// NodeRead says how a snapshot came by its nodes.
+type NodeRead string
+
+// The kinds of node read (bounded values, for a metric label).
+const (
+	// NodeReadFull: every node was read.
+	NodeReadFull NodeRead = "full"
+	// NodeReadDelta: only the rows that may have changed since a known
+	// probe were read and merged into the known nodes (SnapshotChanges).
+	NodeReadDelta NodeRead = "delta"
+	// NodeReadSkipped: the probe equalled the known one and no node was
+	// read (Snapshot.NodesUnchanged).
+	NodeReadSkipped NodeRead = "skipped"
+)
+
+// Known is what an earlier snapshot of this DB said of the nodes table:
+// its probe and its nodes, as that snapshot returned them (never modified),
+// ordered by id.
+type Known struct {
+	// Probe is the earlier snapshot's NodeProbe.
+	Probe NodeProbe
+	// Nodes are the earlier snapshot's nodes (after its own merge, for a
+	// delta snapshot).
+	Nodes []Node
+	// Window widens the rows read by a delta: writes with an updated_at or
+	// created_at down to Window before the probe's Latest are read again
+	// (the cache passes its ProbeWindow). Negative is zero.
+	Window time.Duration
+}
+
+// SnapshotChanges is SnapshotSince over known.Probe, with a delta read
+// where the nodes changed: when known is not nil and the probe differs,
+// only the rows that may have changed since known.Probe are read, in the
+// same transaction as the probe and the conductors, and merged by id into
+// known.Nodes (Snapshot.NodeRead says NodeReadDelta); when the delta cannot
+// be proven to give the nodes a full read would, every node is read
+// (NodeReadFull). The snapshot's Nodes are then always complete; known.Nodes
+// is never written.
+//
+// The rows read are those with an id above known.Probe.MaxID (enrolled
+// since), or an updated_at or a created_at from known.Probe.Latest() less
+// known.Window on (written or enrolled since; a reused id, see
+// SQLNodeProbe). This finds every write exactly when every write since
+// carries an updated_at or created_at no earlier than that: the probe's
+// own assumption (see SQLNodeProbe and topology.CacheConfig.ProbeWindow):
+// Ironic writes nodes only through its models, whose TimestampMixin sets
+// created_at on insert and updated_at on every update (the ORM's onupdate
+// applies to the Core UPDATEs of the lock too: ironic/db/sqlalchemy/api.py
+// Connection.create_node, _do_update_node, _reserve_node_place_lock,
+// release_node and destroy_node at 0099d1812; models.py IronicBase at
+// c2df29e52; TestDeltaSeesIronicWrites runs them), and the probe was taken at
+// least ProbeWindow after Latest, which covers a coarse clock's tick and the
+// clock skew between Ironic's hosts and the exporter. Deletions leave no
+// row: when the merged nodes outnumber the probe's count, SQLNodeIDs lists
+// the ids left and the others are dropped. The merged nodes must then agree
+// with the probe in the same transaction (count, max(id), max(updated_at),
+// max(created_at), the locks), or every node is read.
+//
+// No delta is made, and every node is read, when the probe saw no
+// timestamp (an empty table, or no updated_at nor created_at set), or when
+// known.Probe is not that of this DB's last node read, or that read had
+// rows with problems (Snapshot.Warnings): their warnings are told only by a
+// full read.
+func (d *DB) SnapshotChanges(ctx context.Context, known *Known) (*Snapshot, error) {
+	if known == nil {
+		return d.snapshotRetrying(ctx, since{})
+	}
+	return d.snapshotRetrying(ctx, since{probe: &known.Probe, delta: known})
+}
+
+// changedSince is the second and third parameter of the delta read: the
+// time from which a write since known.Probe may carry its updated_at or
+// created_at, known.Probe.Latest() less known.Window, rounded down to the
+// second, as text "YYYY-MM-DD HH:MM:SS". Every backend compares it rightly
+// to the column as stored: PostgreSQL types the parameter as the column's
+// timestamp (naive, no session time zone applies), MySQL turns a string
+// compared with a DATETIME into a DATETIME (whole seconds anyway), and
+// SQLite compares it to SQLAlchemy's text "YYYY-MM-DD HH:MM:SS.ffffff",
+// whose first 19 bytes are this form, byte by byte, so that a row of the
+// same second compares greater or equal. false when the probe saw no
+// timestamp: nothing bounds the writes since.
+func changedSince(known *Known) (string, bool) {
+	latest := known.Probe.Latest()
+	if latest.IsZero() {
+		return "", false
+	}
+	from := latest.Add(-max(known.Window, 0)).UTC()
+	return from.Add(-time.Duration(from.Nanosecond())).Format(time.DateTime), true
+}
+
+// readDelta reads, in tx, the rows that may have changed since
+// known.Probe with query (a changedNodes statement) and merges them into
+// known.Nodes (see SnapshotChanges); probe is the probe of tx. false (and
+// no error) when the delta cannot be proven exact: the caller then reads
+// every node in the same transaction.
+func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, known *Known, probe NodeProbe) ([]Node, bool, error) {
+	from, ok := changedSince(known)
+	if last := d.lastNodeRead.Load(); !ok || last == nil || last.probe != known.Probe || len(last.warnings) > 0 {
+		return nil, false, nil
+	}
+	changed, nw, err := d.decodeNodes(ctx, watch, tx, "reading nodes changed since the last read", query, binary, 16,
+		known.Probe.MaxID, from, from)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := runHook(ctx, "changed nodes", tx); err != nil {
+		return nil, false, err
+	}
+	if len(nw) > 0 {
+		return nil, false, nil // told by the full read
+	}
+	nodes := mergeNodes(known.Nodes, changed)
+	if int64(len(nodes)) > probe.Count {
+		ids, err := d.readNodeIDs(ctx, watch, tx, probe.Count)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := runHook(ctx, "node ids", tx); err != nil {
+			return nil, false, err
+		}
+		nodes = keepIDs(nodes, ids)
+	}
+	if !agrees(nodes, probe) {
+		return nil, false, nil
+	}
+	d.lastNodeRead.Store(&nodeRead{probe: probe})
+	return nodes, true, nil
+}
+
+// readNodeIDs runs SQLNodeIDs in tx; count sizes the list.
+func (d *DB) readNodeIDs(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, count int64) ([]int64, error) {
+	ids := make([]int64, 0, count)
+	err := d.readRows(ctx, watch, tx, "reading node ids", SQLNodeIDs, false, func(rows *sql.Rows) error {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
+}
+
+// mergeNodes returns prev with the rows of changed in place of those of
+// the same id, and the others inserted by id; both are ordered by id, and
+// so is the result. prev is not written.
+func mergeNodes(prev, changed []Node) []Node {
+	out := make([]Node, 0, len(prev)+len(changed))
+	for _, c := range changed {
+		i, found := slices.BinarySearchFunc(prev, c.ID, func(n Node, id int64) int { return cmpInt64(n.ID, id) })
+		out = append(out, prev[:i]...)
+		out = append(out, c)
+		if found {
+			i++
+		}
+		prev = prev[i:]
+	}
+	return append(out, prev...)
+}
+
+// keepIDs drops, in place, the nodes whose id is not in ids; both are
+// ordered by id.
+func keepIDs(nodes []Node, ids []int64) []Node {
+	out := nodes[:0]
+	for _, n := range nodes {
+		for len(ids) > 0 && ids[0] < n.ID {
+			ids = ids[1:]
+		}
+		if len(ids) > 0 && ids[0] == n.ID {
+			out = append(out, n)
+		}
+	}
+	clear(nodes[len(out):]) // no stale copies past the end
+	return out
+}
+
+// agrees reports whether nodes are what probe counted: as many, strictly
+// ordered by id up to its max(id), as many locks, the same latest updated_at
+// and created_at. A merge that missed a row, or kept one that is gone,
+// fails one of these (unless another miss makes up for it exactly).
+func agrees(nodes []Node, probe NodeProbe) bool {
+	if int64(len(nodes)) != probe.Count {
+		return false
+	}
+	var (
+		last, reserved   int64
+		updated, created time.Time
+	)
+	for i := range nodes {
+		n := &nodes[i]
+		if i > 0 && n.ID <= last {
+			return false
+		}
+		last = n.ID
+		if n.Reservation != nil {
+			reserved++
+		}
+		if n.UpdatedAt.After(updated) {
+			updated = n.UpdatedAt
+		}
+		if n.CreatedAt.After(created) {
+			created = n.CreatedAt
+		}
+	}
+	return last == probe.MaxID && reserved == probe.Reserved && updated.Equal(probe.MaxUpdatedAt) &&
+		created.Equal(probe.MaxCreatedAt)
+}
