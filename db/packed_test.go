@@ -231,7 +231,7 @@ func packedSnapshot(ctx context.Context, d *DB, p nodePacking) (_ *Snapshot, err
 		return nil, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	snap := &Snapshot{Backend: d.dialect.backend()}
+	snap := &Snapshot{Backend: d.dialect.backend(), NodeRead: NodeReadFull}
 	w := &warner{}
 	q := d.dialect.queries()
 	if snap.Conductors, err = d.readConductors(ctx, watch, tx, q.conductors, w); err != nil {
