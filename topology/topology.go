@@ -206,9 +206,10 @@ type Topology struct {
 	byHost map[string]int
 	byRing map[GroupDriver]int // the ring of a node's (conductor_group, driver)
 
+	// nodeIndex holds the node lookups once built, or once carried over
+	// from the previous topology (see compare); indexOnce builds them.
 	indexOnce sync.Once
-	byUUID    map[string]int
-	byName    map[string]int
+	nodeIndex atomic.Pointer[nodeIndex]
 
 	// NodeGeneration identifies the nodes' labels: it is carried over from
 	// the previous topology while every node keeps its UUID, name, group,
@@ -501,6 +502,12 @@ func (t *Topology) compare(prev *Topology) {
 		}
 		if sameLabels {
 			t.NodeGeneration = prev.NodeGeneration
+			// The same UUIDs and names at the same indexes: the same
+			// lookups, when prev has built them (a lookup after a
+			// refresh does not build them again).
+			if x := prev.nodeIndex.Load(); x != nil {
+				t.nodeIndex.Store(x)
+			}
 		}
 	}
 	if t.NodeGeneration == 0 {
@@ -611,24 +618,37 @@ func (t *Topology) locate(todo []pendingNode, owner []int32) {
 	}
 }
 
-// index builds the node lookups on first use: metrics never need them, and
-// building them costs more than the mapping itself.
-func (t *Topology) index() {
+// nodeIndex are a topology's node lookups: the index in Nodes of each UUID
+// and name (the first node holding it). Never written once built.
+type nodeIndex struct {
+	byUUID, byName map[string]int
+}
+
+// index returns the node lookups, building them on first use: metrics never
+// need them, and building them costs more than the mapping itself.
+func (t *Topology) index() *nodeIndex {
+	if x := t.nodeIndex.Load(); x != nil {
+		return x
+	}
 	t.indexOnce.Do(func() {
-		t.byUUID = make(map[string]int, len(t.Nodes))
-		t.byName = map[string]int{}
+		if t.nodeIndex.Load() != nil {
+			return
+		}
+		x := &nodeIndex{byUUID: make(map[string]int, len(t.Nodes)), byName: map[string]int{}}
 		for i := range t.Nodes {
 			n := t.Nodes[i].Node
-			if _, dup := t.byUUID[n.UUID]; !dup {
-				t.byUUID[n.UUID] = i
+			if _, dup := x.byUUID[n.UUID]; !dup {
+				x.byUUID[n.UUID] = i
 			}
 			if n.Name != nil && *n.Name != "" {
-				if _, dup := t.byName[*n.Name]; !dup {
-					t.byName[*n.Name] = i
+				if _, dup := x.byName[*n.Name]; !dup {
+					x.byName[*n.Name] = i
 				}
 			}
 		}
+		t.nodeIndex.Store(x)
 	})
+	return t.nodeIndex.Load()
 }
 
 // nodeAt finds a node of the topology by UUID, trying index i first since
@@ -637,8 +657,7 @@ func (t *Topology) nodeAt(i int, uuid string) *NodeInfo {
 	if i < len(t.Nodes) && t.Nodes[i].UUID == uuid {
 		return &t.Nodes[i]
 	}
-	t.index()
-	if j, ok := t.byUUID[uuid]; ok {
+	if j, ok := t.index().byUUID[uuid]; ok {
 		return &t.Nodes[j]
 	}
 	return nil
@@ -656,10 +675,10 @@ func (t *Topology) Conductor(hostname string) (*ConductorInfo, bool) {
 // Node returns the node with the given UUID or, failing that, name, as
 // Ironic resolves a node_ident.
 func (t *Topology) Node(ident string) (*NodeInfo, bool) {
-	t.index()
-	i, ok := t.byUUID[ident]
+	x := t.index()
+	i, ok := x.byUUID[ident]
 	if !ok {
-		i, ok = t.byName[ident]
+		i, ok = x.byName[ident]
 	}
 	if !ok {
 		return nil, false
