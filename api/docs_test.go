@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,9 +16,13 @@ import (
 )
 
 // lookupAt answers target as a request arriving at the local address
-// local ("" for none, then Host host).
+// local ("" for none, then Host host), over TLS for an https:// host.
 func lookupAt(h http.Handler, target, host, local string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodGet, "http://"+host+target, nil)
+	scheme := "http://"
+	if rest, ok := strings.CutPrefix(host, "https://"); ok {
+		scheme, host = "https://", rest
+	}
+	req := httptest.NewRequest(http.MethodGet, scheme+host+target, nil)
 	if local != "" {
 		a, err := net.ResolveTCPAddr("tcp", local)
 		if err != nil {
@@ -33,7 +38,7 @@ func lookupAt(h http.Handler, target, host, local string) *httptest.ResponseReco
 // TestPrerenderedConductorsAreRendered: the conductor documents kept per
 // topology and base URL (conductorDoc) are the bytes a fresh rendering
 // gives, for every conductor, on both endpoints, under every base URL in
-// turn (more than are kept); a new topology renders them anew; a request
+// turn (more than are kept, with and without TLS); a new topology renders them anew; a request
 // still holding an older topology is rendered for itself, not kept.
 func TestPrerenderedConductorsAreRendered(t *testing.T) {
 	now := testNow
@@ -53,6 +58,8 @@ func TestPrerenderedConductorsAreRendered(t *testing.T) {
 		{"x", "[::1]:10067", "http://[::1]:10067"},
 		{"x", "[fe80::1%lo]:80", "http://[fe80::1%lo]:80"},
 		{"x", "127.0.0.1:10068", "http://127.0.0.1:10068"},
+		{"https://x", "127.0.0.1:10068", "https://127.0.0.1:10068"},
+		{"https://a.example.com", "", "https://a.example.com"},
 	}
 	check := func(round string) *topology.Topology {
 		t.Helper()
@@ -121,5 +128,37 @@ func TestRequestIDs(t *testing.T) {
 			t.Fatalf("request id %q: malformed or repeated", id)
 		}
 		seen[id] = true
+	}
+}
+
+// TestLinksNameTheListener: over real connections, the links of a kept
+// conductor document name the address each request arrived at: two
+// listeners (one of them TLS) sharing the handler answer their own.
+func TestLinksNameTheListener(t *testing.T) {
+	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	plain := httptest.NewServer(f.h)
+	defer plain.Close()
+	other := httptest.NewServer(f.h)
+	defer other.Close()
+	secure := httptest.NewTLSServer(f.h)
+	defer secure.Close()
+	for range 2 {
+		for _, srv := range []*httptest.Server{plain, other, secure, plain} {
+			resp, err := srv.Client().Get(srv.URL + "/v1/nodes/" + uuidN(5) + "/conductor")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Links []struct{ Href string }
+			}
+			err = jsonDecode(resp, &doc)
+			_ = resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK || len(doc.Links) != 2 {
+				t.Fatalf("%s: %d %v %+v", srv.URL, resp.StatusCode, err, doc)
+			}
+			if want := srv.URL + "/v1/conductors/cond-e"; doc.Links[0].Href != want {
+				t.Errorf("self link %q, want %q", doc.Links[0].Href, want)
+			}
+		}
 	}
 }
