@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
 )
@@ -43,6 +44,21 @@ func benchRequest(b *testing.B, h http.Handler, target string) {
 // BenchmarkNodeConductor is the hot path: which conductor serves a node.
 func BenchmarkNodeConductor(b *testing.B) {
 	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	benchRequest(b, f.h, "/v1/nodes/"+uuidN(5)+"/conductor")
+}
+
+// BenchmarkNodeConductorPolicy is the lookup under Keystone's policy
+// (auth_strategy keystone, Ironic's newest defaults): a system reader, whose
+// token the middleware validated already.
+func BenchmarkNodeConductorPolicy(b *testing.B) {
+	enf, err := policy.New(policy.Options{Release: policy.ReleaseNewest})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reader := persona(nil, "all", "reader")
+	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{Access: func(*http.Request) Access {
+		return auth.NewAccess(enf, reader)
+	}})
 	benchRequest(b, f.h, "/v1/nodes/"+uuidN(5)+"/conductor")
 }
 
