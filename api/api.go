@@ -2,16 +2,19 @@ package api
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -60,6 +63,11 @@ type handler struct {
 	vh       versionHeaders
 	public   string
 	access   func(r *http.Request) Access
+	// lastBase is the base URL of links last computed from a request's
+	// address (see base).
+	lastBase atomic.Pointer[baseEntry]
+	// docs are the pre-rendered conductor documents (see conductorDoc).
+	docs atomic.Pointer[docSet]
 }
 
 // NewHandler returns the Ironic-compatible JSON API, rendered from cache:
@@ -94,11 +102,14 @@ var (
 	allowGetHead = []string{"GET, HEAD"}
 )
 
-// reserved are the node sub-controllers of Ironic; used as a node ident
-// they are a routing 404 (NodesController._lookup).
-var reserved = map[string]bool{
-	"ports": true, "portgroups": true, "vifs": true, "volume": true, "traits": true,
-	"bios": true, "allocation": true, "history": true, "inventory": true,
+// reservedIdent reports the node sub-controllers of Ironic; used as a node
+// ident they are a routing 404 (NodesController._lookup).
+func reservedIdent(s string) bool {
+	switch s {
+	case "ports", "portgroups", "vifs", "volume", "traits", "bios", "allocation", "history", "inventory":
+		return true
+	}
+	return false
 }
 
 // request is one request being answered.
@@ -112,28 +123,59 @@ type request struct {
 	jsonSuffix bool
 	// acc is the request's access under Ironic's policy; nil: everything.
 	acc Access
+	// ident is the node ident routed to, identUUID whether it is UUID-like
+	// (see uuidLike).
+	ident     string
+	identUUID bool
+}
+
+// uuidLike is isUUIDLike(ident), without checking again the ident routed
+// to.
+func (rq *request) uuidLike(ident string) bool {
+	if ident == rq.ident && ident != "" {
+		return rq.identUUID
+	}
+	return isUUIDLike(ident)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rq := &request{h: h, w: w, r: r}
-	if h.access != nil {
-		rq.acc = h.access(r)
+	rq := request{h: h, w: w, r: r}
+	defer rq.recoverPanic()
+	var segs [4]string
+	if rest, ok := rq.front(&segs); ok {
+		rq.route(rest)
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
-				panic(v)
-			}
-			h.log.Error("api: panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v))
-			rq.fail(&apiError{status: http.StatusInternalServerError, msg: "Internal error."})
+}
+
+// recoverPanic answers a panic of the request's handling with a 500 (a
+// deferred call; http.ErrAbortHandler is passed on).
+func (rq *request) recoverPanic() {
+	if v := recover(); v != nil {
+		if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+			panic(v)
 		}
-	}()
-	hdr := w.Header()
-	hdr[hdrRequestID] = []string{newRequestID()}
+		rq.h.log.Error("api: panic serving request", "path", rq.r.URL.Path, "panic", fmt.Sprint(v))
+		rq.fail(&apiError{status: http.StatusInternalServerError, msg: "Internal error."})
+	}
+}
+
+// front does what precedes the resources, as Ironic does it: the policy
+// access, the request id, the method, the path's length and segments
+// (split into segs), the service root and the v1 document, the
+// microversion. It returns the v1 resource path (at least one segment),
+// or false when it answered the request itself. Benchmarks mount a trivial
+// resource behind the same front (api/bench_test.go).
+func (rq *request) front(segs *[4]string) ([]string, bool) {
+	r := rq.r
+	if rq.h.access != nil {
+		rq.acc = rq.h.access(r)
+	}
+	hdr := rq.w.Header()
+	hdr[hdrRequestID] = newRequestID()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr["Allow"] = allowGetHead
 		rq.fail(readOnly(r.Method))
-		return
+		return nil, false
 	}
 	// Without RawPath the decoded Path is the path as sent (net/http keeps
 	// RawPath when the encoding matters, e.g. for %2F).
@@ -143,13 +185,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(path) > maxPathLen || len(r.URL.RawQuery) > maxQueryLen {
 		rq.fail(badRequest("The request URI is too long."))
-		return
+		return nil, false
 	}
-	var segs [4]string
-	n, ok := rq.split(path, escaped, &segs)
+	n, ok := rq.split(path, escaped, segs)
 	if !ok {
 		rq.fail(errRouteNotFound)
-		return
+		return nil, false
 	}
 	if n == 0 {
 		// The service root: up to 26.0 Ironic parses no version here and
@@ -157,33 +198,32 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// (rules.RootVersionHeaders). Without data, the older answer.
 		if t := rq.h.cache.Get(r.Context()).Topology; t != nil && t.Rules.RootVersionHeaders() {
 			if !rq.version(false) {
-				return
+				return nil, false
 			}
 		}
 		rq.root()
-		return
+		return nil, false
 	}
 	rest := segs[:n]
 	if rest[0] == "v1" {
 		rest = rest[1:]
 		if len(rest) == 0 {
-			if !rq.version(false) {
-				return
+			if rq.version(false) {
+				rq.v1()
 			}
-			rq.v1()
-			return
+			return nil, false
 		}
 	} // else: Ironic routes paths without "v1" (the bookmark links) to v1
 	if !rq.version(true) {
-		return
+		return nil, false
 	}
-	rq.route(rest)
+	return rest, true
 }
 
 // route serves the v1 resource named by rest (the path's segments after
 // "v1", at least one).
 func (rq *request) route(rest []string) {
-	if unservedResources[rest[0]] {
+	if unservedResource(rest[0]) {
 		rq.fail(unserved(rest[0]))
 		return
 	}
@@ -196,7 +236,7 @@ func (rq *request) route(rest []string) {
 		rq.listNodes(false)
 	case rest[0] == "nodes" && len(rest) == 2 && rest[1] == "detail":
 		rq.listNodes(true)
-	case rest[0] == "nodes" && !reserved[rest[1]]:
+	case rest[0] == "nodes" && !reservedIdent(rest[1]):
 		rq.routeNode(rest[1], rest[2:])
 	default:
 		rq.fail(errRouteNotFound)
@@ -205,7 +245,8 @@ func (rq *request) route(rest []string) {
 
 // routeNode serves /v1/nodes/{ident}/rest...
 func (rq *request) routeNode(ident string, rest []string) {
-	if !isValidLogicalName(ident) && !isUUIDLike(ident) {
+	rq.ident, rq.identUUID = ident, isUUIDLike(ident)
+	if !rq.identUUID && !isValidLogicalName(ident) {
 		rq.fail(routingError(http.StatusBadRequest, "Expected UUID or name for node: "+ident))
 		return
 	}
@@ -214,7 +255,7 @@ func (rq *request) routeNode(ident string, rest []string) {
 		rq.getNode(ident)
 	case len(rest) == 1 && rest[0] == "conductor":
 		rq.nodeConductor(ident)
-	case unservedNodeResources[rest[0]]:
+	case unservedNodeResource(rest[0]):
 		rq.fail(unserved("nodes/{node_ident}/" + rest[0]))
 	default:
 		rq.fail(errRouteNotFound)
@@ -239,7 +280,10 @@ func (rq *request) split(path string, escaped bool, segs *[4]string) (int, bool)
 		if n == len(segs) {
 			return 0, false
 		}
-		seg, tail, _ := strings.Cut(path, "/")
+		seg, tail := path, ""
+		if i := strings.IndexByte(path, '/'); i >= 0 {
+			seg, tail = path[:i], path[i+1:]
+		}
 		if seg == "" {
 			return 0, false
 		}
@@ -279,27 +323,72 @@ func (rq *request) version(routing bool) bool {
 	return true
 }
 
-// newRequestID returns an id in the form of Ironic's
-// Openstack-Request-Id ("req-" and a random UUID). It only correlates
-// logs, so a fast non-cryptographic source is enough.
-func newRequestID() string {
+// requestID is one Openstack-Request-Id header value and its bytes: v[0]
+// is a string over b, which is never written after.
+type requestID struct {
+	v [1]string
+	b [40]byte
+}
+
+// requestIDs are allocated in batches, handed out one by one: a request
+// keeps its id (the header map holds it), the batch lives as long as one of
+// its ids does.
+type requestIDs struct {
+	next int
+	ids  [64]requestID
+}
+
+var requestIDPool = sync.Pool{New: func() any { return new(requestIDs) }}
+
+// requestIDTemplate is the form of an id (its dashes).
+const requestIDTemplate = "req-00000000-0000-0000-0000-000000000000"
+
+// hexPairs are the two hex digits of each byte, as a little-endian uint16.
+var hexPairs = func() (t [256]uint16) {
+	for v := range t {
+		t[v] = uint16(hexDigits[v>>4]) | uint16(hexDigits[v&0xf])<<8
+	}
+	return t
+}()
+
+// newRequestID returns the value of an Openstack-Request-Id header in the
+// form of Ironic's ("req-" and a random UUID), without an allocation of its
+// own (requestIDs). It only correlates logs, so a fast non-cryptographic
+// source is enough.
+func newRequestID() []string {
 	var u [16]byte
 	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
 	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	var b [40]byte
-	copy(b[:], "req-")
-	hex.Encode(b[4:12], u[0:4])
-	b[12] = '-'
-	hex.Encode(b[13:17], u[4:6])
-	b[17] = '-'
-	hex.Encode(b[18:22], u[6:8])
-	b[22] = '-'
-	hex.Encode(b[23:27], u[8:10])
-	b[27] = '-'
-	hex.Encode(b[28:40], u[10:16])
-	return string(b[:])
+	batch := requestIDPool.Get().(*requestIDs)
+	if batch.next == len(batch.ids) {
+		batch = new(requestIDs)
+	}
+	id := &batch.ids[batch.next]
+	batch.next++
+	requestIDPool.Put(batch)
+	b := &id.b
+	copy(b[:], requestIDTemplate)
+	le, h := binary.LittleEndian, &hexPairs
+	le.PutUint16(b[4:], h[u[0]])
+	le.PutUint16(b[6:], h[u[1]])
+	le.PutUint16(b[8:], h[u[2]])
+	le.PutUint16(b[10:], h[u[3]])
+	le.PutUint16(b[13:], h[u[4]])
+	le.PutUint16(b[15:], h[u[5]])
+	le.PutUint16(b[18:], h[u[6]])
+	le.PutUint16(b[20:], h[u[7]])
+	le.PutUint16(b[23:], h[u[8]])
+	le.PutUint16(b[25:], h[u[9]])
+	le.PutUint16(b[28:], h[u[10]])
+	le.PutUint16(b[30:], h[u[11]])
+	le.PutUint16(b[32:], h[u[12]])
+	le.PutUint16(b[34:], h[u[13]])
+	le.PutUint16(b[36:], h[u[14]])
+	le.PutUint16(b[38:], h[u[15]])
+	id.v[0] = unsafe.String(&b[0], len(b))
+	return id.v[:]
 }
 
 // base returns the base URL of links, like Ironic's request.public_url.
@@ -310,17 +399,69 @@ func (rq *request) base() string {
 	// Not the Host header nor an absolute request URL, which the client
 	// chooses (links to anywhere): the address the request arrived at.
 	// Without a connection (a request handled in-process), the Host.
+	a, _ := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	tls := rq.r.TLS != nil
+	if e := rq.h.lastBase.Load(); e != nil && e.matches(a, rq.r.Host, tls) {
+		return e.base
+	}
 	host := rq.r.Host
-	if a, ok := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+	if a != nil {
 		host = a.String()
 	}
 	if host == "" {
 		host = "localhost"
 	}
-	if rq.r.TLS != nil {
-		return "https://" + host
+	base := "http://" + host
+	if tls {
+		base = "https://" + host
 	}
-	return "http://" + host
+	if e := newBaseEntry(a, rq.r.Host, tls, base); e != nil {
+		rq.h.lastBase.Store(e)
+	}
+	return base
+}
+
+// baseEntry is a base URL and what it was computed from: a TCP address
+// (every request of a listener arrives at the same one), or the Host of a
+// request without an address; and whether the request came over TLS.
+type baseEntry struct {
+	tcp  bool
+	ip   net.IP
+	port int
+	zone string
+	host string
+	tls  bool
+	base string
+}
+
+// newBaseEntry returns the entry of base, computed from a (a nil Addr: from
+// host) and tls; nil for addresses other than TCP ones.
+func newBaseEntry(a net.Addr, host string, tls bool, base string) *baseEntry {
+	switch a := a.(type) {
+	case nil:
+		return &baseEntry{host: host, tls: tls, base: base}
+	case *net.TCPAddr:
+		if a == nil {
+			return nil
+		}
+		return &baseEntry{tcp: true, ip: slices.Clone(a.IP), port: a.Port, zone: a.Zone, tls: tls, base: base}
+	}
+	return nil
+}
+
+// matches reports whether a request arriving at a (nil: none, with Host
+// host), over TLS or not, has the entry's base URL.
+func (e *baseEntry) matches(a net.Addr, host string, tls bool) bool {
+	if e.tls != tls {
+		return false
+	}
+	switch a := a.(type) {
+	case nil:
+		return !e.tcp && e.host == host
+	case *net.TCPAddr:
+		return a != nil && e.tcp && a.Port == e.port && a.Zone == e.zone && a.IP.Equal(e.ip)
+	}
+	return false
 }
 
 // Headers of JSON answers rendered from a stale topology: the last refresh

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing, so benchmarks
@@ -44,6 +47,21 @@ func BenchmarkNodeConductor(b *testing.B) {
 	benchRequest(b, f.h, "/v1/nodes/"+uuidN(5)+"/conductor")
 }
 
+// BenchmarkNodeConductorPolicy is the lookup under Keystone's policy
+// (auth_strategy keystone, Ironic's newest defaults): a system reader, whose
+// token the middleware validated already.
+func BenchmarkNodeConductorPolicy(b *testing.B) {
+	enf, err := policy.New(policy.Options{Release: policy.ReleaseNewest})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reader := persona(nil, "all", "reader")
+	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{Access: func(*http.Request) Access {
+		return auth.NewAccess(enf, reader)
+	}})
+	benchRequest(b, f.h, "/v1/nodes/"+uuidN(5)+"/conductor")
+}
+
 func BenchmarkNodeShowFields(b *testing.B) {
 	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
 	benchRequest(b, f.h, "/v1/nodes/"+uuidN(5)+"?fields=uuid,conductor")
@@ -54,16 +72,58 @@ func BenchmarkConductorList(b *testing.B) {
 	benchRequest(b, f.h, "/v1/conductors?detail=True")
 }
 
+// trivialBody is what the floors write.
+var trivialBody = []byte(`{"hostname": "cond-e"}`)
+
 // BenchmarkTrivialHandler is the baseline: a handler that writes a fixed
 // JSON document.
 func BenchmarkTrivialHandler(b *testing.B) {
-	body := []byte(`{"hostname": "cond-e"}`)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
+		_, _ = w.Write(trivialBody)
 	})
 	benchRequest(b, h, "/")
+}
+
+// serverChain mounts h as the binary mounts the API (cmd's routes) with its
+// default flags: behind --web.max-requests (40 at once, waiting up to 1 s:
+// internal/limit) and the auth middleware of --auth.strategy=noauth.
+func serverChain(h http.Handler) http.Handler {
+	return limit.Concurrent(auth.Middleware(nil, h), 40, time.Second, "requests")
+}
+
+// chainFloor is the API's own front with a trivial resource behind it:
+// what handler.ServeHTTP does (the request id, the method, the path and
+// its segments, the microversion headers; recovering a panic) but, where
+// it routes to a resource, a reply of trivialBody (Content-Type and
+// Content-Length, as every answer).
+type chainFloor struct{ h *handler }
+
+func (f chainFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rq := request{h: f.h, w: w, r: r}
+	defer rq.recoverPanic()
+	var segs [4]string
+	if _, ok := rq.front(&segs); ok {
+		rq.reply(trivialBody)
+	}
+}
+
+// BenchmarkNodeConductorChain is BenchmarkNodeConductor behind the
+// server's chain (serverChain), next to its floor BenchmarkChainFloor.
+func BenchmarkNodeConductorChain(b *testing.B) {
+	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	benchRequest(b, serverChain(f.h), "/v1/nodes/"+uuidN(5)+"/conductor")
+}
+
+// BenchmarkChainFloor is the fairer floor of the lookup: the same request
+// through the same chain and the API's front (chainFloor), answered with a
+// fixed document instead of the lookup. Next to BenchmarkTrivialHandler it
+// tells what the chain costs; next to BenchmarkNodeConductorChain what the
+// lookup itself does.
+func BenchmarkChainFloor(b *testing.B) {
+	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	benchRequest(b, serverChain(chainFloor{f.h.(*handler)}), "/v1/nodes/"+uuidN(5)+"/conductor")
 }
 
 // bigSnapshot is a fleet of n nodes over 100 conductors in one group.

@@ -93,21 +93,27 @@ func readOnly(method string) *apiError {
 		method+" is not served. Send writes to the real Ironic API.")
 }
 
-// unservedResources are Ironic's v1 resources the sidecar does not serve,
-// unservedNodeResources the node sub-resources.
-var (
-	unservedResources = map[string]bool{
-		"ports": true, "portgroups": true, "chassis": true, "drivers": true, "volume": true,
-		"lookup": true, "heartbeat": true, "allocations": true, "deploy_templates": true,
-		"events": true, "shards": true, "runbooks": true, "continue_inspection": true,
+// unservedResource reports Ironic's v1 resources the sidecar does not
+// serve, unservedNodeResource the node sub-resources (switches rather than
+// maps: they are asked on every request).
+func unservedResource(s string) bool {
+	switch s {
+	case "ports", "portgroups", "chassis", "drivers", "volume", "lookup", "heartbeat", "allocations",
+		"deploy_templates", "events", "shards", "runbooks", "continue_inspection":
+		return true
 	}
-	unservedNodeResources = map[string]bool{
-		"ports": true, "portgroups": true, "vifs": true, "volume": true, "traits": true,
-		"bios": true, "allocation": true, "history": true, "inventory": true, "states": true,
-		"management": true, "maintenance": true, "validate": true, "vendor_passthru": true,
-		"firmware": true, "children": true, "virtual_media": true,
+	return false
+}
+
+func unservedNodeResource(s string) bool {
+	switch s {
+	case "ports", "portgroups", "vifs", "volume", "traits", "bios", "allocation", "history", "inventory",
+		"states", "management", "maintenance", "validate", "vendor_passthru", "firmware", "children",
+		"virtual_media":
+		return true
 	}
-)
+	return false
+}
 
 // unserved is the answer for an Ironic resource the sidecar does not
 // serve: 501, so that a client does not read it as "no such object", with

@@ -39,7 +39,7 @@ func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topolog
 
 func (rq *request) findNodeOnce(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	c := collationOf(t)
-	if isUUIDLike(ident) {
+	if rq.uuidLike(ident) {
 		if n, ok := c.node(t, nodeFieldUUID, ident); ok {
 			return n, nil
 		}
@@ -130,7 +130,7 @@ func (rq *request) nodeConductor(ident string) {
 		rq.fail(conductorNotFound(n.Conductor))
 		return
 	}
-	rq.replyConductor(c, fields)
+	rq.replyConductor(t, c, fields)
 }
 
 // paramKind is the args validator Ironic applies to a list parameter.

@@ -96,9 +96,15 @@ func Middleware(a Authenticator, next http.Handler) http.Handler {
 // (ironic/api/controllers/v1/utils.py check_policy, check_list_policy,
 // check_node_policy_and_retrieve; node.py node_sanitize). Ironic applies
 // its policy only when auth_strategy = keystone (policy.authorize).
+//
+// An Access is one request's: its methods are not safe for concurrent use
+// (the node checks reuse one target).
 type Access struct {
 	e *policy.Enforcer
 	c policy.Values
+	// t is the target of the node checks: a copy of c, with the node's
+	// owner and lessee set per check (nodeTarget).
+	t policy.Values
 }
 
 // NewAccess returns the access of creds under e.
@@ -110,17 +116,48 @@ func NewAccess(e *policy.Enforcer, creds *Credentials) *Access {
 	return &Access{e: e, c: v}
 }
 
-func (a *Access) target() policy.Values {
-	t := make(policy.Values, len(a.c)+2)
-	for k, v := range a.c {
-		t[k] = v
+// Node target keys: the node's owner and lessee.
+const (
+	keyOwner  = "node.owner"
+	keyLessee = "node.lessee"
+)
+
+// nodeTarget returns the target of a node check: the credentials' values
+// with, when set, the node's owner (always, None when unset, with
+// ownerAlways) and lessee. Policy checks only read their target, so one
+// map serves every node check of the request.
+func (a *Access) nodeTarget(owner, lessee *string, ownerAlways bool) policy.Values {
+	if a.t == nil {
+		a.t = make(policy.Values, len(a.c)+2)
+		for k, v := range a.c {
+			a.t[k] = v
+		}
+	}
+	t := a.t
+	for _, k := range []string{keyOwner, keyLessee} {
+		if v, ok := a.c[k]; ok {
+			t[k] = v
+		} else {
+			delete(t, k)
+		}
+	}
+	switch {
+	case owner != nil && *owner != "":
+		t[keyOwner] = *owner
+	case ownerAlways:
+		t[keyOwner] = optional(owner)
+	}
+	if lessee != nil && *lessee != "" {
+		t[keyLessee] = *lessee
 	}
 	return t
 }
 
 // CanGetConductors is baremetal:conductor:get.
 func (a *Access) CanGetConductors() bool {
-	return a.e.Check(policy.RuleConductorGet, a.target(), a.c)
+	// The target is the credentials' values, as Ironic's cdict; Check only
+	// reads it.
+	return a.e.Check(policy.RuleConductorGet, a.c, a.c)
 }
 
 // ListNodes is check_list_policy('node', project): every node when
@@ -129,14 +166,14 @@ func (a *Access) CanGetConductors() bool {
 // (filter is the project); otherwise forbidden (ok false, rule names the
 // rule that refused).
 func (a *Access) ListNodes(project string) (filter string, rule string, ok bool) {
-	if a.e.Check(policy.RuleNodeListAll, a.target(), a.c) {
+	if a.e.Check(policy.RuleNodeListAll, a.c, a.c) {
 		return project, "", true
 	}
 	own, _ := a.c["project_id"].(string)
 	if own == "" || project != "" && project != own {
 		return "", policy.RuleNodeListAll, false
 	}
-	if !a.e.Check(policy.RuleNodeList, a.target(), a.c) {
+	if !a.e.Check(policy.RuleNodeList, a.c, a.c) {
 		return "", policy.RuleNodeList, false
 	}
 	return own, "", true
@@ -146,25 +183,14 @@ func (a *Access) ListNodes(project string) (filter string, rule string, ok bool)
 // lessee): the owner is always in the target (None when unset), the lessee
 // only when set. Ironic answers 404 when it fails.
 func (a *Access) CanGetNode(owner, lessee *string) bool {
-	t := a.target()
-	t["node.owner"] = optional(owner)
-	if lessee != nil && *lessee != "" {
-		t["node.lessee"] = *lessee
-	}
-	return a.e.Check(policy.RuleNodeGet, t, a.c)
+	return a.e.Check(policy.RuleNodeGet, a.nodeTarget(owner, lessee, true), a.c)
 }
 
 // ShowReservation is node_sanitize's: with baremetal:node:get:filter_threshold
 // everything shows; otherwise baremetal:node:get:reservation decides. The
 // target has owner and lessee only when set.
 func (a *Access) ShowReservation(owner, lessee *string) bool {
-	t := a.target()
-	if owner != nil && *owner != "" {
-		t["node.owner"] = *owner
-	}
-	if lessee != nil && *lessee != "" {
-		t["node.lessee"] = *lessee
-	}
+	t := a.nodeTarget(owner, lessee, false)
 	if a.e.Check(policy.RuleNodeFilterThreshold, t, a.c) {
 		return true
 	}

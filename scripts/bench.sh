@@ -131,15 +131,17 @@ human() { # a value and its unit, readable
 		else printf "%.4g %s", v, u }'
 }
 # pair FIGURE SUBJECT FLOOR UNIT OP LIMIT [inverse]: a row of SUBJECT / FLOOR
-# (FLOOR / SUBJECT with "inverse": a throughput ratio from times) per round.
+# (FLOOR / SUBJECT with "inverse": a throughput ratio from times) per round;
+# OP "none": no target, the ratio is reported.
 pair() {
 	local fig=$1 s=$2 f=$3 unit=$4 op=$5 lim=$6 inv=${7:-}
 	series "$s" "$unit" >"$out/s"
 	series "$f" "$unit" >"$out/f"
 	if [[ $inv == inverse ]]; then ratios "$out/f" "$out/s" >"$out/r"; else ratios "$out/s" "$out/f" >"$out/r"; fi
-	local what=${s#Benchmark} fwhat=${f#Benchmark}
+	local what=${s#Benchmark} fwhat=${f#Benchmark} target="$op ${lim}x" met
+	if [[ $op == none ]]; then target="none: reported" met=-; else met=$(verdict "$op" "$lim" "$out/r"); fi
 	row "$fig" "$(human "$(median <"$out/s")" "$unit") (${what})" "$(human "$(median <"$out/f")" "$unit") (${fwhat})" \
-		"$(stats <"$out/r")" "$op ${lim}x" "$(verdict "$op" "$lim" "$out/r")"
+		"$(stats <"$out/r")" "$target" "$met"
 }
 
 # gobench DIR BIN REGEX [ENV...]: one run of a test binary's benchmarks
@@ -209,6 +211,34 @@ callgrind() {
 	fi
 	if ((nl == 2 * nb)); then awk 'NR % 2 == 0' "$cg/loops" >"$cg/l" && mv "$cg/l" "$cg/loops"; fi
 	paste -d' ' "$cg/benches" "$cg/loops" | awk '{ printf "%s\tIr/op\t%.0f\n", $1, $3 / $2; printf "  %s: %.0f instructions per iteration (callgrind, %d iterations)\n", $1, $3 / $2, $2 > "/dev/stderr" }' >>"$results"
+}
+
+# callgrind_diff DIR BIN ITERS BENCH...: the instructions per iteration of
+# each benchmark BENCH, recorded as BENCH Ir/op: callgrind counts the whole
+# process at ITERS and at 2*ITERS iterations, and the difference is divided
+# by ITERS, so that everything but the iterations (the fixture, the first
+# run, RunParallel's start) cancels out. The dumps at ResetTimer and
+# StopTimer (callgrind above) do not always fire once per call in these
+# RunParallel benchmarks (seen: an extra or a missing StopTimer), which made
+# their counts pair up wrongly. GOMAXPROCS=1: one goroutine runs the
+# iterations, and no thread spins on a lock its peer holds while valgrind
+# runs the other (those spins are counted instructions).
+callgrind_diff() {
+	local dir=$1 bin=$2 iters=$3 cg=$out/cgd.$RANDOM b n
+	shift 3
+	mkdir -p "$cg"
+	for b in "$@"; do
+		for n in "$iters" $((2 * iters)); do
+			(cd "$dir" && GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind -q --callgrind-out-file="$cg/$n.out" \
+				"$bin" -test.run '^$' -test.bench "^$b\$" -test.benchtime "${n}x") >"$cg/stdout" 2>"$cg/stderr" ||
+				{ echo "bench: callgrind of $b failed:" >&2; tail -20 "$cg/stderr" >&2; return 1; }
+			grep -q "^$b[ -]" "$cg/stdout" || { echo "bench: callgrind: $b did not run" >&2; cat "$cg/stdout" >&2; return 1; }
+		done
+		awk -v b="$b" -v n="$iters" 'FNR == 1 { f++ } /^totals:/ { t[f] = $2 }
+			END { v = (t[2] - t[1]) / n; printf "%s\tIr/op\t%.0f\n", b, v
+				printf "  %s: %.0f instructions per iteration (callgrind, %d iterations more)\n", b, v, n > "/dev/stderr" }' \
+			"$cg/$iters.out" "$cg/$((2 * iters)).out" >>"$results"
+	done
 }
 
 # --- build: every binary before any database is filled ----------------------
@@ -281,16 +311,29 @@ fi
 
 # --- lookups ----------------------------------------------------------------------
 if want api; then
-	phase "lookups (api): a node's conductor vs a trivial handler; a page on 100k vs 10k nodes, $ROUNDS rounds"
-	rounds "$ROUNDS" api "$out/api.test" '^(BenchmarkNodeConductor|BenchmarkTrivialHandler|BenchmarkNodePage)$'
+	phase "lookups (api): a node's conductor vs a trivial handler, alone and behind the server's chain; a page on 100k vs 10k nodes, $ROUNDS rounds"
+	lookups=(BenchmarkNodeConductor BenchmarkTrivialHandler BenchmarkNodeConductorChain BenchmarkChainFloor)
+	rounds "$ROUNDS" api "$out/api.test" "^($(IFS='|'; echo "${lookups[*]}")|BenchmarkNodePage)\$"
 	pair "lookup /v1/nodes/{uuid}/conductor vs a trivial handler, in-process (api), throughput" \
 		BenchmarkNodeConductor BenchmarkTrivialHandler ns/op '>=' 0.9 inverse
+	pair "lookup behind the server's chain (limiter, auth, version, request id) vs a trivial resource behind the same chain, in-process (api), throughput" \
+		BenchmarkNodeConductorChain BenchmarkChainFloor ns/op '>=' 0.9 inverse
+	pair "the chain alone: a trivial resource behind it vs a trivial handler, in-process (api), throughput" \
+		BenchmarkChainFloor BenchmarkTrivialHandler ns/op none 0 inverse
+	allocs=()
+	for b in "${lookups[@]}"; do
+		allocs+=("${b#Benchmark} $(series "$b" allocs/op | median) ($(series "$b" B/op | median) B)")
+	done
+	row "allocations per request, in-process (api), median" "$(IFS=';'; echo "${allocs[*]}" | sed 's/;/; /g')" "-" "-" "-" "-"
 	if [[ $CG_ITERS != 0 ]]; then
-		phase "lookups in instructions (callgrind)"
-		# RunParallel's start costs as much as a few lookups: many iterations.
-		callgrind api "$out/api.test" '^(BenchmarkNodeConductor|BenchmarkTrivialHandler)$' $((CG_ITERS * 2000))
+		phase "lookups in instructions (callgrind, by difference)"
+		callgrind_diff api "$out/api.test" $((CG_ITERS * 2000)) "${lookups[@]}"
 		pair "lookup /v1/nodes/{uuid}/conductor vs a trivial handler, in-process (api), instructions (callgrind), per request" \
 			BenchmarkNodeConductor BenchmarkTrivialHandler Ir/op '>=' 0.9 inverse
+		pair "lookup behind the server's chain vs a trivial resource behind the same chain, in-process (api), instructions (callgrind), per request" \
+			BenchmarkNodeConductorChain BenchmarkChainFloor Ir/op '>=' 0.9 inverse
+		pair "the chain alone vs a trivial handler, in-process (api), instructions (callgrind), per request" \
+			BenchmarkChainFloor BenchmarkTrivialHandler Ir/op none 0 inverse
 		# RunParallel's loops do not always pair up under callgrind (seen:
 		# 10 timed loops for 6 sub-benchmarks); the rows then say so.
 		cg_pages=1

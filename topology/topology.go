@@ -610,6 +610,10 @@ func (t *Topology) compare(prev *Topology) {
 		}
 		if sameLabels {
 			t.NodeGeneration = prev.NodeGeneration
+			// The same UUIDs and names at the same indexes: the same
+			// lookups, shared (built once for both: a lookup after a
+			// refresh does not build them again).
+			t.idx = prev.idx
 		}
 	}
 	if t.NodeGeneration == 0 {

@@ -311,6 +311,59 @@ func TestRebuildReusesUnchangedRings(t *testing.T) {
 	}
 }
 
+// TestNodeLookupsCarriedOver: a topology whose nodes keep their UUIDs and
+// names in the same order (the node generation carries over) shares the
+// node lookups its predecessor built, so that the first lookup after a
+// refresh builds nothing; once a node changes, they are built anew and find
+// the new names.
+func TestNodeLookupsCarriedOver(t *testing.T) {
+	fresh := ago(5 * time.Second)
+	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+		cond(1, "a", "", true, fresh, "ipmi"), cond(2, "b", "", true, fresh, "ipmi")}}
+	for i := range 50 {
+		n := node(int64(i+1), fmt.Sprintf("%036d", i), "", "ipmi")
+		n.Name = ptr(fmt.Sprintf("n%d", i))
+		snap.Nodes = append(snap.Nodes, n)
+	}
+	lookup := func(topo *Topology, ident, uuid string) {
+		t.Helper()
+		if n, ok := topo.Node(ident); !ok || n.UUID != uuid {
+			t.Fatalf("Node(%q) = %v, %v; want %s", ident, n, ok, uuid)
+		}
+	}
+	first := mustBuild(t, snap, testSettings, nil)
+	unlooked := mustBuild(t, snap, testSettings, first)
+	if unlooked.idx != first.idx { // the same node slice: Build's reuse path
+		t.Error("lookups of the very same nodes not shared")
+	}
+	lookup(first, "n7", snap.Nodes[7].UUID)
+	// A heartbeat, and the same nodes read again (a copy: Build's full
+	// path, where compare finds the labels unchanged).
+	changed := *snap
+	changed.Conductors = slices.Clone(snap.Conductors)
+	changed.Conductors[1].UpdatedAt = ago(time.Second)
+	changed.Nodes = slices.Clone(snap.Nodes)
+	again := mustBuild(t, &changed, testSettings, first)
+	if again.NodeGeneration != first.NodeGeneration || again.idx != first.idx {
+		t.Fatal("the lookups of unchanged nodes were not carried over")
+	}
+	lookup(again, snap.Nodes[9].UUID, snap.Nodes[9].UUID)
+	lookup(again, "n9", snap.Nodes[9].UUID)
+	// A node renamed: new lookups.
+	renamed := changed
+	renamed.Nodes = slices.Clone(snap.Nodes)
+	renamed.Nodes[9].Name = ptr("renamed")
+	third := mustBuild(t, &renamed, testSettings, again)
+	if third.NodeGeneration == again.NodeGeneration || third.idx == again.idx {
+		t.Fatal("lookups carried over across a rename")
+	}
+	lookup(third, "renamed", snap.Nodes[9].UUID)
+	if _, ok := third.Node("n9"); ok {
+		t.Error("the old name is still found")
+	}
+	lookup(again, "n9", snap.Nodes[9].UUID)
+}
+
 // TestDuplicatesAndReservations checks that rows a join could repeat are
 // counted once, and that reservations count per host even for hosts that
 // are not conductors.

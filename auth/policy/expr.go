@@ -23,8 +23,13 @@ type (
 	roleCheck string
 	// genericCheck is "<kind>:<match>": match, %-substituted from the
 	// target, against the creds value at the dotted path kind, or against
-	// kind itself when it is a Python literal.
-	genericCheck struct{ kind, match string }
+	// kind itself when it is a Python literal (lit, isLit: pyLiteral of
+	// kind, read once when the rule is parsed).
+	genericCheck struct {
+		kind, match string
+		lit         string
+		isLit       bool
+	}
 )
 
 func (trueCheck) eval(*Enforcer, Values, Values, int) bool  { return true }
@@ -78,8 +83,8 @@ func (g genericCheck) eval(_ *Enforcer, t, c Values, _ int) bool {
 	if !ok {
 		return false
 	}
-	if lit, ok := pyLiteral(g.kind); ok {
-		return m == lit
+	if g.isLit {
+		return m == g.lit
 	}
 	// _find_in_dict: the creds are flat here, so a dotted kind names a
 	// key only when the whole kind is one (never, in Ironic's rules).
@@ -247,7 +252,9 @@ func parseCheck(s string) (expr, error) {
 	case "http", "https":
 		return nil, fmt.Errorf("check %q calls a remote server, which the sidecar does not do", s)
 	}
-	return genericCheck{kind: kind, match: match}, nil
+	g := genericCheck{kind: kind, match: match}
+	g.lit, g.isLit = pyLiteral(kind)
+	return g, nil
 }
 
 // parser: or := and ("or" and)*; and := unary ("and" unary)*;

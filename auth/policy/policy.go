@@ -211,7 +211,8 @@ func New(o Options) (*Enforcer, error) {
 
 // Check is oslo.policy's enforce: false when the rule is not defined, when
 // enforce_scope holds and the token's scope is not among the rule's
-// scope_types, or when the check fails.
+// scope_types, or when the check fails. It only reads target and creds
+// (callers pass the same map, or one target to several checks).
 func (e *Enforcer) Check(rule string, target, creds Values) bool {
 	x, ok := e.rules[rule]
 	if !ok {

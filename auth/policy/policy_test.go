@@ -83,6 +83,35 @@ func TestPolicyFile(t *testing.T) {
 	}
 }
 
+// TestLiteralKinds: a check whose kind is a Python literal ('x', "x",
+// True, False, None, an integer) compares it with the substituted match
+// (GenericCheck), whatever the credentials hold under that name.
+func TestLiteralKinds(t *testing.T) {
+	e := &Enforcer{rules: map[string]expr{}}
+	for _, c := range []struct {
+		check  string
+		target Values
+		want   bool
+	}{
+		{"'P1':%(project_id)s", Values{"project_id": "P1"}, true},
+		{"'P1':%(project_id)s", Values{"project_id": "P2"}, false},
+		{`"P1":%(project_id)s`, Values{"project_id": "P1"}, true},
+		{"True:%(enabled)s", Values{"enabled": true}, true},
+		{"True:%(enabled)s", Values{"enabled": false}, false},
+		{"None:%(owner)s", Values{"owner": nil}, true},
+		{"7:%(n)s", Values{"n": 7}, true},
+		{"P1:%(project_id)s", Values{"project_id": "P1"}, false}, // a name, looked up in the creds: none
+	} {
+		x, err := parse(c.check)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := x.eval(e, c.target, Values{"'P1'": "P1", "True": "True"}, 0); got != c.want {
+			t.Errorf("%s on %v: %v, want %v", c.check, c.target, got, c.want)
+		}
+	}
+}
+
 // TestParsePrecedence: not > and > or, as oslo.policy's parser reduces.
 func TestParsePrecedence(t *testing.T) {
 	x, err := parse("role:a or role:b and role:c")

@@ -33,6 +33,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
@@ -355,7 +356,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) http.H
 		Gatherer:        a.reg,
 		Logger:          a.logger,
 	})
-	mux.Handle(cfg.telemetryPath, onlyGetHead(limit(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders")))
+	mux.Handle(cfg.telemetryPath, onlyGetHead(limit.Concurrent(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders")))
 	healthz, readyz := a.probes()
 	mux.Handle("/healthz", healthz)
 	mux.Handle("/readyz", readyz)
@@ -384,7 +385,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) http.H
 		}
 		apiHandler.ServeHTTP(w, r)
 	}))
-	limited := limit(mux, cfg.web.maxRequests, time.Second, "requests")
+	limited := limit.Concurrent(mux, cfg.web.maxRequests, time.Second, "requests")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			mux.ServeHTTP(w, r)

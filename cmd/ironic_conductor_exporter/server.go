@@ -134,30 +134,6 @@ func onlyGetHead(h http.Handler) http.Handler {
 	})
 }
 
-// limit lets at most n requests run h at once (node_exporter's
-// --web.max-requests); the others wait up to wait for a slot, then get 503.
-// n == 0 is no limit.
-func limit(h http.Handler, n int, wait time.Duration, what string) http.Handler {
-	if n <= 0 {
-		return h
-	}
-	sem := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case sem <- struct{}{}:
-		case <-t.C:
-			http.Error(w, fmt.Sprintf("limit of %d concurrent %s reached", n, what), http.StatusServiceUnavailable)
-			return
-		case <-r.Context().Done():
-			return
-		}
-		defer func() { <-sem }()
-		h.ServeHTTP(w, r)
-	})
-}
-
 // quietOnDisconnect hides write errors from h after the first one: a
 // client that went away mid-response costs one debug line, not one error
 // per metric family.
