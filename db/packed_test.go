@@ -297,26 +297,9 @@ func TestPackedNodeRows(t *testing.T) {
 	t.Cleanup(func() { resetTables(t, admin) })
 	fillAwkwardNodes(t, admin)
 	d := openTest(t, testDSN, Options{})
-	type read struct {
-		nodes  []Node
-		lines  []string
-		counts []WarningCount
-	}
-	readWith := func(f func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error)) read {
+	readWith := func(f func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error)) nodesRead {
 		t.Helper()
-		ctx := context.Background()
-		tx, err := d.db.BeginTxx(ctx, d.dialect.txOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback() }()
-		w := &warner{}
-		nodes, err := f(ctx, tx, w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, counts := w.result()
-		return read{nodes, lines, counts}
+		return readInTx(t, d, f)
 	}
 	want := readWith(func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error) {
 		return d.readNodes(ctx, noWatch, tx, SQLNodes, false, NodeProbe{}, w)
@@ -328,7 +311,7 @@ func TestPackedNodeRows(t *testing.T) {
 		got := readWith(func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error) {
 			return d.readPackedNodes(ctx, noWatch, tx, p, false, 0, w)
 		})
-		if diff := cmp.Diff(want, got, cmp.AllowUnexported(read{})); diff != "" {
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(nodesRead{})); diff != "" {
 			t.Errorf("packing %d differs from the text read (-text +packed):\n%s", p, diff)
 		}
 		noOwner := readWith(func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error) {

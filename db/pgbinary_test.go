@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
@@ -26,19 +27,10 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	d := openTest(t, testDSN, Options{})
 	read := func(query string, binary bool) ([]Node, []string, []WarningCount) {
 		t.Helper()
-		ctx := context.Background()
-		tx, err := d.db.BeginTxx(ctx, d.dialect.txOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback() }()
-		w := &warner{}
-		nodes, err := d.readNodes(ctx, noWatch, tx, query, binary, NodeProbe{}, w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, counts := w.result()
-		return nodes, lines, counts
+		r := readInTx(t, d, func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error) {
+			return d.readNodes(ctx, noWatch, tx, query, binary, NodeProbe{}, w)
+		})
+		return r.nodes, r.lines, r.counts
 	}
 	textNodes, textLines, textCounts := read(SQLNodes, false)
 	binNodes, binLines, binCounts := read(pgQueries.nodes, true)
@@ -146,4 +138,30 @@ func TestPostgresSQLASCIINodes(t *testing.T) {
 	if diff := cmp.Diff(want, s.WarningCounts); diff != "" {
 		t.Errorf("warning counts (-want +got):\n%s", diff)
 	}
+}
+
+// nodesRead is what a node read in a test gives: the nodes and the
+// warnings.
+type nodesRead struct {
+	nodes  []Node
+	lines  []string
+	counts []WarningCount
+}
+
+// readInTx runs read in a transaction of d, rolled back after it.
+func readInTx(t testing.TB, d *DB, read func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error)) nodesRead {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := d.db.BeginTxx(ctx, d.dialect.txOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	w := &warner{}
+	nodes, err := read(ctx, tx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, counts := w.result()
+	return nodesRead{nodes, lines, counts}
 }
