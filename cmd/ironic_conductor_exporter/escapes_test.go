@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -192,7 +193,7 @@ func TestEscapeConnSurvivesDeadlines(t *testing.T) {
 	for {
 		n, err := c.Read(buf)
 		got.Write(buf[:n])
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
