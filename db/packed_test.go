@@ -246,16 +246,7 @@ func packedSnapshot(ctx context.Context, d *DB, p nodePacking) (_ *Snapshot, err
 	if snap.Nodes, err = d.readPackedNodes(ctx, watch, tx, p, false, snap.NodeProbe.Count, w); err != nil {
 		return nil, err
 	}
-	rev, warning, err := d.readSchemaRevision(ctx, watch, tx)
-	if err != nil {
-		return nil, err
-	}
-	snap.SchemaRevision = rev
-	snap.Warnings, snap.WarningCounts = w.result()
-	if warning != "" {
-		snap.Warnings = append(snap.Warnings, warning)
-	}
-	return snap, nil
+	return d.finishSnapshot(ctx, watch, tx, snap, w)
 }
 
 // TestPackedSnapshot: the benchmark's packed reads decode what Snapshot

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -96,7 +97,7 @@ type queries struct {
 	probe string
 	// changedNodes and changedNodesWithoutOwner are nodes and
 	// nodesWithoutOwner limited to the rows that may have changed since a
-	// probe (changedWhere; SQLNodesChanged), read as nodes is.
+	// probe (changedWhere), read as nodes is.
 	changedNodes, changedNodesWithoutOwner string
 	// binaryNodes says that nodes and nodesWithoutOwner hand their text
 	// columns over as bytea and their timestamps as timestamp_send's
@@ -326,8 +327,14 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 		}
 		d.lastNodes.Store(int64(len(snap.Nodes)))
 	}
-	// Last: on PostgreSQL a missing table aborts the transaction.
-	rev, warning, err := d.readSchemaRevision(tctx, watch, tx)
+	return d.finishSnapshot(tctx, watch, tx, snap, w)
+}
+
+// finishSnapshot is a snapshot's last step: the schema revision (last: on
+// PostgreSQL a missing table aborts the transaction), then the warnings w
+// gathered.
+func (d *DB) finishSnapshot(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, snap *Snapshot, w *warner) (*Snapshot, error) {
+	rev, warning, err := d.readSchemaRevision(ctx, watch, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +466,7 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 		// Rows of a conductor the snapshot does not have cannot exist (a
 		// foreign key, the same transaction); skip them if they do.
 		if i, ok := slices.BinarySearchFunc(conductors, id, func(c Conductor, id int64) int {
-			return cmpInt64(c.ID, id)
+			return cmp.Compare(c.ID, id)
 		}); ok {
 			hts := conductors[i].HardwareTypes
 			if n := len(hts); n == 0 || hts[n-1] != ht { // rows without DISTINCT come in runs
@@ -478,16 +485,6 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 		conductors[i].HardwareTypes = slices.Compact(conductors[i].HardwareTypes)
 	}
 	return nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // readNodes reads every node with query. With binary (see
