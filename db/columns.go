@@ -119,7 +119,7 @@ func (w wording) selectWhere(table string, cols []column, withoutOwner bool, whe
 	return b.String()
 }
 
-// changedWhere is the condition of the delta node read (readChanged): the
+// changedWhere is the condition of the delta node read (readDelta): the
 // rows enrolled or written since a probe, given its max(id) as the first
 // parameter and, as the second and third, the time from which a write may
 // have landed (changedSince). The columns are compared as stored, never
@@ -159,9 +159,4 @@ var (
 	// SQLNodesWithoutOwner reads the nodes table of a schema older than
 	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
 	SQLNodesWithoutOwner = plainWording.selectAll("nodes", nodeColumns, true)
-	// SQLNodesChanged reads the nodes that may have changed since a probe
-	// (see SnapshotChanges): id above its max(id) (?), or updated_at or
-	// created_at from a time (?, ?) on. MySQL's markers; PostgreSQL's
-	// statement numbers them $1, $2, $3.
-	SQLNodesChanged = plainWording.selectWhere("nodes", nodeColumns, false, changedWhere(questionParam))
 )

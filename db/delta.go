@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"slices"
@@ -163,7 +164,7 @@ func (d *DB) readNodeIDs(ctx context.Context, watch func(context.Context) func()
 func mergeNodes(prev, changed []Node) []Node {
 	out := make([]Node, 0, len(prev)+len(changed))
 	for _, c := range changed {
-		i, found := slices.BinarySearchFunc(prev, c.ID, func(n Node, id int64) int { return cmpInt64(n.ID, id) })
+		i, found := slices.BinarySearchFunc(prev, c.ID, func(n Node, id int64) int { return cmp.Compare(n.ID, id) })
 		out = append(out, prev[:i]...)
 		out = append(out, c)
 		if found {

@@ -1,6 +1,7 @@
 package db
 
 import (
+	stdcmp "cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -338,7 +339,7 @@ func pgxNativeSnapshot(ctx context.Context, conn *pgx.Conn) (_ *Snapshot, err er
 		if err := rows.Scan(&id, &ht); err != nil {
 			return nil, err
 		}
-		if i, ok := slices.BinarySearchFunc(snap.Conductors, id, func(c Conductor, id int64) int { return cmpInt64(c.ID, id) }); ok {
+		if i, ok := slices.BinarySearchFunc(snap.Conductors, id, func(c Conductor, id int64) int { return stdcmp.Compare(c.ID, id) }); ok {
 			snap.Conductors[i].HardwareTypes = append(snap.Conductors[i].HardwareTypes, ht)
 		}
 	}
