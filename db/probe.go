@@ -22,9 +22,11 @@ import (
 // its release within one tick of a coarse updated_at (MySQL's DATETIME has
 // whole seconds). max(created_at) catches the newest node deleted and
 // another enrolled between two probes where the new row takes the deleted
-// one's id (SQLite without AUTOINCREMENT reuses the highest rowid free, as
-// InnoDB before MySQL 8.0 and MariaDB 10.2.4 did after a restart): count
-// and max(id) are then unchanged, and the new row's updated_at is NULL.
+// one's id (seen on SQLite with Ironic 21.4's schema and DB API: the
+// "replace the newest" step of TestProbeSeesIronicWrites; SQLite hands a
+// table without AUTOINCREMENT the highest rowid + 1, as InnoDB before
+// MySQL 8.0 and MariaDB 10.2.4 did after a restart): count and max(id) are
+// then unchanged, and the new row's updated_at is NULL.
 // Ironic's TimestampMixin sets created_at on every insert (oslo.db's
 // default=timeutils.utcnow; ironic/db/sqlalchemy/models.py IronicBase,
 // c2df29e52).
