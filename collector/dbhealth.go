@@ -51,7 +51,7 @@ func (h *DatabaseHealth) Observe(r topology.Refresh) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.kind = db.ErrorKind(r.Err)
-	if r.Snapshot {
+	if r.Snapshot() {
 		h.snapshot(r)
 	}
 	if r.Topology == nil || slices.Equal(h.topoLines, r.Topology.Warnings) {

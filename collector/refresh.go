@@ -57,7 +57,7 @@ func (m *RefreshMetrics) Observe(r topology.Refresh) {
 	if r.Err != nil {
 		m.errors.Inc()
 	}
-	if r.Snapshot && r.NodeRead != "" {
+	if r.Snapshot() {
 		m.reads.WithLabelValues(string(r.NodeRead)).Inc()
 	}
 }

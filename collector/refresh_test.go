@@ -35,10 +35,10 @@ ironic_exporter_node_reads_total{kind="skipped"} `+skipped+`
 	}
 	want("0", "0", "0")
 	for _, r := range []topology.Refresh{
-		{Snapshot: true, NodeRead: db.NodeReadFull},
-		{Snapshot: true, NodeRead: db.NodeReadDelta},
-		{Snapshot: true, NodeRead: db.NodeReadDelta, Err: errors.New("building failed")},
-		{Snapshot: true, NodeRead: db.NodeReadSkipped},
+		{NodeRead: db.NodeReadFull},
+		{NodeRead: db.NodeReadDelta},
+		{NodeRead: db.NodeReadDelta, Err: errors.New("building failed")},
+		{NodeRead: db.NodeReadSkipped},
 		{Err: errors.New("connection refused")},
 	} {
 		m.Observe(r)

@@ -96,17 +96,19 @@ type Refresh struct {
 	// Topology is what it built, nil when it failed. Renderers that keep a
 	// history (the status page's conductor states) record from it.
 	Topology *Topology
-	// Snapshot tells whether a snapshot was read (even if building its
-	// topology failed); SnapshotWarnings and SnapshotWarningCounts are then
-	// its row warnings (db.Snapshot.Warnings, WarningCounts), nil when it
-	// had none.
-	Snapshot              bool
+	// NodeRead is how the snapshot read the nodes (db.NodeReadFull,
+	// NodeReadDelta, NodeReadSkipped); "" when no snapshot was read.
+	NodeRead db.NodeRead
+	// SnapshotWarnings and SnapshotWarningCounts are the snapshot's row
+	// warnings (db.Snapshot.Warnings, WarningCounts), nil when it had
+	// none or none was read.
 	SnapshotWarnings      []string
 	SnapshotWarningCounts []db.WarningCount
-	// NodeRead is how that snapshot read the nodes (db.NodeReadFull,
-	// NodeReadDelta, NodeReadSkipped); "" without a snapshot.
-	NodeRead db.NodeRead
 }
+
+// Snapshot tells whether a snapshot was read, even if building its
+// topology failed.
+func (r Refresh) Snapshot() bool { return r.NodeRead != "" }
 
 // View is what a reader gets from the cache: the newest good topology and
 // the outcome of the latest refresh.
@@ -137,12 +139,7 @@ func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
 
 // ErrKind is the kind of the latest refresh's error (db.ErrorKind: timeout,
 // connection, auth, schema, query or other), "" when it succeeded.
-func (v View) ErrKind() string {
-	if v.Err == nil {
-		return ""
-	}
-	return db.ErrorKind(v.Err)
-}
+func (v View) ErrKind() string { return db.ErrorKind(v.Err) }
 
 // ErrNoData is returned while no refresh has ever succeeded.
 var ErrNoData = errors.New("no topology read from the database yet")
@@ -257,7 +254,7 @@ func (c *Cache) refresh(done chan struct{}) {
 	if c.cfg.OnRefresh != nil {
 		r := Refresh{Started: start, Duration: took, Err: err, Topology: topo}
 		if snap != nil {
-			r.Snapshot, r.SnapshotWarnings, r.SnapshotWarningCounts = true, snap.Warnings, snap.WarningCounts
+			r.SnapshotWarnings, r.SnapshotWarningCounts = snap.Warnings, snap.WarningCounts
 			r.NodeRead = nodeRead(snap)
 		}
 		c.cfg.OnRefresh(r)
