@@ -43,6 +43,8 @@ type Options struct {
 }
 
 // Access is what Ironic's policy lets one request read (see auth.Access).
+// A value belongs to one request and need not be safe for concurrent use
+// (auth's reuses one target map between its checks).
 type Access interface {
 	// CanGetConductors is baremetal:conductor:get.
 	CanGetConductors() bool
