@@ -11,7 +11,7 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
+.PHONY: all build image run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
 
 # The pinned tools are built from the Go module proxy on first use into a
 # cache outside the checkout, one directory per version, so that CI's fresh
@@ -45,6 +45,21 @@ all: lint build test
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ironic_conductor_exporter
+
+# The image: the registry and name the chart and the kustomize base use; the
+# tag of a build from a work tree is its git describe.
+IMAGE_REPO  ?= ghcr.io/ironic-conductor-exporter/ironic-conductor-exporter
+IMAGE       ?= $(IMAGE_REPO):$(VERSION)
+PODMAN      ?= podman
+IMAGE_PLATFORM := linux/$(shell $(GO) env GOARCH)
+
+## image: the release image (deploy/container/Containerfile) of `make build`'s binary, built with
+## podman for this machine's platform, from no registry: IMAGE=name:tag to name it.
+image: build
+	rm -rf dist/image && mkdir -p dist/image/$(IMAGE_PLATFORM)
+	cp $(BIN) dist/image/$(IMAGE_PLATFORM)/
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(GO) run ./deploy/container/rootfs -o dist/image/rootfs.tar
+	$(PODMAN) build --platform $(IMAGE_PLATFORM) -f deploy/container/Containerfile -t $(IMAGE) dist/image
 
 ## run: the demo: the exporter on a simulated fleet in an embedded SQLite database (ARGS: more flags).
 run: build

@@ -52,6 +52,7 @@ func kubeDir() string { return filepath.Join(root, "deploy", "kubernetes") }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	runCleanups()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

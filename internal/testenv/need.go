@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -171,7 +172,25 @@ var (
 	Chromium = dep("chromium", "apt-get install chromium", tool("chromium"))
 	// SystemdAnalyze checks the systemd unit.
 	SystemdAnalyze = dep("systemd-analyze", "apt-get install systemd", tool("systemd-analyze"))
+	// Podman builds and runs the image and the rendered pods (podman kube
+	// play), as root with the vfs driver and runc (.ci/run writes
+	// /etc/containers/containers.conf and storage.conf).
+	Podman = dep("podman", "apt-get install podman runc, and the containers.conf and storage.conf .ci/run writes",
+		podmanWorks)
 )
+
+// podmanWorks asks podman for its configuration: it fails where podman is
+// missing or cannot start its runtime.
+func podmanWorks() error {
+	if _, err := exec.LookPath("podman"); err != nil {
+		return errors.New("podman not in PATH")
+	}
+	out, err := exec.Command("podman", "info", "--format", "{{.Store.GraphDriverName}}").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("podman info: %v: %s", err, lastLine(string(out)))
+	}
+	return nil
+}
 
 var mysqlAdminDSN = EnvOr("ICE_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/")
 
