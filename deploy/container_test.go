@@ -116,4 +116,3 @@ func defaultPort(t *testing.T) string {
 	}
 	return string(m[1])
 }
-
