@@ -1,0 +1,436 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// The pods of every manifest run here with `podman kube play` (podman 4.3,
+// Debian's): what kustomize builds, what the chart renders per values
+// profile. What kube play cannot run (ServiceMonitor, PodMonitor,
+// PrometheusRule, PDB, NetworkPolicy) stays checked by strict decoding
+// (deploy_test.go, helmchart_test.go).
+
+// playEnv is what the test gives a pod that a cluster would: Secrets and
+// ConfigMaps by name and key, and the host directory behind an emptyDir.
+type playEnv struct {
+	image      string
+	secrets    map[string]map[string]string
+	configMaps map[string]map[string]string
+	emptyDirs  map[string]string // volume name -> host directory
+	tmp        string            // where the volumes' files are written
+}
+
+// playable turns the Deployments of a manifest stream into what podman 4.3's
+// kube play runs on this machine, and lists what it changed. Every change
+// is one podman or this machine needs, not one the manifests should make:
+//
+//  1. only Deployments are kept (Services, ServiceAccounts, monitors, rules
+//     and PDBs have no meaning for kube play; Secrets and ConfigMaps become
+//     files, 6);
+//  2. replicas 1 (replicas on one host network would share ports);
+//  3. hostNetwork: true, the databases being on the host's loopback;
+//  4. no container ports: podman refuses port mappings with the host
+//     network; a probe's named port becomes its number;
+//  5. each secretKeyRef / configMapKeyRef becomes its value (podman 4.3
+//     stores a Secret document as written and fails to parse it as JSON);
+//  6. secret and configMap volumes become hostPath directories holding the
+//     same keys, owned root:fsGroup with the volume's mode, as the kubelet
+//     writes them; an emptyDir becomes a hostPath directory (the test plays
+//     the containers that write into it), root:fsGroup, 2777;
+//  7. the exporter's image becomes the image built by make image, and the
+//     other containers (Ironic's, whose images are not here) are removed.
+func playable(docs []byte, env playEnv) ([]byte, []string, error) {
+	var out [][]byte
+	changes := map[string]bool{}
+	note := func(s string) { changes[s] = true }
+	for _, doc := range splitDocs(docs) {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, nil, err
+		}
+		switch meta.Kind {
+		case "Deployment":
+		case "":
+			continue
+		default:
+			note("1: dropped " + meta.Kind)
+			continue
+		}
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict(doc, &d); err != nil {
+			return nil, nil, err
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+			one := int32(1)
+			d.Spec.Replicas = &one
+			note("2: replicas 1")
+		}
+		pod := &d.Spec.Template.Spec
+		if !pod.HostNetwork {
+			pod.HostNetwork = true
+			note("3: hostNetwork")
+		}
+		var kept []corev1.Container
+		for _, c := range pod.Containers {
+			if c.Name != exporterContainer {
+				note("7: removed container " + c.Name)
+				continue
+			}
+			c.Image = env.image
+			note("7: image")
+			named := map[string]int32{}
+			for _, p := range c.Ports {
+				named[p.Name] = p.ContainerPort
+			}
+			if len(c.Ports) > 0 {
+				c.Ports = nil
+				note("4: no ports")
+			}
+			for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+				if pr != nil && pr.HTTPGet != nil && pr.HTTPGet.Port.Type == intstr.String {
+					n, ok := named[pr.HTTPGet.Port.StrVal]
+					if !ok {
+						return nil, nil, fmt.Errorf("probe port %q is no port of %s", pr.HTTPGet.Port.StrVal, c.Name)
+					}
+					pr.HTTPGet.Port = intstr.FromInt32(n)
+					note("4: probe port by number")
+				}
+			}
+			for i, e := range c.Env {
+				if e.ValueFrom == nil {
+					continue
+				}
+				var v string
+				var ok bool
+				switch {
+				case e.ValueFrom.SecretKeyRef != nil:
+					v, ok = env.secrets[e.ValueFrom.SecretKeyRef.Name][e.ValueFrom.SecretKeyRef.Key]
+				case e.ValueFrom.ConfigMapKeyRef != nil:
+					v, ok = env.configMaps[e.ValueFrom.ConfigMapKeyRef.Name][e.ValueFrom.ConfigMapKeyRef.Key]
+				default:
+					continue
+				}
+				if !ok {
+					return nil, nil, fmt.Errorf("env %s: no such Secret or ConfigMap key in the test", e.Name)
+				}
+				c.Env[i] = corev1.EnvVar{Name: e.Name, Value: v}
+				note("5: secretKeyRef/configMapKeyRef to value")
+			}
+			kept = append(kept, c)
+		}
+		pod.Containers = kept
+		var gid int64 = 0
+		if pod.SecurityContext != nil && pod.SecurityContext.FSGroup != nil {
+			gid = *pod.SecurityContext.FSGroup
+		}
+		for i, v := range pod.Volumes {
+			dir := filepath.Join(env.tmp, d.Name+"-"+v.Name)
+			var err error
+			switch {
+			case v.Secret != nil:
+				err = writeKeys(dir, env.secrets[v.Secret.SecretName], v.Secret.Items, v.Secret.DefaultMode, gid)
+				note("6: secret volume to hostPath")
+			case v.ConfigMap != nil:
+				err = writeKeys(dir, env.configMaps[v.ConfigMap.Name], v.ConfigMap.Items, v.ConfigMap.DefaultMode, gid)
+				note("6: configMap volume to hostPath")
+			case v.EmptyDir != nil:
+				if d, ok := env.emptyDirs[v.Name]; ok {
+					dir = d
+				}
+				if err = os.MkdirAll(dir, 0o755); err == nil {
+					if err = os.Chown(dir, 0, int(gid)); err == nil {
+						err = os.Chmod(dir, 0o777|os.ModeSetgid)
+					}
+				}
+				note("6: emptyDir to hostPath")
+			default:
+				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			dirType := corev1.HostPathDirectory
+			pod.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &dirType}}
+		}
+		b, err := yaml.Marshal(&d)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		return nil, nil, fmt.Errorf("no Deployment")
+	}
+	list := make([]string, 0, len(changes))
+	for c := range changes {
+		list = append(list, c)
+	}
+	slices.Sort(list)
+	return bytes.Join(out, []byte("---\n")), list, nil
+}
+
+// writeKeys writes a Secret's or ConfigMap's keys into dir as the kubelet
+// does: the items named (all keys without items), mode defaultMode (0644
+// when unset), owner root:gid.
+func writeKeys(dir string, data map[string]string, items []corev1.KeyToPath, mode *int32, gid int64) error {
+	if data == nil {
+		return fmt.Errorf("the test gives no such Secret or ConfigMap")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m := os.FileMode(0o644)
+	if mode != nil {
+		m = os.FileMode(*mode)
+	}
+	if len(items) == 0 {
+		for k := range data {
+			items = append(items, corev1.KeyToPath{Key: k, Path: k})
+		}
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			return fmt.Errorf("no key %q", it.Key)
+		}
+		p := filepath.Join(dir, it.Path)
+		fm := m
+		if it.Mode != nil {
+			fm = os.FileMode(*it.Mode)
+		}
+		if err := os.WriteFile(p, []byte(v), fm); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, fm); err != nil {
+			return err
+		}
+		if err := os.Chown(p, 0, int(gid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func splitDocs(b []byte) [][]byte {
+	var docs [][]byte
+	for _, d := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		if strings.TrimSpace(string(stripComments([]byte(d)))) != "" {
+			docs = append(docs, []byte(d))
+		}
+	}
+	return docs
+}
+
+func TestPlayable(t *testing.T) {
+	tmp := t.TempDir()
+	in := []byte(`apiVersion: v1
+kind: Service
+metadata: {name: s}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: x}
+spec:
+  replicas: 2
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}}
+    spec:
+      securityContext: {fsGroup: 994}
+      containers:
+        - name: ironic
+          image: quay.io/metal3-io/ironic
+        - name: ironic-conductor-exporter
+          image: ghcr.io/x/y:v1
+          ports: [{name: probes, containerPort: 10068}]
+          env:
+            - name: IRONIC_EXPORTER_DB_DSN
+              valueFrom: {secretKeyRef: {name: db, key: dsn}}
+          livenessProbe: {httpGet: {path: /healthz, port: probes}}
+          volumeMounts: [{name: s, mountPath: /s}]
+      volumes:
+        - name: s
+          secret: {secretName: db, defaultMode: 0440, items: [{key: dsn, path: dsn}]}
+        - name: e
+          emptyDir: {}
+`)
+	out, changes, err := playable(in, playEnv{image: "localhost/i:t", tmp: tmp,
+		secrets: map[string]map[string]string{"db": {"dsn": "sqlite:////x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1: dropped Service", "2: replicas 1", "3: hostNetwork", "4: no ports", "4: probe port by number",
+		"5: secretKeyRef/configMapKeyRef to value", "6: emptyDir to hostPath", "6: secret volume to hostPath",
+		"7: image", "7: removed container ironic"}
+	if !slices.Equal(changes, want) {
+		t.Errorf("changes %q, want %q", changes, want)
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(out, &d); err != nil {
+		t.Fatal(err)
+	}
+	p := d.Spec.Template.Spec
+	c := p.Containers
+	if *d.Spec.Replicas != 1 || !p.HostNetwork || len(c) != 1 || c[0].Image != "localhost/i:t" || len(c[0].Ports) != 0 ||
+		c[0].LivenessProbe.HTTPGet.Port.IntVal != 10068 || c[0].Env[0].Value != "sqlite:////x" || c[0].Env[0].ValueFrom != nil ||
+		p.Volumes[0].HostPath == nil || p.Volumes[1].HostPath == nil {
+		t.Errorf("not transformed:\n%s", out)
+	}
+	fi, err := os.Stat(filepath.Join(tmp, "x-s", "dsn"))
+	if err != nil || fi.Mode().Perm() != 0o440 {
+		t.Errorf("secret file: %v %v", fi, err)
+	}
+	if _, _, err := playable(in, playEnv{image: "i", tmp: tmp}); err == nil {
+		t.Error("a missing Secret went unnoticed")
+	}
+}
+
+// played is a pod started by kube play.
+type played struct {
+	name string // the Deployment's
+	file string
+	pod  corev1.PodSpec
+}
+
+// kubePlay plays the manifest and removes its pods when the test ends.
+func kubePlay(t *testing.T, name string, docs []byte, env playEnv) *played {
+	t.Helper()
+	env.image = testImage(t)
+	if env.tmp == "" {
+		env.tmp = t.TempDir()
+		if err := os.Chmod(env.tmp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, changes, err := playable(docs, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: changes for podman: %s", name, strings.Join(changes, "; "))
+	file := filepath.Join(env.tmp, name+".yaml")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal(splitDocs(out)[0], &d); err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command("podman", "kube", "play", file).CombinedOutput()
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := exec.Command("podman", "pod", "logs", "--tail", "30", d.Name+"-pod-0").CombinedOutput()
+			t.Logf("pod logs:\n%s", logs)
+		}
+		if b, err := exec.Command("podman", "kube", "down", file).CombinedOutput(); err != nil {
+			t.Logf("podman kube down: %v\n%s", err, b)
+		}
+	})
+	if err != nil {
+		t.Fatalf("podman kube play: %v\n%s\n%s", err, b, out)
+	}
+	return &played{name: d.Name, file: file, pod: d.Spec.Template.Spec}
+}
+
+// flagValue is the value of --name=value in args, "" when absent.
+func flagValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkPlayed waits for the exporter container's probes to pass on their
+// ports and for /metrics to answer ironic_up 1 with the fixture's nodes.
+func checkPlayed(t *testing.T, p *played, nodes int) {
+	t.Helper()
+	c := container(t, &p.pod, exporterContainer)
+	probes := 0
+	for _, pr := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+		if pr == nil || pr.HTTPGet == nil {
+			continue
+		}
+		probes++
+		waitOK(t, fmt.Sprintf("http://127.0.0.1:%d%s", pr.HTTPGet.Port.IntValue(), pr.HTTPGet.Path), 60*time.Second)
+	}
+	if probes == 0 {
+		t.Error("no HTTP probe")
+	}
+	listen := flagValue(c.Args, "web.listen-address")
+	if listen == "" {
+		t.Fatal("no --web.listen-address")
+	}
+	metrics := "http://127.0.0.1:" + port(listen) + "/metrics"
+	checkScrape(t, metrics, nodes)
+	// The pod's security context held: the exporter runs as the user the
+	// manifest names, on a read-only root filesystem.
+	// kube play names the container <deployment>-pod-0-<container>.
+	id := p.name + "-pod-0-" + exporterContainer
+	u, err := exec.Command("podman", "inspect", "--format", "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}", id).CombinedOutput()
+	if err != nil {
+		t.Fatalf("podman inspect %s: %v\n%s", id, err, u)
+	}
+	user := ""
+	if sc := c.SecurityContext; sc != nil && sc.RunAsUser != nil {
+		user = strconv.FormatInt(*sc.RunAsUser, 10)
+	}
+	if f := strings.Fields(string(u)); len(f) != 2 || user == "" || !strings.HasPrefix(f[0], user) || f[1] != "true" {
+		t.Errorf("container %s: user/read-only %q, want %s and true", id, u, user)
+	}
+}
+
+// kustomizeBuild is kustomize's output for dir, as YAML.
+func kustomizeBuild(t *testing.T, dir string) []byte {
+	t.Helper()
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := rm.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
+// TestKubePlayKustomize runs the kustomize base and the standalone overlay
+// against PostgreSQL and MariaDB, and the Metal3 MariaDB sidecar against
+// MariaDB. Pods run one after another: on the host network they share ports.
+func TestKubePlayKustomize(t *testing.T) {
+	dbs := ironicDBs(t)
+	dsnSecret := func(backend string) map[string]map[string]string {
+		return map[string]map[string]string{"ironic-conductor-exporter-db": {"dsn": dbs[backend].dsn}}
+	}
+	for _, c := range []struct{ dir, backend string }{
+		{"base", "postgresql"},
+		{"base", "mariadb"},
+		{"overlays/standalone", "postgresql"},
+		{"overlays/metal3-mariadb", "mariadb"},
+	} {
+		t.Run(strings.ReplaceAll(c.dir, "/", "-")+"-"+c.backend, func(t *testing.T) {
+			docs := kustomizeBuild(t, filepath.Join(kubeDir(), c.dir))
+			p := kubePlay(t, "k", docs, playEnv{secrets: dsnSecret(c.backend)})
+			checkPlayed(t, p, fixtureNodes)
+		})
+	}
+}
