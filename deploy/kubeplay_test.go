@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -433,4 +437,173 @@ func TestKubePlayKustomize(t *testing.T) {
 			checkPlayed(t, p, fixtureNodes)
 		})
 	}
+}
+
+// sqliteAsIronic is Ironic's database as ironic-image leaves it in Metal3's
+// pod: Ironic's schema (its own create_schema), journal_mode=wal, owned by
+// Ironic's 997:994 with mode 0644, and no -wal/-shm file (no connection
+// open).
+func sqliteAsIronic(t *testing.T, dir string) string {
+	t.Helper()
+	file := filepath.Join(dir, "ironic.sqlite")
+	if err := ironicSchema("sqlite:///" + file); err != nil {
+		t.Fatal(err)
+	}
+	d, err := sql.Open("sqlite", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := d.QueryRow("PRAGMA journal_mode=wal").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode=wal: %q %v", mode, err)
+	}
+	if err := loadDeployFixture(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{file + "-wal", file + "-shm"} {
+		if _, err := os.Stat(f); err == nil {
+			t.Fatalf("%s left", f)
+		}
+	}
+	if err := os.Chown(file, ironicUID, ironicGID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// ironic-image's ironic user and group.
+const ironicUID, ironicGID = 997, 994
+
+// ironicWrites adds a node as Ironic would, as Ironic's user, with Debian's
+// Python sqlite3 (another SQLite than the exporter's).
+func ironicWrites(t *testing.T, file string, id int) error {
+	t.Helper()
+	py := fmt.Sprintf(`import sqlite3
+c = sqlite3.connect(%q)
+c.execute("INSERT INTO nodes (uuid, name, driver, conductor_group, provision_state, power_state, created_at) VALUES ('%08x-0000-4000-8000-%012x', 'node-%02d', 'ipmi', '', 'available', 'power off', '2026-01-01 00:00:00.000000')")
+c.commit()
+c.close()
+`, file, id, id, id)
+	out, err := exec.Command("setpriv", "--reuid", strconv.Itoa(ironicUID), "--regid", strconv.Itoa(ironicGID),
+		"--clear-groups", "/usr/bin/python3", "-c", py).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+}
+
+// metricValue polls url until the unlabelled series name appears and
+// cond holds, returning its last value.
+func metricValue(t *testing.T, url, name string, timeout time.Duration, cond func(float64) bool) (float64, bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var v float64
+	var ok bool
+	for time.Now().Before(deadline) {
+		if code, body, err := httpGet(url); err == nil && code == 200 {
+			if v, ok = sample(body, name); ok && cond(v) {
+				return v, true
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return v, false
+}
+
+// TestKubePlayMetal3SQLite runs the Metal3 SQLite overlay's sidecar on
+// Ironic's database as ironic-image leaves it (sqliteAsIronic), the test
+// playing Ironic: the sidecar reads it, Ironic keeps writing while the
+// sidecar runs, and the sidecar sees the writes. With the volume mounted
+// readOnly (as the component had it) the sidecar cannot read it.
+func TestKubePlayMetal3SQLite(t *testing.T) {
+	testenv.Need(t, testenv.IronicPython)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Fatal("Debian's /usr/bin/python3 plays Ironic's writes")
+	}
+	docs := kustomizeBuild(t, filepath.Join(kubeDir(), "overlays", "metal3-sqlite"))
+	for _, readOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("readOnly=%v", readOnly), func(t *testing.T) {
+			tmp := t.TempDir()
+			// Ironic's user reaches its directory (t.TempDir's parent is 0700).
+			for _, d := range []string{filepath.Dir(tmp), tmp} {
+				if err := os.Chmod(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dir := filepath.Join(tmp, "ironic-db")
+			if err := os.Mkdir(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(dir, 0, ironicGID); err != nil {
+				t.Fatal(err)
+			}
+			file := sqliteAsIronic(t, dir)
+			in := docs
+			if readOnly {
+				in = withReadOnlyDB(t, docs)
+			}
+			p := kubePlay(t, "m", in, playEnv{tmp: tmp, emptyDirs: map[string]string{"ironic-db": dir}})
+			c := container(t, &p.pod, exporterContainer)
+			metrics := "http://127.0.0.1:" + port(flagValue(c.Args, "web.listen-address")) + "/metrics"
+			if readOnly {
+				waitOK(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", c.LivenessProbe.HTTPGet.Port.IntValue()), 60*time.Second)
+				if v, ok := metricValue(t, metrics, "ironic_up", 20*time.Second, func(float64) bool { return true }); !ok || v != 0 {
+					t.Errorf("readOnly mount: ironic_up %v (found %v), want 0: the failure this test guards against is gone", v, ok)
+				}
+				return
+			}
+			checkPlayed(t, p, fixtureNodes)
+			// The sidecar, first to open the database, made the -shm file:
+			// Ironic's, so that Ironic still writes.
+			if fi, err := os.Stat(file + "-shm"); err != nil {
+				t.Errorf("no -shm after the sidecar's read: %v", err)
+			} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != ironicUID {
+				t.Errorf("-shm owned by %v, want Ironic's %d", fi.Sys(), ironicUID)
+			}
+			for i := 1; i <= 3; i++ {
+				if err := ironicWrites(t, file, 100+i); err != nil {
+					t.Fatalf("Ironic cannot write its database while the sidecar reads it: %v", err)
+				}
+				want := float64(fixtureNodes + i)
+				if v, ok := metricValue(t, metrics, "ironic_nodes", 30*time.Second, func(v float64) bool { return v == want }); !ok {
+					t.Fatalf("after Ironic's write %d: ironic_nodes %v, want %v", i, v, want)
+				}
+			}
+			if up, _ := metricValue(t, metrics, "ironic_up", 5*time.Second, func(float64) bool { return true }); up != 1 {
+				t.Errorf("ironic_up %v", up)
+			}
+		})
+	}
+}
+
+// withReadOnlyDB mounts the sidecar's database volume readOnly, as the
+// component did before.
+func withReadOnlyDB(t *testing.T, docs []byte) []byte {
+	t.Helper()
+	var out [][]byte
+	for _, doc := range splitDocs(docs) {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal(doc, &d); err != nil || d.Kind != "Deployment" {
+			out = append(out, doc)
+			continue
+		}
+		c := container(t, &d.Spec.Template.Spec, exporterContainer)
+		for i := range c.VolumeMounts {
+			if c.VolumeMounts[i].MountPath == "/data/db" {
+				c.VolumeMounts[i].ReadOnly = true
+			}
+		}
+		b, err := yaml.Marshal(&d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return bytes.Join(out, []byte("---\n"))
 }
