@@ -607,3 +607,44 @@ func withReadOnlyDB(t *testing.T, docs []byte) []byte {
 	}
 	return bytes.Join(out, []byte("---\n"))
 }
+
+// TestKubePlayHelm runs the pod the chart renders for each values profile
+// of ci/, with the Secrets and ConfigMaps the profile names holding the
+// fixture databases' DSN (or an ironic.conf naming it).
+func TestKubePlayHelm(t *testing.T) {
+	dbs := ironicDBs(t)
+	ch := loadChart(t)
+	for i, p := range helmProfiles {
+		backend := []string{"postgresql", "mariadb"}[i%2]
+		t.Run(p.name()+"-"+backend, func(t *testing.T) {
+			out, _, err := renderChart(ch, profileValues(t, p.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var docs []byte
+			for n, s := range out {
+				if strings.HasSuffix(n, ".yaml") {
+					docs = append(docs, []byte("\n---\n"+s)...)
+				}
+			}
+			dsn := dbs[backend].dsn
+			// noauth: the JSON API's Keystone is not what these pods test
+			// (conformance/auth runs it against real Keystone).
+			conf := "[DEFAULT]\nauth_strategy = noauth\n[database]\nconnection = " + dsn + "\n"
+			env := playEnv{
+				secrets:    map[string]map[string]string{},
+				configMaps: map[string]map[string]string{},
+			}
+			if p.dsnSecret != "" {
+				env.secrets[p.dsnSecret] = map[string]string{p.dsnKey: dsn}
+			}
+			if p.confConfigMap != "" {
+				env.configMaps[p.confConfigMap] = map[string]string{"ironic.conf": conf}
+			}
+			if p.confSecret != "" {
+				env.secrets[p.confSecret] = map[string]string{"ironic.conf": conf}
+			}
+			checkPlayed(t, kubePlay(t, "h", docs, env), fixtureNodes)
+		})
+	}
+}
