@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,6 +57,12 @@ type helmProfile struct {
 	rules, dashboards   bool
 	extraArgs           []string
 	ruleLabels, smLabel map[string]string
+	podMonitor          bool   // a PodMonitor for job
+	monitorNamespace    string // the monitors' and rules' namespace; "" the release's
+	networkPolicy       bool
+	extraEnv            []string // names
+	extraObjects        int
+	scrapeAnnotations   bool // openstack-helm's Prometheus' discovery
 }
 
 var defaultIronicFlags = []string{"--ironic.heartbeat-timeout=60s", "--ironic.hash-partition-exponent=5", "--ironic.hash-ring-algorithm=md5"}
@@ -72,8 +79,13 @@ var helmProfiles = []helmProfile{
 	// Secret .Values.secrets.oslo_db.ironic (ironic-db-user) with the key
 	// DB_CONNECTION; templates/configmap-etc.yaml renders ironic.conf into
 	// the Secret ironic-etc, which its conductor mounts.
-	{file: "openstack-helm-values.yaml", dsnSecret: "ironic-db-user", dsnKey: "DB_CONNECTION", ironicFlags: defaultIronicFlags, replicas: 1, antiAffinity: "soft"},
-	{file: "openstack-helm-ironic-etc-values.yaml", confSecret: "ironic-etc", replicas: 1, antiAffinity: "soft"},
+	{file: "openstack-helm-values.yaml", dsnSecret: "ironic-db-user", dsnKey: "DB_CONNECTION", ironicFlags: defaultIronicFlags, replicas: 1, antiAffinity: "soft",
+		scrapeAnnotations: true},
+	{file: "openstack-helm-ironic-etc-values.yaml", confSecret: "ironic-etc", replicas: 1, antiAffinity: "soft", scrapeAnnotations: true},
+	{file: "extras-values.yaml", dsnSecret: "ironic-conductor-exporter-db", dsnKey: "dsn", ironicFlags: defaultIronicFlags,
+		replicas: 1, antiAffinity: "soft", job: "ironic-conductor-exporter", podMonitor: true, rules: true, monitorNamespace: "monitoring",
+		ruleLabels: map[string]string{"release": "prometheus"}, smLabel: map[string]string{"release": "prometheus"},
+		networkPolicy: true, extraEnv: []string{"IRONIC_EXPORTER_REFRESH_MIN_INTERVAL"}, extraObjects: 1},
 	{file: "monitoring-values.yaml", dsnSecret: "ironic-conductor-exporter-db", dsnKey: "dsn", ironicFlags: defaultIronicFlags,
 		replicas: 2, antiAffinity: "soft", pdb: true, job: "ironic-conductor-exporter", rules: true, dashboards: true,
 		ruleLabels: map[string]string{"release": "prometheus"}, smLabel: map[string]string{"release": "prometheus"}},
@@ -94,7 +106,9 @@ type rendered struct {
 	built
 	secrets    []*corev1.Secret
 	configMaps []*corev1.ConfigMap
-	values     chartutil.Values // the coalesced values the templates saw
+	netpols    []*networkingv1.NetworkPolicy
+	extra      []*corev1.ConfigMap // extraObjects
+	values     chartutil.Values    // the coalesced values the templates saw
 }
 
 func loadChart(t *testing.T) *chart.Chart {
@@ -161,7 +175,15 @@ func renderProfile(t *testing.T, p helmProfile) *rendered {
 			case *corev1.Secret:
 				r.secrets = append(r.secrets, o)
 			case *corev1.ConfigMap:
-				r.configMaps = append(r.configMaps, o)
+				if n == "ironic-conductor-exporter/templates/extra-objects.yaml" {
+					r.extra = append(r.extra, o)
+				} else {
+					r.configMaps = append(r.configMaps, o)
+				}
+			case *networkingv1.NetworkPolicy:
+				r.netpols = append(r.netpols, o)
+			case *monitoringv1.PodMonitor:
+				r.podMonitors = append(r.podMonitors, o)
 			case *policyv1.PodDisruptionBudget:
 				r.pdbs = append(r.pdbs, o)
 			case *monitoringv1.ServiceMonitor:
@@ -497,8 +519,9 @@ func checkHelmSelectors(t *testing.T, p helmProfile, r *rendered) {
 
 func checkHelmMonitoring(t *testing.T, p helmProfile, r *rendered) {
 	svc := r.services[0]
+	checkHelmExtras(t, p, r)
 	// ServiceMonitor.
-	if p.job == "" {
+	if p.job == "" || p.podMonitor {
 		if len(r.serviceMonitors) != 0 {
 			t.Error("ServiceMonitor rendered while disabled")
 		}
@@ -618,6 +641,100 @@ func checkHelmMonitoring(t *testing.T, p helmProfile, r *rendered) {
 		if cm.Annotations["grafana_folder"] != "Ironic" {
 			t.Errorf("ConfigMap %s lacks the folder annotation", cm.Name)
 		}
+	}
+}
+
+// checkHelmExtras checks what the chart offers beyond the basics: the
+// PodMonitor, the monitors' namespace and labels, the NetworkPolicy,
+// extraEnv, extraObjects, and the annotations openstack-helm's Prometheus
+// discovers Services by (openstack-helm-infra prometheus/values.yaml, job
+// kubernetes-service-endpoints: keep when
+// __meta_kubernetes_service_annotation_prometheus_io_scrape is "true", port
+// and path from prometheus.io/port and prometheus.io/path).
+func checkHelmExtras(t *testing.T, p helmProfile, r *rendered) {
+	d, svc := r.deployments[0], r.services[0]
+	podLabels := labels.Set(d.Spec.Template.Labels)
+	c := container(t, &d.Spec.Template.Spec, exporterContainer)
+	if !p.podMonitor {
+		if len(r.podMonitors) != 0 {
+			t.Error("PodMonitor rendered while disabled")
+		}
+	} else if len(r.podMonitors) != 1 {
+		t.Errorf("%d PodMonitors", len(r.podMonitors))
+	} else {
+		pm := r.podMonitors[0]
+		if s, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector); err != nil || s.Empty() || !s.Matches(podLabels) {
+			t.Error("the PodMonitor does not select the pods")
+		}
+		if !slices.Contains(pm.Spec.NamespaceSelector.MatchNames, helmNamespace) {
+			t.Error("the PodMonitor does not look in the release's namespace")
+		}
+		if pm.Namespace != p.monitorNamespace {
+			t.Errorf("PodMonitor namespace %q, want %q", pm.Namespace, p.monitorNamespace)
+		}
+		for k, v := range p.smLabel {
+			if pm.Labels[k] != v {
+				t.Errorf("PodMonitor label %s=%q missing", k, v)
+			}
+		}
+		for _, e := range pm.Spec.PodMetricsEndpoints {
+			if e.Port == nil || !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == *e.Port }) {
+				t.Error("PodMonitor endpoint port is no port of the container")
+			}
+			checkScrapeTimes(t, string(e.Interval), string(e.ScrapeTimeout))
+			job := ""
+			for _, rc := range e.RelabelConfigs {
+				if rc.TargetLabel == "job" && rc.Replacement != nil {
+					job = *rc.Replacement
+				}
+			}
+			if job != p.job {
+				t.Errorf("PodMonitor job %q, want %q", job, p.job)
+			}
+		}
+	}
+	for _, pr := range r.rules {
+		if pr.Namespace != p.monitorNamespace {
+			t.Errorf("PrometheusRule namespace %q, want %q", pr.Namespace, p.monitorNamespace)
+		}
+	}
+	if p.networkPolicy != (len(r.netpols) == 1) {
+		t.Errorf("%d NetworkPolicies, want %v", len(r.netpols), p.networkPolicy)
+	}
+	for _, np := range r.netpols {
+		if s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || s.Empty() || !s.Matches(podLabels) {
+			t.Error("the NetworkPolicy does not select the pods")
+		}
+		var ports []int
+		for _, in := range np.Spec.Ingress {
+			for _, pp := range in.Ports {
+				ports = append(ports, pp.Port.IntValue())
+			}
+		}
+		for _, cp := range c.Ports {
+			if !slices.Contains(ports, int(cp.ContainerPort)) {
+				t.Errorf("the NetworkPolicy admits no traffic to port %d (%s)", cp.ContainerPort, cp.Name)
+			}
+		}
+	}
+	for _, name := range p.extraEnv {
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
+			t.Errorf("extraEnv %s missing", name)
+		}
+	}
+	if len(r.extra) != p.extraObjects {
+		t.Errorf("%d extra objects, want %d", len(r.extra), p.extraObjects)
+	}
+	for _, o := range r.extra {
+		if o.Name != helmRelease+"-extra" {
+			t.Errorf("extra object %q: not templated", o.Name)
+		}
+	}
+	a := svc.Annotations
+	if got := a["prometheus.io/scrape"] == "true"; got != p.scrapeAnnotations {
+		t.Errorf("prometheus.io/scrape annotation %v, want %v", got, p.scrapeAnnotations)
+	} else if got && (a["prometheus.io/port"] != fmt.Sprint(c.Ports[0].ContainerPort) || a["prometheus.io/path"] != "/metrics") {
+		t.Errorf("prometheus.io/port %q, path %q: not the metrics port and path", a["prometheus.io/port"], a["prometheus.io/path"])
 	}
 }
 
