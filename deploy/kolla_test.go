@@ -52,7 +52,7 @@ func TestKollaPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Drop)
-	addrs := testenv.FreeAddrs(t, 3)
+	addrs := testenv.FreeAddrs(t, 4)
 	exporterAddr := addrs[0]
 	_, port, _ := strings.Cut(exporterAddr, ":")
 	dsn := fmt.Sprintf("postgresql+psycopg2://postgres@127.0.0.1:5432/%s?sslmode=disable", db.Name)
@@ -62,6 +62,7 @@ func TestKollaPrometheus(t *testing.T) {
 	for i, layout := range []struct{ name, dir, flag string }{
 		{"kolla-ansible", filepath.Join(root, "deploy", "kolla", "config"), ""},
 		{"kayobe", filepath.Join(root, "deploy", "kolla", "kayobe", "kolla", "config"), "--kayobe"},
+		{"kayobe-merge_yaml", filepath.Join(root, "deploy", "kolla", "kayobe", "kolla", "config"), "--kayobe-merge"},
 	} {
 		t.Run(layout.name, func(t *testing.T) {
 			promAddr := addrs[1+i]

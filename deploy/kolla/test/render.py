@@ -12,9 +12,15 @@ It mirrors ansible/roles/prometheus/tasks/config.yml of kolla-ansible:
     prometheus.yml.d/*.yml, each templated with Jinja2 first, extend_lists
     true (lists are appended to, dicts merged).
 With --kayobe, every file is first templated with Jinja2 as Kayobe does with
-$KAYOBE_CONFIG_PATH/kolla/config (Ansible's template: trim_blocks).
+$KAYOBE_CONFIG_PATH/kolla/config (Ansible's template: trim_blocks), in
+Kayobe's context: its own variables and groups, none of Kolla's filters. With
+--kayobe-merge, the *.yml files then go through Kayobe's merge_yaml, as when
+a Kayobe environment holds the same path (kayobe
+ansible/roles/kolla-openstack/action_plugins/kolla_custom_config_info.py at
+1d2d03b76afd: merge_yaml with two sources or more, else template): each
+source templated, yaml.safe_load, merged, and dumped as YAML.
 
-usage: render.py [--kayobe] CUSTOM_CONFIG OUT_DIR EXPORTER_PORT
+usage: render.py [--kayobe|--kayobe-merge] CUSTOM_CONFIG OUT_DIR EXPORTER_PORT
 """
 import fnmatch
 import os
@@ -64,9 +70,16 @@ def update_nested_conf(conf, update, extend_lists):
     return conf
 
 
+def kayobe_env():
+    """Kayobe's templating: Ansible's Jinja2 without Kolla-Ansible's filters
+    (an unknown filter fails the template, as in Ansible)."""
+    return jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
+
+
 def main(argv):
-    kayobe = "--kayobe" in argv
-    argv = [a for a in argv if a != "--kayobe"]
+    merge = "--kayobe-merge" in argv
+    kayobe = merge or "--kayobe" in argv
+    argv = [a for a in argv if a not in ("--kayobe", "--kayobe-merge")]
     custom, out, port = argv[0], argv[1], int(argv[2])
     e = env()
     variables = {
@@ -77,10 +90,19 @@ def main(argv):
         "prometheus_address": os.environ.get("PROMETHEUS_ADDRESS", "127.0.0.1:9090"),
     }
 
+    # Kayobe's inventory: its controllers, none of Kolla's groups.
+    kayobe_variables = {"groups": {"controllers": ["controller-1"]}}
+
     def read(path):
         with open(path) as f:
             text = f.read()
-        return e.from_string(text).render(**variables) if kayobe else text
+        if not kayobe:
+            return text
+        text = kayobe_env().from_string(text).render(**kayobe_variables)
+        if merge and path.endswith(".yml"):
+            # merge_yaml: the second source is an empty override.
+            text = yaml.safe_dump(update_nested_conf(yaml.safe_load(text), {}, True), default_flow_style=False)
+        return text
 
     prom = os.path.join(custom, "prometheus")
     rules = sorted(
