@@ -11,7 +11,7 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build image run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
+.PHONY: release-check all build image run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
 
 # The pinned tools are built from the Go module proxy on first use into a
 # cache outside the checkout, one directory per version, so that CI's fresh
@@ -19,6 +19,8 @@ LDFLAGS     := -s -w \
 TOOLS       ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ironic-conductor-exporter/tools
 GORELEASER_VERSION ?= v2.15.1
 GORELEASER  := $(TOOLS)/goreleaser-$(GORELEASER_VERSION)/goreleaser
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT  := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 
 # The pinned linters, installed into ./bin on first use.
 GOLANGCI_LINT_VERSION := v2.15.0
@@ -66,7 +68,7 @@ run: build
 	./$(BIN) demo $(ARGS)
 
 ## test: everything CI runs: lint, unit tests with the race detector, conformance, the release archives.
-test: lint unit conformance conformance-auth release-test
+test: lint unit conformance conformance-auth release-test release-check
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
@@ -134,6 +136,15 @@ $(GORELEASER):
 release: $(GORELEASER)
 	REVISION=$(REVISION) BRANCH=$(shell git rev-parse --abbrev-ref HEAD) SHORT_REVISION=$(shell git rev-parse --short HEAD) \
 	  $(GORELEASER) release --snapshot --clean --skip=docker,publish,announce,sign,sbom
+
+$(ACTIONLINT):
+	GOBIN=$(dir $@) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+
+## release-check: the release as a tag would run it, checked offline: actionlint on the
+## workflows, `goreleaser check` on .goreleaser.yaml.
+release-check: $(ACTIONLINT) $(GORELEASER)
+	$(ACTIONLINT) .github/workflows/*.yml
+	$(GORELEASER) check
 
 ## release-test: extracts the amd64 archive of `make release` and runs its binary.
 release-test: release
