@@ -61,7 +61,7 @@ func TestReleaseArchives(t *testing.T) {
 	files := extract(t, amd64, dir)
 	top := "ironic-conductor-exporter-" + version + ".linux-amd64/"
 	for _, want := range []string{"ironic_conductor_exporter", "LICENSE", "README.md", "CHANGELOG.md",
-		"docs/operators.md", "alerts/ironic-conductor-exporter.rules.yml", "deploy/systemd/ironic-conductor-exporter.service"} {
+		"docs/operators.md", "alerts/ironic-conductor-exporter.rules.yml", "deploy/systemd/ironic-conductor-exporter.service", "deploy/systemd/bifrost.conf"} {
 		if !files[top+want] {
 			t.Errorf("archive lacks %s%s", top, want)
 		}

@@ -199,6 +199,35 @@ func defaultArgs(t *testing.T) []string {
 	return args
 }
 
+// TestBifrostDropIn: the Bifrost drop-in's flags are the binary's, and it
+// gives the exporter the htpasswd file Bifrost's Ironic uses.
+func TestBifrostDropIn(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "systemd", "bifrost.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := binaryFlags(t)
+	var execStart string
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "ExecStart="); ok && v != "" {
+			execStart = v
+		}
+	}
+	if execStart == "" {
+		t.Fatal("bifrost.conf: no ExecStart")
+	}
+	for _, f := range strings.Fields(execStart)[1:] {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if f != "$ARGS" && !flags[name] {
+			t.Errorf("bifrost.conf: %s is no flag of the exporter", f)
+		}
+	}
+	if !strings.Contains(string(b), "LoadCredential=htpasswd:/etc/ironic/htpasswd") ||
+		!strings.Contains(execStart, "--auth.http-basic-user-file=${CREDENTIALS_DIRECTORY}/htpasswd") {
+		t.Error("bifrost.conf does not pass Bifrost's htpasswd as a credential")
+	}
+}
+
 // TestSystemdAnalyze runs systemd's own checks when systemd-analyze is
 // installed: `verify` (syntax, known directives, an executable ExecStart: the
 // unit is copied with ExecStart pointing at a freshly built binary) and the
@@ -217,6 +246,18 @@ func TestSystemdAnalyze(t *testing.T) {
 	unitFile := filepath.Join(dir, "ironic-conductor-exporter.service")
 	text := strings.ReplaceAll(string(b), unitBinary, exporterBinary(t))
 	if err := os.WriteFile(unitFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Bifrost's drop-in, loaded from the unit's directory as systemd does.
+	dropIn, err := os.ReadFile(filepath.Join(root, "deploy", "systemd", "bifrost.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(unitFile+".d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(unitFile+".d", "bifrost.conf"),
+		[]byte(strings.ReplaceAll(string(dropIn), unitBinary, exporterBinary(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(sa, "verify", "--man=no", unitFile).CombinedOutput()
