@@ -93,9 +93,9 @@ func newServer(h http.Handler, l webLimits, logger *slog.Logger) *http.Server {
 }
 
 // listenAndServe is web.ListenAndServe with at most maxConns connections
-// open per listener (0: no limit) and invalid %-escapes of request paths
-// kept literally, as Ironic does (escapeListener); systemd and vsock
-// listeners are left to the toolkit as they are.
+// open per listener (0: no limit): a flood of connections waits in the
+// kernel's backlog instead of taking a file descriptor and a goroutine
+// each. systemd and vsock listeners are left to the toolkit as they are.
 func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logger *slog.Logger) error {
 	special := flags.WebSystemdSocket != nil && *flags.WebSystemdSocket
 	for _, a := range *flags.WebListenAddresses {
@@ -113,7 +113,6 @@ func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logge
 			}
 			return err
 		}
-		l = escapeListener{l}
 		if maxConns > 0 {
 			l = netutil.LimitListener(l, maxConns)
 		}
