@@ -29,10 +29,10 @@ func TestSetupAuthDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	if _, err := setupAuth(authConfig{policyRelease: "21.4"}, conf, []string{":10067"}, log); err == nil || !strings.Contains(err.Error(), "auth_url") {
+	if _, err := setupAuth(authConfig{policyRelease: "21.4"}, conf, []string{":10067"}, 40, log); err == nil || !strings.Contains(err.Error(), "auth_url") {
 		t.Errorf("keystone by default without auth_url: err %v, want one naming auth_url", err)
 	}
-	a, err := setupAuth(authConfig{policyRelease: "21.4"}, nil, []string{"127.0.0.1:10067"}, log)
+	a, err := setupAuth(authConfig{policyRelease: "21.4"}, nil, []string{"127.0.0.1:10067"}, 40, log)
 	if err != nil || a.mode != "noauth" || a.authn != nil {
 		t.Errorf("no config file: %+v, %v; want noauth", a, err)
 	}
@@ -65,7 +65,7 @@ func TestPolicyFollowsRelease(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/v1/conductors", nil)
 		return a.access(r.WithContext(auth.WithCredentials(r.Context(), admin))).CanGetConductors()
 	}
-	a, err := setupAuth(authConfig{policyRelease: policyDetected}, c, []string{"127.0.0.1:10067"}, log)
+	a, err := setupAuth(authConfig{policyRelease: policyDetected}, c, []string{"127.0.0.1:10067"}, 40, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestPolicyFollowsRelease(t *testing.T) {
 			t.Errorf("release %s: project admin reads conductors = %v, want %v", tc.release, got, tc.want)
 		}
 	}
-	fixed, err := setupAuth(authConfig{policyRelease: string(policy.Release214)}, c, []string{"127.0.0.1:10067"}, log)
+	fixed, err := setupAuth(authConfig{policyRelease: string(policy.Release214)}, c, []string{"127.0.0.1:10067"}, 40, log)
 	if err != nil {
 		t.Fatal(err)
 	}
