@@ -213,6 +213,8 @@ func (k *Keystone) Authenticate(r *http.Request) (*Credentials, *Failure) {
 // lead validates tok for every request waiting for it, within a slot, and
 // caches the answer.
 func (k *Keystone) lead(ctx context.Context, key [32]byte, tok string) (*Credentials, *Failure) {
+	// The wait and the validation belong to every request waiting for
+	// this token: they go on when the one that started them goes away.
 	t := time.NewTimer(k.cfg.ValidationWait)
 	select {
 	case k.slots <- struct{}{}:
@@ -220,12 +222,7 @@ func (k *Keystone) lead(ctx context.Context, key [32]byte, tok string) (*Credent
 	case <-t.C:
 		k.cfg.Log.Warn("auth: too many token validations in flight at Keystone", "max", cap(k.slots))
 		return nil, unavailable()
-	case <-ctx.Done():
-		t.Stop()
-		return nil, unavailable()
 	}
-	// The validation belongs to every request waiting for this token: it
-	// goes on when the one that started it goes away.
 	creds, expires, err := k.validate(context.WithoutCancel(ctx), tok)
 	<-k.slots
 	now := k.cfg.Now()

@@ -235,7 +235,7 @@ def doors(mode, api, metrics, api_headers):
     b64 = lambda s: 'Basic ' + base64.b64encode(s.encode()).decode()
     st, _, body = req(metrics, '/metrics', {'Authorization': b64('%s:%s' % (PROM_USER, PROM_PW)), 'Accept': 'text/plain'})
     check(mode, 'prometheus (TLS, basic auth)', 'metrics door /metrics', '200 ironic_up 1',
-          '%d ironic_up %s' % (st, ' 1' if b'\nironic_up 1' in body else '?'))
+          '%d ironic_up %s' % (st, '1' if b'\nironic_up 1' in body else '?'))
     check(mode, 'anonymous', 'metrics door /metrics', 401, req(metrics, '/metrics', {'Accept': 'text/plain'})[0])
     check(mode, 'API credentials', 'metrics door /v1/nodes', 401, req(metrics, '/v1/nodes', api_headers)[0])
     check(mode, 'anonymous', 'API door /v1/nodes', 401, req(api, '/v1/nodes')[0])
