@@ -173,7 +173,7 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 	app.Flag("web.max-requests", "JSON API and status page requests served at once, after authentication (the telemetry path and probes have their own bounds); "+
 		"more wait up to 1s, then get 503. A quarter of it (at least 1) bounds the Keystone validations in flight. 0: no limit.").
 		Default("40").IntVar(&cfg.web.maxRequests)
-	app.Flag("web.max-renders", "Renders of the telemetry path at once; more wait up to 5s, then get 503. 0: no limit.").
+	app.Flag("web.max-renders", "Renders of the telemetry path at once (a render gives its slot back while a write waits for a slow client); more wait up to 5s, then get 503. 0: no limit.").
 		Default("2").IntVar(&cfg.web.maxRenders)
 	app.Flag("web.max-connections", "Open connections per listen address; more wait in the kernel's backlog. 0: no limit.").
 		Default("512").IntVar(&cfg.web.maxConns)
