@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
@@ -88,5 +89,47 @@ func TestPolicyFollowsRelease(t *testing.T) {
 	fixed.bindRelease(func() (rules.Release, bool) { return rules.MustRelease("29.0"), true })
 	if !canGet(fixed) {
 		t.Error("--auth.policy-release=21.4 on a 29.0 database: the 21.4 defaults must apply")
+	}
+}
+
+// pageAccess is an api.Access with fixed answers.
+type pageAccess struct{ listAll, conductors, reservation bool }
+
+func (p pageAccess) CanGetConductors() bool { return p.conductors }
+func (p pageAccess) ListNodes(project string) (string, string, bool) {
+	if p.listAll {
+		return project, "", true
+	}
+	return "P", "", true
+}
+func (p pageAccess) CanGetNode(_, _ *string) bool      { return true }
+func (p pageAccess) ShowReservation(_, _ *string) bool { return p.reservation }
+
+type anyone struct{}
+
+func (anyone) Authenticate(*http.Request) (*auth.Credentials, *auth.Failure) {
+	return &auth.Credentials{User: "u"}, nil
+}
+
+// TestStatusPageGuard: the page (every conductor, node and lock holder)
+// needs list_all, conductor:get and node:get:reservation.
+func TestStatusPageGuard(t *testing.T) {
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("page")) })
+	for _, c := range []struct {
+		acc  pageAccess
+		want int
+		rule string
+	}{
+		{pageAccess{true, true, true}, 200, ""},
+		{pageAccess{false, true, true}, 403, "baremetal:node:list_all"},
+		{pageAccess{true, false, true}, 403, "baremetal:node:list_all"},
+		{pageAccess{true, true, false}, 403, "baremetal:node:get:reservation"},
+	} {
+		a := &apiAuth{authn: anyone{}, access: func(*http.Request) api.Access { return c.acc }}
+		rec := httptest.NewRecorder()
+		guardStatusPage(a, page).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Code != c.want || !strings.Contains(rec.Body.String(), c.rule) {
+			t.Errorf("%+v: %d %q, want %d naming %q", c.acc, rec.Code, rec.Body.String(), c.want, c.rule)
+		}
 	}
 }
