@@ -87,6 +87,11 @@
 //   - GET /v1/nodes/{node_ident}/conductor below 1.49 is a 404, as the
 //     specification says for conductor resources (Ironic 21.4: 406, since
 //     it treats the path as the node's conductor field).
+//   - A path with an invalid %-escape (/v1/nodes/%zz) is refused by Go's
+//     HTTP server with a plain-text "400 Bad Request" before any handler
+//     runs; Ironic keeps the escape literally and answers its JSON 400
+//     "Expected UUID or name for node: %zz". Both are a 400 that ironicclient
+//     reports as an error.
 //
 // # Extensions
 //

@@ -3,48 +3,129 @@ package auth
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 )
 
 // Basic is auth_strategy = http_basic: ironic-lib's BasicAuthMiddleware
-// (ironic_lib/auth_basic.py, python3-ironic-lib 5.3.0) over Ironic's
-// [DEFAULT]http_basic_auth_user_file, an Apache htpasswd file of bcrypt
-// digests only ($2y$, $2a$, $2b$). The file is read on each request, as
-// ironic-lib reads it: the first line starting with "user:" decides.
+// (ironic_lib/auth_basic.py, python3-ironic-lib 5.3.0; ironic/common/auth_basic.py
+// on master) over Ironic's [DEFAULT]http_basic_auth_user_file, an Apache
+// htpasswd file of bcrypt digests only ($2y$, $2a$, $2b$). The file is read
+// on each request, as Ironic reads it: the first line starting with "user:"
+// decides. Unlike Ironic, a line whose first non-blank character is '#' is
+// a comment, as Apache reads the file: "#alice:..." is a user taken out,
+// not a user named "#alice".
+//
+// bcrypt costs tens of milliseconds of a core per comparison (cost 10:
+// ~55 ms, 12: ~210 ms), so three bounds keep a flood of passwords from
+// taking the cores from /metrics and the probes:
+//   - results are cached, true and false, for the last 256 (digest,
+//     password) pairs, as Ironic 32.0 does since 2a6271888 ("Memoize calls
+//     to bcrypt.checkpw", functools.lru_cache(maxsize=256)); the key is a
+//     SHA-256 of the pair, so no password is kept;
+//   - at most Workers comparisons run at once (default half the cores, at
+//     least 1); a request waits up to Wait (1 s) for one, then gets 503;
+//   - an unknown user costs a comparison too, against a digest of the
+//     file's highest cost, so timing does not tell which users exist.
 type Basic struct {
 	File string
 	Log  *slog.Logger
+	// Wait is how long a request waits for a bcrypt worker.
+	Wait time.Duration
+
+	workers chan struct{}
+	// dummy is compared for unknown users.
+	dummy []byte
+	mu    sync.Mutex
+	cache *lru[[32]byte, bool]
 }
 
+// BasicCacheSize is the number of bcrypt results kept, as Ironic's
+// lru_cache(maxsize=256).
+const BasicCacheSize = 256
+
 // NewBasic checks the file as validate_auth_file does: readable, and every
-// line with a ":" holding a bcrypt digest.
-func NewBasic(file string, log *slog.Logger) (*Basic, error) {
+// line with a ":" (comments aside) holding a bcrypt digest. workers bounds
+// the bcrypt comparisons at once (<= 0: half the cores, at least 1).
+func NewBasic(file string, workers int, log *slog.Logger) (*Basic, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("http_basic_auth_user_file: %w", err)
 	}
+	cost := bcrypt.DefaultCost
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		if line == "" || !strings.Contains(line, ":") {
+		if line == "" || line[0] == '#' || !strings.Contains(line, ":") {
 			continue
 		}
 		user, digest, _ := strings.Cut(line, ":")
 		if !isBcrypt(digest) {
 			return nil, fmt.Errorf("http_basic_auth_user_file %s: only bcrypt digested passwords are supported for %s", file, user)
 		}
+		if c, err := bcrypt.Cost([]byte(digest)); err == nil {
+			cost = max(cost, c)
+		}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Basic{File: file, Log: log}, nil
+	if workers <= 0 {
+		workers = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	var secret [16]byte
+	_, _ = rand.Read(secret[:])
+	dummy, err := bcrypt.GenerateFromPassword([]byte(hex.EncodeToString(secret[:])), min(cost, bcrypt.MaxCost))
+	if err != nil {
+		return nil, err
+	}
+	return &Basic{File: file, Log: log, Wait: time.Second, workers: make(chan struct{}, workers), dummy: dummy,
+		cache: newLRU[[32]byte, bool](BasicCacheSize)}, nil
+}
+
+// check is bcrypt.CompareHashAndPassword, cached and bounded; ok false
+// when no worker was free within b.Wait (or the client went away).
+func (b *Basic) check(ctx context.Context, digest, pass []byte) (match, ok bool) {
+	h := sha256.New()
+	h.Write(digest)
+	h.Write([]byte{0})
+	h.Write(pass)
+	var key [32]byte
+	h.Sum(key[:0])
+	b.mu.Lock()
+	v, hit := b.cache.get(key)
+	b.mu.Unlock()
+	if hit {
+		return v, true
+	}
+	t := time.NewTimer(b.Wait)
+	defer t.Stop()
+	select {
+	case b.workers <- struct{}{}:
+	case <-t.C:
+		return false, false
+	case <-ctx.Done():
+		return false, false
+	}
+	match = bcrypt.CompareHashAndPassword(digest, pass) == nil
+	<-b.workers
+	b.mu.Lock()
+	b.cache.put(key, match)
+	b.mu.Unlock()
+	return match, true
 }
 
 func isBcrypt(d string) bool {
@@ -87,22 +168,29 @@ func (b *Basic) Authenticate(r *http.Request) (*Credentials, *Failure) {
 		return nil, basicFailure(http.StatusInternalServerError, "Invalid configuration file. Problem reading auth user file")
 	}
 	prefix := string(user) + ":"
+	digest := b.dummy
+	known := false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		if line == "" || !strings.HasPrefix(line, prefix) {
+		if line == "" || line[0] == '#' || !strings.HasPrefix(line, prefix) {
 			continue
 		}
-		digest := line[len(prefix):]
-		if !isBcrypt(digest) {
+		d := line[len(prefix):]
+		if !isBcrypt(d) {
 			return nil, basicFailure(http.StatusInternalServerError, "Invalid configuration file. Only bcrypt digested passwords are supported for "+string(user))
 		}
-		if bcrypt.CompareHashAndPassword([]byte(digest), pass) != nil {
-			return nil, basicFailure(http.StatusUnauthorized, "Incorrect username or password")
-		}
-		return &Credentials{User: string(user)}, nil
+		digest, known = []byte(d), true
+		break
 	}
-	return nil, basicFailure(http.StatusUnauthorized, "Incorrect username or password")
+	match, ok := b.check(r.Context(), digest, pass)
+	switch {
+	case !ok:
+		return nil, basicFailure(http.StatusServiceUnavailable, "Too many authentication requests at once, try again later")
+	case !match || !known:
+		return nil, basicFailure(http.StatusUnauthorized, "Incorrect username or password")
+	}
+	return &Credentials{User: string(user)}, nil
 }
 
 // jsonString quotes s as a JSON string.

@@ -34,8 +34,15 @@ type KeystoneConfig struct {
 	// asking Keystone again (token_cache_time, default 300s); never past
 	// the token's expiry.
 	TokenCacheTime time.Duration
-	// CacheSize bounds the validated tokens kept (default 10000).
+	// CacheSize bounds the validated tokens kept, and apart from them the
+	// invalid ones (default 10000 each).
 	CacheSize int
+	// MaxValidations bounds the validations in flight at Keystone (default
+	// 10): a slow Keystone holds at most these, and a request for a token
+	// not in the caches waits up to ValidationWait (default 1 s) for one,
+	// then gets 503.
+	MaxValidations int
+	ValidationWait time.Duration
 	// Client sends the requests (TLS settings, a timeout); default one
 	// with a 10s timeout.
 	Client *http.Client
@@ -48,21 +55,50 @@ type KeystoneConfig struct {
 // (keystonemiddleware/auth_token/__init__.py, python3-keystonemiddleware
 // 10.1.0): X-Auth-Token validated with GET /v3/auth/tokens
 // (X-Subject-Token) under the service's own token; a missing, invalid or
-// expired token is a 401, Keystone unreachable a 503. Nothing is let
+// expired token is a 401, Keystone unreachable or refusing the service (a
+// 403: the service user lacks identity:validate_token; a 401 after one
+// renewal of the service token; any other error) a 503, as
+// _identity.verify_token raises ServiceError for them. Nothing is let
 // through without a positive answer from Keystone.
+//
+// So that junk tokens cost Keystone and the sidecar little:
+//   - a token Keystone said is invalid (404, or expired) is remembered as
+//     such for TokenCacheTime (keystonemiddleware 10.1.0 keeps only valid
+//     ones; a token ID never becomes valid later, so this only saves
+//     Keystone the same question);
+//   - one validation per token is in flight: the other requests with it
+//     wait for that answer;
+//   - at most MaxValidations are in flight at all;
+//   - the service token is renewed by one request at a time; the others
+//     use the token it got.
 type Keystone struct {
-	cfg   KeystoneConfig
-	base  string
-	mu    sync.Mutex
-	svc   string
-	svcTo time.Time
-	cache map[[32]byte]cached
-	order [][32]byte
+	cfg  KeystoneConfig
+	base string
+
+	mu       sync.Mutex
+	svc      string
+	svcTo    time.Time
+	valid    *lru[[32]byte, cached]
+	invalid  *lru[[32]byte, time.Time]
+	inflight map[[32]byte]*validation
+
+	// svcMu is held while the service token is fetched.
+	svcMu sync.Mutex
+	// slots are the validations in flight.
+	slots chan struct{}
 }
 
 type cached struct {
 	creds *Credentials
 	until time.Time
+}
+
+// validation is one token's validation in flight; done is closed when its
+// result is set.
+type validation struct {
+	done  chan struct{}
+	creds *Credentials
+	fail  *Failure
 }
 
 // NewKeystone checks the configuration; it does not contact Keystone.
@@ -78,6 +114,12 @@ func NewKeystone(cfg KeystoneConfig) (*Keystone, error) {
 	}
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = 10000
+	}
+	if cfg.MaxValidations <= 0 {
+		cfg.MaxValidations = 10
+	}
+	if cfg.ValidationWait <= 0 {
+		cfg.ValidationWait = time.Second
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
@@ -95,7 +137,9 @@ func NewKeystone(cfg KeystoneConfig) (*Keystone, error) {
 	if cfg.WWWAuthenticateURI == "" {
 		cfg.WWWAuthenticateURI = cfg.AuthURL
 	}
-	return &Keystone{cfg: cfg, base: base, cache: map[[32]byte]cached{}}, nil
+	return &Keystone{cfg: cfg, base: base, valid: newLRU[[32]byte, cached](cfg.CacheSize),
+		invalid: newLRU[[32]byte, time.Time](cfg.CacheSize), inflight: map[[32]byte]*validation{},
+		slots: make(chan struct{}, cfg.MaxValidations)}, nil
 }
 
 // unauthorized is auth_token's 401 body and header.
@@ -112,7 +156,11 @@ func unavailable() *Failure {
 		Body: []byte(`{"error_message": "{\"faultcode\": \"Server\", \"faultstring\": \"The Keystone service is temporarily unavailable.\", \"debuginfo\": null}"}`)}
 }
 
-var errKeystoneDown = errors.New("keystone unavailable")
+var (
+	errKeystoneDown = errors.New("keystone unavailable")
+	// errInvalidToken marks Keystone's definite no (remembered).
+	errInvalidToken = errors.New("invalid token")
+)
 
 // Authenticate implements Authenticator.
 func (k *Keystone) Authenticate(r *http.Request) (*Credentials, *Failure) {
@@ -126,21 +174,69 @@ func (k *Keystone) Authenticate(r *http.Request) (*Credentials, *Failure) {
 	key := sha256.Sum256([]byte(tok))
 	now := k.cfg.Now()
 	k.mu.Lock()
-	if c, ok := k.cache[key]; ok {
+	if c, ok := k.valid.get(key); ok {
 		if now.Before(c.until) {
 			k.mu.Unlock()
 			return c.creds, nil
 		}
-		delete(k.cache, key)
+		k.valid.remove(key)
+	}
+	if until, ok := k.invalid.get(key); ok {
+		if now.Before(until) {
+			k.mu.Unlock()
+			return nil, k.unauthorized()
+		}
+		k.invalid.remove(key)
+	}
+	v, follower := k.inflight[key]
+	if !follower {
+		v = &validation{done: make(chan struct{})}
+		k.inflight[key] = v
 	}
 	k.mu.Unlock()
-	creds, expires, err := k.validate(r.Context(), tok)
+	if follower {
+		select {
+		case <-v.done:
+			return v.creds, v.fail
+		case <-r.Context().Done():
+			return nil, unavailable()
+		}
+	}
+	v.creds, v.fail = k.lead(r.Context(), key, tok)
+	k.mu.Lock()
+	delete(k.inflight, key)
+	k.mu.Unlock()
+	close(v.done)
+	return v.creds, v.fail
+}
+
+// lead validates tok for every request waiting for it, within a slot, and
+// caches the answer.
+func (k *Keystone) lead(ctx context.Context, key [32]byte, tok string) (*Credentials, *Failure) {
+	// The wait and the validation belong to every request waiting for
+	// this token: they go on when the one that started them goes away.
+	t := time.NewTimer(k.cfg.ValidationWait)
+	select {
+	case k.slots <- struct{}{}:
+		t.Stop()
+	case <-t.C:
+		k.cfg.Log.Warn("auth: too many token validations in flight at Keystone", "max", cap(k.slots))
+		return nil, unavailable()
+	}
+	creds, expires, err := k.validate(context.WithoutCancel(ctx), tok)
+	<-k.slots
+	now := k.cfg.Now()
 	switch {
 	case errors.Is(err, errKeystoneDown):
 		k.cfg.Log.Error("auth: unable to validate token", "err", err)
 		return nil, unavailable()
 	case err != nil:
 		k.cfg.Log.Info("auth: token rejected", "err", err)
+		if errors.Is(err, errInvalidToken) {
+			k.mu.Lock()
+			k.invalid.put(key, now.Add(k.cfg.TokenCacheTime))
+			k.mu.Unlock()
+		}
 		return nil, k.unauthorized()
 	}
 	until := now.Add(k.cfg.TokenCacheTime)
@@ -148,14 +244,7 @@ func (k *Keystone) Authenticate(r *http.Request) (*Credentials, *Failure) {
 		until = expires
 	}
 	k.mu.Lock()
-	if _, ok := k.cache[key]; !ok {
-		for len(k.order) >= k.cfg.CacheSize {
-			delete(k.cache, k.order[0])
-			k.order = k.order[1:]
-		}
-		k.order = append(k.order, key)
-	}
-	k.cache[key] = cached{creds: creds, until: until}
+	k.valid.put(key, cached{creds: creds, until: until})
 	k.mu.Unlock()
 	return creds, nil
 }
@@ -164,7 +253,7 @@ func (k *Keystone) Authenticate(r *http.Request) (*Credentials, *Failure) {
 func (k *Keystone) CacheLen() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.cache)
+	return k.valid.len()
 }
 
 // tokenBody is the part of Keystone's token document the policy needs.
@@ -191,8 +280,14 @@ type tokenBody struct {
 // validate asks Keystone about tok, renewing the service token once when
 // Keystone refuses it.
 func (k *Keystone) validate(ctx context.Context, tok string) (*Credentials, time.Time, error) {
+	if k.cfg.Client.Timeout == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	refused := ""
 	for attempt := 0; ; attempt++ {
-		svc, err := k.serviceToken(ctx, attempt > 0)
+		svc, err := k.serviceToken(ctx, refused)
 		if err != nil {
 			return nil, time.Time{}, err
 		}
@@ -216,14 +311,14 @@ func (k *Keystone) validate(ctx context.Context, tok string) (*Credentials, time
 		case resp.StatusCode == http.StatusOK:
 			return k.credentials(body)
 		case resp.StatusCode == http.StatusNotFound:
-			return nil, time.Time{}, errors.New("token not found (invalid, expired or revoked)")
+			return nil, time.Time{}, fmt.Errorf("%w: not found (invalid, expired or revoked)", errInvalidToken)
 		case resp.StatusCode == http.StatusUnauthorized && attempt == 0:
-			continue // the service token expired or was revoked: renew it
-		case resp.StatusCode >= 400 && resp.StatusCode < 500:
-			// keystoneauth raises for these; the token is not valid.
-			return nil, time.Time{}, fmt.Errorf("keystone answered %s validating a token", resp.Status)
+			refused = svc // the service token expired or was revoked: renew it
+			continue
 		}
-		return nil, time.Time{}, fmt.Errorf("%w: keystone answered %s", errKeystoneDown, resp.Status)
+		// keystonemiddleware's ServiceError: a 403 (the service user may
+		// not validate tokens), a second 401, any other answer.
+		return nil, time.Time{}, fmt.Errorf("%w: keystone answered %s validating a token", errKeystoneDown, resp.Status)
 	}
 }
 
@@ -238,7 +333,7 @@ func (k *Keystone) credentials(body []byte) (*Credentials, time.Time, error) {
 		return nil, time.Time{}, fmt.Errorf("token without a valid expires_at %q", t.ExpiresAt)
 	}
 	if !k.cfg.Now().Before(exp) {
-		return nil, time.Time{}, errors.New("token expired")
+		return nil, time.Time{}, fmt.Errorf("%w: expired", errInvalidToken)
 	}
 	roles := make([]string, 0, len(t.Roles))
 	for _, r := range t.Roles {
@@ -264,15 +359,23 @@ func (k *Keystone) credentials(body []byte) (*Credentials, time.Time, error) {
 }
 
 // serviceToken returns the service's own token, fetched with the password
-// method and kept until shortly before it expires.
-func (k *Keystone) serviceToken(ctx context.Context, renew bool) (string, error) {
-	k.mu.Lock()
-	if !renew && k.svc != "" && k.cfg.Now().Before(k.svcTo) {
-		s := k.svc
-		k.mu.Unlock()
+// method and kept until shortly before it expires; refused is a token
+// Keystone refused ("" when none), never returned again. One request at a
+// time fetches it; the others then take the token it got.
+func (k *Keystone) serviceToken(ctx context.Context, refused string) (string, error) {
+	current := func() (string, bool) {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return k.svc, k.svc != "" && k.svc != refused && k.cfg.Now().Before(k.svcTo)
+	}
+	if s, ok := current(); ok {
 		return s, nil
 	}
-	k.mu.Unlock()
+	k.svcMu.Lock()
+	defer k.svcMu.Unlock()
+	if s, ok := current(); ok {
+		return s, nil
+	}
 	dom := func(name, id string) map[string]string {
 		if id != "" {
 			return map[string]string{"id": id}

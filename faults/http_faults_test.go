@@ -197,9 +197,8 @@ func TestMethodsAndPaths(t *testing.T) {
 	if strings.Contains(string(b), "evil.example") {
 		t.Errorf("links follow the client's Host:\n%s", b)
 	}
-	// An invalid %-escape gets Ironic's JSON error (Ironic 21.4.4 keeps it
-	// literally), not net/http's plain-text 400, on the 2nd request of a
-	// keep-alive connection too.
+	// An invalid %-escape is Go's plain-text 400 (api/doc.go: a deliberate
+	// difference), on the 2nd request of a keep-alive connection too.
 	c2, err := net.Dial("tcp", h.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -207,24 +206,8 @@ func TestMethodsAndPaths(t *testing.T) {
 	defer c2.Close()
 	io.WriteString(c2, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/nodes/%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	b, _ = io.ReadAll(c2)
-	if want := `{"error_message": "{\"code\": 400, \"title\": \"Bad Request\", \"description\": \"Expected UUID or name for node: %zz\"}"}`; !strings.HasPrefix(string(b), "HTTP/1.1 200") || !strings.Contains(string(b), "HTTP/1.1 400") || !strings.HasSuffix(string(b), want) {
-		t.Errorf("GET /v1/nodes/%%zz after a keep-alive request:\n%s\nwant 400 %s", b, want)
-	}
-	// A client that stops inside an escape (the rewrite holds "%z" back)
-	// is still cut off by the read timeout.
-	c3, err := net.Dial("tcp", h.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
-	start := time.Now()
-	io.WriteString(c3, "GET /v1/nodes/%z")
-	c3.SetReadDeadline(time.Now().Add(readTimeout + margin))
-	io.Copy(io.Discard, c3)
-	if took := time.Since(start); took > readTimeout+margin {
-		t.Errorf("a client stalled inside an escape was kept %s (read timeout %s)", took, readTimeout)
-	} else {
-		t.Logf("FIGURES stalled inside an escape: cut after %s (read timeout %s)", took.Round(time.Millisecond), readTimeout)
+	if !strings.HasPrefix(string(b), "HTTP/1.1 200") || !strings.Contains(string(b), "HTTP/1.1 400 Bad Request") {
+		t.Errorf("GET /v1/nodes/%%zz after a keep-alive request:\n%s\nwant 200 then 400", b)
 	}
 	for _, v := range []string{"NaN", "-5", "+Inf", "1e309"} {
 		code, _, took, err := h.tryGet("/metrics", map[string]string{"X-Prometheus-Scrape-Timeout-Seconds": v})

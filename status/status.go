@@ -95,7 +95,7 @@ func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 		if (data.Lookup != nil && data.Lookup.NotFound) || (data.Conductor != nil && data.Conductor.NotFound) {
 			w.WriteHeader(http.StatusNotFound)
 		}

@@ -81,6 +81,12 @@ func TestPage(t *testing.T) {
 	if strings.Contains(body, "<script") || strings.Contains(body, "http://") || strings.Contains(body, "https://") {
 		t.Error("page loads or links external assets or scripts")
 	}
+	// No other site may frame the page (clickjacking).
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("Content-Security-Policy %q lacks frame-ancestors 'none'", csp)
+	}
 }
 
 func TestLookup(t *testing.T) {

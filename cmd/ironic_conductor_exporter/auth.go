@@ -92,7 +92,7 @@ func (a *apiAuth) enforcer() *policy.Enforcer {
 
 // setupAuth builds the API's authentication from the flags and Ironic's
 // configuration (conf may be nil); flags win.
-func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *slog.Logger) (*apiAuth, error) {
+func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, maxRequests int, logger *slog.Logger) (*apiAuth, error) {
 	opt := confOption(conf)
 	mode := c.strategy
 	if !givenBy(c.strategySet, "auth.strategy") {
@@ -120,7 +120,7 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 		if file == "" {
 			file = "/etc/ironic/htpasswd" // Ironic's default
 		}
-		b, err := auth.NewBasic(file, logger)
+		b, err := auth.NewBasic(file, 0, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -135,6 +135,11 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 	if err != nil {
 		return nil, err
 	}
+	// A slow Keystone holds at most a quarter of the API's share.
+	ks.MaxValidations = max(1, maxRequests/4)
+	if maxRequests <= 0 {
+		ks.MaxValidations = 0 // the default
+	}
 	if a.authn, err = auth.NewKeystone(ks); err != nil {
 		return nil, err
 	}
@@ -143,7 +148,7 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, logger *s
 		return nil, err
 	}
 	logger.Info("auth: keystone", "auth_url", ks.AuthURL, "service_user", ks.Username, "policy_release", c.policyRelease,
-		"policy_file", policyFile, "token_cache_time", ks.TokenCacheTime)
+		"policy_file", policyFile, "token_cache_time", ks.TokenCacheTime, "max_validations", ks.MaxValidations)
 	return a, nil
 }
 
@@ -289,7 +294,8 @@ func beyondLoopback(listen []string) []string {
 
 // guardStatusPage authenticates the status page (not a public route, unlike
 // Ironic's root) and, under keystone, lets through only callers whom
-// baremetal:node:list_all and baremetal:conductor:get allow.
+// baremetal:node:list_all, baremetal:conductor:get and (the page shows
+// every lock holder) baremetal:node:get:reservation allow.
 func guardStatusPage(a *apiAuth, page http.Handler) http.Handler {
 	if a.authn == nil {
 		return page
@@ -308,6 +314,10 @@ func guardStatusPage(a *apiAuth, page http.Handler) http.Handler {
 			acc := a.access(r.WithContext(auth.WithCredentials(r.Context(), creds)))
 			if filter, _, ok := acc.ListNodes(""); !ok || filter != "" || !acc.CanGetConductors() {
 				http.Error(w, "Access was denied to the following resource: baremetal:node:list_all", http.StatusForbidden)
+				return
+			}
+			if !acc.ShowReservation(nil, nil) {
+				http.Error(w, "Access was denied to the following resource: baremetal:node:get:reservation", http.StatusForbidden)
 				return
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
@@ -29,10 +30,10 @@ func TestSetupAuthDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	if _, err := setupAuth(authConfig{policyRelease: "21.4"}, conf, []string{":10067"}, log); err == nil || !strings.Contains(err.Error(), "auth_url") {
+	if _, err := setupAuth(authConfig{policyRelease: "21.4"}, conf, []string{":10067"}, 40, log); err == nil || !strings.Contains(err.Error(), "auth_url") {
 		t.Errorf("keystone by default without auth_url: err %v, want one naming auth_url", err)
 	}
-	a, err := setupAuth(authConfig{policyRelease: "21.4"}, nil, []string{"127.0.0.1:10067"}, log)
+	a, err := setupAuth(authConfig{policyRelease: "21.4"}, nil, []string{"127.0.0.1:10067"}, 40, log)
 	if err != nil || a.mode != "noauth" || a.authn != nil {
 		t.Errorf("no config file: %+v, %v; want noauth", a, err)
 	}
@@ -65,7 +66,7 @@ func TestPolicyFollowsRelease(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/v1/conductors", nil)
 		return a.access(r.WithContext(auth.WithCredentials(r.Context(), admin))).CanGetConductors()
 	}
-	a, err := setupAuth(authConfig{policyRelease: policyDetected}, c, []string{"127.0.0.1:10067"}, log)
+	a, err := setupAuth(authConfig{policyRelease: policyDetected}, c, []string{"127.0.0.1:10067"}, 40, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +82,54 @@ func TestPolicyFollowsRelease(t *testing.T) {
 			t.Errorf("release %s: project admin reads conductors = %v, want %v", tc.release, got, tc.want)
 		}
 	}
-	fixed, err := setupAuth(authConfig{policyRelease: string(policy.Release214)}, c, []string{"127.0.0.1:10067"}, log)
+	fixed, err := setupAuth(authConfig{policyRelease: string(policy.Release214)}, c, []string{"127.0.0.1:10067"}, 40, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fixed.bindRelease(func() (rules.Release, bool) { return rules.MustRelease("29.0"), true })
 	if !canGet(fixed) {
 		t.Error("--auth.policy-release=21.4 on a 29.0 database: the 21.4 defaults must apply")
+	}
+}
+
+// pageAccess is an api.Access with fixed answers.
+type pageAccess struct{ listAll, conductors, reservation bool }
+
+func (p pageAccess) CanGetConductors() bool { return p.conductors }
+func (p pageAccess) ListNodes(project string) (string, string, bool) {
+	if p.listAll {
+		return project, "", true
+	}
+	return "P", "", true
+}
+func (p pageAccess) CanGetNode(_, _ *string) bool      { return true }
+func (p pageAccess) ShowReservation(_, _ *string) bool { return p.reservation }
+
+type anyone struct{}
+
+func (anyone) Authenticate(*http.Request) (*auth.Credentials, *auth.Failure) {
+	return &auth.Credentials{User: "u"}, nil
+}
+
+// TestStatusPageGuard: the page (every conductor, node and lock holder)
+// needs list_all, conductor:get and node:get:reservation.
+func TestStatusPageGuard(t *testing.T) {
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("page")) })
+	for _, c := range []struct {
+		acc  pageAccess
+		want int
+		rule string
+	}{
+		{pageAccess{true, true, true}, 200, ""},
+		{pageAccess{false, true, true}, 403, "baremetal:node:list_all"},
+		{pageAccess{true, false, true}, 403, "baremetal:node:list_all"},
+		{pageAccess{true, true, false}, 403, "baremetal:node:get:reservation"},
+	} {
+		a := &apiAuth{authn: anyone{}, access: func(*http.Request) api.Access { return c.acc }}
+		rec := httptest.NewRecorder()
+		guardStatusPage(a, page).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Code != c.want || !strings.Contains(rec.Body.String(), c.rule) {
+			t.Errorf("%+v: %d %q, want %d naming %q", c.acc, rec.Code, rec.Body.String(), c.want, c.rule)
+		}
 	}
 }

@@ -53,21 +53,26 @@ const exporterName = "ironic_conductor_exporter"
 const (
 	defaultPort      = "10067"
 	defaultProbePort = "10068"
+	defaultAPIPort   = "10069"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
 
 // config is everything the command line sets.
 type config struct {
-	dsn, dsnFile        string
-	queryTimeout        time.Duration
-	maxOpenConns        int
-	heartbeatTimeout    time.Duration
-	partitionExponent   int
-	algorithm           string
-	release             string
-	telemetryPath       string
-	probeListenAddress  string
+	dsn, dsnFile       string
+	queryTimeout       time.Duration
+	maxOpenConns       int
+	heartbeatTimeout   time.Duration
+	partitionExponent  int
+	algorithm          string
+	release            string
+	telemetryPath      string
+	probeListenAddress string
+	// apiListen are the addresses of the API's own door (none: the API is
+	// on --web.listen-address), apiConfigFile its TLS.
+	apiListen           []string
+	apiConfigFile       string
 	minInterval         time.Duration
 	fullInterval        time.Duration
 	refreshTimeout      time.Duration
@@ -156,13 +161,19 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 	app.Flag("web.probe-listen-address", "Address of a second, plain-HTTP listener that serves only /healthz and /readyz, "+
 		"without the TLS and basic auth of --web.config.file, for kubelet and systemd probes (e.g. :"+defaultProbePort+"); empty: none.").
 		Default("").StringVar(&cfg.probeListenAddress)
+	app.Flag("api.listen-address", "Address of a listener of its own for the JSON API and the status page (e.g. :"+defaultAPIPort+"; repeatable), "+
+		"locked by --auth.strategy, with the TLS of --api.config-file; --web.listen-address then serves only the telemetry path, a landing page and the probes. "+
+		"Empty: the API and the page are served on --web.listen-address.").StringsVar(&cfg.apiListen)
+	app.Flag("api.config-file", "Web configuration file of --api.listen-address, in the format of --web.config.file (tls_server_config, http_server_config); "+
+		"basic_auth_users must be empty, since --auth.strategy locks that door.").Default("").StringVar(&cfg.apiConfigFile)
 	app.Flag("web.read-timeout", "Time a client has to send a whole request.").Default("30s").DurationVar(&cfg.web.readTimeout)
 	app.Flag("web.write-timeout", "Time a response may take to write, from the end of the request; a client that reads slower is cut off.").
 		Default("60s").DurationVar(&cfg.web.writeTimeout)
 	app.Flag("web.idle-timeout", "Time an idle keep-alive connection stays open.").Default("30s").DurationVar(&cfg.web.idleTimeout)
-	app.Flag("web.max-requests", "Requests served at once (probes excepted); more wait up to 1s, then get 503. 0: no limit.").
+	app.Flag("web.max-requests", "JSON API and status page requests served at once, after authentication (the telemetry path and probes have their own bounds); "+
+		"more wait up to 1s, then get 503. A quarter of it (at least 1) bounds the Keystone validations in flight. 0: no limit.").
 		Default("40").IntVar(&cfg.web.maxRequests)
-	app.Flag("web.max-renders", "Renders of the telemetry path at once; more wait up to 5s, then get 503. 0: no limit.").
+	app.Flag("web.max-renders", "Renders of the telemetry path at once (a render gives its slot back while a write waits for a slow client); more wait up to 5s, then get 503. 0: no limit.").
 		Default("2").IntVar(&cfg.web.maxRenders)
 	app.Flag("web.max-connections", "Open connections per listen address; more wait in the kernel's backlog. 0: no limit.").
 		Default("512").IntVar(&cfg.web.maxConns)
@@ -230,8 +241,15 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
-	authn, err := setupAuth(cfg.auth, cfg.ironicConf, *toolkitFlags.WebListenAddresses, logger)
+	apiListen := cfg.apiListen
+	if len(apiListen) == 0 {
+		apiListen = *toolkitFlags.WebListenAddresses
+	}
+	authn, err := setupAuth(cfg.auth, cfg.ironicConf, apiListen, cfg.web.maxRequests, logger)
 	if err != nil {
+		return err
+	}
+	if err := checkDoors(cfg, toolkitFlags, authn.mode, logger); err != nil {
 		return err
 	}
 	database, err := db.Open(dsn, db.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns})
@@ -346,20 +364,22 @@ func (a *exporter) probes() (healthz, readyz http.Handler) {
 	return healthz, readyz
 }
 
-// routes is the main listener's handler: /metrics, the probes, the status
-// page and Ironic's API, behind --web.max-requests (probes exempt, so that
-// a flood of requests does not get the pod restarted).
-func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) http.Handler {
-	mux := http.NewServeMux()
+// routes are the handlers of the doors. Without --api.listen-address, web
+// serves everything: the telemetry path, the probes, the status page and
+// Ironic's API. With it, web serves the telemetry path, a landing page and
+// the probes, and api the probes, the page and Ironic's API. Each kind of
+// work has a bound of its own, so that no flood through one starves
+// another: --web.max-renders for the telemetry path, --web.max-requests for
+// the API and the page (after authentication, whose bcrypt and Keystone
+// work have their own bounds in auth), none for the probes.
+func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDoor, apiDoor http.Handler) {
 	metricsHandler := collector.NewHandler(a.cache, collector.HandlerOptions{
 		ExporterOptions: collector.ExporterOptions{NodeInfo: cfg.nodeInfo},
 		Gatherer:        a.reg,
 		Logger:          a.logger,
 	})
-	mux.Handle(cfg.telemetryPath, onlyGetHead(limit.Concurrent(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders")))
+	metrics := onlyGetHead(limit.Renders(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders"))
 	healthz, readyz := a.probes()
-	mux.Handle("/healthz", healthz)
-	mux.Handle("/readyz", readyz)
 	// The policy's defaults follow the Ironic release: the flag's, else the
 	// one the served topology was judged by.
 	authn.bindRelease(func() (rules.Release, bool) {
@@ -371,43 +391,84 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) http.H
 		}
 		return rules.Release{}, false
 	})
-	apiHandler := auth.Middleware(authn.authn, api.NewHandler(a.cache, api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access}))
+	apiHandler := api.NewHandler(a.cache, api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access})
 	statusPage := status.NewHandler(a.cache, status.Options{Logger: a.logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath, History: a.history})
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Browsers get the status page at /; API clients get Ironic's root.
-		if r.URL.Path == "/" && status.WantsHTML(r) {
-			// The page shows every conductor and node: the same
-			// authentication as the API, and (keystone) the policy of
-			// listing all nodes and conductors.
-			guardStatusPage(authn, statusPage).ServeHTTP(w, r)
+	// Browsers get the status page at /; API clients get Ironic's root.
+	isPage := func(r *http.Request) bool { return r.URL.Path == "/" && status.WantsHTML(r) }
+	work := limit.Concurrent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isPage(r) {
+			statusPage.ServeHTTP(w, r)
 			return
 		}
 		apiHandler.ServeHTTP(w, r)
-	}))
-	limited := limit.Concurrent(mux, cfg.web.maxRequests, time.Second, "requests")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
-			mux.ServeHTTP(w, r)
+	}), cfg.web.maxRequests, time.Second, "requests")
+	// The page shows every conductor, node and lock: the same
+	// authentication as the API and (keystone) the policy of listing all
+	// nodes, conductors and reservations.
+	page, apiAuthn := guardStatusPage(authn, work), auth.Middleware(authn.authn, work)
+	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isPage(r) {
+			page.ServeHTTP(w, r)
 			return
 		}
-		limited.ServeHTTP(w, r)
+		apiAuthn.ServeHTTP(w, r)
 	})
+	mux := func(routes map[string]http.Handler) http.Handler {
+		m := http.NewServeMux()
+		m.Handle("/healthz", healthz)
+		m.Handle("/readyz", readyz)
+		for p, h := range routes {
+			m.Handle(p, h)
+		}
+		return m
+	}
+	if len(cfg.apiListen) == 0 {
+		return mux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": root}), nil
+	}
+	landing, err := web.NewLandingPage(web.LandingConfig{Name: exporterName, Version: version.Info(),
+		Description: "Prometheus exporter for OpenStack Ironic conductors and hash rings. The JSON API and the status page are on --api.listen-address.",
+		Links:       []web.LandingLinks{{Address: cfg.telemetryPath, Text: "Metrics"}}})
+	if err != nil {
+		panic(err) // only a broken embedded template fails
+	}
+	webDoor = mux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		onlyGetHead(landing).ServeHTTP(w, r)
+	})})
+	return webDoor, mux(map[string]http.Handler{"/": root})
 }
 
 // run serves until SIGTERM or an interrupt, then shuts down gracefully.
 func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth, externalURL string) error {
-	srv := newServer(a.routes(cfg, authn, externalURL), cfg.web, a.logger)
+	webHandler, apiHandler := a.routes(cfg, authn, externalURL)
+	srv := newServer(webHandler, cfg.web, a.logger)
+	servers := []*http.Server{srv}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go a.cache.Get(ctx) // warm the cache; failures are logged and exported
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	if cfg.probeListenAddress != "" {
 		probeSrv, err := a.serveProbes(cfg, errc)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = probeSrv.Close() }()
+	}
+	if apiHandler != nil {
+		apiSrv := newServer(apiHandler, cfg.web, a.logger)
+		servers = append(servers, apiSrv)
+		noSocket := false
+		apiFlags := &web.FlagConfig{WebListenAddresses: &cfg.apiListen, WebSystemdSocket: &noSocket, WebConfigFile: &cfg.apiConfigFile}
+		ls, err := listen(cfg.apiListen, cfg.web.maxConns)
+		if err != nil {
+			return fmt.Errorf("--api.listen-address: %w", err)
+		}
+		a.logger.Info("listening for the JSON API and the status page", "addresses", strings.Join(cfg.apiListen, ","), "auth_strategy", authn.mode)
+		go func() { errc <- web.ServeMultiple(ls, apiSrv, apiFlags, a.logger) }()
 	}
 	go func() { errc <- listenAndServe(srv, toolkitFlags, cfg.web.maxConns, a.logger) }()
 	select {
@@ -421,7 +482,13 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 	a.logger.Info("shutting down", "grace_period", cfg.shutdownGracePeriod)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	var errs []error
+	for _, s := range servers {
+		if err := s.Shutdown(sctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
@@ -144,4 +146,130 @@ func writeSelfSigned(t *testing.T, certPath, keyPath string) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(c)
 	return pool
+}
+
+// TestTwoDoors: with --api.listen-address, Prometheus' door serves the
+// metrics under --web.config.file's TLS and basic auth, and the API's door
+// the JSON API under --auth.strategy with --api.config-file's TLS; neither
+// serves the other's paths, and anonymous clients get neither.
+func TestTwoDoors(t *testing.T) {
+	needDB(t)
+	dir := t.TempDir()
+	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	pool := writeSelfSigned(t, certPath, keyPath)
+	hash := func(pw string) string {
+		h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(h)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tlsConf := fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", certPath, keyPath)
+	webConfig := write("web.yml", tlsConf+"basic_auth_users:\n  prometheus: "+hash("scrape-pw")+"\n")
+	apiConfig := write("api.yml", tlsConf)
+	htpasswd := write("htpasswd", "alice:"+hash("alice-pw")+"\n")
+	addrs := testenv.FreeAddrs(t, 2)
+	metricsAddr, apiAddr := addrs[0], addrs[1]
+	p := testenv.Start(t, "exporter", binary, []string{"IRONIC_EXPORTER_DB_DSN=" + dsnFor("127.0.0.1:5432")},
+		"--web.listen-address="+metricsAddr, "--web.config.file="+webConfig, "--api.listen-address="+apiAddr,
+		"--api.config-file="+apiConfig, "--auth.strategy=http_basic", "--auth.http-basic-user-file="+htpasswd)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
+	get := func(url, user, pass string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if code, _ := get("https://"+apiAddr+"/readyz", "", ""); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API door never got ready:\n%s", p.Logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	m, a := "https://"+metricsAddr, "https://"+apiAddr
+	for _, c := range []struct {
+		url, user, pass string
+		want            int
+		body            string
+	}{
+		{m + "/metrics", "", "", 401, ""},
+		{m + "/metrics", "alice", "alice-pw", 401, ""},
+		{m + "/metrics", "prometheus", "scrape-pw", 200, "ironic_up 1"},
+		{m + "/", "prometheus", "scrape-pw", 200, `href="/metrics"`},
+		{m + "/v1/conductors", "prometheus", "scrape-pw", 404, ""},
+		{m + "/healthz", "prometheus", "scrape-pw", 200, "ok"},
+		{a + "/v1/conductors", "", "", 401, ""},
+		{a + "/v1/conductors", "prometheus", "scrape-pw", 401, ""},
+		{a + "/v1/conductors", "alice", "alice-pw", 200, `"conductors"`},
+		{a + "/metrics", "alice", "alice-pw", 404, ""},
+		{a + "/healthz", "", "", 200, "ok"},
+	} {
+		code, body := get(c.url, c.user, c.pass)
+		if code != c.want || !strings.Contains(body, c.body) {
+			t.Errorf("GET %s as %q: %d, want %d with %q\n%.300s", c.url, c.user, code, c.want, c.body, body)
+		}
+	}
+	if code, _ := get("http://"+apiAddr+"/v1/conductors", "alice", "alice-pw"); code == http.StatusOK {
+		t.Error("the API door answered plain HTTP with TLS configured")
+	}
+}
+
+// TestCheckDoors: combinations that cannot work are refused at start-up,
+// naming the flag.
+func TestCheckDoors(t *testing.T) {
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users.yml")
+	if err := os.WriteFile(users, []byte("basic_auth_users:\n  prometheus: $2y$04$abcdefghijklmnopqrstuuv3Hq6mH4c8Q0yTnA1e3i5Pm0YQd9Zr2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain.yml")
+	if err := os.WriteFile(plain, []byte("http_server_config:\n  headers:\n    X-Frame-Options: deny\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := func(webConfig string) *web.FlagConfig {
+		return &web.FlagConfig{WebListenAddresses: &[]string{":10067"}, WebConfigFile: &webConfig}
+	}
+	log := slog.New(slog.DiscardHandler)
+	for _, c := range []struct {
+		name      string
+		cfg       config
+		webConfig string
+		mode      string
+		want      string
+	}{
+		{"keystone behind web basic auth", config{}, users, "keystone", "--api.listen-address"},
+		{"http_basic behind web basic auth", config{}, users, "http_basic", ""},
+		{"noauth behind web basic auth", config{}, users, "noauth", ""},
+		{"api config without api door", config{apiConfigFile: plain}, "", "keystone", "needs --api.listen-address"},
+		{"api door with users", config{apiListen: []string{":10069"}, apiConfigFile: users}, users, "keystone", "basic_auth_users must be empty"},
+		{"api door", config{apiListen: []string{":10069"}, apiConfigFile: plain}, users, "keystone", ""},
+		{"api door on the web address", config{apiListen: []string{":10067"}}, "", "keystone", "also a --web.listen-address"},
+	} {
+		err := checkDoors(c.cfg, flags(c.webConfig), c.mode, log)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
 }

@@ -1,17 +1,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
+	"go.yaml.in/yaml/v2"
 	"golang.org/x/net/netutil"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 )
 
 // The bounds of the HTTP server (issue 11): a silent database, a slow or
@@ -93,9 +98,9 @@ func newServer(h http.Handler, l webLimits, logger *slog.Logger) *http.Server {
 }
 
 // listenAndServe is web.ListenAndServe with at most maxConns connections
-// open per listener (0: no limit) and invalid %-escapes of request paths
-// kept literally, as Ironic does (escapeListener); systemd and vsock
-// listeners are left to the toolkit as they are.
+// open per listener (0: no limit): a flood of connections waits in the
+// kernel's backlog instead of taking a file descriptor and a goroutine
+// each. systemd and vsock listeners are left to the toolkit as they are.
 func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logger *slog.Logger) error {
 	special := flags.WebSystemdSocket != nil && *flags.WebSystemdSocket
 	for _, a := range *flags.WebListenAddresses {
@@ -104,22 +109,98 @@ func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logge
 	if special {
 		return web.ListenAndServe(srv, flags, logger)
 	}
+	ls, err := listen(*flags.WebListenAddresses, maxConns)
+	if err != nil {
+		return err
+	}
+	return web.ServeMultiple(ls, srv, flags, logger)
+}
+
+// listen opens a TCP listener per address, each accepting at most maxConns
+// connections at once (0: no limit).
+func listen(addrs []string, maxConns int) ([]net.Listener, error) {
 	var ls []net.Listener
-	for _, a := range *flags.WebListenAddresses {
+	for _, a := range addrs {
 		l, err := net.Listen("tcp", a)
 		if err != nil {
 			for _, o := range ls {
 				_ = o.Close()
 			}
-			return err
+			return nil, err
 		}
-		l = escapeListener{l}
 		if maxConns > 0 {
 			l = netutil.LimitListener(l, maxConns)
 		}
 		ls = append(ls, l)
 	}
-	return web.ServeMultiple(ls, srv, flags, logger)
+	return ls, nil
+}
+
+// checkDoors refuses a combination of doors that cannot work, and checks
+// --api.config-file. On one door, the basic auth of --web.config.file
+// wraps the API too: a Keystone token alone would get its 401.
+func checkDoors(cfg config, flags *web.FlagConfig, mode string, logger *slog.Logger) error {
+	if len(cfg.apiListen) == 0 {
+		if cfg.apiConfigFile != "" {
+			return errors.New("--api.config-file: needs --api.listen-address")
+		}
+		users, err := basicAuthUsers(*flags.WebConfigFile)
+		if err != nil || users == 0 {
+			return err
+		}
+		switch mode {
+		case auth.ModeKeystone:
+			return fmt.Errorf("--web.config.file %s has basic_auth_users, which would ask the Keystone clients of the JSON API for a password too "+
+				"(auth strategy keystone): serve the API on a door of its own with --api.listen-address (e.g. :%s)", *flags.WebConfigFile, defaultAPIPort)
+		case auth.ModeHTTPBasic:
+			logger.Warn("--web.config.file's basic_auth_users and the http_basic user file both check every API request: "+
+				"a client passes only with a user and password both accept; --api.listen-address serves the API apart", "web_config", *flags.WebConfigFile)
+		}
+		return nil
+	}
+	for _, a := range cfg.apiListen {
+		for _, w := range *flags.WebListenAddresses {
+			if a == w {
+				return fmt.Errorf("--api.listen-address=%s is also a --web.listen-address", a)
+			}
+		}
+		if a == cfg.probeListenAddress {
+			return fmt.Errorf("--api.listen-address=%s is also --web.probe-listen-address", a)
+		}
+	}
+	if cfg.apiConfigFile == "" {
+		return nil
+	}
+	if err := web.Validate(cfg.apiConfigFile); err != nil {
+		return fmt.Errorf("--api.config-file: %w", err)
+	}
+	users, err := basicAuthUsers(cfg.apiConfigFile)
+	if err != nil {
+		return fmt.Errorf("--api.config-file: %w", err)
+	}
+	if users > 0 {
+		return fmt.Errorf("--api.config-file %s: basic_auth_users must be empty: --auth.strategy (%s) locks the API's door", cfg.apiConfigFile, mode)
+	}
+	return nil
+}
+
+// basicAuthUsers counts the basic_auth_users of a web configuration file
+// ("" : none).
+func basicAuthUsers(file string) (int, error) {
+	if file == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	var c struct {
+		Users map[string]string `yaml:"basic_auth_users"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return 0, fmt.Errorf("%s: %w", file, err)
+	}
+	return len(c.Users), nil
 }
 
 // onlyGetHead answers 405 to methods other than GET and HEAD.

@@ -6,12 +6,16 @@ One fleet (conformance/ironic_fleet.py setup) on PostgreSQL; a real Keystone
 database; Ironic's API twice on the fleet (auth_strategy = keystone, then
 http_basic) and the sidecar with the same ironic.conf each time. Every user
 asks every endpoint of both; the status and the set of nodes (and their
-reservation field) or conductors must agree. Prints the matrix and
-"N passed, M failed".
+reservation field) or conductors must agree. The sidecar runs with two
+doors: /metrics on --web.listen-address with TLS and basic auth from
+--web.config.file (a Prometheus-style scrape), the JSON API on
+--api.listen-address with TLS from --api.config-file under the
+auth_strategy (the stock CLI with a Keystone token, and with http_basic);
+anonymous clients get neither. Prints the matrix and "N passed, M failed".
 
 Usage: auth_conformance.py SIDECAR_BINARY
 """
-import base64, json, os, signal, socket, subprocess, sys, tempfile, time
+import base64, json, os, signal, socket, ssl, subprocess, sys, tempfile, time
 import urllib.request, urllib.error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,6 +26,10 @@ TAG = '%d' % os.getpid()
 WORK = tempfile.mkdtemp(prefix='auth-conformance-')
 PROCS, DBS = [], []
 PASS, FAIL, MATRIX = [0], [0], []
+# The sidecar's TLS: a self-signed certificate for 127.0.0.1 (tls_setup).
+CA, CTX = None, None
+# Prometheus' user on the metrics door.
+PROM_USER, PROM_PW = 'prometheus', 'scrapepw'
 
 
 def port():
@@ -51,7 +59,7 @@ def req(base, path, headers=None, method='GET', body=None):
         h['Content-Type'] = 'application/json'
     r = urllib.request.Request(base + path, data=data, headers=h, method=method)
     try:
-        with urllib.request.urlopen(r, timeout=60) as resp:
+        with urllib.request.urlopen(r, timeout=60, context=CTX if base.startswith('https:') else None) as resp:
             return resp.status, resp.headers, resp.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
@@ -169,12 +177,84 @@ def serve_ironic(conf, api_port, name):
     return p
 
 
-def serve_sidecar(binary, conf, name):
-    sp = port()
-    p = start([binary, '--ironic.config-file', conf, '--web.listen-address', '127.0.0.1:%d' % sp,
+def tls_setup():
+    """A self-signed certificate for 127.0.0.1, the metrics door's web
+    config (TLS, Prometheus' bcrypt user) and the API door's (TLS only)."""
+    global CA, CTX
+    import bcrypt
+    CA = os.path.join(WORK, 'tls.crt')
+    key = os.path.join(WORK, 'tls.key')
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+                    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', CA], check=True, capture_output=True)
+    CTX = ssl.create_default_context(cafile=CA)
+    tls = 'tls_server_config:\n  cert_file: %s\n  key_file: %s\n' % (CA, key)
+    web, api = os.path.join(WORK, 'web.yml'), os.path.join(WORK, 'api.yml')
+    with open(web, 'w') as f:
+        f.write(tls + 'basic_auth_users:\n  %s: %s\n' % (
+            PROM_USER, bcrypt.hashpw(PROM_PW.encode(), bcrypt.gensalt(4)).decode()))
+    with open(api, 'w') as f:
+        f.write(tls)
+    return web, api
+
+
+def serve_sidecar(binary, conf, name, web, api):
+    """The sidecar's two doors: returns the API's URL, the metrics door's
+    URL and the process."""
+    mp, ap = port(), port()
+    p = start([binary, '--ironic.config-file', conf, '--web.listen-address', '127.0.0.1:%d' % mp,
+               '--web.config.file', web, '--api.listen-address', '127.0.0.1:%d' % ap, '--api.config-file', api,
                '--refresh.min-interval', '0s'], os.path.join(WORK, name + '.log'))
-    wait('http://127.0.0.1:%d/healthz' % sp, p)
-    return 'http://127.0.0.1:%d' % sp, p
+    wait_tls('https://127.0.0.1:%d/healthz' % ap, p)
+    return 'https://127.0.0.1:%d' % ap, 'https://127.0.0.1:%d' % mp, p
+
+
+def wait_tls(url, p, tries=120):
+    for _ in range(tries):
+        if p.poll() is not None:
+            raise SystemExit('%s exited %d' % (url, p.returncode))
+        try:
+            urllib.request.urlopen(url, timeout=2, context=CTX)
+            return
+        except Exception:
+            time.sleep(0.5)
+    raise SystemExit('%s did not come up' % url)
+
+
+def check(mode, who, what, want, got):
+    ok = want == got
+    (PASS if ok else FAIL)[0] += 1
+    MATRIX.append((mode, who, what, str(want), str(got), 'ok' if ok else 'FAIL'))
+    if not ok:
+        print('FAIL %s %s %s: want %s, got %s' % (mode, who, what, want, got))
+
+
+def doors(mode, api, metrics, api_headers):
+    """Each door's lock: Prometheus scrapes the metrics door with TLS and
+    basic auth, anonymous and API credentials get 401 there; the API door
+    does not serve /metrics."""
+    b64 = lambda s: 'Basic ' + base64.b64encode(s.encode()).decode()
+    st, _, body = req(metrics, '/metrics', {'Authorization': b64('%s:%s' % (PROM_USER, PROM_PW)), 'Accept': 'text/plain'})
+    check(mode, 'prometheus (TLS, basic auth)', 'metrics door /metrics', '200 ironic_up 1',
+          '%d ironic_up %s' % (st, '1' if b'\nironic_up 1' in body else '?'))
+    check(mode, 'anonymous', 'metrics door /metrics', 401, req(metrics, '/metrics', {'Accept': 'text/plain'})[0])
+    check(mode, 'API credentials', 'metrics door /v1/nodes', 401, req(metrics, '/v1/nodes', api_headers)[0])
+    check(mode, 'anonymous', 'API door /v1/nodes', 401, req(api, '/v1/nodes')[0])
+    check(mode, 'API credentials', 'API door /metrics', 404, req(api, '/metrics', api_headers)[0])
+    try:
+        urllib.request.urlopen(metrics.replace('https:', 'http:') + '/metrics', timeout=5)
+        plain = 'answered'
+    except Exception:
+        plain = 'refused'
+    check(mode, 'anonymous, plain HTTP', 'metrics door /metrics', 'refused', plain)
+
+
+def refused_one_door(binary, conf, web):
+    """On one door, web-config basic auth with keystone cannot work: the
+    sidecar refuses to start and says why."""
+    r = subprocess.run([binary, '--ironic.config-file', conf, '--web.listen-address', '127.0.0.1:%d' % port(),
+                        '--web.config.file', web], capture_output=True, text=True, timeout=60)
+    check('keystone', '-', 'one door, web basic auth + keystone', 'exit 1, --api.listen-address named',
+          'exit %d%s' % (r.returncode, ', --api.listen-address named' if '--api.listen-address' in r.stderr else ''))
 
 
 def summary(path, st, body):
@@ -251,7 +331,10 @@ def main():
         'username = ironic\npassword = ironicpw\nuser_domain_name = Default\nproject_name = service\n'
         'project_domain_name = Default\n' % (ks_url, ks_url))})
     ironic = serve_ironic(kconf, ka, 'ironic-keystone')
-    side, sidep = serve_sidecar(binary, kconf, 'sidecar-keystone')
+    web, api = tls_setup()
+    refused_one_door(binary, kconf, web)
+    side, metrics, sidep = serve_sidecar(binary, kconf, 'sidecar-keystone', web, api)
+    doors('keystone', side, metrics, {'X-Auth-Token': toks['system-reader']})
     ib = 'http://127.0.0.1:%d' % ka
     for user, t in toks.items():
         for p in paths:
@@ -268,7 +351,7 @@ def main():
                                                           'url': side, 'region_id': 'RegionOne'}})
     clouds = os.path.join(WORK, 'clouds.yaml')
     with open(clouds, 'w') as f:
-        json.dump({'clouds': {'owner': {'auth_type': 'password', 'auth': {
+        json.dump({'clouds': {'owner': {'auth_type': 'password', 'cacert': CA, 'auth': {
             'auth_url': ks_url, 'username': 'owner', 'password': 'ownerpw', 'project_name': 'owners',
             'user_domain_name': 'Default', 'project_domain_name': 'Default'}}}}, f)
     cli = ['baremetal', '--os-cloud', 'owner', '--os-baremetal-api-version', '1.49', 'node', 'list', '-f', 'json']
@@ -296,9 +379,16 @@ def main():
     bconf = os.path.join(WORK, 'ironic-basic.conf')
     ironic_conf(bconf, db_url, ba, 'http_basic', {'DEFAULT': 'http_basic_auth_user_file = %s' % htpasswd})
     ironic = serve_ironic(bconf, ba, 'ironic-basic')
-    side, sidep = serve_sidecar(binary, bconf, 'sidecar-basic')
+    side, metrics, sidep = serve_sidecar(binary, bconf, 'sidecar-basic', web, api)
     ib = 'http://127.0.0.1:%d' % ba
     b64 = lambda s: 'Basic ' + base64.b64encode(s.encode()).decode()
+    doors('http_basic', side, metrics, {'Authorization': b64('alice:alicepw')})
+    # The stock CLI with http_basic on the API's door.
+    cli = ['baremetal', '--os-auth-type', 'http_basic', '--os-username', 'alice', '--os-password', 'alicepw',
+           '--os-endpoint', side, '--os-cacert', CA, '--os-baremetal-api-version', '1.49', 'node', 'list', '-f', 'json']
+    r = subprocess.run(cli, capture_output=True, text=True)
+    got = len(json.loads(r.stdout)) if r.returncode == 0 else r.stderr[-300:]
+    check('http_basic', 'alice', 'baremetal node list (CLI)', len(uuids), got)
     basic = {'alice': b64('alice:alicepw'), 'wrong password': b64('alice:nope'), 'unknown user': b64('bob:x'),
              'no header': None, 'bearer': 'Bearer abc', 'garbage': 'Basic !!!'}
     for user, hv in basic.items():

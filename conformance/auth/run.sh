@@ -4,7 +4,7 @@
 # Usage: conformance/auth/run.sh SIDECAR_BINARY   (KEEP=1 keeps logs)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-for cmd in keystone-manage keystone-wsgi-public baremetal psql; do
+for cmd in keystone-manage keystone-wsgi-public baremetal psql openssl; do
   command -v "$cmd" >/dev/null || { echo "conformance-auth: $cmd missing (see .ci/run)" >&2; exit 2; }
 done
 bin="${1:?sidecar binary}"

@@ -61,3 +61,71 @@ func (l *limiter) await(w http.ResponseWriter, r *http.Request) bool {
 	}
 	return false
 }
+
+// Renders is Concurrent for a handler whose output may be larger than the
+// socket buffers: a request holds its slot while the handler works, not
+// while a write waits for the client to read. Each Write and Flush gives
+// the slot back and takes it again after, so clients that never read hold
+// connections (until the write timeout), never the slots, and the others'
+// renders go on.
+func Renders(h http.Handler, n int, wait time.Duration, what string) http.Handler {
+	if n <= 0 {
+		return h
+	}
+	l := &limiter{h: h, sem: make(chan struct{}, n), wait: wait,
+		msg: "limit of " + strconv.Itoa(n) + " concurrent " + what + " reached"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case l.sem <- struct{}{}:
+		default:
+			if !l.await(w, r) {
+				return
+			}
+		}
+		yw := &yieldWriter{ResponseWriter: w, l: l, done: r.Context().Done(), held: true}
+		defer func() {
+			if yw.held {
+				l.release()
+			}
+		}()
+		l.h.ServeHTTP(yw, r)
+	})
+}
+
+// yieldWriter gives its limiter's slot back during each write.
+type yieldWriter struct {
+	http.ResponseWriter
+	l    *limiter
+	done <-chan struct{}
+	held bool
+}
+
+// around runs f without the slot, then takes it again unless the client
+// went away.
+func (y *yieldWriter) around(f func()) {
+	if y.held {
+		y.l.release()
+		y.held = false
+	}
+	f()
+	select {
+	case y.l.sem <- struct{}{}:
+		y.held = true
+	case <-y.done:
+	}
+}
+
+func (y *yieldWriter) Write(p []byte) (n int, err error) {
+	y.around(func() { n, err = y.ResponseWriter.Write(p) })
+	return n, err
+}
+
+// Flush keeps http.Flusher working through the wrapper.
+func (y *yieldWriter) Flush() {
+	if f, ok := y.ResponseWriter.(http.Flusher); ok {
+		y.around(f.Flush)
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (y *yieldWriter) Unwrap() http.ResponseWriter { return y.ResponseWriter }

@@ -2,10 +2,13 @@ package limit
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -75,4 +78,45 @@ func TestConcurrent(t *testing.T) {
 	running.Wait()
 	close(release)
 	done.Wait()
+}
+
+// TestRendersNotHeldByReaders: a client that never reads a response larger
+// than the socket buffers holds its connection, not the render slot: the
+// next request is rendered and answered at once.
+func TestRendersNotHeldByReaders(t *testing.T) {
+	body := []byte(strings.Repeat("x", 1<<16))
+	var renders atomic.Int32
+	h := Renders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		renders.Add(1)
+		if r.URL.Path == "/small" {
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		for range 256 { // 16 MB
+			if _, err := w.Write(body); err != nil {
+				return
+			}
+		}
+	}), 1, 200*time.Millisecond, "renders")
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(4096)
+	_, _ = io.WriteString(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+	for renders.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the big write is blocked now
+	resp, err := http.Get(srv.URL + "/small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("a render while a client does not read: %d, want 200", resp.StatusCode)
+	}
 }
