@@ -395,9 +395,11 @@ func checkHelmPod(t *testing.T, p helmProfile, r *rendered, flags map[string]boo
 			t.Errorf("extraArgs %q not passed", a)
 		}
 	}
-	if len(c.Ports) != 2 || itoa(c.Ports[0].ContainerPort) != port || c.Ports[0].Name != "metrics" ||
-		c.Ports[1].Name != "probes" || !slices.Contains(c.Args, "--web.probe-listen-address=:"+itoa(c.Ports[1].ContainerPort)) {
-		t.Errorf("container ports %v, want metrics on %s and the probe listener's", c.Ports, port)
+	// The API door (--api.listen-address) is the third port.
+	if len(c.Ports) != 3 || itoa(c.Ports[0].ContainerPort) != port || c.Ports[0].Name != "metrics" ||
+		c.Ports[1].Name != "probes" || !slices.Contains(c.Args, "--web.probe-listen-address=:"+itoa(c.Ports[1].ContainerPort)) ||
+		c.Ports[2].Name != "api" || !slices.Contains(c.Args, "--api.listen-address=:"+itoa(c.Ports[2].ContainerPort)) {
+		t.Errorf("container ports %v, want metrics on %s, the probe listener's and the API door's", c.Ports, port)
 	}
 	checkProbe(t, "liveness", c.LivenessProbe, "/healthz", "probes")
 	checkProbe(t, "readiness", c.ReadinessProbe, "/readyz", "probes")
@@ -465,11 +467,13 @@ func checkHelmSelectors(t *testing.T, p helmProfile, r *rendered) {
 	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
 		t.Error("the Service does not select the exporter's pods")
 	}
-	c := container(t, &d.Spec.Template.Spec, exporterContainer)
+	want := []string{fmt.Sprintf("metrics:%v->metrics", r.values["port"]), fmt.Sprintf("api:%v->api", r.values["apiPort"])}
+	var got []string
 	for _, sp := range svc.Spec.Ports {
-		if fmt.Sprint(sp.Port) != fmt.Sprint(r.values["port"]) || sp.TargetPort.String() != c.Ports[0].Name {
-			t.Errorf("Service port %d -> %s, want %v -> %s", sp.Port, sp.TargetPort.String(), r.values["port"], c.Ports[0].Name)
-		}
+		got = append(got, fmt.Sprintf("%s:%d->%s", sp.Name, sp.Port, sp.TargetPort.String()))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Service ports %v, want %v", got, want)
 	}
 	if sa := d.Spec.Template.Spec.ServiceAccountName; sa == "" || r.serviceAccounts[0].Name != sa ||
 		r.serviceAccounts[0].AutomountServiceAccountToken == nil || *r.serviceAccounts[0].AutomountServiceAccountToken {

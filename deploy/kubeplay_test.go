@@ -386,6 +386,19 @@ func checkPlayed(t *testing.T, p *played, nodes int) {
 	}
 	metrics := "http://127.0.0.1:" + port(listen) + "/metrics"
 	checkScrape(t, metrics, nodes)
+	// Two doors: the JSON API on --api.listen-address, /metrics alone on
+	// --web.listen-address.
+	if api := flagValue(c.Args, "api.listen-address"); api != "" {
+		base := "http://127.0.0.1:" + port(api)
+		for _, want := range []struct {
+			url  string
+			code int
+		}{{base + "/v1", 200}, {base + "/metrics", 404}, {"http://127.0.0.1:" + port(listen) + "/v1", 404}} {
+			if code, body, err := httpGet(want.url); err != nil || code != want.code {
+				t.Errorf("%s: %d %v %.200s, want %d", want.url, code, err, body, want.code)
+			}
+		}
+	}
 	// The pod's security context held: the exporter runs as the user the
 	// manifest names, on a read-only root filesystem.
 	// kube play names the container <deployment>-pod-0-<container>.
