@@ -481,7 +481,7 @@ func checkExporterPod(t *testing.T, pod *corev1.PodSpec, flags map[string]bool) 
 	for _, m := range c.VolumeMounts {
 		// SQLite in WAL mode: a reader may have to create the -wal and -shm
 		// files (deploy/kubeplay_test.go, TestKubePlayMetal3SQLite).
-		if !m.ReadOnly && !(sqliteSidecar(c) && m.MountPath == "/data/db") {
+		if !m.ReadOnly && (!sqliteSidecar(c) || m.MountPath != "/data/db") {
 			t.Errorf("volume %s mounted read-write", m.Name)
 		}
 	}

@@ -506,7 +506,7 @@ c.close()
 	out, err := exec.Command("setpriv", "--reuid", strconv.Itoa(ironicUID), "--regid", strconv.Itoa(ironicGID),
 		"--clear-groups", "/usr/bin/python3", "-c", py).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, out)
+		return fmt.Errorf("%w: %s", err, out)
 	}
 	return nil
 }

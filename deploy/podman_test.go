@@ -73,7 +73,7 @@ func testImage(t *testing.T) string {
 		out, err := cmd.CombinedOutput()
 		imageBuild = time.Since(start)
 		if err != nil {
-			imageErr = fmt.Errorf("make image: %v\n%s", err, out)
+			imageErr = fmt.Errorf("make image: %w\n%s", err, out)
 			return
 		}
 		imageName = name
@@ -190,7 +190,7 @@ func ironicSchema(url string) error {
 	cmd := exec.Command(filepath.Join(root, "scripts", "ironic-schema.sh"), url)
 	cmd.Env = testenv.PythonEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("ironic-schema.sh %s: %v\n%s", url, err, out)
+		return fmt.Errorf("ironic-schema.sh %s: %w\n%s", url, err, out)
 	}
 	return nil
 }

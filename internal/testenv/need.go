@@ -187,7 +187,7 @@ func podmanWorks() error {
 	}
 	out, err := exec.Command("podman", "info", "--format", "{{.Store.GraphDriverName}}").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("podman info: %v: %s", err, lastLine(string(out)))
+		return fmt.Errorf("podman info: %w: %s", err, lastLine(string(out)))
 	}
 	return nil
 }
