@@ -434,6 +434,7 @@ func kustomizeBuild(t *testing.T, dir string) []byte {
 // against PostgreSQL and MariaDB, and the Metal3 MariaDB sidecar against
 // MariaDB. Pods run one after another: on the host network they share ports.
 func TestKubePlayKustomize(t *testing.T) {
+	needPodman(t)
 	dbs := ironicDBs(t)
 	dsnSecret := func(backend string) map[string]map[string]string {
 		return map[string]map[string]string{"ironic-conductor-exporter-db": {"dsn": dbs[backend].dsn}}
@@ -535,6 +536,7 @@ func metricValue(t *testing.T, url, name string, timeout time.Duration, cond fun
 // sidecar runs, and the sidecar sees the writes. With the volume mounted
 // readOnly (as the component had it) the sidecar cannot read it.
 func TestKubePlayMetal3SQLite(t *testing.T) {
+	needPodman(t)
 	testenv.Need(t, testenv.IronicPython)
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Fatal("Debian's /usr/bin/python3 plays Ironic's writes")
@@ -632,6 +634,7 @@ func withReadOnlyDB(t *testing.T, docs []byte) []byte {
 // of ci/, with the Secrets and ConfigMaps the profile names holding the
 // fixture databases' DSN (or an ironic.conf naming it).
 func TestKubePlayHelm(t *testing.T) {
+	needPodman(t)
 	dbs := ironicDBs(t)
 	ch := loadChart(t)
 	for i, p := range helmProfiles {

@@ -182,6 +182,7 @@ func TestOperatorPod(t *testing.T) {
 // leaves it in the operator's ironic-data volume (db/ironic.sqlite, WAL,
 // 997:994), the test playing Ironic's writes.
 func TestKubePlayOperatorPod(t *testing.T) {
+	needPodman(t)
 	testenv.Need(t, testenv.IronicPython)
 	ir, _ := readOperatorFiles(t)
 	d := operatorPod(t, ir)
