@@ -135,7 +135,12 @@ func profileValues(t *testing.T, file string) map[string]any {
 // renderChart renders the chart as `helm install --dry-run` would (install,
 // revision 1, default capabilities) with the given user values.
 func renderChart(ch *chart.Chart, vals map[string]any) (map[string]string, chartutil.Values, error) {
-	opts := chartutil.ReleaseOptions{Name: helmRelease, Namespace: helmNamespace, Revision: 1, IsInstall: true}
+	return renderChartAs(ch, vals, helmRelease)
+}
+
+// renderChartAs renders as renderChart does, for the release named release.
+func renderChartAs(ch *chart.Chart, vals map[string]any, release string) (map[string]string, chartutil.Values, error) {
+	opts := chartutil.ReleaseOptions{Name: release, Namespace: helmNamespace, Revision: 1, IsInstall: true}
 	rv, err := chartutil.ToRenderValues(ch, vals, opts, chartutil.DefaultCapabilities)
 	if err != nil {
 		return nil, nil, err
