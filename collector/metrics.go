@@ -161,7 +161,7 @@ func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts Exp
 		ch <- prometheus.MustNewConstMetric(conductorAliveDesc, prometheus.GaugeValue, boolValue(c.Alive), labels...)
 		ch <- prometheus.MustNewConstMetric(conductorOnlineDesc, prometheus.GaugeValue, boolValue(c.Online), labels...)
 		ch <- prometheus.MustNewConstMetric(conductorRingMemberDesc, prometheus.GaugeValue, boolValue(c.Active), labels...)
-		for _, s := range topology.States {
+		for _, s := range r.States() {
 			ch <- prometheus.MustNewConstMetric(conductorStateDesc, prometheus.GaugeValue,
 				boolValue(c.State == s), c.Hostname, c.ConductorGroup, string(s))
 		}

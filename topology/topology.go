@@ -62,26 +62,6 @@ func Rules(snap *db.Snapshot, s Settings) (rules.Rules, rules.Detection, error) 
 	return r, det, nil
 }
 
-// State is the operational state of a conductor, derived from its online
-// column and the age of its heartbeat.
-type State string
-
-// The conductor states. See README.md for how each is derived.
-const (
-	// StateAlive: online with a fresh heartbeat.
-	StateAlive State = "alive"
-	// StateDraining: offline (stopping gracefully) but still heartbeating.
-	StateDraining State = "draining"
-	// StateStopped: offline with a stale heartbeat (a clean stop).
-	StateStopped State = "stopped"
-	// StateDead: online with a stale heartbeat (a crash or a hang). Never
-	// on SQLite, where Ironic does not heartbeat.
-	StateDead State = "dead"
-)
-
-// States lists every State in a fixed order, for one series per state.
-var States = []State{StateAlive, StateDraining, StateStopped, StateDead}
-
 // ConductorInfo is a conductor row with what the topology derives from it.
 type ConductorInfo struct {
 	db.Conductor
@@ -93,7 +73,7 @@ type ConductorInfo struct {
 	// (ironic/db/sqlalchemy/api.py).
 	Active bool
 	// State is the derived operational state.
-	State State
+	State rules.State
 	// Nodes are indexes into Topology.Nodes of the nodes mapped here, in
 	// node id order.
 	Nodes []int
@@ -431,7 +411,7 @@ func (t *Topology) judgeConductors(conductors []db.Conductor) (members map[strin
 		}
 		ci.Alive = rs.Alive(c.Online, c.UpdatedAt, now)
 		ci.Active = rs.RingMember(c.Online, c.UpdatedAt, now)
-		ci.State = State(rs.State(c.Online, c.UpdatedAt, now))
+		ci.State = rs.State(c.Online, c.UpdatedAt, now)
 		if c.Hostname == "" {
 			t.emptyHostname(c, ci.Active)
 			emptyActive = emptyActive || ci.Active
