@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/bench"
