@@ -321,8 +321,8 @@ func MultiConductor(src topology.Source) topology.Source { return multiConductor
 
 type multiConductor struct{ src topology.Source }
 
-func (m multiConductor) Snapshot(ctx context.Context) (*db.Snapshot, error) {
-	snap, err := m.src.Snapshot(ctx)
+func (m multiConductor) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
+	snap, err := m.src.SnapshotChanges(ctx, known)
 	if err == nil {
 		snap.Backend = db.BackendMySQL
 	}

@@ -303,7 +303,7 @@ func TestSimulatorFollowsSettings(t *testing.T) {
 		// disagree with the exporter on them.
 		ctx, cancel := x.ctx()
 		defer cancel()
-		snap, err := MultiConductor(open(t, x.d)).Snapshot(ctx)
+		snap, err := MultiConductor(open(t, x.d)).SnapshotChanges(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,25 +15,12 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 )
 
-// Source yields database snapshots. *db.DB is the production Source.
+// Source yields database snapshots; *db.DB is the production one. known
+// (nil: none) is what the cache holds: the source may then leave the nodes
+// out when their probe is unchanged (Snapshot.NodesUnchanged), or read only
+// those that changed and merge them into known's (db.DB.SnapshotChanges);
+// a source may also ignore it and read every node.
 type Source interface {
-	Snapshot(ctx context.Context) (*db.Snapshot, error)
-}
-
-// ProbingSource is a Source that can leave the nodes out of a snapshot when
-// a probe of the nodes table equals a known one (db.DB.SnapshotSince).
-// *db.DB is one.
-type ProbingSource interface {
-	Source
-	SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error)
-}
-
-// DeltaSource is a ProbingSource that, when the probe changed, can read
-// only the nodes that may have changed and merge them into the known ones
-// (db.DB.SnapshotChanges): its snapshots' Nodes are always complete.
-// *db.DB is one.
-type DeltaSource interface {
-	ProbingSource
 	SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error)
 }
 
@@ -53,11 +40,10 @@ type CacheConfig struct {
 	MinInterval time.Duration
 	// RefreshTimeout bounds one refresh, whoever waits for it. Default 30s.
 	RefreshTimeout time.Duration
-	// FullInterval, when positive and the Source is a ProbingSource, lets
-	// a refresh skip reading the nodes while their probe is unchanged and,
-	// with a DeltaSource, read only the nodes that may have changed when it
-	// changed, for at most this long since every node was last read (the
-	// safety net). Zero reads them all at every refresh. Conductors are
+	// FullInterval, when positive, lets a refresh skip reading the nodes
+	// while their probe is unchanged, and read only the nodes that may have
+	// changed when it changed, for at most this long since every node was
+	// last read (the safety net). Zero reads them all at every refresh. Conductors are
 	// read, and liveness judged, every time.
 	FullInterval time.Duration
 	// ProbeWindow: a probe whose latest node updated_at or created_at
@@ -315,32 +301,18 @@ func (c *Cache) logRules(prev, t *Topology) {
 	}
 }
 
-// build reads a snapshot and builds its topology over prev's. With a
-// ProbingSource it passes the known node probe when prev's nodes may be
-// reused (see CacheConfig.FullInterval and ProbeWindow), and to a
-// DeltaSource those nodes too, for a delta read; next receives the nodes
-// and probe of a successful build. The snapshot read is returned
-// even when building its topology failed.
+// build reads a snapshot and builds its topology over prev's. It passes
+// the Source prev's nodes and probe when they may be reused (see
+// CacheConfig.FullInterval and ProbeWindow); next receives the nodes and
+// probe of a successful build. The snapshot read is returned even when
+// building its topology failed.
 func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time) (*Topology, *db.Snapshot, error) {
-	var (
-		snap *db.Snapshot
-		err  error
-	)
-	ps, probing := c.cfg.Source.(ProbingSource)
-	if probing && c.cfg.FullInterval > 0 {
-		var known *db.NodeProbe
-		if prev.probe != nil && prev.view.Topology != nil && now.Sub(prev.readAt) < c.cfg.FullInterval &&
-			prev.probedAt.Sub(prev.probe.Latest()) >= c.cfg.ProbeWindow {
-			known = prev.probe
-		}
-		if ds, delta := ps.(DeltaSource); delta && known != nil {
-			snap, err = ds.SnapshotChanges(ctx, &db.Known{Probe: *known, Nodes: prev.nodes, Window: c.cfg.ProbeWindow})
-		} else {
-			snap, err = ps.SnapshotSince(ctx, known)
-		}
-	} else {
-		snap, err = c.cfg.Source.Snapshot(ctx)
+	var known *db.Known
+	if c.cfg.FullInterval > 0 && prev.probe != nil && prev.view.Topology != nil &&
+		now.Sub(prev.readAt) < c.cfg.FullInterval && prev.probedAt.Sub(prev.probe.Latest()) >= c.cfg.ProbeWindow {
+		known = &db.Known{Probe: *prev.probe, Nodes: prev.nodes, Window: c.cfg.ProbeWindow}
 	}
+	snap, err := c.cfg.Source.SnapshotChanges(ctx, known)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading snapshot: %w", err)
 	}

@@ -72,7 +72,7 @@ func TestCacheReportsRefreshes(t *testing.T) {
 	}
 }
 
-// probingSource is a ProbingSource over a fixed snapshot whose node probe
+// probingSource is a Source over a fixed snapshot whose node probe
 // the test sets; it counts the snapshots that read nodes.
 type probingSource struct {
 	mu        sync.Mutex
@@ -81,8 +81,11 @@ type probingSource struct {
 	nodeReads int
 }
 
-func (p *probingSource) Snapshot(ctx context.Context) (*db.Snapshot, error) {
-	return p.SnapshotSince(ctx, nil)
+func (p *probingSource) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
+	if known == nil {
+		return p.SnapshotSince(ctx, nil)
+	}
+	return p.SnapshotSince(ctx, &known.Probe)
 }
 
 func (p *probingSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
@@ -227,7 +230,7 @@ func TestCacheLogsWhatItServes(t *testing.T) {
 	}
 }
 
-// deltaSource is a DeltaSource over a fleet the test changes: a delta
+// deltaSource is a Source over a fleet the test changes: a delta
 // answer carries every node, the unchanged ones copied from the known
 // nodes it was given (as db.DB.SnapshotChanges merges them), the changed
 // ones from the fleet. It records what it was given.
@@ -238,16 +241,6 @@ type deltaSource struct {
 	// changed are the ids written since the last read.
 	changed map[int64]bool
 	known   []*db.Known // nil for a read without a known probe
-}
-
-func (s *deltaSource) Snapshot(context.Context) (*db.Snapshot, error) { return s.read(nil, false), nil }
-
-func (s *deltaSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
-	var k *db.Known
-	if known != nil {
-		k = &db.Known{Probe: *known}
-	}
-	return s.read(k, false), nil
 }
 
 func (s *deltaSource) SnapshotChanges(_ context.Context, known *db.Known) (*db.Snapshot, error) {
@@ -340,7 +333,7 @@ func sameTopology(t *testing.T, what string, got, want *Topology) {
 	}
 }
 
-// TestCacheDeltaRefresh: with a DeltaSource the cache passes its nodes,
+// TestCacheDeltaRefresh: the cache passes its nodes,
 // probe and ProbeWindow when the probe changed, and the topology built
 // over the previous one from the merged nodes is the one a full read
 // builds from scratch; the delta reads do not postpone the full read due

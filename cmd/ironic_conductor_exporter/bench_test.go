@@ -91,16 +91,12 @@ func BenchmarkRefresh(b *testing.B) {
 	}
 }
 
-// countingSource is the database as the cache's DeltaSource, counting
+// countingSource is the database as the cache's Source, counting
 // the refreshes whose probe spared the node read (unchanged), that read
 // only the changed nodes (delta), and that read every node (read).
 type countingSource struct {
 	*db.DB
 	unchanged, delta, read atomic.Int64
-}
-
-func (s *countingSource) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
-	return s.count(s.DB.SnapshotSince(ctx, known))
 }
 
 func (s *countingSource) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
