@@ -215,9 +215,6 @@ func schemaSource() string {
 	return "Ironic's create_schema"
 }
 
-// Path is the database file.
-func (d *Demo) Path() string { return d.path }
-
 // DSN is the database as Ironic's [database]connection names it
 // (sqlite:////absolute/path), for db.Open.
 func (d *Demo) DSN() string { return "sqlite:///" + d.path }

@@ -255,7 +255,7 @@ func TestTempDirRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Dir(d.Path())
+	dir := filepath.Dir(d.path)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
