@@ -146,13 +146,15 @@ func (np *nodePieces) orderOf(t *topology.Topology) []int32 {
 }
 
 // gzipped returns the node family as a gzip chunk, rendering it from t on
-// first use.
+// first use. BestSpeed: at 1M nodes the default level took about 3 s of
+// CPU of a cold scrape whose target is 5 s, BestSpeed 1.2 s, for 28.7
+// bytes a node sent instead of 27.
 func (np *nodePieces) gzipped(t *topology.Topology) (*zchunk, error) {
 	order := np.orderOf(t)
 	np.mu.Lock()
 	defer np.mu.Unlock()
 	if np.z == nil && np.err == nil {
-		z := newZwriter(newFlate(flate.DefaultCompression))
+		z := newZwriter(newFlate(flate.BestSpeed))
 		err := writeNodeFamily(z, t, order)
 		c, ferr := z.finish()
 		if np.err = errors.Join(err, ferr); np.err == nil {
