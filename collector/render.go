@@ -146,9 +146,9 @@ func (np *nodePieces) orderOf(t *topology.Topology) []int32 {
 }
 
 // gzipped returns the node family as a gzip chunk, rendering it from t on
-// first use. BestSpeed: at 1M nodes the default level took about 3 s of
-// CPU of a cold scrape whose target is 5 s, BestSpeed 1.2 s, for 28.7
-// bytes a node sent instead of 27.
+// first use. BestSpeed: at 1M nodes it compresses the family in about
+// 1.2 s of CPU, the default level in about three times that, of a cold
+// scrape whose target is 5 s; 28.7 bytes a node are sent instead of 27.
 func (np *nodePieces) gzipped(t *topology.Topology) (*zchunk, error) {
 	order := np.orderOf(t)
 	np.mu.Lock()
