@@ -76,9 +76,9 @@ func (p *probing) SnapshotChanges(ctx context.Context, k *db.Known) (*db.Snapsho
 
 // TestHealthKeepsTheProbe: the database's row warnings reach DatabaseHealth
 // through the cache's refresh reports, so the cache reads the database
-// itself and keeps its change probe (a wrapper around the Source once hid
-// it, and every refresh read every node); the warnings of a snapshot that
-// skipped the unchanged nodes are still exported.
+// itself and keeps its change probe (a wrapper around the Source must not
+// hide it, or every refresh reads every node); the warnings of a snapshot
+// that skipped the unchanged nodes are still exported.
 func TestHealthKeepsTheProbe(t *testing.T) {
 	snap := fixture.Golden()
 	snap.Warnings = []string{"nodes row 7 (id 7): conductor_group NULL, kept as \"\""}
