@@ -48,10 +48,11 @@ type CacheConfig struct {
 	FullInterval time.Duration
 	// ProbeWindow: a probe whose latest node updated_at or created_at
 	// (db.NodeProbe.Latest) was less than this older than the refresh that
-	// took it does not vouch for the next one, since a write within the
-	// same tick of a coarse clock leaves the same timestamp; it covers the
-	// clock skew between Ironic's hosts and the exporter too. A delta read
-	// also reads again the rows written up to this long before Latest.
+	// took it does not spare the next node read, since a write within the
+	// same tick of a coarse clock leaves the same timestamp (db.Known.Recent:
+	// the next refresh reads the changes as a delta); it covers the clock
+	// skew between Ironic's hosts and the exporter too. A delta read also
+	// reads again the rows written up to this long before Latest.
 	// Default DefaultProbeWindow.
 	ProbeWindow time.Duration
 	// MaxWait bounds how long Get waits for a refresh when its context has
@@ -318,9 +319,9 @@ func (c *Cache) logRules(prev, t *Topology) {
 // building its topology failed.
 func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time) (*Topology, *db.Snapshot, error) {
 	var known *db.Known
-	if c.cfg.FullInterval > 0 && prev.probe != nil && prev.view.Topology != nil &&
-		now.Sub(prev.readAt) < c.cfg.FullInterval && prev.probedAt.Sub(prev.probe.Latest()) >= c.cfg.ProbeWindow {
-		known = &db.Known{Probe: *prev.probe, Nodes: prev.nodes, Window: c.cfg.ProbeWindow}
+	if c.cfg.FullInterval > 0 && prev.probe != nil && prev.view.Topology != nil && now.Sub(prev.readAt) < c.cfg.FullInterval {
+		known = &db.Known{Probe: *prev.probe, Nodes: prev.nodes, Window: c.cfg.ProbeWindow,
+			Recent: prev.probedAt.Sub(prev.probe.Latest()) < c.cfg.ProbeWindow}
 	}
 	snap, err := c.cfg.Source.SnapshotChanges(ctx, known)
 	if err != nil {

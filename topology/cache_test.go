@@ -82,7 +82,7 @@ type probingSource struct {
 }
 
 func (p *probingSource) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
-	if known == nil {
+	if known == nil || known.Recent {
 		return p.SnapshotSince(ctx, nil)
 	}
 	return p.SnapshotSince(ctx, &known.Probe)
@@ -260,7 +260,7 @@ func (s *deltaSource) read(known *db.Known, delta bool) *db.Snapshot {
 	snap := *s.fleet
 	snap.NodeProbe = s.probe
 	switch {
-	case known != nil && known.Probe == s.probe:
+	case known != nil && !known.Recent && known.Probe == s.probe:
 		snap.Nodes, snap.NodesUnchanged, snap.NodeRead = nil, true, db.NodeReadSkipped
 	case known != nil && delta:
 		byID := map[int64]db.Node{}
@@ -387,12 +387,33 @@ func TestCacheDeltaRefresh(t *testing.T) {
 	})
 	refresh("a delta over a delta", time.Second)
 	refresh("unchanged", time.Second)
+	// A write at the very time of the next refresh: its probe is recent
+	// (within the probe window), so the refresh after reads the changes
+	// since it as a delta rather than trust it, and so on until the probe
+	// is old enough to spare the read.
+	writeAt := func(id int64, at time.Time) {
+		src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+			nodes[id-1].Driver = map[string]string{"ipmi": "redfish", "redfish": "ipmi"}[nodes[id-1].Driver]
+			return nodes, []int64{id}
+		})
+		src.probe.MaxUpdatedAt = at.UTC()
+	}
+	writeAt(7, now.Add(time.Second))
+	refresh("a write at the refresh's time", time.Second)
+	writeAt(8, now)
+	refresh("a write after a recent probe", time.Second)
+	if k := src.known[len(src.known)-1]; k == nil || !k.Recent {
+		t.Errorf("the refresh after a recent probe was given %+v, want it marked recent", k)
+	}
+	refresh("nothing written since a recent probe", time.Second)
+	refresh("the probe is old enough", time.Second)
 	src.write(func(nodes []db.Node) ([]db.Node, []int64) {
 		nodes[5].Driver = "ipmi"
 		return nodes, []int64{6}
 	})
-	refresh("the full interval", 57*time.Second)
-	want := []db.NodeRead{db.NodeReadFull, db.NodeReadDelta, db.NodeReadDelta, db.NodeReadSkipped, db.NodeReadFull}
+	refresh("the full interval", 53*time.Second)
+	want := []db.NodeRead{db.NodeReadFull, db.NodeReadDelta, db.NodeReadDelta, db.NodeReadSkipped,
+		db.NodeReadDelta, db.NodeReadDelta, db.NodeReadDelta, db.NodeReadSkipped, db.NodeReadFull}
 	if !slices.Equal(reads, want) {
 		t.Errorf("refreshes read %v, want %v", reads, want)
 	}
