@@ -253,8 +253,9 @@ func (t *Topology) ringOf(gd GroupDriver) GroupDriver {
 // reusableNodes), those results are prev's, shared: the rebuild costs
 // O(conductors), not O(nodes), and liveness is still judged afresh. It
 // keeps the sidecar's steady-state CPU inside its target (2% of a core at
-// 100k nodes): a refresh every --refresh.min-interval over unchanged nodes
-// would otherwise walk them all. TestRebuildOverUnchangedNodes compares
+// 100k nodes, 20% at 1M): a refresh every --refresh.min-interval over
+// unchanged nodes would otherwise walk them all (at 100k nodes, 0.3% of a
+// core more in make bench's unchanged phase; ten times the walk at 1M). TestRebuildOverUnchangedNodes compares
 // every field, exported or not, with Build's full path. The
 // topology points into snap.Nodes (NodeInfo.Node), so a snapshot's nodes
 // must not be written once a topology is built from them; Build never
