@@ -313,7 +313,7 @@ func (rq *request) version(routing bool) bool {
 		return false
 	}
 	rq.minor = m
-	hdr[hdrVersion] = rq.h.vh.byMinor[m]
+	hdr[hdrVersion] = []string{"1." + strconv.Itoa(m)}
 	return true
 }
 

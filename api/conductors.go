@@ -252,10 +252,7 @@ func (rq *request) listConductors() {
 		rq.fail(err)
 		return
 	}
-	bp := getBuf()
-	defer putBuf(bp)
-	*bp = rq.appendConductorList(*bp, a, conductorPage(t, a, marker))
-	rq.reply(*bp)
+	rq.reply(rq.appendConductorList(nil, a, conductorPage(t, a, marker)))
 }
 
 // conductorPage is Ironic's paginate_query: order by (sort_key, id) in one
@@ -366,11 +363,7 @@ func (rq *request) replyConductor(t *topology.Topology, c *topology.ConductorInf
 		rq.fail(err)
 		return
 	}
-	bp := getBuf()
-	defer putBuf(bp)
-	b := appendConductor(*bp, rq.base(), c, mask)
-	*bp = b
-	rq.reply(b)
+	rq.reply(appendConductor(nil, rq.base(), c, mask))
 }
 
 // conductorsTooOld is the 404 of the conductor resources below 1.49:
