@@ -66,7 +66,7 @@ func psqlCopy(psql, query string) (time.Duration, error) {
 	cmd.Stdin = strings.NewReader("\\o /dev/null\n\\timing on\n" + query + ";\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("psql: %v: %s", err, out)
+		return 0, fmt.Errorf("psql: %w: %s", err, out)
 	}
 	m := psqlTime.FindSubmatch(out)
 	if m == nil {
