@@ -106,9 +106,9 @@ e2e:
 faults:
 	$(GO) test -count=1 -v ./faults
 
-## bench: every performance figure next to its floor, measured in the same run in alternated
-## rounds (also in callgrind instruction counts), and the binary under wrk, alone and next to real
-## Ironic 21.4's API: one table (README "Performance"). About 20 minutes; not part of `make test`.
+## bench: the performance contract at 100k and 1M nodes: Go benchmarks, the binary in a steady
+## state on real PostgreSQL fleets, lookups under wrk, alone and next to real Ironic 21.4's API: one
+## table (README "Performance"). About 25 minutes; not part of `make test`.
 bench:
 	./scripts/bench.sh
 

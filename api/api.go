@@ -2,19 +2,16 @@ package api
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -65,11 +62,6 @@ type handler struct {
 	vh       versionHeaders
 	public   string
 	access   func(r *http.Request) Access
-	// lastBase is the base URL of links last computed from a request's
-	// address (see base).
-	lastBase atomic.Pointer[baseEntry]
-	// docs are the pre-rendered conductor documents (see conductorDoc).
-	docs atomic.Pointer[docSet]
 }
 
 // NewHandler returns the Ironic-compatible JSON API, rendered from cache:
@@ -321,76 +313,21 @@ func (rq *request) version(routing bool) bool {
 		return false
 	}
 	rq.minor = m
-	hdr[hdrVersion] = rq.h.vh.byMinor[m]
+	hdr[hdrVersion] = []string{"1." + strconv.Itoa(m)}
 	return true
 }
 
-// requestID is one Openstack-Request-Id header value and its bytes: v[0]
-// is a string over b, which is never written after.
-type requestID struct {
-	v [1]string
-	b [40]byte
-}
-
-// requestIDs are allocated in batches, handed out one by one: a request
-// keeps its id (the header map holds it), the batch lives as long as one of
-// its ids does.
-type requestIDs struct {
-	next int
-	ids  [64]requestID
-}
-
-var requestIDPool = sync.Pool{New: func() any { return new(requestIDs) }}
-
-// requestIDTemplate is the form of an id (its dashes).
-const requestIDTemplate = "req-00000000-0000-0000-0000-000000000000"
-
-// hexPairs are the two hex digits of each byte, as a little-endian uint16.
-var hexPairs = func() (t [256]uint16) {
-	for v := range t {
-		t[v] = uint16(hexDigits[v>>4]) | uint16(hexDigits[v&0xf])<<8
-	}
-	return t
-}()
-
 // newRequestID returns the value of an Openstack-Request-Id header in the
-// form of Ironic's ("req-" and a random UUID), without an allocation of its
-// own (requestIDs). It only correlates logs, so a fast non-cryptographic
-// source is enough.
+// form of Ironic's ("req-" and a random UUID). It only correlates logs, so
+// a non-cryptographic source is enough.
 func newRequestID() []string {
 	var u [16]byte
 	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
 	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	batch := requestIDPool.Get().(*requestIDs)
-	if batch.next == len(batch.ids) {
-		batch = new(requestIDs)
-	}
-	id := &batch.ids[batch.next]
-	batch.next++
-	requestIDPool.Put(batch)
-	b := &id.b
-	copy(b[:], requestIDTemplate)
-	le, h := binary.LittleEndian, &hexPairs
-	le.PutUint16(b[4:], h[u[0]])
-	le.PutUint16(b[6:], h[u[1]])
-	le.PutUint16(b[8:], h[u[2]])
-	le.PutUint16(b[10:], h[u[3]])
-	le.PutUint16(b[13:], h[u[4]])
-	le.PutUint16(b[15:], h[u[5]])
-	le.PutUint16(b[18:], h[u[6]])
-	le.PutUint16(b[20:], h[u[7]])
-	le.PutUint16(b[23:], h[u[8]])
-	le.PutUint16(b[25:], h[u[9]])
-	le.PutUint16(b[28:], h[u[10]])
-	le.PutUint16(b[30:], h[u[11]])
-	le.PutUint16(b[32:], h[u[12]])
-	le.PutUint16(b[34:], h[u[13]])
-	le.PutUint16(b[36:], h[u[14]])
-	le.PutUint16(b[38:], h[u[15]])
-	id.v[0] = unsafe.String(&b[0], len(b))
-	return id.v[:]
+	h := hex.EncodeToString(u[:])
+	return []string{"req-" + h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]}
 }
 
 // base returns the base URL of links, like Ironic's request.public_url.
@@ -403,9 +340,6 @@ func (rq *request) base() string {
 	// Without a connection (a request handled in-process), the Host.
 	a, _ := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	tls := rq.r.TLS != nil
-	if e := rq.h.lastBase.Load(); e != nil && e.matches(a, rq.r.Host, tls) {
-		return e.base
-	}
 	host := rq.r.Host
 	if a != nil {
 		host = a.String()
@@ -417,53 +351,7 @@ func (rq *request) base() string {
 	if tls {
 		base = "https://" + host
 	}
-	if e := newBaseEntry(a, rq.r.Host, tls, base); e != nil {
-		rq.h.lastBase.Store(e)
-	}
 	return base
-}
-
-// baseEntry is a base URL and what it was computed from: a TCP address
-// (every request of a listener arrives at the same one), or the Host of a
-// request without an address; and whether the request came over TLS.
-type baseEntry struct {
-	tcp  bool
-	ip   net.IP
-	port int
-	zone string
-	host string
-	tls  bool
-	base string
-}
-
-// newBaseEntry returns the entry of base, computed from a (a nil Addr: from
-// host) and tls; nil for addresses other than TCP ones.
-func newBaseEntry(a net.Addr, host string, tls bool, base string) *baseEntry {
-	switch a := a.(type) {
-	case nil:
-		return &baseEntry{host: host, tls: tls, base: base}
-	case *net.TCPAddr:
-		if a == nil {
-			return nil
-		}
-		return &baseEntry{tcp: true, ip: slices.Clone(a.IP), port: a.Port, zone: a.Zone, tls: tls, base: base}
-	}
-	return nil
-}
-
-// matches reports whether a request arriving at a (nil: none, with Host
-// host), over TLS or not, has the entry's base URL.
-func (e *baseEntry) matches(a net.Addr, host string, tls bool) bool {
-	if e.tls != tls {
-		return false
-	}
-	switch a := a.(type) {
-	case nil:
-		return !e.tcp && e.host == host
-	case *net.TCPAddr:
-		return a != nil && e.tcp && a.Port == e.port && a.Zone == e.zone && a.IP.Equal(e.ip)
-	}
-	return false
 }
 
 // Headers of JSON answers rendered from a stale topology: the last refresh

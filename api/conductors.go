@@ -4,16 +4,14 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // conductorField is a set of the fields of Ironic's conductor
-// representation: bit i is conductorFields[i].
-type conductorField uint8
+// representation: bit i is conductorFields[i] (TestConductorFieldsFit).
+type conductorField uint64
 
 // conductorFields are the fields in the order Ironic renders them
 // (object_to_dict, then links and "alive"); links is always rendered.
@@ -254,10 +252,7 @@ func (rq *request) listConductors() {
 		rq.fail(err)
 		return
 	}
-	bp := getBuf()
-	defer putBuf(bp)
-	*bp = rq.appendConductorList(*bp, a, conductorPage(t, a, marker))
-	rq.reply(*bp)
+	rq.reply(rq.appendConductorList(nil, a, conductorPage(t, a, marker)))
 }
 
 // conductorPage is Ironic's paginate_query: order by (sort_key, id) in one
@@ -362,135 +357,13 @@ func (rq *request) conductorRequest() ([]string, *topology.Topology, *apiError) 
 }
 
 // replyConductor renders one conductor of t with the requested fields.
-// The document with every field (no ?fields=) comes pre-rendered
-// (conductorDoc).
 func (rq *request) replyConductor(t *topology.Topology, c *topology.ConductorInfo, fields []string) {
 	mask, err := conductorMask(fields)
 	if err != nil {
 		rq.fail(err)
 		return
 	}
-	base := rq.base()
-	if mask == cfAll {
-		if d := rq.h.conductorDoc(t, base, c); d != nil {
-			rq.replyDoc(d)
-			return
-		}
-	}
-	bp := getBuf()
-	defer putBuf(bp)
-	b := appendConductor(*bp, base, c, mask)
-	*bp = b
-	rq.reply(b)
-}
-
-// renderedDoc is a 200 JSON body and its Content-Length header value.
-type renderedDoc struct {
-	body   []byte
-	length []string
-}
-
-func newRenderedDoc(body []byte) *renderedDoc {
-	return &renderedDoc{body: body, length: []string{strconv.Itoa(len(body))}}
-}
-
-// replyDoc is reply of a pre-rendered body.
-func (rq *request) replyDoc(d *renderedDoc) {
-	hdr := rq.w.Header()
-	hdr["Content-Type"] = ctJSON
-	hdr["Content-Length"] = d.length
-	rq.w.WriteHeader(http.StatusOK)
-	if rq.r.Method != http.MethodHead {
-		_, _ = rq.w.Write(d.body)
-	}
-}
-
-// maxDocBases bounds the base URLs whose conductor documents are kept per
-// topology (one per listen address, and a few more Hosts in-process).
-const maxDocBases = 4
-
-// docSet holds the conductor documents of one topology: for each base URL
-// links were rendered with, one slot per conductor (index in
-// t.Conductors), filled on its first lookup. A set is never modified but
-// for its slots; a new topology or base URL makes a new set.
-type docSet struct {
-	t      *topology.Topology
-	bases  []string
-	byBase [][]atomic.Pointer[renderedDoc]
-}
-
-// conductorDoc returns the document of c (a conductor of t) with every
-// field and links under base, rendering it on its first use for t and
-// base: a conductor's lookups answer the same bytes until the topology
-// changes, and a fleet has few conductors. nil when it is not kept: t is
-// no longer the cache's topology (a request that got it before a
-// refresh), or too many base URLs are in use.
-func (h *handler) conductorDoc(t *topology.Topology, base string, c *topology.ConductorInfo) *renderedDoc {
-	i := conductorIndex(t, c)
-	if i < 0 {
-		return nil
-	}
-	for {
-		set := h.docs.Load()
-		if set == nil || set.t != t {
-			if h.cache.Current().Topology != t {
-				return nil
-			}
-			next := &docSet{t: t}
-			if !h.docs.CompareAndSwap(set, next) {
-				continue
-			}
-			set = next
-		}
-		slots := set.slots(base)
-		if slots == nil {
-			if len(set.bases) >= maxDocBases {
-				return nil
-			}
-			next := &docSet{t: t, bases: append(slices.Clip(set.bases), base),
-				byBase: append(slices.Clip(set.byBase), make([]atomic.Pointer[renderedDoc], len(t.Conductors)))}
-			if !h.docs.CompareAndSwap(set, next) {
-				continue
-			}
-			slots = next.byBase[len(next.byBase)-1]
-		}
-		if d := slots[i].Load(); d != nil {
-			return d
-		}
-		d := newRenderedDoc(appendConductor(nil, base, c, cfAll))
-		if slots[i].CompareAndSwap(nil, d) {
-			return d
-		}
-		return slots[i].Load()
-	}
-}
-
-// slots returns the documents of base, nil when the set has none.
-func (s *docSet) slots(base string) []atomic.Pointer[renderedDoc] {
-	for i, b := range s.bases {
-		if b == base {
-			return s.byBase[i]
-		}
-	}
-	return nil
-}
-
-// conductorIndex is the index of c in t.Conductors (which are in id
-// order), -1 when c is not one of them.
-func conductorIndex(t *topology.Topology, c *topology.ConductorInfo) int {
-	lo, hi := 0, len(t.Conductors)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if t.Conductors[m].ID < c.ID {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(t.Conductors) && &t.Conductors[lo] == c {
-		return lo
-	}
-	return -1
+	rq.reply(appendConductor(nil, rq.base(), c, mask))
 }
 
 // conductorsTooOld is the 404 of the conductor resources below 1.49:

@@ -2,7 +2,6 @@ package api
 
 import (
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -160,17 +159,4 @@ func appendRawJSON(b []byte, s string) []byte {
 		}
 	}
 	return append(b, s...)
-}
-
-// bufPool recycles response buffers.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
-
-func putBuf(b *[]byte) {
-	if cap(*b) > 1<<20 {
-		return // do not keep huge list bodies alive
-	}
-	*b = (*b)[:0]
-	bufPool.Put(b)
 }

@@ -68,10 +68,7 @@ func (rq *request) getNode(ident string) {
 		rq.fail(err)
 		return
 	}
-	bp := getBuf()
-	defer putBuf(bp)
-	*bp = rq.appendNode(*bp, rq.base(), t, n, list)
-	rq.reply(*bp)
+	rq.reply(rq.appendNode(nil, rq.base(), t, n, list))
 }
 
 // nodeRequest validates GET /v1/nodes/{node_ident}, in Ironic's order, and
@@ -472,10 +469,7 @@ func (rq *request) listNodes(detailEndpoint bool) {
 		return
 	}
 	items := selectNodes(t, a, key, marker)
-	bp := getBuf()
-	defer putBuf(bp)
-	*bp = rq.appendNodeList(*bp, t, a, items, list)
-	rq.reply(*bp)
+	rq.reply(rq.appendNodeList(nil, t, a, items, list))
 }
 
 // selectNodes returns the page: the nodes that match, after the marker, in

@@ -49,23 +49,18 @@ const (
 	hdrOpenStackVersion = "Openstack-Api-Version"
 )
 
-// versionHeaders holds the preformatted header values for a maximum minor
-// version, so that answering allocates nothing for them.
+// versionHeaders holds the header values of the minimum and maximum
+// versions.
 type versionHeaders struct {
 	min, max []string
-	byMinor  [][]string // "1.N" for N in [0, max]
-	maxStr   string     // "1.N"
+	maxStr   string // "1.N"
 }
 
 func newVersionHeaders(maxMinor int) versionHeaders {
 	vh := versionHeaders{
-		min:     []string{"1." + strconv.Itoa(minMinor)},
-		max:     []string{"1." + strconv.Itoa(maxMinor)},
-		byMinor: make([][]string, maxMinor+1),
-		maxStr:  "1." + strconv.Itoa(maxMinor),
-	}
-	for i := range vh.byMinor {
-		vh.byMinor[i] = []string{"1." + strconv.Itoa(i)}
+		min:    []string{"1." + strconv.Itoa(minMinor)},
+		max:    []string{"1." + strconv.Itoa(maxMinor)},
+		maxStr: "1." + strconv.Itoa(maxMinor),
 	}
 	return vh
 }
@@ -94,9 +89,6 @@ func (h *handler) negotiate(r *http.Request, routing bool) (int, *apiError) {
 	}
 	if len(s) == 6 && strings.EqualFold(s, "latest") {
 		return h.maxMinor, nil
-	}
-	if m, ok := fastMinor(s); ok && m >= minMinor && m <= h.maxMinor {
-		return m, nil
 	}
 	mk := func(msg string) *apiError {
 		e := clientError(http.StatusNotAcceptable, msg)
@@ -199,20 +191,4 @@ func parsePyInt(s string) (pyInt, bool) {
 		p.neg = false
 	}
 	return p, true
-}
-
-// fastMinor parses the common "1.NN" exactly, without allocating.
-func fastMinor(s string) (int, bool) {
-	if len(s) < 3 || len(s) > 4 || s[0] != '1' || s[1] != '.' {
-		return 0, false
-	}
-	m := 0
-	for i := 2; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		m = m*10 + int(c-'0')
-	}
-	return m, true
 }

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,10 +24,8 @@ import (
 )
 
 // benchSnapshot is 300 conductors in 6 groups of 4 hardware types and n
-// nodes as db's reader makes them: unique UUIDs and names (their bytes
-// and the names' string headers packed in chunks, as the reader's string
-// arena packs them), shared pointers for the states, an instance on a third
-// of them.
+// nodes as db's reader makes them: unique UUIDs and names, shared pointers
+// for the states, an instance on a third of them.
 func benchSnapshot(n int) *db.Snapshot {
 	groups := []string{"", "rack1", "rack2", "rack3", "edge-a", "edge-b"}
 	types := []string{"ipmi", "redfish", "idrac", "ilo"}
@@ -40,47 +37,21 @@ func benchSnapshot(n int) *db.Snapshot {
 			UpdatedAt: fixture.Ago(time.Duration(rng.IntN(30)) * time.Second), HardwareTypes: types})
 	}
 	power, active, bm := fixture.Ptr("power on"), fixture.Ptr("active"), fixture.Ptr("baremetal")
-	var arena benchArena
 	snap.Nodes = make([]db.Node, n)
 	for i := range snap.Nodes {
 		nd := &snap.Nodes[i]
 		nd.ID = int64(i + 1)
-		nd.UUID = arena.str(fmt.Appendf(arena.scratch[:0], "%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.Uint32()&0xffff,
-			rng.Uint32()&0xfff, rng.Uint32()&0xfff, rng.Uint64()&0xffffffffffff))
-		nd.Name = arena.ptr(fmt.Appendf(arena.scratch[:0], "node-%d", i))
+		nd.UUID = fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.Uint32()&0xffff,
+			rng.Uint32()&0xfff, rng.Uint32()&0xfff, rng.Uint64()&0xffffffffffff)
+		nd.Name = fixture.Ptr(fmt.Sprintf("node-%d", i))
 		nd.ConductorGroup, nd.Driver = groups[rng.IntN(6)], types[rng.IntN(4)]
 		nd.PowerState, nd.ProvisionState, nd.ResourceClass = power, active, bm
 		if i%3 == 0 {
-			nd.InstanceUUID = arena.ptr(fmt.Appendf(arena.scratch[:0], "%08x-0000-4000-8000-%012x", i, i))
+			nd.InstanceUUID = fixture.Ptr(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i))
 		}
 		nd.CreatedAt, nd.UpdatedAt = fixture.Ago(time.Hour), fixture.Ago(time.Minute)
 	}
 	return snap
-}
-
-// benchArena packs strings as db's reader does (its stringArena): bytes in
-// 64 KiB chunks, the headers *string points to in chunks of 1024.
-type benchArena struct {
-	buf     []byte
-	ptrs    []string
-	scratch [64]byte
-}
-
-func (a *benchArena) str(b []byte) string {
-	if len(a.buf)+len(b) > cap(a.buf) {
-		a.buf = make([]byte, 0, 64<<10)
-	}
-	start := len(a.buf)
-	a.buf = append(a.buf, b...)
-	return unsafe.String(&a.buf[start], len(b))
-}
-
-func (a *benchArena) ptr(b []byte) *string {
-	if len(a.ptrs) == cap(a.ptrs) {
-		a.ptrs = make([]string, 0, 1024)
-	}
-	a.ptrs = append(a.ptrs, a.str(b))
-	return &a.ptrs[len(a.ptrs)-1]
 }
 
 // benchCache is a cache over snap whose first refresh is done: Get waits

@@ -52,14 +52,18 @@ func TestEmptyHostnameMetrics(t *testing.T) {
 	wantSnapshotWarnings(t, health, `ironic_exporter_snapshot_warnings{reason="empty_hostname",table="conductors"} 1`)
 }
 
-// probing is a ProbingSource that records the probe it is asked about and
+// probing is a Source that records the probe it is asked about and
 // answers "nodes unchanged" once it was given one.
 type probing struct {
 	*fixture.Source
 	asked []*db.NodeProbe
 }
 
-func (p *probing) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
+func (p *probing) SnapshotChanges(ctx context.Context, k *db.Known) (*db.Snapshot, error) {
+	var known *db.NodeProbe
+	if k != nil {
+		known = &k.Probe
+	}
 	p.asked = append(p.asked, known)
 	snap, err := p.Snapshot(ctx)
 	if err != nil || known == nil {
@@ -72,9 +76,9 @@ func (p *probing) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.S
 
 // TestHealthKeepsTheProbe: the database's row warnings reach DatabaseHealth
 // through the cache's refresh reports, so the cache reads the database
-// itself and keeps its change probe (a wrapper around the Source once hid
-// it, and every refresh read every node); the warnings of a snapshot that
-// skipped the unchanged nodes are still exported.
+// itself and keeps its change probe (a wrapper around the Source must not
+// hide it, or every refresh reads every node); the warnings of a snapshot
+// that skipped the unchanged nodes are still exported.
 func TestHealthKeepsTheProbe(t *testing.T) {
 	snap := fixture.Golden()
 	snap.Warnings = []string{"nodes row 7 (id 7): conductor_group NULL, kept as \"\""}

@@ -161,7 +161,7 @@ func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts Exp
 		ch <- prometheus.MustNewConstMetric(conductorAliveDesc, prometheus.GaugeValue, boolValue(c.Alive), labels...)
 		ch <- prometheus.MustNewConstMetric(conductorOnlineDesc, prometheus.GaugeValue, boolValue(c.Online), labels...)
 		ch <- prometheus.MustNewConstMetric(conductorRingMemberDesc, prometheus.GaugeValue, boolValue(c.Active), labels...)
-		for _, s := range topology.States {
+		for _, s := range r.States() {
 			ch <- prometheus.MustNewConstMetric(conductorStateDesc, prometheus.GaugeValue,
 				boolValue(c.State == s), c.Hostname, c.ConductorGroup, string(s))
 		}
@@ -224,32 +224,19 @@ func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts Exp
 	}
 	ch <- prometheus.MustNewConstMetric(nodesDesc, prometheus.GaugeValue, float64(len(t.Nodes)))
 	if opts.NodeInfo {
-		collectNodeInfo(ch, t, nil)
+		collectNodeInfo(ch, t)
 	}
 }
 
-// collectNodeInfo emits ironic_node_conductor_info of the nodes at order's
-// indexes, all of them presorted (see nodeInfoOrder) when order is nil.
-func collectNodeInfo(ch chan<- prometheus.Metric, t *topology.Topology, order []int32) {
-	if order == nil {
-		order = nodeInfoOrder(t)
-	}
-	for _, i := range order {
+// collectNodeInfo emits ironic_node_conductor_info, presorted so that the
+// registry's sort of it runs in linear time.
+func collectNodeInfo(ch chan<- prometheus.Metric, t *topology.Topology) {
+	for _, i := range nodeInfoOrder(t) {
 		n := &t.Nodes[i]
 		ch <- prometheus.MustNewConstMetric(nodeInfoDesc, prometheus.GaugeValue, 1,
 			n.UUID, n.NameOrEmpty(), n.ConductorGroup, n.Driver, n.Conductor)
 	}
 }
-
-// nodeInfoCollector emits ironic_node_conductor_info of one topology, of
-// the nodes at order's indexes (all of them when nil).
-type nodeInfoCollector struct {
-	t     *topology.Topology
-	order []int32
-}
-
-func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoDesc }
-func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInfo(ch, c.t, c.order) }
 
 func boolValue(b bool) float64 {
 	if b {

@@ -32,7 +32,7 @@ func referenceNodeOrder(t *topology.Topology) []int32 {
 }
 
 // TestNodeInfoOrder holds nodeInfoOrder to a plain sort of the labels on
-// fleets made to defeat its keys: names that differ only past 16 bytes, at
+// awkward fleets: names that differ only past 16 bytes, at
 // exactly 16 and 17, by a trailing NUL (the keys' padding), not at all
 // (nil, "", duplicates); UUIDs sharing their first 8 bytes; bytes above
 // 0x7f; many small buckets and a few large ones, and the "" conductor.

@@ -2,10 +2,8 @@ package collector
 
 import (
 	"io"
-	"runtime"
 	"strings"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -39,148 +37,53 @@ var nodeFamilyHead = "# HELP " + nodeInfoName + " " + helpEscaper.Replace(nodeIn
 var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 
 // nodeTextFlush is how many bytes of node lines are buffered before they
-// are written out: each write is a chunk of the response and a write(2),
-// and 64 KiB made a plain scrape of 100k nodes about a sixth slower than
-// 512 KiB (BenchmarkMetrics/identity, alternated). At most
-// --web.max-renders renders hold one at a time.
+// are written out, each write a chunk of the response and a write(2). At
+// most --web.max-renders renders hold one at a time.
 const nodeTextFlush = 512 << 10
 
-// nodeLayout is what writing the node family needs beyond the topology,
-// computed once per node generation: about 4 bytes a node.
-type nodeLayout struct {
-	// order holds the node indexes in the registry's order (nodeInfoOrder).
-	order []int32
-	// runStart has bit k set when order[k] is the first node of a run of
-	// the same conductor, group and driver: the line up to node_name's
-	// value is the same for the whole run.
-	runStart bitset
-	// escape has bit k set when order[k]'s name or UUID holds a byte that
-	// needs escaping.
-	escape bitset
-}
-
-// bitset is a set of small integers.
-type bitset []uint64
-
-func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
-func (s bitset) set(k int)      { s[k/64] |= 1 << (k % 64) }
-func (s bitset) has(k int) bool { return s[k/64]&(1<<(k%64)) != 0 }
-
-// newNodeLayout computes the layout of t's node family.
-func newNodeLayout(t *topology.Topology) *nodeLayout {
-	l := &nodeLayout{order: nodeInfoOrder(t)}
-	l.runStart, l.escape = newBitset(len(l.order)), newBitset(len(l.order))
-	for k, i := range l.order {
-		n := &t.Nodes[i]
-		if k == 0 {
-			l.runStart.set(k)
-		} else if p := &t.Nodes[l.order[k-1]]; n.Conductor != p.Conductor || n.ConductorGroup != p.ConductorGroup ||
-			n.Driver != p.Driver {
-			l.runStart.set(k)
-		}
-		if needsEscaping(n.NameOrEmpty()) || needsEscaping(n.UUID) {
-			l.escape.set(k)
-		}
-	}
-	return l
-}
-
-// writeNodeFamily writes the node family of t to w as l lays it out (l is
-// of t's node generation), through a buffer of about nodeTextFlush bytes.
-//
-// The order is the labels', not the nodes' order in memory, so each node is
-// a chain of loads from all over the heap, each likely a cache miss: its
-// NodeInfo, its db.Node, the name's string header, the name's and the
-// UUID's bytes. Followed one node at a time the chains run one after the
-// other and the misses, not the writing, take most of the time (4x the CPU
-// of the batched loop on 100,000 nodes). So the nodes go in batches of
-// nodeBatch, each link of the chains loaded for the whole batch in a short
-// loop of independent loads, which the processor overlaps, before the
-// batch's lines are written.
-func writeNodeFamily(w io.Writer, t *topology.Topology, l *nodeLayout) error {
-	if len(l.order) == 0 {
+// writeNodeFamily writes the node family of t to w, the nodes in order (t's
+// nodeInfoOrder), through a buffer of about nodeTextFlush bytes.
+func writeNodeFamily(w io.Writer, t *topology.Topology, order []int32) error {
+	if len(order) == 0 {
 		return nil
 	}
 	b := make([]byte, 0, nodeTextFlush+1024)
 	b = append(b, nodeFamilyHead...)
 	var prefix []byte
-	var batch [nodeBatch]struct {
-		node       *db.Node
-		name, uuid string
-	}
-	var touched byte // the loads that only bring memory into the cache
-	for lo := 0; lo < len(l.order); lo += nodeBatch {
-		run := l.order[lo:min(lo+nodeBatch, len(l.order))]
-		for j, i := range run {
-			batch[j].node = t.Nodes[i].Node
+	var last *topology.NodeInfo
+	for _, i := range order {
+		n := &t.Nodes[i]
+		// The line up to node_name's value is the same for a run of nodes
+		// of one conductor, group and driver.
+		if last == nil || n.Conductor != last.Conductor || n.ConductorGroup != last.ConductorGroup ||
+			n.Driver != last.Driver {
+			prefix = append(prefix[:0], nodeInfoName+`{conductor="`...)
+			prefix = appendLabelValue(prefix, n.Conductor)
+			prefix = append(prefix, `",conductor_group="`...)
+			prefix = appendLabelValue(prefix, n.ConductorGroup)
+			prefix = append(prefix, `",driver="`...)
+			prefix = appendLabelValue(prefix, n.Driver)
+			prefix = append(prefix, `",node_name="`...)
 		}
-		for j := range run {
-			a := &batch[j]
-			a.uuid, a.name = a.node.UUID, ""
-			if a.node.Name != nil {
-				a.name = *a.node.Name
+		last = n
+		b = append(b, prefix...)
+		b = appendLabelValue(b, n.NameOrEmpty())
+		b = append(b, `",node_uuid="`...)
+		b = appendLabelValue(b, n.UUID)
+		b = append(b, "\"} 1\n"...)
+		if len(b) >= nodeTextFlush {
+			if _, err := w.Write(b); err != nil {
+				return err
 			}
-		}
-		for j := range run {
-			if u := batch[j].uuid; len(u) > 0 {
-				touched ^= u[0]
-			}
-			if s := batch[j].name; len(s) > 0 {
-				touched ^= s[0]
-			}
-		}
-		for j := range run {
-			k := lo + j
-			if l.runStart.has(k) {
-				n := &t.Nodes[run[j]]
-				prefix = append(prefix[:0], nodeInfoName+`{conductor="`...)
-				prefix = appendLabelValue(prefix, n.Conductor)
-				prefix = append(prefix, `",conductor_group="`...)
-				prefix = appendLabelValue(prefix, n.ConductorGroup)
-				prefix = append(prefix, `",driver="`...)
-				prefix = appendLabelValue(prefix, n.Driver)
-				prefix = append(prefix, `",node_name="`...)
-			}
-			a := &batch[j]
-			b = append(b, prefix...)
-			if l.escape.has(k) {
-				b = appendLabelValue(b, a.name)
-				b = append(b, `",node_uuid="`...)
-				b = appendLabelValue(b, a.uuid)
-			} else {
-				b = append(b, a.name...)
-				b = append(b, `",node_uuid="`...)
-				b = append(b, a.uuid...)
-			}
-			b = append(b, "\"} 1\n"...)
-			if len(b) >= nodeTextFlush {
-				if _, err := w.Write(b); err != nil {
-					return err
-				}
-				b = b[:0]
-			}
+			b = b[:0]
 		}
 	}
-	runtime.KeepAlive(touched)
 	_, err := w.Write(b)
 	return err
 }
 
-// nodeBatch is how many nodes writeNodeFamily loads at a time.
-const nodeBatch = 64
-
 // needsEscape marks the bytes expfmt escapes in a label value.
 var needsEscape = [256]bool{'\\': true, '"': true, '\n': true}
-
-// needsEscaping reports whether s holds a byte appendLabelValue escapes.
-func needsEscaping(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if needsEscape[s[i]] {
-			return true
-		}
-	}
-	return false
-}
 
 // appendLabelValue appends s escaped as expfmt escapes a label value:
 // \ as \\, " as \", newline as \n.

@@ -20,12 +20,12 @@ import (
 )
 
 // clientGolangNodeFamily is the reference rendering of the node family:
-// client_golang's own path, a registry gathering nodeInfoCollector over all
+// client_golang's own path, a registry gathering collectNodeInfo over all
 // the nodes (it checks the series and sorts them) and expfmt's text encoder.
 func clientGolangNodeFamily(t *testing.T, topo *topology.Topology) []byte {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(nodeInfoCollector{t: topo})
+	reg.MustRegister(nodeInfoCollector{topo})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gathering the node family: %v", err)
@@ -44,7 +44,7 @@ func clientGolangNodeFamily(t *testing.T, topo *topology.Topology) []byte {
 func writtenNodeFamily(t *testing.T, topo *topology.Topology) []byte {
 	t.Helper()
 	var w writesRecorder
-	if err := writeNodeFamily(&w, topo, newNodeLayout(topo)); err != nil {
+	if err := writeNodeFamily(&w, topo, nodeInfoOrder(topo)); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range w.sizes {
@@ -234,3 +234,9 @@ func TestHostileExpositionPromtool(t *testing.T) {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
+
+// nodeInfoCollector emits ironic_node_conductor_info of one topology.
+type nodeInfoCollector struct{ t *topology.Topology }
+
+func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoDesc }
+func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInfo(ch, c.t) }

@@ -144,7 +144,7 @@ func get(t *testing.T, h http.Handler, enc string) ([]byte, http.Header) {
 
 // TestConcurrentScrapes: plain and gzip scrapes of one view, all at once on
 // a node generation never rendered, each get the whole exposition (run with
-// -race: the node family's layout and gzip chunk are made once, shared).
+// -race: the node family's order and gzip chunk are made once, shared).
 func TestConcurrentScrapes(t *testing.T) {
 	cache := newTestCache(t, fixture.NewSource(prerenderFleet(2*4096+5)), time.Minute)
 	h := NewHandler(cache, HandlerOptions{ExporterOptions: ExporterOptions{NodeInfo: true}, Logger: slog.New(slog.DiscardHandler)})

@@ -50,20 +50,3 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 func (w *countingWriter) WriteHeader(code int) { w.code = code }
-
-// BenchmarkNodeOrder is the series order of the node family alone
-// (nodeInfoOrder), computed once per node generation, at 100,000 and
-// 1,000,000 nodes: linear when ns/node stays flat between the sizes.
-func BenchmarkNodeOrder(b *testing.B) {
-	for _, n := range []int{100_000, 1_000_000} {
-		t := benchCache(b, benchSnapshot(n)).Current().Topology
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				if got := nodeInfoOrder(t); len(got) != n {
-					b.Fatalf("%d nodes ordered, want %d", len(got), n)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
-		})
-	}
-}

@@ -43,6 +43,12 @@ type Known struct {
 	// created_at down to Window before the probe's Latest are read again
 	// (the cache passes its ProbeWindow). Negative is zero.
 	Window time.Duration
+	// Recent says that Probe was taken within Window of its Latest: a
+	// write in the same tick of a coarse clock may have left the probe
+	// unchanged, so an equal probe does not spare the node read; the rows
+	// written since are read as a delta all the same (they carry a
+	// timestamp no earlier than Latest less Window).
+	Recent bool
 }
 
 // SnapshotChanges is SnapshotSince over known.Probe, with a delta read
@@ -79,8 +85,11 @@ type Known struct {
 // rows with problems (Snapshot.Warnings): their warnings are told only by a
 // full read.
 func (d *DB) SnapshotChanges(ctx context.Context, known *Known) (*Snapshot, error) {
-	if known == nil {
+	switch {
+	case known == nil:
 		return d.snapshotRetrying(ctx, since{})
+	case known.Recent:
+		return d.snapshotRetrying(ctx, since{delta: known})
 	}
 	return d.snapshotRetrying(ctx, since{probe: &known.Probe, delta: known})
 }

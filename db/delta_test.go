@@ -345,6 +345,37 @@ VALUES (%d, '%08x-0000-4000-8000-000000000000', 'ipmi', '', %s, %s)`, 2*i, i, at
 	})
 }
 
+// TestDeltaAfterARecentProbe: a write in the same clock tick as the known
+// probe's latest leaves the probe unchanged; a probe marked Recent (taken
+// within the window of its latest write) then does not spare the node
+// read: the changes are read as a delta, equal to a full read.
+func TestDeltaAfterARecentProbe(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *testBackend) {
+		conn := b.admin(t)
+		b.reset(t, conn)
+		d := openTest(t, b.dsn, Options{})
+		at := sqlTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+		for i := 1; i <= 3; i++ {
+			b.exec(t, conn, fmt.Sprintf(`INSERT INTO nodes (id, uuid, driver, conductor_group, created_at, updated_at)
+VALUES (%d, '%08x-0000-4000-8000-000000000000', 'ipmi', '', %s, %s)`, i, i, at, at))
+		}
+		before, err := d.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.exec(t, conn, `UPDATE nodes SET driver = 'redfish', updated_at = `+at+` WHERE id = 2`)
+		known := knownOf(before)
+		known.Recent = true
+		r := readDeltaAndFull(t, d, known, "a write in the probe's tick")
+		if r.snap.NodeProbe != before.NodeProbe {
+			t.Fatalf("the write changed the probe: %+v, then %+v", before.NodeProbe, r.snap.NodeProbe)
+		}
+		if r.snap.NodeRead != NodeReadDelta || r.saw("nodes") {
+			t.Errorf("a %s read, stages %q: want a delta", r.snap.NodeRead, r.stages)
+		}
+	})
+}
+
 // TestDeltaIDClause: a row enrolled with neither created_at nor updated_at
 // (not Ironic's models: a restore, a hand-made row) is found by its id
 // above the probe's max(id), without a full read.

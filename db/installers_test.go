@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 // installerDSN is a connection string as an installer writes it into
@@ -361,13 +363,7 @@ func TestInstallerDSNsOverTLS(t *testing.T) {
 // ironic/SECRET and a database ironic, and returns its host:port.
 func startTLSMariaDB(t *testing.T, f *tlsFiles) string {
 	t.Helper()
-	for _, b := range []string{"mariadb-install-db", "mariadbd"} {
-		if _, err := exec.LookPath(b); err != nil {
-			if _, err2 := os.Stat("/usr/sbin/" + b); err2 != nil {
-				t.Fatalf("%s is needed (apt-get install mariadb-server): %v", b, err)
-			}
-		}
-	}
+	testenv.Need(t, testenv.MariaDBServer)
 	dir, err := os.MkdirTemp("", "ice-mariadb-tls-")
 	if err != nil {
 		t.Fatal(err)

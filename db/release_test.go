@@ -23,8 +23,8 @@ func TestSnapshotReleaseData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.SchemaRevision == "" || got.SchemaRevision != schemaHead() {
-			t.Errorf("schema revision %q, want %q", got.SchemaRevision, schemaHead())
+		if got.SchemaRevision == "" || got.SchemaRevision != schemaHead(b.kind) {
+			t.Errorf("schema revision %q, want %q", got.SchemaRevision, schemaHead(b.kind))
 		}
 		versions := map[int64]string{}
 		for _, c := range got.Conductors {

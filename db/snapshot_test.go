@@ -116,7 +116,7 @@ var fixtureWant = &Snapshot{
 func wantFor(kind Backend) *Snapshot {
 	w := cloneSnapshot(fixtureWant)
 	w.Backend = kind
-	w.SchemaRevision = schemaHead()
+	w.SchemaRevision = schemaHead(kind)
 	switch kind {
 	case BackendMySQL:
 		trunc := func(t *time.Time) { *t = t.Truncate(time.Second) }
@@ -134,20 +134,38 @@ func wantFor(kind Backend) *Snapshot {
 	return w
 }
 
-// schemaHead is the alembic revision of the test schemas (all three are
-// built by the same Ironic), read from PostgreSQL's.
-var schemaHead = sync.OnceValue(func() string {
-	conn, err := sql.Open("postgres", adminDSNFor(testDBName))
+// schemaHead is the alembic revision of kind's test schema, read from it:
+// a test of one backend needs no other.
+func schemaHead(kind Backend) string {
+	schemaHeads.mu.Lock()
+	defer schemaHeads.mu.Unlock()
+	if rev, ok := schemaHeads.m[kind]; ok {
+		return rev
+	}
+	driver, dsn := "postgres", adminDSNFor(testDBName)
+	switch kind {
+	case BackendMySQL:
+		driver, dsn = "mysql", mysqlAdminDSN+mysqlDBName
+	case BackendSQLite:
+		driver, dsn = "sqlite", "file:"+sqlitePath
+	}
+	conn, err := sql.Open(driver, dsn)
 	if err != nil {
 		panic(err)
 	}
 	defer conn.Close()
 	var rev string
 	if err := conn.QueryRow(SQLSchemaRevision).Scan(&rev); err != nil {
-		panic(fmt.Sprintf("reading the test schema's revision: %v", err))
+		panic(fmt.Sprintf("reading the %s test schema's revision: %v", kind, err))
 	}
+	schemaHeads.m[kind] = rev
 	return rev
-})
+}
+
+var schemaHeads = struct {
+	mu sync.Mutex
+	m  map[Backend]string
+}{m: map[Backend]string{}}
 
 func cloneSnapshot(s *Snapshot) *Snapshot {
 	c := *s

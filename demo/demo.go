@@ -215,9 +215,6 @@ func schemaSource() string {
 	return "Ironic's create_schema"
 }
 
-// Path is the database file.
-func (d *Demo) Path() string { return d.path }
-
 // DSN is the database as Ironic's [database]connection names it
 // (sqlite:////absolute/path), for db.Open.
 func (d *Demo) DSN() string { return "sqlite:///" + d.path }
@@ -321,8 +318,8 @@ func MultiConductor(src topology.Source) topology.Source { return multiConductor
 
 type multiConductor struct{ src topology.Source }
 
-func (m multiConductor) Snapshot(ctx context.Context) (*db.Snapshot, error) {
-	snap, err := m.src.Snapshot(ctx)
+func (m multiConductor) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
+	snap, err := m.src.SnapshotChanges(ctx, known)
 	if err == nil {
 		snap.Backend = db.BackendMySQL
 	}

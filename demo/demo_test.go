@@ -22,6 +22,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -254,7 +255,7 @@ func TestTempDirRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Dir(d.Path())
+	dir := filepath.Dir(d.path)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -328,10 +329,10 @@ func TestSimulator(t *testing.T) {
 	waitFor(t, "every event of a cycle", timeout, func() bool {
 		snap, topo := build(t, d, r)
 		dc, cc := find(topo, drained), find(topo, crashed)
-		if !dc.Online && dc.State == topology.StateStopped && len(dc.HardwareTypes) == 0 && reserved(snap, drained) == 0 {
+		if !dc.Online && dc.State == rules.StateStopped && len(dc.HardwareTypes) == 0 && reserved(snap, drained) == 0 {
 			sawDrain = true
 		}
-		if sawDrain && dc.Online && dc.State == topology.StateAlive && len(dc.HardwareTypes) > 0 {
+		if sawDrain && dc.Online && dc.State == rules.StateAlive && len(dc.HardwareTypes) > 0 {
 			sawDrainBack = true
 		}
 		// Dead to Ironic's API, still in its rings on SQLite, locks stuck.

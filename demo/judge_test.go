@@ -209,7 +209,7 @@ func TestSimulatorAgreesWithExporter(t *testing.T) {
 
 	x.event(atDrain, x.sim.drain)
 	exp := x.agree("drain")
-	if c := conductorOf(t, exp, drained); c.Active || len(c.Nodes) != 0 || c.State != topology.StateDraining {
+	if c := conductorOf(t, exp, drained); c.Active || len(c.Nodes) != 0 || c.State != rules.StateDraining {
 		t.Errorf("drain: %s member=%v nodes=%d state=%s, want out of the rings, draining", drained, c.Active, len(c.Nodes), c.State)
 	}
 	x.tick()
@@ -228,7 +228,7 @@ func TestSimulatorAgreesWithExporter(t *testing.T) {
 	// one tick after crash + timeout.
 	x.until(atCrash + x.d.HeartbeatTimeout() + HeartbeatInterval)
 	exp = x.agree("crash + heartbeat_timeout")
-	if c := conductorOf(t, exp, crashed); c.Active || c.Alive || len(c.Nodes) != 0 || c.State != topology.StateDead {
+	if c := conductorOf(t, exp, crashed); c.Active || c.Alive || len(c.Nodes) != 0 || c.State != rules.StateDead {
 		t.Errorf("after the timeout: %s member=%v alive=%v nodes=%d state=%s, want dead, out of the rings",
 			crashed, c.Active, c.Alive, len(c.Nodes), c.State)
 	}
@@ -237,7 +237,7 @@ func TestSimulatorAgreesWithExporter(t *testing.T) {
 
 	x.event(atEnroll, x.sim.enroll)
 	exp = x.agree("enrol")
-	if c := conductorOf(t, exp, drained); c.State != topology.StateStopped || c.Alive {
+	if c := conductorOf(t, exp, drained); c.State != rules.StateStopped || c.Alive {
 		t.Errorf("enrol: %s state=%s alive=%v, want stopped, its last heartbeat 20s old", drained, c.State, c.Alive)
 	}
 	// The takeover moved the boot files of the active nodes to the
@@ -247,7 +247,7 @@ func TestSimulatorAgreesWithExporter(t *testing.T) {
 		if n.ProvisionState == nil || *n.ProvisionState != "active" || n.Reservation != nil || n.Conductor == "" {
 			continue
 		}
-		if c := conductorOf(t, exp, n.Conductor); c.State == topology.StateAlive && n.AffinityHost != n.Conductor {
+		if c := conductorOf(t, exp, n.Conductor); c.State == rules.StateAlive && n.AffinityHost != n.Conductor {
 			elsewhere = append(elsewhere, fmt.Sprintf("%s served by %s, boot files on %q", n.UUID, n.Conductor, n.AffinityHost))
 		}
 	}
@@ -303,7 +303,7 @@ func TestSimulatorFollowsSettings(t *testing.T) {
 		// disagree with the exporter on them.
 		ctx, cancel := x.ctx()
 		defer cancel()
-		snap, err := MultiConductor(open(t, x.d)).Snapshot(ctx)
+		snap, err := MultiConductor(open(t, x.d)).SnapshotChanges(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

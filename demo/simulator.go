@@ -168,7 +168,7 @@ func (s *simulator) judge(ctx context.Context) error {
 	if now.IsZero() {
 		now = s.now()
 	}
-	snap, err := s.source.Snapshot(ctx)
+	snap, err := s.source.SnapshotChanges(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("judging the fleet: %w", err)
 	}

@@ -225,6 +225,3 @@ func versionLess(a, b string) bool {
 	}
 	return len(as) < len(bs)
 }
-
-// KnownReleases lists the X.Y releases the embedded data covers, oldest first.
-func KnownReleases() []Release { return append([]Release(nil), knownReleases...) }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -24,7 +25,7 @@ type Event struct {
 	// At is when the refresh that saw the state ran.
 	At time.Time
 	// State is the conductor's state then; "" when its row disappeared.
-	State topology.State
+	State rules.State
 }
 
 type hostHistory struct {
@@ -74,7 +75,7 @@ func (h *History) Observe(r topology.Refresh) {
 	}
 }
 
-func (h *History) record(host string, s topology.State, at time.Time) {
+func (h *History) record(host string, s rules.State, at time.Time) {
 	hh := h.hosts[host]
 	if hh == nil {
 		hh = &hostHistory{}

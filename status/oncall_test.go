@@ -157,11 +157,11 @@ func TestPageNotIronic(t *testing.T) {
 
 func TestHistoryBounded(t *testing.T) {
 	h := NewHistory(2, 3)
-	states := []topology.State{topology.StateAlive, topology.StateDead, topology.StateAlive, topology.StateDead, topology.StateAlive}
+	states := []rules.State{rules.StateAlive, rules.StateDead, rules.StateAlive, rules.StateDead, rules.StateAlive}
 	for i, s := range states {
 		now := time.Unix(1000, 0).Add(time.Duration(i) * 2 * time.Hour).UTC()
 		beat := now
-		if s == topology.StateDead {
+		if s == rules.StateDead {
 			beat = now.Add(-time.Hour)
 		}
 		topo, err := topology.Build(&db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
@@ -174,7 +174,7 @@ func TestHistoryBounded(t *testing.T) {
 		h.Observe(topology.Refresh{Topology: topo})
 	}
 	events, dropped, _ := h.Events("a")
-	if len(events) != 3 || dropped != 2 || events[2].State != topology.StateAlive {
+	if len(events) != 3 || dropped != 2 || events[2].State != rules.StateAlive {
 		t.Errorf("events %v, dropped %d", events, dropped)
 	}
 	if len(h.hosts) != 2 {

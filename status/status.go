@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -155,7 +156,7 @@ type problem struct {
 
 type strandedRow struct {
 	UUID, Name, State, Host string
-	HostState               topology.State
+	HostState               rules.State
 	Gone                    bool
 	Conductor               string
 }
@@ -166,7 +167,7 @@ type stuckNodeRow struct {
 
 type conductorRow struct {
 	Hostname, Group string
-	State           topology.State
+	State           rules.State
 	HardwareTypes   []string
 	HeartbeatAge    time.Duration
 	NoHeartbeat     bool
@@ -198,13 +199,13 @@ type lookupResult struct {
 	UUID, Name           string
 	Group, Driver        string
 	Conductor            string
-	ConductorState       topology.State
+	ConductorState       rules.State
 	Reservation, PowerSt string
 	ProvisionState       string
 	ConductorKnown       bool
 	Maintenance          bool
 	AffinityHost         string
-	AffinityState        topology.State
+	AffinityState        rules.State
 	Affinity             topology.Affinity
 	AffinityText         string // where the boot files are, in words
 	StuckText            string

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -15,13 +16,13 @@ import (
 // rest is counted, not listed.
 const maxNodeRows = 500
 
-func stateRank(s topology.State) int {
+func stateRank(s rules.State) int {
 	switch s {
-	case topology.StateDead:
+	case rules.StateDead:
 		return 0
-	case topology.StateStopped:
+	case rules.StateStopped:
 		return 1
-	case topology.StateDraining:
+	case rules.StateDraining:
 		return 2
 	}
 	return 3
@@ -76,7 +77,7 @@ func summarize(d pageData, t *topology.Topology) summary {
 		add("bad", "", "Stale data: the last refresh failed; what follows is %s old.", humanAge(d.DataAge))
 	}
 	if t != nil {
-		if n := d.Counts[string(topology.StateDead)]; n > 0 {
+		if n := d.Counts[string(rules.StateDead)]; n > 0 {
 			add("bad", "conductors-h", "%d conductor(s) dead (online, no heartbeat).", n)
 		}
 		if groups := groupsWithoutRunning(t); len(groups) > 0 {
@@ -102,7 +103,7 @@ func summarize(d pageData, t *topology.Topology) summary {
 		if n := sum(t.AffinityUnavailable); n > 0 {
 			add("warn", "stranded-h", "%d node(s) with boot files on a conductor that is not running.", n)
 		}
-		if n := d.Counts[string(topology.StateDraining)]; n > 0 {
+		if n := d.Counts[string(rules.StateDraining)]; n > 0 {
 			add("warn", "conductors-h", "%d conductor(s) draining.", n)
 		}
 	}
@@ -132,7 +133,7 @@ func groupsWithoutRunning(t *topology.Topology) []string {
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
 		has[c.ConductorGroup] = true
-		live[c.ConductorGroup] = live[c.ConductorGroup] || c.State == topology.StateAlive
+		live[c.ConductorGroup] = live[c.ConductorGroup] || c.State == rules.StateAlive
 	}
 	for k := range t.Orphans {
 		has[k.ConductorGroup] = true

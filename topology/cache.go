@@ -15,25 +15,12 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 )
 
-// Source yields database snapshots. *db.DB is the production Source.
+// Source yields database snapshots; *db.DB is the production one. known
+// (nil: none) is what the cache holds: the source may then leave the nodes
+// out when their probe is unchanged (Snapshot.NodesUnchanged), or read only
+// those that changed and merge them into known's (db.DB.SnapshotChanges);
+// a source may also ignore it and read every node.
 type Source interface {
-	Snapshot(ctx context.Context) (*db.Snapshot, error)
-}
-
-// ProbingSource is a Source that can leave the nodes out of a snapshot when
-// a probe of the nodes table equals a known one (db.DB.SnapshotSince).
-// *db.DB is one.
-type ProbingSource interface {
-	Source
-	SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error)
-}
-
-// DeltaSource is a ProbingSource that, when the probe changed, can read
-// only the nodes that may have changed and merge them into the known ones
-// (db.DB.SnapshotChanges): its snapshots' Nodes are always complete.
-// *db.DB is one.
-type DeltaSource interface {
-	ProbingSource
 	SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error)
 }
 
@@ -53,19 +40,19 @@ type CacheConfig struct {
 	MinInterval time.Duration
 	// RefreshTimeout bounds one refresh, whoever waits for it. Default 30s.
 	RefreshTimeout time.Duration
-	// FullInterval, when positive and the Source is a ProbingSource, lets
-	// a refresh skip reading the nodes while their probe is unchanged and,
-	// with a DeltaSource, read only the nodes that may have changed when it
-	// changed, for at most this long since every node was last read (the
-	// safety net). Zero reads them all at every refresh. Conductors are
+	// FullInterval, when positive, lets a refresh skip reading the nodes
+	// while their probe is unchanged, and read only the nodes that may have
+	// changed when it changed, for at most this long since every node was
+	// last read (the safety net). Zero reads them all at every refresh. Conductors are
 	// read, and liveness judged, every time.
 	FullInterval time.Duration
 	// ProbeWindow: a probe whose latest node updated_at or created_at
 	// (db.NodeProbe.Latest) was less than this older than the refresh that
-	// took it does not vouch for the next one, since a write within the
-	// same tick of a coarse clock leaves the same timestamp; it covers the
-	// clock skew between Ironic's hosts and the exporter too. A delta read
-	// also reads again the rows written up to this long before Latest.
+	// took it does not spare the next node read, since a write within the
+	// same tick of a coarse clock leaves the same timestamp (db.Known.Recent:
+	// the next refresh reads the changes as a delta); it covers the clock
+	// skew between Ironic's hosts and the exporter too. A delta read also
+	// reads again the rows written up to this long before Latest.
 	// Default DefaultProbeWindow.
 	ProbeWindow time.Duration
 	// MaxWait bounds how long Get waits for a refresh when its context has
@@ -133,6 +120,13 @@ func (v View) Up() bool { return v.Err == nil && v.Topology != nil }
 // database is never felt by readers.
 const DefaultMaxWait = 500 * time.Millisecond
 
+// staleWait bounds MaxWait once there is a topology to serve: a lookup is
+// not held over 50 ms by a running refresh (the performance contract); it
+// gets the previous topology, whose age its answer tells. With 40 ms the
+// slowest lookups in make bench took 60-72 ms: the refresh and its garbage
+// collection beside them on 2 cores add 20-30 ms.
+const staleWait = 15 * time.Millisecond
+
 // Permanent reports whether the latest refresh failed for a reason retrying
 // will not fix: the database is not Ironic's (db.ErrNotIronic).
 func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
@@ -197,9 +191,10 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 
 // Get returns a view no older than MinInterval, refreshing first when the
 // cached one is older. It waits for the refresh until ctx's deadline when
-// ctx has one (a scrape with a budget), and otherwise at most MaxWait; if
-// the refresh has not ended by then, the current view is returned: a slow
-// database never blanks a scrape nor holds a reader.
+// ctx has one (a scrape with a budget), and otherwise at most MaxWait, and
+// at most staleWait when there is a topology to serve; if the refresh has
+// not ended by then, the current view is returned: a slow database never
+// blanks a scrape nor holds a reader.
 func (c *Cache) Get(ctx context.Context) View {
 	if s := c.state.Load(); c.fresh(s) {
 		return s.view
@@ -218,8 +213,12 @@ func (c *Cache) Get(ctx context.Context) View {
 	c.mu.Unlock()
 
 	if _, ok := ctx.Deadline(); !ok {
+		wait := c.cfg.MaxWait
+		if c.state.Load().view.Topology != nil {
+			wait = min(wait, staleWait)
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.MaxWait)
+		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
 	}
 	select {
@@ -315,32 +314,18 @@ func (c *Cache) logRules(prev, t *Topology) {
 	}
 }
 
-// build reads a snapshot and builds its topology over prev's. With a
-// ProbingSource it passes the known node probe when prev's nodes may be
-// reused (see CacheConfig.FullInterval and ProbeWindow), and to a
-// DeltaSource those nodes too, for a delta read; next receives the nodes
-// and probe of a successful build. The snapshot read is returned
-// even when building its topology failed.
+// build reads a snapshot and builds its topology over prev's. It passes
+// the Source prev's nodes and probe when they may be reused (see
+// CacheConfig.FullInterval and ProbeWindow); next receives the nodes and
+// probe of a successful build. The snapshot read is returned even when
+// building its topology failed.
 func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time) (*Topology, *db.Snapshot, error) {
-	var (
-		snap *db.Snapshot
-		err  error
-	)
-	ps, probing := c.cfg.Source.(ProbingSource)
-	if probing && c.cfg.FullInterval > 0 {
-		var known *db.NodeProbe
-		if prev.probe != nil && prev.view.Topology != nil && now.Sub(prev.readAt) < c.cfg.FullInterval &&
-			prev.probedAt.Sub(prev.probe.Latest()) >= c.cfg.ProbeWindow {
-			known = prev.probe
-		}
-		if ds, delta := ps.(DeltaSource); delta && known != nil {
-			snap, err = ds.SnapshotChanges(ctx, &db.Known{Probe: *known, Nodes: prev.nodes, Window: c.cfg.ProbeWindow})
-		} else {
-			snap, err = ps.SnapshotSince(ctx, known)
-		}
-	} else {
-		snap, err = c.cfg.Source.Snapshot(ctx)
+	var known *db.Known
+	if c.cfg.FullInterval > 0 && prev.probe != nil && prev.view.Topology != nil && now.Sub(prev.readAt) < c.cfg.FullInterval {
+		known = &db.Known{Probe: *prev.probe, Nodes: prev.nodes, Window: c.cfg.ProbeWindow,
+			Recent: prev.probedAt.Sub(prev.probe.Latest()) < c.cfg.ProbeWindow}
 	}
+	snap, err := c.cfg.Source.SnapshotChanges(ctx, known)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading snapshot: %w", err)
 	}

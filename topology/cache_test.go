@@ -72,7 +72,7 @@ func TestCacheReportsRefreshes(t *testing.T) {
 	}
 }
 
-// probingSource is a ProbingSource over a fixed snapshot whose node probe
+// probingSource is a Source over a fixed snapshot whose node probe
 // the test sets; it counts the snapshots that read nodes.
 type probingSource struct {
 	mu        sync.Mutex
@@ -81,8 +81,11 @@ type probingSource struct {
 	nodeReads int
 }
 
-func (p *probingSource) Snapshot(ctx context.Context) (*db.Snapshot, error) {
-	return p.SnapshotSince(ctx, nil)
+func (p *probingSource) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
+	if known == nil || known.Recent {
+		return p.SnapshotSince(ctx, nil)
+	}
+	return p.SnapshotSince(ctx, &known.Probe)
 }
 
 func (p *probingSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
@@ -168,7 +171,13 @@ func TestCacheReadersDoNotWaitForASilentDatabase(t *testing.T) {
 	release := src.Block()
 	defer release()
 	now = now.Add(time.Minute) // stale: the next Get refreshes, and the refresh hangs
+	start := time.Now()
 	v := cache.Get(context.Background())
+	// staleWait (15ms); the bound leaves room for a loaded machine, and
+	// is far below MaxWait (500ms), which a reader without a topology waits.
+	if took := time.Since(start); took > 200*time.Millisecond {
+		t.Errorf("reader without a deadline held %v by a hung refresh, want about 15ms", took)
+	}
 	if v.Topology != first.Topology || !v.LastSuccess.Equal(first.LastSuccess) {
 		t.Errorf("reader during a hung refresh got %+v, want the last topology", v)
 	}
@@ -227,7 +236,7 @@ func TestCacheLogsWhatItServes(t *testing.T) {
 	}
 }
 
-// deltaSource is a DeltaSource over a fleet the test changes: a delta
+// deltaSource is a Source over a fleet the test changes: a delta
 // answer carries every node, the unchanged ones copied from the known
 // nodes it was given (as db.DB.SnapshotChanges merges them), the changed
 // ones from the fleet. It records what it was given.
@@ -238,16 +247,6 @@ type deltaSource struct {
 	// changed are the ids written since the last read.
 	changed map[int64]bool
 	known   []*db.Known // nil for a read without a known probe
-}
-
-func (s *deltaSource) Snapshot(context.Context) (*db.Snapshot, error) { return s.read(nil, false), nil }
-
-func (s *deltaSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
-	var k *db.Known
-	if known != nil {
-		k = &db.Known{Probe: *known}
-	}
-	return s.read(k, false), nil
 }
 
 func (s *deltaSource) SnapshotChanges(_ context.Context, known *db.Known) (*db.Snapshot, error) {
@@ -261,7 +260,7 @@ func (s *deltaSource) read(known *db.Known, delta bool) *db.Snapshot {
 	snap := *s.fleet
 	snap.NodeProbe = s.probe
 	switch {
-	case known != nil && known.Probe == s.probe:
+	case known != nil && !known.Recent && known.Probe == s.probe:
 		snap.Nodes, snap.NodesUnchanged, snap.NodeRead = nil, true, db.NodeReadSkipped
 	case known != nil && delta:
 		byID := map[int64]db.Node{}
@@ -340,7 +339,7 @@ func sameTopology(t *testing.T, what string, got, want *Topology) {
 	}
 }
 
-// TestCacheDeltaRefresh: with a DeltaSource the cache passes its nodes,
+// TestCacheDeltaRefresh: the cache passes its nodes,
 // probe and ProbeWindow when the probe changed, and the topology built
 // over the previous one from the merged nodes is the one a full read
 // builds from scratch; the delta reads do not postpone the full read due
@@ -388,12 +387,33 @@ func TestCacheDeltaRefresh(t *testing.T) {
 	})
 	refresh("a delta over a delta", time.Second)
 	refresh("unchanged", time.Second)
+	// A write at the very time of the next refresh: its probe is recent
+	// (within the probe window), so the refresh after reads the changes
+	// since it as a delta rather than trust it, and so on until the probe
+	// is old enough to spare the read.
+	writeAt := func(id int64, at time.Time) {
+		src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+			nodes[id-1].Driver = map[string]string{"ipmi": "redfish", "redfish": "ipmi"}[nodes[id-1].Driver]
+			return nodes, []int64{id}
+		})
+		src.probe.MaxUpdatedAt = at.UTC()
+	}
+	writeAt(7, now.Add(time.Second))
+	refresh("a write at the refresh's time", time.Second)
+	writeAt(8, now)
+	refresh("a write after a recent probe", time.Second)
+	if k := src.known[len(src.known)-1]; k == nil || !k.Recent {
+		t.Errorf("the refresh after a recent probe was given %+v, want it marked recent", k)
+	}
+	refresh("nothing written since a recent probe", time.Second)
+	refresh("the probe is old enough", time.Second)
 	src.write(func(nodes []db.Node) ([]db.Node, []int64) {
 		nodes[5].Driver = "ipmi"
 		return nodes, []int64{6}
 	})
-	refresh("the full interval", 57*time.Second)
-	want := []db.NodeRead{db.NodeReadFull, db.NodeReadDelta, db.NodeReadDelta, db.NodeReadSkipped, db.NodeReadFull}
+	refresh("the full interval", 53*time.Second)
+	want := []db.NodeRead{db.NodeReadFull, db.NodeReadDelta, db.NodeReadDelta, db.NodeReadSkipped,
+		db.NodeReadDelta, db.NodeReadDelta, db.NodeReadDelta, db.NodeReadSkipped, db.NodeReadFull}
 	if !slices.Equal(reads, want) {
 		t.Errorf("refreshes read %v, want %v", reads, want)
 	}

@@ -1,5 +1,7 @@
 package topology
 
+import "github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+
 // What the person on call asks of a node beyond its ring: where its boot
 // files are (conductor_affinity), where it is in its lifecycle (provision
 // state, maintenance), and whether it is stuck on a conductor that is gone.
@@ -160,7 +162,9 @@ var StuckReasons = []Stuck{StuckLockHolder, StuckNoConductor, StuckConductorNotA
 // get_offline_conductors returns (a heartbeat older than
 // heartbeat_timeout); on SQLite, where Ironic keeps no heartbeats, State
 // follows online.
-func (c *ConductorInfo) Running() bool { return c.State == StateAlive || c.State == StateDraining }
+func (c *ConductorInfo) Running() bool {
+	return c.State == rules.StateAlive || c.State == rules.StateDraining
+}
 
 // AffinityKey groups nodes whose boot environment is not reachable.
 type AffinityKey struct {

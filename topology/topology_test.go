@@ -117,14 +117,14 @@ func TestStates(t *testing.T) {
 	cases := []struct {
 		online    bool
 		heartbeat time.Time
-		want      State
+		want      rules.State
 	}{
-		{true, ago(time.Second), StateAlive},
-		{false, ago(time.Second), StateDraining},
-		{false, ago(time.Hour), StateStopped},
-		{true, ago(time.Hour), StateDead},
-		{true, time.Time{}, StateDead},
-		{false, time.Time{}, StateStopped},
+		{true, ago(time.Second), rules.StateAlive},
+		{false, ago(time.Second), rules.StateDraining},
+		{false, ago(time.Hour), rules.StateStopped},
+		{true, ago(time.Hour), rules.StateDead},
+		{true, time.Time{}, rules.StateDead},
+		{false, time.Time{}, rules.StateStopped},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("online=%v,age=%v", tc.online, testNow.Sub(tc.heartbeat)), func(t *testing.T) {
@@ -421,7 +421,7 @@ func TestStatesOnSQLite(t *testing.T) {
 		cond(2, "down", "", false, ago(time.Second), "ipmi"),
 	}}
 	topo := mustBuild(t, snap, testSettings, nil)
-	for i, want := range []State{StateAlive, StateStopped} {
+	for i, want := range []rules.State{rules.StateAlive, rules.StateStopped} {
 		if got := topo.Conductors[i].State; got != want {
 			t.Errorf("%s: state %q, want %q", topo.Conductors[i].Hostname, got, want)
 		}
@@ -450,13 +450,13 @@ func TestRulesByRelease(t *testing.T) {
 		release string
 		alive   bool
 		member  bool
-		state   State
+		state   rules.State
 	}{
-		{"21.4 draining", db.BackendPostgreSQL, "4dbec778866e", "1.3", "", false, time.Second, "21.4", true, false, StateDraining},
-		{"29.0 draining", db.BackendPostgreSQL, "21c48150dea9", "1.4", "", false, time.Second, "29.0", false, false, StateDraining},
-		{"21.4 SQLite stale", db.BackendSQLite, "4dbec778866e", "1.3", "", true, time.Hour, "21.4", false, false, StateDead},
-		{"29.0 SQLite stale", db.BackendSQLite, "21c48150dea9", "1.4", "", true, time.Hour, "29.0", false, true, StateAlive},
-		{"16.0 MySQL fresh", db.BackendMySQL, "cf1a80fdb352", "1.3", "", true, time.Second, "16.0", true, true, StateAlive},
+		{"21.4 draining", db.BackendPostgreSQL, "4dbec778866e", "1.3", "", false, time.Second, "21.4", true, false, rules.StateDraining},
+		{"29.0 draining", db.BackendPostgreSQL, "21c48150dea9", "1.4", "", false, time.Second, "29.0", false, false, rules.StateDraining},
+		{"21.4 SQLite stale", db.BackendSQLite, "4dbec778866e", "1.3", "", true, time.Hour, "21.4", false, false, rules.StateDead},
+		{"29.0 SQLite stale", db.BackendSQLite, "21c48150dea9", "1.4", "", true, time.Hour, "29.0", false, true, rules.StateAlive},
+		{"16.0 MySQL fresh", db.BackendMySQL, "cf1a80fdb352", "1.3", "", true, time.Second, "16.0", true, true, rules.StateAlive},
 	} {
 		snap := &db.Snapshot{Backend: c.backend, SchemaRevision: c.rev,
 			Conductors: []db.Conductor{cond(1, "c1", "g", c.online, ago(c.age), "ipmi")},

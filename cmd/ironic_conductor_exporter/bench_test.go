@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/bench"
@@ -93,16 +91,12 @@ func BenchmarkRefresh(b *testing.B) {
 	}
 }
 
-// countingSource is the database as the cache's DeltaSource, counting
+// countingSource is the database as the cache's Source, counting
 // the refreshes whose probe spared the node read (unchanged), that read
 // only the changed nodes (delta), and that read every node (read).
 type countingSource struct {
 	*db.DB
 	unchanged, delta, read atomic.Int64
-}
-
-func (s *countingSource) SnapshotSince(ctx context.Context, known *db.NodeProbe) (*db.Snapshot, error) {
-	return s.count(s.DB.SnapshotSince(ctx, known))
 }
 
 func (s *countingSource) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
@@ -125,10 +119,9 @@ func (s *countingSource) count(snap *db.Snapshot, err error) (*db.Snapshot, erro
 // db.SQLNodeProbe alone on the same server; "delta" is a refresh after one
 // node changed (its driver and updated_at, as Ironic's update_node writes
 // them; the write itself is not timed): the probe, the changed rows only,
-// merged into the previous nodes, and the topology, next to "probe" and
-// "copy"; "full" is a refresh that reads every node (what a changed
-// database costs without the delta read: the read and the topology), whose
-// floor "copy" is the COPY of db.SQLNodes' rows. The conductors' heartbeats
+// merged into the previous nodes, and the topology, next to "probe";
+// "full" is a refresh that reads every node (what a changed database costs
+// without the delta read: the read and the topology). The conductors' heartbeats
 // are refreshed before each round and asserted alive after each
 // sub-benchmark: a stale fleet would measure another path. The fleet's
 // nodes were enrolled one a second up to a day before (bench-fleet.sql), so that every probe
@@ -140,11 +133,6 @@ func BenchmarkRefreshFloors(b *testing.B) {
 	benchFleet(b, n)
 	admin := testIronicDB.DB(b)
 	ctx := context.Background()
-	pc, err := pgx.Connect(ctx, fmt.Sprintf("host=127.0.0.1 port=5432 user=postgres dbname=%s sslmode=disable", dbName))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = pc.Close(ctx) })
 	database, err := db.Open(dsnFor("127.0.0.1:5432"), db.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -239,14 +227,6 @@ WHERE id = (SELECT id FROM nodes ORDER BY id OFFSET $3 LIMIT 1)`, []string{"ipmi
 			allAlive(b, t)
 			if src.unchanged.Load() != 0 {
 				b.Fatal("a full refresh skipped the node read")
-			}
-		})
-		b.Run(fmt.Sprintf("copy/nodes=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				tag, err := pc.PgConn().CopyTo(ctx, io.Discard, "COPY ("+db.SQLNodes+") TO STDOUT")
-				if err != nil || tag.RowsAffected() != n {
-					b.Fatalf("COPY: %v, %d rows", err, tag.RowsAffected())
-				}
 			}
 		})
 	}

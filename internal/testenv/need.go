@@ -154,6 +154,10 @@ var (
 	// MySQL drivers (Ironic's migrations, scripts/ironic-schema.sh).
 	IronicPython = dep("python3-ironic", "apt-get install python3-ironic python3-psycopg2 python3-pymysql (or set ICE_PYTHON)",
 		pythonImports("ironic", "psycopg2", "pymysql"))
+	// MariaDBServer is mariadb-install-db and mariadbd, for the tests that
+	// start a server of their own (in PATH or /usr/sbin).
+	MariaDBServer = dep("mariadb-server", "apt-get install mariadb-server",
+		tool("mariadb-install-db", "/usr/sbin/mariadb-install-db"))
 	// Jinja2 is python3-jinja2 (Kolla's and Ansible's templates).
 	Jinja2 = dep("python3-jinja2", "apt-get install python3-jinja2 python3-yaml (or set ICE_PYTHON)",
 		pythonImports("jinja2", "yaml"))
