@@ -120,13 +120,6 @@ func (v View) Up() bool { return v.Err == nil && v.Topology != nil }
 // database is never felt by readers.
 const DefaultMaxWait = 500 * time.Millisecond
 
-// staleWait bounds MaxWait once there is a topology to serve: a lookup is
-// not held over 50 ms by a running refresh (the performance contract); it
-// gets the previous topology, whose age its answer tells. With 40 ms the
-// slowest lookups in make bench took 60-72 ms: the refresh and its garbage
-// collection beside them on 2 cores add 20-30 ms.
-const staleWait = 15 * time.Millisecond
-
 // Permanent reports whether the latest refresh failed for a reason retrying
 // will not fix: the database is not Ironic's (db.ErrNotIronic).
 func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
@@ -191,10 +184,12 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 
 // Get returns a view no older than MinInterval, refreshing first when the
 // cached one is older. It waits for the refresh until ctx's deadline when
-// ctx has one (a scrape with a budget), and otherwise at most MaxWait, and
-// at most staleWait when there is a topology to serve; if the refresh has
-// not ended by then, the current view is returned: a slow database never
-// blanks a scrape nor holds a reader.
+// ctx has one (a scrape with a budget), and otherwise at most MaxWait; if
+// the refresh has not ended by then, the current view is returned: a slow
+// database never blanks a scrape nor holds a reader. A reader is not
+// served the previous view at once while the refresh runs: the cache
+// refreshes only when asked, so an idle sidecar's next answer would be as
+// old as the request before it, where Ironic answers from the database.
 func (c *Cache) Get(ctx context.Context) View {
 	if s := c.state.Load(); c.fresh(s) {
 		return s.view
@@ -213,12 +208,8 @@ func (c *Cache) Get(ctx context.Context) View {
 	c.mu.Unlock()
 
 	if _, ok := ctx.Deadline(); !ok {
-		wait := c.cfg.MaxWait
-		if c.state.Load().view.Topology != nil {
-			wait = min(wait, staleWait)
-		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, wait)
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.MaxWait)
 		defer cancel()
 	}
 	select {
