@@ -132,11 +132,17 @@ func TestNotIronicDatabase(t *testing.T) {
 			t.Errorf("dropping %s: %v", name, err)
 		}
 	}()
-	for _, tc := range []struct{ dsn, want, kind string }{
-		{"postgresql://postgres@127.0.0.1:5432/" + name + "?sslmode=disable", "permanent", "schema"},
-		{dsnFor(testenv.FreeAddr(t)), "transient", "connection"},
+	for _, tc := range []struct {
+		dsn        func() string
+		want, kind string
+	}{
+		{func() string { return "postgresql://postgres@127.0.0.1:5432/" + name + "?sslmode=disable" }, "permanent", "schema"},
+		// A free port taken only now: one taken before the first case
+		// could be the port that case's exporter then listens on, which
+		// answers the connection and lets it time out instead of refusing.
+		{func() string { return dsnFor(testenv.FreeAddr(t)) }, "transient", "connection"},
 	} {
-		p := start(t, tc.dsn)
+		p := start(t, tc.dsn())
 		// /readyz says only "not ready" (it is unauthenticated); the kind
 		// is in the metrics and the logs.
 		code, body := p.get(t, "/readyz")
