@@ -55,20 +55,7 @@ basic_auth_users:
 		"--web.listen-address="+addr, "--web.probe-listen-address="+probeAddr, "--web.config.file="+webConfig)
 
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
-	get := func(url, user, pass string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		if user != "" {
-			req.SetBasicAuth(user, pass)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := basicGetter(t, client)
 	// Wait for the probe listener (plain HTTP), then for readiness.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -181,20 +168,7 @@ func TestTwoDoors(t *testing.T) {
 		"--web.listen-address="+metricsAddr, "--web.config.file="+webConfig, "--api.listen-address="+apiAddr,
 		"--api.config-file="+apiConfig, "--auth.strategy=http_basic", "--auth.http-basic-user-file="+htpasswd)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
-	get := func(url, user, pass string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		if user != "" {
-			req.SetBasicAuth(user, pass)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := basicGetter(t, client)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if code, _ := get("https://"+apiAddr+"/readyz", "", ""); code == http.StatusOK {
@@ -271,5 +245,24 @@ func TestCheckDoors(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
 		}
+	}
+}
+
+// basicGetter returns a GET through client, with basic auth when user is
+// not empty: the status code and body, or 0 and the error.
+func basicGetter(t *testing.T, client *http.Client) func(url, user, pass string) (int, string) {
+	return func(url, user, pass string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
 }
