@@ -699,6 +699,13 @@ def case_conductor_filter_limit(c):
                                 iu, ri[2].get('next') or 'absent', su,
                                 rs[2].get('next') or 'absent'),
                             difference='conductor-filter-limit')] + rest
+        # the next link follows the membership: while that is in flux (a
+        # heartbeat crossing between the three requests) so is the link,
+        # and the pair is fetched again after --settle instead of failing
+        # on the first look (CI: Ironic 16.0 listed none of cond-85's
+        # nodes, the sidecar three and a next link, 10 s after setup)
+        if any(x.volatile for x in p):
+            p = [Problem(x.text, True, x.difference) for x in p]
         return p
     lpath = '/v1/nodes?conductor=%s&limit=3' % q(busy)
     task('GET %s' % lpath,
