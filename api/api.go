@@ -117,19 +117,6 @@ type request struct {
 	jsonSuffix bool
 	// acc is the request's access under Ironic's policy; nil: everything.
 	acc Access
-	// ident is the node ident routed to, identUUID whether it is UUID-like
-	// (see uuidLike).
-	ident     string
-	identUUID bool
-}
-
-// uuidLike is isUUIDLike(ident), without checking again the ident routed
-// to.
-func (rq *request) uuidLike(ident string) bool {
-	if ident == rq.ident && ident != "" {
-		return rq.identUUID
-	}
-	return isUUIDLike(ident)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -239,8 +226,7 @@ func (rq *request) route(rest []string) {
 
 // routeNode serves /v1/nodes/{ident}/rest...
 func (rq *request) routeNode(ident string, rest []string) {
-	rq.ident, rq.identUUID = ident, isUUIDLike(ident)
-	if !rq.identUUID && !isValidLogicalName(ident) {
+	if !isUUIDLike(ident) && !isValidLogicalName(ident) {
 		rq.fail(routingError(http.StatusBadRequest, "Expected UUID or name for node: "+ident))
 		return
 	}

@@ -39,7 +39,7 @@ func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topolog
 
 func (rq *request) findNodeOnce(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	c := collationOf(t)
-	if rq.uuidLike(ident) {
+	if isUUIDLike(ident) {
 		if n, ok := c.node(t, nodeFieldUUID, ident); ok {
 			return n, nil
 		}
