@@ -1,7 +1,6 @@
 package api
 
 import (
-	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -102,25 +101,9 @@ func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}
-	t = t.UTC()
-	year, month, day := t.Date()
-	hour, minute, sec := t.Clock()
-	b = append(b, '"')
-	if year < 0 || year > 9999 {
-		b = strconv.AppendInt(b, int64(year), 10) // Python cannot have these
-	} else {
-		b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10))
-	}
-	b = append(b, '-', byte('0'+int(month)/10), byte('0'+int(month)%10),
-		'-', byte('0'+day/10), byte('0'+day%10),
-		'T', byte('0'+hour/10), byte('0'+hour%10),
-		':', byte('0'+minute/10), byte('0'+minute%10),
-		':', byte('0'+sec/10), byte('0'+sec%10))
-	if us := t.Nanosecond() / 1000; us != 0 {
-		b = append(b, '.')
-		for d := 100000; d > 0; d /= 10 {
-			b = append(b, byte('0'+us/d%10))
-		}
+	b = t.UTC().AppendFormat(append(b, '"'), "2006-01-02T15:04:05.000000")
+	if t.Nanosecond() < 1000 {
+		b = b[:len(b)-len(".000000")]
 	}
 	return append(b, "+00:00\""...)
 }
