@@ -59,7 +59,6 @@ type handler struct {
 	log      *slog.Logger
 	maxLimit int
 	maxMinor int
-	vh       versionHeaders
 	public   string
 	access   func(r *http.Request) Access
 }
@@ -87,7 +86,6 @@ func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 		h.log.Warn("api: MaxMicroversion above Ironic 21.4's 1.82; using 1.82", "requested", h.maxMinor)
 		h.maxMinor = highestMicroversion
 	}
-	h.vh = newVersionHeaders(h.maxMinor)
 	return h
 }
 
@@ -291,15 +289,15 @@ func (rq *request) version(routing bool) bool {
 		// Ironic's version hook sets the range headers once it could parse
 		// the requested version, even one out of range; errors raised
 		// before it (routing, an unparsable header) carry none.
-		hdr[hdrMinVersion] = rq.h.vh.min
-		hdr[hdrMaxVersion] = rq.h.vh.max
+		hdr[hdrMinVersion] = []string{versionString(minMinor)}
+		hdr[hdrMaxVersion] = []string{versionString(rq.h.maxMinor)}
 	}
 	if err != nil {
 		rq.fail(err)
 		return false
 	}
 	rq.minor = m
-	hdr[hdrVersion] = []string{"1." + strconv.Itoa(m)}
+	hdr[hdrVersion] = []string{versionString(m)}
 	return true
 }
 
@@ -413,10 +411,10 @@ const (
 func (rq *request) appendVersion(b []byte, base string) []byte {
 	b = append(b, `{"id": "v1", "links": [{"href": `...)
 	b = appendString(b, base+"/v1/")
-	b = append(b, `, "rel": "self"}], "status": "CURRENT", "min_version": "1.`...)
-	b = strconv.AppendInt(b, minMinor, 10)
-	b = append(b, `", "version": `...)
-	b = appendString(b, rq.h.vh.maxStr)
+	b = append(b, `, "rel": "self"}], "status": "CURRENT", "min_version": `...)
+	b = appendString(b, versionString(minMinor))
+	b = append(b, `, "version": `...)
+	b = appendString(b, versionString(rq.h.maxMinor))
 	return append(b, '}')
 }
 
