@@ -380,10 +380,13 @@ func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 		WithVariable(instanceVariable())
 }
 
-// newStat is a stat panel on $datasource showing the last value.
+// Every panel is on $datasource; its unit is "none" unless it sets one.
+
+// newStat is a stat panel showing the last value.
 func newStat() *stat.PanelBuilder {
 	return stat.NewPanelBuilder().
 		Datasource(dsRef()).
+		Unit("none").
 		Orientation(common.VizOrientationAuto).
 		JustifyMode(common.BigValueJustifyModeAuto).
 		ReduceOptions(lastValue())
@@ -409,11 +412,12 @@ func newCountStat() *stat.PanelBuilder {
 		GraphMode(common.BigValueGraphModeArea)
 }
 
-// newTimeseries is a time series panel on $datasource: palette colours from
-// 0, every series in the tooltip.
+// newTimeseries is a time series panel: palette colours from 0, every
+// series in the tooltip.
 func newTimeseries() *timeseries.PanelBuilder {
 	return timeseries.NewPanelBuilder().
 		Datasource(dsRef()).
+		Unit("none").
 		Min(0).
 		ColorScheme(paletteColor()).
 		Tooltip(tooltipAll())
@@ -424,10 +428,11 @@ func dashedThresholds() *common.GraphThresholdsStyleConfigBuilder {
 	return common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)
 }
 
-// newTable is a table panel on $datasource.
+// newTable is a table panel.
 func newTable() *table.PanelBuilder {
 	return table.NewPanelBuilder().
 		Datasource(dsRef()).
+		Unit("none").
 		CellHeight(common.TableCellHeightSm).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"}))
 }
