@@ -185,24 +185,12 @@ func thresholds(base string, steps ...step) *dashboard.ThresholdsConfigBuilder {
 	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps(ts)
 }
 
-func thresholdsValue(base string, steps ...step) dashboard.ThresholdsConfig {
-	t, err := thresholds(base, steps...).Build()
-	if err != nil {
-		panic(err) // static input
-	}
-	return t
-}
-
 func fixedColor(c string) *dashboard.FieldColorBuilder {
 	return dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdFixed).FixedColor(c)
 }
 
 func thresholdColor() *dashboard.FieldColorBuilder {
 	return dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdThresholds)
-}
-
-func paletteColor() *dashboard.FieldColorBuilder {
-	return dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdPaletteClassic)
 }
 
 // mapping is one value-to-text mapping with its colour.
@@ -226,19 +214,15 @@ func propColor(c string) dashboard.DynamicConfigValue {
 }
 
 func propThresholds(base string, steps ...step) dashboard.DynamicConfigValue {
-	return dashboard.DynamicConfigValue{Id: "thresholds", Value: thresholdsValue(base, steps...)}
+	t, err := thresholds(base, steps...).Build()
+	if err != nil {
+		panic(err) // static input
+	}
+	return dashboard.DynamicConfigValue{Id: "thresholds", Value: t}
 }
 
 func propThresholdColor() dashboard.DynamicConfigValue {
 	return dashboard.DynamicConfigValue{Id: "color", Value: map[string]any{"mode": "thresholds"}}
-}
-
-func propUnit(u string) dashboard.DynamicConfigValue {
-	return dashboard.DynamicConfigValue{Id: "unit", Value: u}
-}
-
-func propMappings(ms ...mapping) dashboard.DynamicConfigValue {
-	return dashboard.DynamicConfigValue{Id: "mappings", Value: valueMappings(ms...)}
 }
 
 func propCellBackground() dashboard.DynamicConfigValue {
@@ -389,7 +373,7 @@ func newStat() *stat.PanelBuilder {
 		Unit("none").
 		Orientation(common.VizOrientationAuto).
 		JustifyMode(common.BigValueJustifyModeAuto).
-		ReduceOptions(lastValue())
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false))
 }
 
 // newThresholdStat is a stat panel whose background takes the colour of
@@ -419,8 +403,8 @@ func newTimeseries() *timeseries.PanelBuilder {
 		Datasource(dsRef()).
 		Unit("none").
 		Min(0).
-		ColorScheme(paletteColor()).
-		Tooltip(tooltipAll())
+		ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdPaletteClassic)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending))
 }
 
 // dashedThresholds draws a time series panel's thresholds as dashed lines.
@@ -485,16 +469,6 @@ func legendList() *common.VizLegendOptionsBuilder {
 		DisplayMode(common.LegendDisplayModeList).
 		Placement(common.LegendPlacementBottom).
 		ShowLegend(true)
-}
-
-func tooltipAll() *common.VizTooltipOptionsBuilder {
-	return common.NewVizTooltipOptionsBuilder().
-		Mode(common.TooltipDisplayModeMulti).
-		Sort(common.SortOrderDescending)
-}
-
-func lastValue() *common.ReduceDataOptionsBuilder {
-	return common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)
 }
 
 // organize is the "organize fields" transformation: it hides the fields

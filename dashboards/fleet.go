@@ -131,8 +131,8 @@ func Fleet() (dashboard.Dashboard, error) {
 			Filterable(true).
 			SortBy([]sortBuilder{tableSort("Hostname", false)}).
 			OverrideByName("Hostname", []dashboard.DynamicConfigValue{propLink("Conductor ${__value.raw}", conductorURL("${__value.raw}"))}).
-			OverrideByName("State", []dashboard.DynamicConfigValue{propMappings(states...), propCellBackground()}).
-			OverrideByName("Heartbeat age", []dashboard.DynamicConfigValue{propUnit("s"), propThresholdColor(), propThresholds(green, heartbeatSteps...), propCellBackground()}).
+			OverrideByName("State", []dashboard.DynamicConfigValue{{Id: "mappings", Value: valueMappings(states...)}, propCellBackground()}).
+			OverrideByName("Heartbeat age", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}, propThresholdColor(), propThresholds(green, heartbeatSteps...), propCellBackground()}).
 			GridPos(gridPos(24, 10))).
 		WithPanel(newTable().
 			Title("Conductors by group and state").
