@@ -1,9 +1,9 @@
 package api
 
 import (
-	"cmp"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -538,9 +538,9 @@ func pageInIDOrder(t *topology.Topology, a *nodeListArgs, cand nodeSet, marker *
 	}
 	if marker != nil {
 		// The first candidate with an id above the marker's.
-		i, found := sortSearch(cand.len(), func(i int) int { return cmp.Compare(cand.at(t, i).ID, marker.ID) })
+		i := sort.Search(cand.len(), func(i int) bool { return cand.at(t, i).ID >= marker.ID })
 		start = i
-		if found && !desc {
+		if i < cand.len() && cand.at(t, i).ID == marker.ID && !desc {
 			start++
 		}
 		if desc {
@@ -554,21 +554,6 @@ func pageInIDOrder(t *topology.Topology, a *nodeListArgs, cand nodeSet, marker *
 		}
 	}
 	return items
-}
-
-// sortSearch is slices.BinarySearch over an index: the position where
-// cmp(i) stops being negative, and whether it is 0 there.
-func sortSearch(n int, cmp func(int) int) (int, bool) {
-	lo, hi := 0, n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if cmp(m) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo, lo < n && cmp(lo) == 0
 }
 
 // appendNodeList renders the page and its next link.
