@@ -234,15 +234,7 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
 		d.Counts[string(c.State)]++
-		row := conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State,
-			HardwareTypes: c.HardwareTypes, Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero()}
-		if !t.Heartbeats {
-			row.NoHeartbeat, row.NotKept = true, true
-		}
-		if !row.NoHeartbeat {
-			row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
-		}
-		d.Conductors = append(d.Conductors, row)
+		d.Conductors = append(d.Conductors, newConductorRow(t, c))
 	}
 	// Trouble first: dead, then stopped, draining, alive.
 	slices.SortStableFunc(d.Conductors, func(a, b conductorRow) int {
@@ -286,6 +278,24 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	}
 	d.Summary = summarize(d, t)
 	return d
+}
+
+// newConductorRow is a conductor's row of the page.
+func newConductorRow(t *topology.Topology, c *topology.ConductorInfo) conductorRow {
+	row := conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State, HardwareTypes: c.HardwareTypes,
+		Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero() || !t.Heartbeats, NotKept: !t.Heartbeats}
+	if !row.NoHeartbeat {
+		row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
+	}
+	return row
+}
+
+// deref is *p, "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // ringRows computes, per ring, how many of its nodes each member serves.
@@ -337,20 +347,10 @@ func lookup(t *topology.Topology, ident string) *lookupResult {
 	if !ok {
 		return &lookupResult{NotFound: true}
 	}
-	res := &lookupResult{UUID: n.UUID, Group: n.ConductorGroup, Driver: n.Driver, Conductor: n.Conductor,
-		Maintenance: n.Maintenance, AffinityHost: n.AffinityHost, Affinity: n.Affinity}
-	if n.Name != nil {
-		res.Name = *n.Name
-	}
-	if n.Reservation != nil {
-		res.Reservation = *n.Reservation
-	}
-	if n.PowerState != nil {
-		res.PowerSt = *n.PowerState
-	}
-	if n.ProvisionState != nil {
-		res.ProvisionState = *n.ProvisionState
-	}
+	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
+		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost,
+		Affinity: n.Affinity}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true
