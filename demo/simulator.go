@@ -37,19 +37,14 @@ import (
 //     (_sync_local_state) moves the affinity of active nodes to the ring's
 //     conductor once a cycle.
 //
-// The simulator keeps no rings of its own. What it knows of the fleet as
-// Ironic sees it (which conductor the rings map a node to, which nodes a
-// conductor serves, which nodes no conductor can serve) is its view: the
-// topology the exporter's code (topology.Build and the rules of package
-// rules) builds from a snapshot of the database read through MultiConductor,
-// with the settings the exporter runs with (Demo.Settings).
-// Liveness and ring membership are the rules' (Alive, RingMember over the
-// heartbeats the simulator wrote), never its own flags: those say only what
-// a simulated process does (heartbeat, take locks). The view is judged after
-// every event and heartbeat, or less often where reading is slow (see run),
-// so the simulator and the page agree on every node, and the simulator logs what the view shows
-// changing (a conductor's state, the nodes without a conductor) as the page
-// shows it.
+// The simulator keeps no rings of its own: what it knows of the fleet as
+// Ironic sees it (node to conductor, liveness, ring membership) is its view,
+// the topology topology.Build makes of a snapshot read through
+// MultiConductor with the exporter's settings (Demo.Settings). Its own flags
+// say only what a simulated process does (heartbeat, take locks). The view
+// is judged after every event and heartbeat, or less often where reading is
+// slow (see run), so the simulator and the page agree on every node, and
+// the simulator logs the changes the page shows.
 
 // Base durations, at Speed 1.
 const (
@@ -149,18 +144,11 @@ func (s *simulator) heartbeatTime() time.Time {
 	return s.present
 }
 
-// judge brings the view up to date: the topology that topology.Build, the
-// exporter's code, makes of a snapshot of the database with the exporter's
-// settings. It logs what changed in the view that the page shows (see
-// narrate). On an error the view stays the last one.
-//
-// Liveness is judged as of the simulated present, the time of the latest
-// heartbeats, not when the snapshot could be read: the simulated conductors
-// heartbeat on time, and a loop or commit that waited behind slow readers
-// (SQLite's rollback journal under the race detector) says nothing of them.
-// Those are one instant, give or take a heartbeat interval, wherever the
-// database is quick, and in the tests that drive the simulator on a fake
-// clock. Writes of events stamped later (a restart) are fresh then.
+// judge brings the view up to date from a snapshot and logs what changed
+// (narrate); on an error the view stays the last one. Liveness is judged as
+// of the latest heartbeats written, not when the snapshot could be read: a
+// loop that waited behind slow readers (SQLite under the race detector)
+// says nothing of the simulated conductors, which heartbeat on time.
 func (s *simulator) judge(ctx context.Context) error {
 	start := time.Now()
 	defer func() { s.judgeTook = time.Since(start) }()
