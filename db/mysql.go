@@ -29,14 +29,8 @@ import (
 //   - host "localhost" or no host: mysqlclient connects to the default unix
 //     socket, pymysql to TCP localhost:3306; the exporter does what the
 //     scheme's driver does (?unix_socket= wins for both);
-//   - ssl_ca, ssl_capath, ssl_cert, ssl_key, ssl_check_hostname,
-//     ssl_verify_cert, ssl_verify_identity, ssl_disabled and mysqlclient's
-//     ssl_mode make a tls.Config with the meaning pymysql gives them: with a
-//     CA the server's certificate chain and name are checked (unless
-//     ssl_check_hostname=false or ssl_verify_cert=false), without one the
-//     connection is encrypted but, as in pymysql, not verified unless
-//     ssl_verify_cert/ssl_verify_identity ask for it (then against the system
-//     roots);
+//   - the ssl_* options and mysqlclient's ssl_mode make a tls.Config with
+//     the meaning the URL's driver gives them (pymysqlTLSConfig, tlsConfig);
 //   - read_default_file / read_default_group (TripleO writes them) are read
 //     like pymysql does: the named group (default [client]) of the file fills
 //     user, password, host, port, socket, database, bind-address and ssl-*
