@@ -6,6 +6,7 @@ package status
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"errors"
 	"html/template"
@@ -238,20 +239,14 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	}
 	// Trouble first: dead, then stopped, draining, alive.
 	slices.SortStableFunc(d.Conductors, func(a, b conductorRow) int {
-		if x, y := stateRank(a.State), stateRank(b.State); x != y {
-			return x - y
-		}
-		return strings.Compare(a.Group+"\x00"+a.Hostname, b.Group+"\x00"+b.Hostname)
+		return cmp.Or(stateRank(a.State)-stateRank(b.State), strings.Compare(a.Group+"\x00"+a.Hostname, b.Group+"\x00"+b.Hostname))
 	})
 	d.Rings = ringRows(t)
 	for k, n := range t.Orphans {
 		d.Orphans = append(d.Orphans, orphanRow{Group: k.ConductorGroup, Driver: k.Driver, Nodes: n})
 	}
 	slices.SortFunc(d.Orphans, func(a, b orphanRow) int {
-		if a.Nodes != b.Nodes {
-			return b.Nodes - a.Nodes
-		}
-		return strings.Compare(a.Group+"\x00"+a.Driver, b.Group+"\x00"+b.Driver)
+		return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Group+"\x00"+a.Driver, b.Group+"\x00"+b.Driver))
 	})
 	for host, n := range t.Reservations {
 		c, ok := t.Conductor(host)
@@ -266,12 +261,7 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: "conductor " + string(c.State)})
 		}
 	}
-	slices.SortFunc(d.Stuck, func(a, b stuckRow) int {
-		if a.Nodes != b.Nodes {
-			return b.Nodes - a.Nodes
-		}
-		return strings.Compare(a.Host, b.Host)
-	})
+	slices.SortFunc(d.Stuck, func(a, b stuckRow) int { return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Host, b.Host)) })
 	d.Stranded, d.StuckNodes = nodeTrouble(t)
 	if query != "" {
 		d.Lookup = lookup(t, query)
