@@ -334,17 +334,13 @@ func (rq *request) canGetConductors() bool {
 // conductor's detail shares (only a fields argument, a microversion that
 // exposes conductors) and returns the fields and the topology.
 func (rq *request) conductorRequest() ([]string, *topology.Topology, *apiError) {
-	var fields []string
-	var hasFields bool
-	if rq.r.URL.RawQuery != "" { // else no argument, as most lookups
-		q := parseQuery(rq.r.URL.RawQuery)
-		if err := q.checkArgs("fields"); err != nil {
-			return nil, nil, err
-		}
-		var err *apiError
-		if fields, hasFields, err = q.strList("fields"); err != nil {
-			return nil, nil, err
-		}
+	q := parseQuery(rq.r.URL.RawQuery)
+	if err := q.checkArgs("fields"); err != nil {
+		return nil, nil, err
+	}
+	fields, hasFields, err := q.strList("fields")
+	if err != nil {
+		return nil, nil, err
 	}
 	if rq.minor < minor49Conductors {
 		return nil, nil, rq.conductorsTooOld()
