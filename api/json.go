@@ -12,13 +12,8 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// plain marks the bytes Python's json.dumps writes as they are.
-var plain = func() (t [256]bool) {
-	for c := ' '; c <= '~'; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
+// plain reports the bytes Python's json.dumps writes as they are.
+func plain(c byte) bool { return c >= ' ' && c <= '~' && c != '"' && c != '\\' }
 
 // shortEscape is the letter of json.dumps' two-character escape of an ASCII
 // byte, 0 for the bytes it writes as \u00XX.
@@ -34,7 +29,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if plain[c] {
+		if plain(c) {
 			i++
 			continue
 		}
@@ -136,7 +131,7 @@ func appendHref(b []byte, base, prefix, resource, arg string) []byte {
 // appendRawJSON appends the body of a JSON string (no quotes).
 func appendRawJSON(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if !plain[s[i]] {
+		if !plain(s[i]) {
 			q := appendString(nil, s)
 			return append(b, q[1:len(q)-1]...)
 		}
