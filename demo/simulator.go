@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -721,14 +722,7 @@ func (s *simulator) describe() string {
 			hts[h] = true
 		}
 	}
-	keys := func(m map[string]bool) string {
-		out := make([]string, 0, len(m))
-		for k := range m {
-			out = append(out, k)
-		}
-		slices.Sort(out)
-		return strings.Join(out, " ")
-	}
+	keys := func(m map[string]bool) string { return strings.Join(slices.Sorted(maps.Keys(m)), " ") }
 	return fmt.Sprintf("%d conductors in groups %s with hardware types %s; %d nodes, %d of them served by no conductor",
 		len(s.cond), keys(groups), keys(hts), len(s.nodes), s.unserved())
 }
