@@ -521,9 +521,6 @@ func (s *simulator) victim(list []string, cycle int) *simConductor {
 	return s.byHost[list[cycle%len(list)]]
 }
 
-// timeout is the heartbeat_timeout the fleet is judged by.
-func (s *simulator) timeout() time.Duration { return s.settings.HeartbeatTimeout }
-
 // drain starts a graceful stop of the cycle's drain victim.
 func (s *simulator) drain(ctx context.Context, cycle int) error {
 	c := s.victim(drainVictims, cycle)
@@ -559,7 +556,7 @@ func (s *simulator) drainDone(_ context.Context, cycle int) error {
 	c.beating = false
 	s.log.Info("demo: the draining conductor finished its work and stopped heartbeating: "+
 		"it turns stopped when its last heartbeat is older than heartbeat_timeout",
-		"conductor", c.host, "in", s.timeout(), "look_at", "ironic_conductor_state, ironic_conductor_alive")
+		"conductor", c.host, "in", s.settings.HeartbeatTimeout, "look_at", "ironic_conductor_state, ironic_conductor_alive")
 	return nil
 }
 
@@ -599,7 +596,7 @@ func (s *simulator) crash(ctx context.Context, cycle int) error {
 	c.beating, c.working = false, false
 	s.log.Info("demo: a conductor crashed holding locks: online stays true and its heartbeats stop; once its last "+
 		"heartbeat is older than heartbeat_timeout it turns dead; its locks stay stuck until it comes back",
-		"conductor", c.host, "conductor_group", c.group, "locks_held", len(c.locks), "in", s.timeout(),
+		"conductor", c.host, "conductor_group", c.group, "locks_held", len(c.locks), "in", s.settings.HeartbeatTimeout,
 		"look_at", "ironic_conductor_state, ironic_conductor_alive, ironic_conductor_hash_ring_member, ironic_conductor_reserved_nodes")
 	return nil
 }
