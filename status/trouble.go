@@ -285,22 +285,17 @@ func trouble(n *topology.NodeInfo) int {
 // selfURLs returns the request's page without the refresh switch, and with
 // it flipped.
 func selfURLs(r *http.Request, off bool) (self, toggle string) {
-	q := url.Values{}
-	for k, v := range r.URL.Query() {
-		if k != "refresh" {
-			q[k] = v
+	page := func(q url.Values) string {
+		if e := q.Encode(); e != "" {
+			return "/?" + e
 		}
+		return "/"
 	}
-	self = "/"
-	if e := q.Encode(); e != "" {
-		self += "?" + e
-	}
+	q := r.URL.Query()
+	q.Del("refresh")
+	self = page(q)
 	if !off {
 		q.Set("refresh", "off")
 	}
-	toggle = "/"
-	if e := q.Encode(); e != "" {
-		toggle += "?" + e
-	}
-	return self, toggle
+	return self, page(q)
 }
