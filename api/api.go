@@ -59,7 +59,6 @@ type handler struct {
 	log      *slog.Logger
 	maxLimit int
 	maxMinor int
-	vh       versionHeaders
 	public   string
 	access   func(r *http.Request) Access
 }
@@ -87,14 +86,8 @@ func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 		h.log.Warn("api: MaxMicroversion above Ironic 21.4's 1.82; using 1.82", "requested", h.maxMinor)
 		h.maxMinor = highestMicroversion
 	}
-	h.vh = newVersionHeaders(h.maxMinor)
 	return h
 }
-
-var (
-	ctJSON       = []string{"application/json"}
-	allowGetHead = []string{"GET, HEAD"}
-)
 
 // reservedIdent reports the node sub-controllers of Ironic; used as a node
 // ident they are a routing 404 (NodesController._lookup).
@@ -117,26 +110,12 @@ type request struct {
 	jsonSuffix bool
 	// acc is the request's access under Ironic's policy; nil: everything.
 	acc Access
-	// ident is the node ident routed to, identUUID whether it is UUID-like
-	// (see uuidLike).
-	ident     string
-	identUUID bool
-}
-
-// uuidLike is isUUIDLike(ident), without checking again the ident routed
-// to.
-func (rq *request) uuidLike(ident string) bool {
-	if ident == rq.ident && ident != "" {
-		return rq.identUUID
-	}
-	return isUUIDLike(ident)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq := request{h: h, w: w, r: r}
 	defer rq.recoverPanic()
-	var segs [4]string
-	if rest, ok := rq.front(&segs); ok {
+	if rest, ok := rq.front(); ok {
 		rq.route(rest)
 	}
 }
@@ -155,11 +134,11 @@ func (rq *request) recoverPanic() {
 
 // front does what precedes the resources, as Ironic does it: the policy
 // access, the request id, the method, the path's length and segments
-// (split into segs), the service root and the v1 document, the
+// (at most maxSegments), the service root and the v1 document, the
 // microversion. It returns the v1 resource path (at least one segment),
 // or false when it answered the request itself. Benchmarks mount a trivial
 // resource behind the same front (api/bench_test.go).
-func (rq *request) front(segs *[4]string) ([]string, bool) {
+func (rq *request) front() ([]string, bool) {
 	r := rq.r
 	if rq.h.access != nil {
 		rq.acc = rq.h.access(r)
@@ -167,7 +146,7 @@ func (rq *request) front(segs *[4]string) ([]string, bool) {
 	hdr := rq.w.Header()
 	hdr[hdrRequestID] = newRequestID()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		hdr["Allow"] = allowGetHead
+		hdr["Allow"] = []string{"GET, HEAD"}
 		rq.fail(readOnly(r.Method))
 		return nil, false
 	}
@@ -181,12 +160,12 @@ func (rq *request) front(segs *[4]string) ([]string, bool) {
 		rq.fail(badRequest("The request URI is too long."))
 		return nil, false
 	}
-	n, ok := rq.split(path, escaped, segs)
+	rest, ok := rq.split(path, escaped)
 	if !ok {
 		rq.fail(errRouteNotFound)
 		return nil, false
 	}
-	if n == 0 {
+	if len(rest) == 0 {
 		// The service root: up to 26.0 Ironic parses no version here and
 		// sends no version headers; 26.1+ negotiates as GET /v1 does
 		// (rules.RootVersionHeaders). Without data, the older answer.
@@ -198,7 +177,6 @@ func (rq *request) front(segs *[4]string) ([]string, bool) {
 		rq.root()
 		return nil, false
 	}
-	rest := segs[:n]
 	if rest[0] == "v1" {
 		rest = rest[1:]
 		if len(rest) == 0 {
@@ -239,8 +217,7 @@ func (rq *request) route(rest []string) {
 
 // routeNode serves /v1/nodes/{ident}/rest...
 func (rq *request) routeNode(ident string, rest []string) {
-	rq.ident, rq.identUUID = ident, isUUIDLike(ident)
-	if !rq.identUUID && !isValidLogicalName(ident) {
+	if !isUUIDLike(ident) && !isValidLogicalName(ident) {
 		rq.fail(routingError(http.StatusBadRequest, "Expected UUID or name for node: "+ident))
 		return
 	}
@@ -256,10 +233,14 @@ func (rq *request) routeNode(ident string, rest []string) {
 	}
 }
 
-// split cuts the path into at most len(segs) segments, unescaping them when
-// escaped, after dropping trailing slashes and a ".json" extension as Ironic
-// does. It reports false for more segments or an empty one ("//").
-func (rq *request) split(path string, escaped bool, segs *[4]string) (int, bool) {
+// maxSegments is the most path segments of a served resource
+// (/v1/nodes/{ident}/conductor).
+const maxSegments = 4
+
+// split cuts the path into segments, unescaping them when escaped, after
+// dropping trailing slashes and a ".json" extension as Ironic does. It
+// reports false for more than maxSegments or an empty one ("//").
+func (rq *request) split(path string, escaped bool) ([]string, bool) {
 	path = strings.TrimRight(path, "/")
 	if p, ok := strings.CutSuffix(path, ".json"); ok {
 		path = strings.TrimRight(p, "/")
@@ -267,28 +248,21 @@ func (rq *request) split(path string, escaped bool, segs *[4]string) (int, bool)
 	}
 	path = strings.TrimPrefix(path, "/")
 	if path == "" {
-		return 0, true
+		return nil, true
 	}
-	n := 0
-	for path != "" {
-		if n == len(segs) {
-			return 0, false
-		}
-		seg, tail := path, ""
-		if i := strings.IndexByte(path, '/'); i >= 0 {
-			seg, tail = path[:i], path[i+1:]
-		}
+	segs := strings.SplitN(path, "/", maxSegments+1)
+	if len(segs) > maxSegments {
+		return nil, false
+	}
+	for i, seg := range segs {
 		if seg == "" {
-			return 0, false
+			return nil, false
 		}
 		if escaped && strings.IndexByte(seg, '%') >= 0 {
-			seg = unquote(seg)
+			segs[i] = unquote(seg)
 		}
-		segs[n] = seg
-		n++
-		path = tail
 	}
-	return n, true
+	return segs, true
 }
 
 // unquote decodes %XX escapes, keeping invalid ones literally.
@@ -305,15 +279,15 @@ func (rq *request) version(routing bool) bool {
 		// Ironic's version hook sets the range headers once it could parse
 		// the requested version, even one out of range; errors raised
 		// before it (routing, an unparsable header) carry none.
-		hdr[hdrMinVersion] = rq.h.vh.min
-		hdr[hdrMaxVersion] = rq.h.vh.max
+		hdr[hdrMinVersion] = []string{versionString(minMinor)}
+		hdr[hdrMaxVersion] = []string{versionString(rq.h.maxMinor)}
 	}
 	if err != nil {
 		rq.fail(err)
 		return false
 	}
 	rq.minor = m
-	hdr[hdrVersion] = []string{"1." + strconv.Itoa(m)}
+	hdr[hdrVersion] = []string{versionString(m)}
 	return true
 }
 
@@ -387,11 +361,14 @@ func (rq *request) topology() (*topology.Topology, *apiError) {
 }
 
 // reply writes a 200 JSON body.
-func (rq *request) reply(body []byte) {
+func (rq *request) reply(body []byte) { rq.write(http.StatusOK, body) }
+
+// write writes a JSON body (none for HEAD) with its status.
+func (rq *request) write(status int, body []byte) {
 	hdr := rq.w.Header()
-	hdr["Content-Type"] = ctJSON
+	hdr["Content-Type"] = []string{"application/json"}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
-	rq.w.WriteHeader(http.StatusOK)
+	rq.w.WriteHeader(status)
 	if rq.r.Method != http.MethodHead {
 		_, _ = rq.w.Write(body)
 	}
@@ -410,12 +387,7 @@ func (rq *request) fail(e *apiError) {
 		delete(hdr, hdrMaxVersion)
 		delete(hdr, hdrVersion)
 	}
-	hdr["Content-Type"] = ctJSON
-	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
-	rq.w.WriteHeader(e.status)
-	if rq.r.Method != http.MethodHead {
-		_, _ = rq.w.Write(body)
-	}
+	rq.write(e.status, body)
 }
 
 const (
@@ -427,10 +399,10 @@ const (
 func (rq *request) appendVersion(b []byte, base string) []byte {
 	b = append(b, `{"id": "v1", "links": [{"href": `...)
 	b = appendString(b, base+"/v1/")
-	b = append(b, `, "rel": "self"}], "status": "CURRENT", "min_version": "1.`...)
-	b = strconv.AppendInt(b, minMinor, 10)
-	b = append(b, `", "version": `...)
-	b = appendString(b, rq.h.vh.maxStr)
+	b = append(b, `, "rel": "self"}], "status": "CURRENT", "min_version": `...)
+	b = appendString(b, versionString(minMinor))
+	b = append(b, `, "version": `...)
+	b = appendString(b, versionString(rq.h.maxMinor))
 	return append(b, '}')
 }
 

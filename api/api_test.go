@@ -1072,3 +1072,26 @@ func TestRoutingErrorsCarryNoVersionHeaders(t *testing.T) {
 		t.Errorf("version headers missing on a success: %v", rec.Header())
 	}
 }
+
+// TestAffinityFieldNullWhenUnknown: the extension is the conductor's
+// hostname, and null when conductor_affinity is NULL or names no
+// conductor row.
+func TestAffinityFieldNullWhenUnknown(t *testing.T) {
+	snap := testSnapshot(db.BackendPostgreSQL)
+	snap.Nodes[1].ConductorAffinity = ip(99) // no such conductor
+	f := newFixture(t, snap, nil, Options{})
+	links := func(u string) string {
+		return `[{"href": "http://example.com/v1/nodes/` + u + `", "rel": "self"}, {"href": "http://example.com/nodes/` + u + `", "rel": "bookmark"}]`
+	}
+	for ident, want := range map[string]string{
+		uuidN(1): `"Cond-C"`, // conductor id 3
+		uuidN(2): `null`,     // id 99
+		uuidN(3): `null`,     // NULL
+	} {
+		rec := f.get("/v1/nodes/"+ident+"?fields=uuid,"+AffinityField, latest)
+		expectStatus(t, rec, 200)
+		if got, want := rec.Body.String(), `{"uuid": "`+ident+`", "links": `+links(ident)+`, "`+AffinityField+`": `+want+`}`; got != want {
+			t.Errorf("node %s:\n got %s\nwant %s", ident, got, want)
+		}
+	}
+}

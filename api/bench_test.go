@@ -103,8 +103,7 @@ type chainFloor struct{ h *handler }
 func (f chainFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq := request{h: f.h, w: w, r: r}
 	defer rq.recoverPanic()
-	var segs [4]string
-	if _, ok := rq.front(&segs); ok {
+	if _, ok := rq.front(); ok {
 		rq.reply(trivialBody)
 	}
 }

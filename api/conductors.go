@@ -15,11 +15,7 @@ type conductorField uint64
 
 // conductorFields are the fields in the order Ironic renders them
 // (object_to_dict, then links and "alive"); links is always rendered.
-var conductorFields = []struct {
-	name   string
-	always bool
-	value  func(b []byte, base string, c *topology.ConductorInfo) []byte
-}{
+var conductorFields = []conductorFieldDef{
 	{name: "created_at", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte { return appendTime(b, c.CreatedAt) }},
 	{name: "updated_at", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte { return appendTime(b, c.UpdatedAt) }},
 	{name: "hostname", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte { return appendString(b, c.Hostname) }},
@@ -42,17 +38,14 @@ var conductorFields = []struct {
 	{name: "alive", value: func(b []byte, _ string, c *topology.ConductorInfo) []byte { return appendBool(b, c.Alive) }},
 }
 
+type conductorFieldDef struct {
+	name   string
+	always bool
+	value  func(b []byte, base string, c *topology.ConductorInfo) []byte
+}
+
 // cfAll is every field.
 var cfAll = conductorField(1<<len(conductorFields) - 1)
-
-// conductorFieldByName is the bit of each field.
-var conductorFieldByName = func() map[string]conductorField {
-	m := make(map[string]conductorField, len(conductorFields))
-	for i, f := range conductorFields {
-		m[f.name] = 1 << i
-	}
-	return m
-}()
 
 // conductorDefaultFields is DEFAULT_RETURN_FIELDS of
 // ironic/api/controllers/v1/conductor.py.
@@ -67,11 +60,12 @@ func conductorMask(fields []string) (conductorField, *apiError) {
 	var m conductorField
 	var invalid []string
 	for _, f := range fields {
-		bit, ok := conductorFieldByName[f]
-		if !ok {
+		i := slices.IndexFunc(conductorFields, func(cf conductorFieldDef) bool { return cf.name == f })
+		if i < 0 {
 			invalid = append(invalid, f)
+			continue
 		}
-		m |= bit
+		m |= 1 << i
 	}
 	if invalid != nil {
 		return 0, badRequest(`Field(s) "` + strings.Join(invalid, ", ") + `" are not valid`)
@@ -334,17 +328,13 @@ func (rq *request) canGetConductors() bool {
 // conductor's detail shares (only a fields argument, a microversion that
 // exposes conductors) and returns the fields and the topology.
 func (rq *request) conductorRequest() ([]string, *topology.Topology, *apiError) {
-	var fields []string
-	var hasFields bool
-	if rq.r.URL.RawQuery != "" { // else no argument, as most lookups
-		q := parseQuery(rq.r.URL.RawQuery)
-		if err := q.checkArgs("fields"); err != nil {
-			return nil, nil, err
-		}
-		var err *apiError
-		if fields, hasFields, err = q.strList("fields"); err != nil {
-			return nil, nil, err
-		}
+	q := parseQuery(rq.r.URL.RawQuery)
+	if err := q.checkArgs("fields"); err != nil {
+		return nil, nil, err
+	}
+	fields, hasFields, err := q.strList("fields")
+	if err != nil {
+		return nil, nil, err
 	}
 	if rq.minor < minor49Conductors {
 		return nil, nil, rq.conductorsTooOld()

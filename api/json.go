@@ -1,7 +1,6 @@
 package api
 
 import (
-	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -13,13 +12,8 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// plain marks the bytes Python's json.dumps writes as they are.
-var plain = func() (t [256]bool) {
-	for c := ' '; c <= '~'; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
+// plain reports the bytes Python's json.dumps writes as they are.
+func plain(c byte) bool { return c >= ' ' && c <= '~' && c != '"' && c != '\\' }
 
 // shortEscape is the letter of json.dumps' two-character escape of an ASCII
 // byte, 0 for the bytes it writes as \u00XX.
@@ -35,7 +29,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if plain[c] {
+		if plain(c) {
 			i++
 			continue
 		}
@@ -102,25 +96,9 @@ func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}
-	t = t.UTC()
-	year, month, day := t.Date()
-	hour, minute, sec := t.Clock()
-	b = append(b, '"')
-	if year < 0 || year > 9999 {
-		b = strconv.AppendInt(b, int64(year), 10) // Python cannot have these
-	} else {
-		b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10))
-	}
-	b = append(b, '-', byte('0'+int(month)/10), byte('0'+int(month)%10),
-		'-', byte('0'+day/10), byte('0'+day%10),
-		'T', byte('0'+hour/10), byte('0'+hour%10),
-		':', byte('0'+minute/10), byte('0'+minute%10),
-		':', byte('0'+sec/10), byte('0'+sec%10))
-	if us := t.Nanosecond() / 1000; us != 0 {
-		b = append(b, '.')
-		for d := 100000; d > 0; d /= 10 {
-			b = append(b, byte('0'+us/d%10))
-		}
+	b = t.UTC().AppendFormat(append(b, '"'), "2006-01-02T15:04:05.000000")
+	if t.Nanosecond() < 1000 {
+		b = b[:len(b)-len(".000000")]
 	}
 	return append(b, "+00:00\""...)
 }
@@ -153,7 +131,7 @@ func appendHref(b []byte, base, prefix, resource, arg string) []byte {
 // appendRawJSON appends the body of a JSON string (no quotes).
 func appendRawJSON(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if !plain[s[i]] {
+		if !plain(s[i]) {
 			q := appendString(nil, s)
 			return append(b, q[1:len(q)-1]...)
 		}

@@ -269,7 +269,7 @@ func (rq *request) provisionState(s *string) *string {
 }
 
 // appendNode appends a node with the given fields.
-func (rq *request) appendNode(b []byte, base string, t *topology.Topology, n *topology.NodeInfo, fields []*nodeField) []byte {
+func (rq *request) appendNode(b []byte, base string, n *topology.NodeInfo, fields []*nodeField) []byte {
 	b = append(b, '{')
 	for i, f := range fields {
 		b = appendKey(b, i == 0, f.name)
@@ -293,7 +293,7 @@ func (rq *request) appendNode(b []byte, base string, t *topology.Topology, n *to
 		case kindConductor:
 			b = appendHostname(b, n.Conductor)
 		case kindAffinity:
-			b = appendHostname(b, affinityHost(t, n))
+			b = appendHostname(b, n.AffinityHost)
 		}
 	}
 	return append(b, '}')
@@ -305,20 +305,6 @@ func appendHostname(b []byte, host string) []byte {
 		return append(b, "null"...)
 	}
 	return appendString(b, host)
-}
-
-// affinityHost resolves nodes.conductor_affinity to the conductor's
-// hostname; "" when unset or when no conductor has that id.
-func affinityHost(t *topology.Topology, n *topology.NodeInfo) string {
-	if n.ConductorAffinity == nil {
-		return ""
-	}
-	i, ok := slices.BinarySearchFunc(t.Conductors, *n.ConductorAffinity,
-		func(c topology.ConductorInfo, id int64) int { return cmp.Compare(c.ID, id) })
-	if !ok {
-		return ""
-	}
-	return t.Conductors[i].Hostname
 }
 
 // compareTime orders the zero time (NULL) as the database orders NULL.

@@ -1,9 +1,9 @@
 package api
 
 import (
-	"cmp"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -39,7 +39,7 @@ func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topolog
 
 func (rq *request) findNodeOnce(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	c := collationOf(t)
-	if rq.uuidLike(ident) {
+	if isUUIDLike(ident) {
 		if n, ok := c.node(t, nodeFieldUUID, ident); ok {
 			return n, nil
 		}
@@ -63,38 +63,38 @@ func (rq *request) findNodeOnce(t *topology.Topology, ident string) (*topology.N
 
 // getNode answers GET /v1/nodes/{node_ident} (NodesController.get_one).
 func (rq *request) getNode(ident string) {
-	t, n, list, err := rq.nodeRequest(ident)
+	n, list, err := rq.nodeRequest(ident)
 	if err != nil {
 		rq.fail(err)
 		return
 	}
-	rq.reply(rq.appendNode(nil, rq.base(), t, n, list))
+	rq.reply(rq.appendNode(nil, rq.base(), n, list))
 }
 
 // nodeRequest validates GET /v1/nodes/{node_ident}, in Ironic's order, and
 // finds the node.
-func (rq *request) nodeRequest(ident string) (*topology.Topology, *topology.NodeInfo, []*nodeField, *apiError) {
+func (rq *request) nodeRequest(ident string) (*topology.NodeInfo, []*nodeField, *apiError) {
 	q := parseQuery(rq.r.URL.RawQuery)
 	if err := q.checkArgs("fields"); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	fields, hasFields, err := q.strList("fields")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	t, err := rq.topology()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	n, err := rq.findVisibleNode(t, ident)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if err := rq.checkFields(fields, hasFields); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	list, err := rq.nodeFieldList(fields)
-	return t, n, list, err
+	return n, list, err
 }
 
 // nodeConductor answers GET /v1/nodes/{node_ident}/conductor: the conductor
@@ -469,7 +469,7 @@ func (rq *request) listNodes(detailEndpoint bool) {
 		return
 	}
 	items := selectNodes(t, a, key, marker)
-	rq.reply(rq.appendNodeList(nil, t, a, items, list))
+	rq.reply(rq.appendNodeList(nil, a, items, list))
 }
 
 // selectNodes returns the page: the nodes that match, after the marker, in
@@ -538,9 +538,9 @@ func pageInIDOrder(t *topology.Topology, a *nodeListArgs, cand nodeSet, marker *
 	}
 	if marker != nil {
 		// The first candidate with an id above the marker's.
-		i, found := sortSearch(cand.len(), func(i int) int { return cmp.Compare(cand.at(t, i).ID, marker.ID) })
+		i := sort.Search(cand.len(), func(i int) bool { return cand.at(t, i).ID >= marker.ID })
 		start = i
-		if found && !desc {
+		if i < cand.len() && cand.at(t, i).ID == marker.ID && !desc {
 			start++
 		}
 		if desc {
@@ -556,30 +556,15 @@ func pageInIDOrder(t *topology.Topology, a *nodeListArgs, cand nodeSet, marker *
 	return items
 }
 
-// sortSearch is slices.BinarySearch over an index: the position where
-// cmp(i) stops being negative, and whether it is 0 there.
-func sortSearch(n int, cmp func(int) int) (int, bool) {
-	lo, hi := 0, n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if cmp(m) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo, lo < n && cmp(lo) == 0
-}
-
 // appendNodeList renders the page and its next link.
-func (rq *request) appendNodeList(b []byte, t *topology.Topology, a *nodeListArgs, items []*topology.NodeInfo, list []*nodeField) []byte {
+func (rq *request) appendNodeList(b []byte, a *nodeListArgs, items []*topology.NodeInfo, list []*nodeField) []byte {
 	base := rq.base()
 	b = append(b, `{"nodes": [`...)
 	for i, n := range items {
 		if i > 0 {
 			b = append(b, ',', ' ')
 		}
-		b = rq.appendNode(b, base, t, n, list)
+		b = rq.appendNode(b, base, n, list)
 	}
 	b = append(b, ']')
 	nextLimit := a.limit

@@ -245,68 +245,32 @@ func isUUIDLike(s string) bool {
 	if len(s) < 32 || len(s) > 1024 {
 		return false
 	}
-	if len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' {
-		// The canonical form: hex digits between the four dashes (the
-		// 32 bytes checked without a loop: the hot lookups' idents).
-		c := &charClass
-		m := c[s[0]] & c[s[1]] & c[s[2]] & c[s[3]] & c[s[4]] & c[s[5]] & c[s[6]] & c[s[7]] &
-			c[s[9]] & c[s[10]] & c[s[11]] & c[s[12]] & c[s[14]] & c[s[15]] & c[s[16]] & c[s[17]] &
-			c[s[19]] & c[s[20]] & c[s[21]] & c[s[22]] & c[s[24]] & c[s[25]] & c[s[26]] & c[s[27]] &
-			c[s[28]] & c[s[29]] & c[s[30]] & c[s[31]] & c[s[32]] & c[s[33]] & c[s[34]] & c[s[35]]
-		return m&classHex != 0
-	}
 	s = strings.ReplaceAll(s, "urn:", "")
 	s = strings.ReplaceAll(s, "uuid:", "")
 	s = strings.Trim(s, "{}")
-	s = strings.ReplaceAll(s, "-", "")
-	if len(s) != 32 {
-		return false
-	}
-	for i := 0; i < 32; i++ {
-		if _, ok := unhex(s[i]); !ok {
+	digits := 0
+	for i := 0; i < len(s); i++ {
+		if _, ok := unhex(s[i]); ok {
+			digits++
+		} else if s[i] != '-' {
 			return false
 		}
 	}
-	return true
+	return digits == 32
 }
 
 // isValidLogicalName is ironic.common.utils.is_valid_logical_name: RFC 3986
 // unreserved characters only, at most 255 of them.
 func isValidLogicalName(s string) bool {
-	return s != "" && len(s) <= 255 && classOf(s)&classUnreserved != 0
-}
-
-// Classes of bytes (bits of charClass).
-const (
-	classUnreserved byte = 1 << iota // RFC 3986's unreserved characters
-	classHex                         // a hex digit
-)
-
-var charClass = func() (t [256]byte) {
-	for c := range 256 {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' {
-			t[c] |= classUnreserved
-		}
-		if _, hex := unhex(byte(c)); hex {
-			t[c] |= classHex
-		}
-	}
-	return t
-}()
-
-// classOf returns the classes every byte of s is in (the identifiers of
-// the hot lookups are checked byte by byte without a branch per byte).
-func classOf(s string) byte {
-	m := byte(0xff)
-	for len(s) >= 4 {
-		m &= charClass[s[0]] & charClass[s[1]] & charClass[s[2]] & charClass[s[3]]
-		s = s[4:]
+	if s == "" || len(s) > 255 {
+		return false
 	}
 	for i := 0; i < len(s); i++ {
-		m &= charClass[s[i]]
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '.' && c != '_' && c != '~' {
+			return false
+		}
 	}
-	return m
+	return true
 }
 
 // isHostnameSafe is ironic.common.utils.is_hostname_safe, the node name

@@ -49,21 +49,8 @@ const (
 	hdrOpenStackVersion = "Openstack-Api-Version"
 )
 
-// versionHeaders holds the header values of the minimum and maximum
-// versions.
-type versionHeaders struct {
-	min, max []string
-	maxStr   string // "1.N"
-}
-
-func newVersionHeaders(maxMinor int) versionHeaders {
-	vh := versionHeaders{
-		min:    []string{"1." + strconv.Itoa(minMinor)},
-		max:    []string{"1." + strconv.Itoa(maxMinor)},
-		maxStr: "1." + strconv.Itoa(maxMinor),
-	}
-	return vh
-}
+// versionString is "1.minor".
+func versionString(minor int) string { return "1." + strconv.Itoa(minor) }
 
 // negotiate returns the minor version a request asks for, as Ironic's
 // base.Version.parse_headers and Controller._check_version decide it:
@@ -104,7 +91,7 @@ func (h *handler) negotiate(r *http.Request, routing bool) (int, *apiError) {
 		return 0, e
 	}
 	ver := major.String() + "." + minor.String()
-	rng := "[1." + strconv.Itoa(minMinor) + ", " + h.vh.maxStr + "]."
+	rng := "[" + versionString(minMinor) + ", " + versionString(h.maxMinor) + "]."
 	if !major.is(1) {
 		return 0, mk("Mutually exclusive versions requested. Version " + ver +
 			" requested but not supported by this service. The supported version range is: " + rng)

@@ -41,7 +41,8 @@ type Failure struct {
 	Body   []byte
 }
 
-func (f *Failure) write(w http.ResponseWriter) {
+// Send writes the failure as the answer.
+func (f *Failure) Send(w http.ResponseWriter) {
 	for k, v := range f.Header {
 		w.Header()[k] = v
 	}
@@ -85,7 +86,7 @@ func Middleware(a Authenticator, next http.Handler) http.Handler {
 		}
 		c, f := a.Authenticate(r)
 		if f != nil {
-			f.write(w)
+			f.Send(w)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))

@@ -249,13 +249,6 @@ func (k *Keystone) lead(ctx context.Context, key [32]byte, tok string) (*Credent
 	return creds, nil
 }
 
-// CacheLen is the number of validated tokens held.
-func (k *Keystone) CacheLen() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.valid.len()
-}
-
 // tokenBody is the part of Keystone's token document the policy needs.
 type tokenBody struct {
 	Token struct {

@@ -185,24 +185,12 @@ func thresholds(base string, steps ...step) *dashboard.ThresholdsConfigBuilder {
 	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps(ts)
 }
 
-func thresholdsValue(base string, steps ...step) dashboard.ThresholdsConfig {
-	t, err := thresholds(base, steps...).Build()
-	if err != nil {
-		panic(err) // static input
-	}
-	return t
-}
-
 func fixedColor(c string) *dashboard.FieldColorBuilder {
 	return dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdFixed).FixedColor(c)
 }
 
 func thresholdColor() *dashboard.FieldColorBuilder {
 	return dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdThresholds)
-}
-
-func paletteColor() *dashboard.FieldColorBuilder {
-	return dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdPaletteClassic)
 }
 
 // mapping is one value-to-text mapping with its colour.
@@ -226,19 +214,15 @@ func propColor(c string) dashboard.DynamicConfigValue {
 }
 
 func propThresholds(base string, steps ...step) dashboard.DynamicConfigValue {
-	return dashboard.DynamicConfigValue{Id: "thresholds", Value: thresholdsValue(base, steps...)}
+	t, err := thresholds(base, steps...).Build()
+	if err != nil {
+		panic(err) // static input
+	}
+	return dashboard.DynamicConfigValue{Id: "thresholds", Value: t}
 }
 
 func propThresholdColor() dashboard.DynamicConfigValue {
 	return dashboard.DynamicConfigValue{Id: "color", Value: map[string]any{"mode": "thresholds"}}
-}
-
-func propUnit(u string) dashboard.DynamicConfigValue {
-	return dashboard.DynamicConfigValue{Id: "unit", Value: u}
-}
-
-func propMappings(ms ...mapping) dashboard.DynamicConfigValue {
-	return dashboard.DynamicConfigValue{Id: "mappings", Value: valueMappings(ms...)}
 }
 
 func propCellBackground() dashboard.DynamicConfigValue {
@@ -380,13 +364,16 @@ func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 		WithVariable(instanceVariable())
 }
 
-// newStat is a stat panel on $datasource showing the last value.
+// Every panel is on $datasource; its unit is "none" unless it sets one.
+
+// newStat is a stat panel showing the last value.
 func newStat() *stat.PanelBuilder {
 	return stat.NewPanelBuilder().
 		Datasource(dsRef()).
+		Unit("none").
 		Orientation(common.VizOrientationAuto).
 		JustifyMode(common.BigValueJustifyModeAuto).
-		ReduceOptions(lastValue())
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false))
 }
 
 // newThresholdStat is a stat panel whose background takes the colour of
@@ -409,14 +396,15 @@ func newCountStat() *stat.PanelBuilder {
 		GraphMode(common.BigValueGraphModeArea)
 }
 
-// newTimeseries is a time series panel on $datasource: palette colours from
-// 0, every series in the tooltip.
+// newTimeseries is a time series panel: palette colours from 0, every
+// series in the tooltip.
 func newTimeseries() *timeseries.PanelBuilder {
 	return timeseries.NewPanelBuilder().
 		Datasource(dsRef()).
+		Unit("none").
 		Min(0).
-		ColorScheme(paletteColor()).
-		Tooltip(tooltipAll())
+		ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdPaletteClassic)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending))
 }
 
 // dashedThresholds draws a time series panel's thresholds as dashed lines.
@@ -424,10 +412,11 @@ func dashedThresholds() *common.GraphThresholdsStyleConfigBuilder {
 	return common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)
 }
 
-// newTable is a table panel on $datasource.
+// newTable is a table panel.
 func newTable() *table.PanelBuilder {
 	return table.NewPanelBuilder().
 		Datasource(dsRef()).
+		Unit("none").
 		CellHeight(common.TableCellHeightSm).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"}))
 }
@@ -480,16 +469,6 @@ func legendList() *common.VizLegendOptionsBuilder {
 		DisplayMode(common.LegendDisplayModeList).
 		Placement(common.LegendPlacementBottom).
 		ShowLegend(true)
-}
-
-func tooltipAll() *common.VizTooltipOptionsBuilder {
-	return common.NewVizTooltipOptionsBuilder().
-		Mode(common.TooltipDisplayModeMulti).
-		Sort(common.SortOrderDescending)
-}
-
-func lastValue() *common.ReduceDataOptionsBuilder {
-	return common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)
 }
 
 // organize is the "organize fields" transformation: it hides the fields

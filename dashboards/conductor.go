@@ -35,7 +35,6 @@ func Conductor() (dashboard.Dashboard, error) {
 				"(offline, still heartbeating), stopped (offline, stale: a clean stop), dead (online but stale: crashed " +
 				"or hung).").
 			WithTarget(statQuery("A", stateNumber("", matchHost), "state")).
-			Unit("none").
 			Mappings(valueMappings(states...)).
 			TextMode(common.BigValueTextModeValue).
 			GridPos(gridPos(4, 5))).
@@ -43,7 +42,6 @@ func Conductor() (dashboard.Dashboard, error) {
 			Title("Conductor group").
 			Description("The conductor's conductor_group; (default) is Ironic's default group, the empty string.").
 			WithTarget(statQuery("A", defaultGroup("max by (conductor_group) ("+sel("ironic_conductor_online", matchHost)+")"), "{{conductor_group}}")).
-			Unit("none").
 			ColorScheme(fixedColor(text)).
 			Thresholds(thresholds(text)).
 			ColorMode(common.BigValueColorModeNone).
@@ -54,7 +52,6 @@ func Conductor() (dashboard.Dashboard, error) {
 			Title("Online").
 			Description("The conductor's online column (ironic_conductor_online): set while it runs, cleared by a clean stop.").
 			WithTarget(statQuery("A", "max("+sel("ironic_conductor_online", matchHost)+")", "")).
-			Unit("none").
 			Mappings(valueMappings(mapping{"0", "Offline", blue}, mapping{"1", "Online", green})).
 			GridPos(gridPos(3, 5))).
 		WithPanel(newThresholdStat(red, step{1, green}).
@@ -62,7 +59,6 @@ func Conductor() (dashboard.Dashboard, error) {
 			Description("Whether Ironic puts the conductor in its hash rings (ironic_conductor_hash_ring_member): online " +
 				"with a heartbeat younger than heartbeat_timeout. Only members are given nodes.").
 			WithTarget(statQuery("A", "max("+sel("ironic_conductor_hash_ring_member", matchHost)+")", "")).
-			Unit("none").
 			Mappings(valueMappings(mapping{"0", "No", red}, mapping{"1", "Yes", green})).
 			GridPos(gridPos(3, 5))).
 		WithPanel(newThresholdStat(green, heartbeatSteps...).
@@ -77,7 +73,6 @@ func Conductor() (dashboard.Dashboard, error) {
 			Title("Nodes served").
 			Description("Nodes the hash rings map to this conductor now (ironic_conductor_nodes).").
 			WithTarget(query("A", "max("+sel("ironic_conductor_nodes", matchHost)+")", "nodes")).
-			Unit("none").
 			Decimals(0).
 			GridPos(gridPos(3, 5))).
 		WithPanel(newStat().
@@ -86,7 +81,6 @@ func Conductor() (dashboard.Dashboard, error) {
 				"host is not running (neither alive nor draining): those locks are stuck until a conductor of this name starts again.").
 			WithTarget(statQuery("A", zeroWhenUp("max("+sel("ironic_conductor_reserved_nodes", matchHost)+")"), "reserved")).
 			WithTarget(statQuery("B", zeroWhenUp(stuck), "stuck")).
-			Unit("none").
 			Decimals(0).
 			ColorScheme(thresholdColor()).
 			Thresholds(thresholds(text)).
@@ -99,8 +93,8 @@ func Conductor() (dashboard.Dashboard, error) {
 			Title("State history").
 			Description("The conductor's state over time (ironic_conductor_state).").
 			Datasource(dsRef()).
-			WithTarget(query("A", stateNumber("", matchHost), "state")).
 			Unit("none").
+			WithTarget(query("A", stateNumber("", matchHost), "state")).
 			ColorScheme(thresholdColor()).
 			Thresholds(thresholds(text)).
 			Mappings(valueMappings(states...)).
@@ -126,7 +120,6 @@ func Conductor() (dashboard.Dashboard, error) {
 			WithTarget(query("A", "max("+sel("ironic_conductor_nodes", matchHost)+")", "nodes")).
 			WithTarget(query("B", "max("+sel("ironic_conductor_reserved_nodes", matchHost)+")", "reserved")).
 			WithTarget(query("C", stuck, "stuck")).
-			Unit("none").
 			Decimals(0).
 			OverrideByName("stuck", []dashboard.DynamicConfigValue{propColor(red)}).
 			Legend(legendList()).
@@ -152,7 +145,6 @@ func Conductor() (dashboard.Dashboard, error) {
 					"hardware_type": "Hardware type", "conductor_group": "Group",
 					"Value #B": "Ring conductors", "Value #C": "Nodes served",
 				})).
-			Unit("none").
 			Decimals(0).
 			OverrideByName("Ring conductors", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(red, step{1, yellow}, step{2, green}), propCellBackground()}).
 			GridPos(gridPos(8, 8))).
@@ -164,7 +156,6 @@ func Conductor() (dashboard.Dashboard, error) {
 			WithTransformation(organize([]string{"Time", "Value"},
 				[]string{"node_name", "node_uuid", "driver", "conductor_group"},
 				map[string]string{"node_name": "Name", "node_uuid": "UUID", "driver": "Driver", "conductor_group": "Group"})).
-			Unit("none").
 			Filterable(true).
 			SortBy([]sortBuilder{tableSort("Name", false)}).
 			NoValue("No nodes").

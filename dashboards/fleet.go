@@ -69,7 +69,6 @@ func Fleet() (dashboard.Dashboard, error) {
 				"draining (offline, still heartbeating), stopped (offline, stale: a clean stop) and dead (online but stale: "+
 				"crashed or hung). Draining and dead conductors turn the tile yellow and red.").
 			WithTarget(statQuery("A", "sum by (state) (max by (hostname, conductor_group, state) ("+sel("ironic_conductor_state")+"))", "{{state}}")).
-			Unit("none").
 			Decimals(0).
 			OverrideByName("alive", []dashboard.DynamicConfigValue{propColor(green)}).
 			OverrideByName("draining", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(green, step{1, yellow})}).
@@ -81,7 +80,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Title("Nodes").
 			Description("Nodes in Ironic's database (ironic_nodes).").
 			WithTarget(query("A", "max("+sel("ironic_nodes")+")", "nodes")).
-			Unit("none").
 			Decimals(0).
 			GridPos(gridPos(4, 5))).
 		WithPanel(newThresholdStat(green, step{1, red}).
@@ -89,7 +87,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Description("Nodes no hash ring can serve: no alive conductor of the node's conductor group registered its " +
 				"driver (hardware type). Ironic cannot manage them until one does. Any is red.").
 			WithTarget(statQuery("A", zeroWhenUp("sum(max by (conductor_group, driver) ("+sel("ironic_nodes_without_conductor")+"))"), "nodes")).
-			Unit("none").
 			Decimals(0).
 			GridPos(gridPos(4, 5))).
 		WithPanel(newThresholdStat(green, step{1, red}).
@@ -98,7 +95,6 @@ func Fleet() (dashboard.Dashboard, error) {
 				"conductor holds the lock, and the nodes stay locked until a conductor of that name starts again or " +
 				"an operator clears them. Any is red.").
 			WithTarget(statQuery("A", zeroWhenUp("sum(\n"+stuckReservations+"\n)"), "nodes")).
-			Unit("none").
 			Decimals(0).
 			GridPos(gridPos(4, 5))).
 		WithPanel(newThresholdStat(red, step{1, green}).
@@ -107,7 +103,6 @@ func Fleet() (dashboard.Dashboard, error) {
 				"(the minimum of ironic_up). When it is down the exporters keep serving the last topology they read; " +
 				"see the Exporter row for how old it is.").
 			WithTarget(statQuery("A", "min("+sel("ironic_up")+")", "")).
-			Unit("none").
 			Mappings(valueMappings(mapping{"0", "Failing", red}, mapping{"1", "OK", green})).
 			GridPos(gridPos(4, 5)))
 
@@ -132,13 +127,12 @@ func Fleet() (dashboard.Dashboard, error) {
 					"hostname": "Hostname", "conductor_group": "Group", "Value #A": "State",
 					"Value #B": "Heartbeat age", "Value #C": "Nodes", "Value #D": "Reserved nodes",
 				})).
-			Unit("none").
 			Decimals(0).
 			Filterable(true).
 			SortBy([]sortBuilder{tableSort("Hostname", false)}).
 			OverrideByName("Hostname", []dashboard.DynamicConfigValue{propLink("Conductor ${__value.raw}", conductorURL("${__value.raw}"))}).
-			OverrideByName("State", []dashboard.DynamicConfigValue{propMappings(states...), propCellBackground()}).
-			OverrideByName("Heartbeat age", []dashboard.DynamicConfigValue{propUnit("s"), propThresholdColor(), propThresholds(green, heartbeatSteps...), propCellBackground()}).
+			OverrideByName("State", []dashboard.DynamicConfigValue{{Id: "mappings", Value: valueMappings(states...)}, propCellBackground()}).
+			OverrideByName("Heartbeat age", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}, propThresholdColor(), propThresholds(green, heartbeatSteps...), propCellBackground()}).
 			GridPos(gridPos(24, 10))).
 		WithPanel(newTable().
 			Title("Conductors by group and state").
@@ -148,7 +142,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			WithTransformation(dashboard.DataTransformerConfig{Id: "groupingToMatrix", Options: map[string]any{
 				"columnField": "state", "rowField": "conductor_group", "valueField": "Value", "emptyValue": "zero",
 			}}).
-			Unit("none").
 			Decimals(0).
 			OverrideByName("dead", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(green, step{1, red}), propCellBackground()}).
 			OverrideByName("alive", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(red, step{1, green}), propCellBackground()}).
@@ -157,7 +150,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Title("Conductors by state over time").
 			Description("Conductors in each state over time (ironic_conductor_state).").
 			WithTarget(query("A", "sum by (state) (max by (hostname, conductor_group, state) ("+sel("ironic_conductor_state")+"))", "{{state}}")).
-			Unit("none").
 			Decimals(0).
 			Overrides(stateOverrides()).
 			Legend(legendList()).
@@ -181,7 +173,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Description("Nodes the hash rings map to each conductor now (ironic_conductor_nodes). A conductor that is not "+
 				"a ring member has none; when one leaves or joins, its nodes move to or from the others.").
 			WithTarget(query("A", "max by (hostname, conductor_group) ("+sel("ironic_conductor_nodes")+")", "{{hostname}}")).
-			Unit("none").
 			Decimals(0).
 			OverrideByFieldType("number", []dashboard.DynamicConfigValue{seriesLink()}).
 			Legend(legendTable()).
@@ -205,7 +196,6 @@ func Fleet() (dashboard.Dashboard, error) {
 					"conductor_group": "Group", "hardware_type": "Hardware type", "Value #A": "Conductors",
 					"Value #B": "Nodes", "Value #C": "Busiest / fair share",
 				})).
-			Unit("none").
 			Decimals(0).
 			SortBy([]sortBuilder{tableSort("Busiest / fair share", true)}).
 			OverrideByName("Conductors", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(red, step{1, yellow}, step{2, green}), propCellBackground()}).
@@ -233,7 +223,6 @@ func Fleet() (dashboard.Dashboard, error) {
 				"(increase of ironic_node_conductor_changes_total). Spikes follow conductors joining or leaving a ring; " +
 				"steady churn means conductors flapping.").
 			WithTarget(query("A", defaultGroup("max by (conductor_group) (increase("+sel("ironic_node_conductor_changes_total")+"[$__rate_interval]))"), "{{conductor_group}}")).
-			Unit("none").
 			DrawStyle(common.GraphDrawStyleBars).
 			FillOpacity(60).
 			Legend(legendTable()).
@@ -243,7 +232,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Description("Nodes no hash ring can serve, by conductor group and driver (ironic_nodes_without_conductor): no " +
 				"alive conductor of that group registered that hardware type.").
 			WithTarget(query("A", defaultGroup("max by (conductor_group, driver) ("+sel("ironic_nodes_without_conductor")+")"), "{{conductor_group}}:{{driver}}")).
-			Unit("none").
 			Decimals(0).
 			ColorScheme(fixedColor(red)).
 			Thresholds(thresholds(green, step{1, red})).
@@ -257,7 +245,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Description("Nodes whose reservation (lock) names each host (ironic_conductor_reserved_nodes). Locks come and go "+
 				"with every operation; a count that stays up on a host that is not running (alive or draining) is a stuck lock.").
 			WithTarget(query("A", "max by (hostname) ("+sel("ironic_conductor_reserved_nodes")+")", "{{hostname}}")).
-			Unit("none").
 			Decimals(0).
 			OverrideByFieldType("number", []dashboard.DynamicConfigValue{seriesLink()}).
 			Legend(legendTable()).
@@ -270,7 +257,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			WithTarget(instant("A", stuckReservations)).
 			WithTransformation(organize([]string{"Time"}, []string{"hostname", "Value"},
 				map[string]string{"hostname": "Hostname", "Value": "Locked nodes"})).
-			Unit("none").
 			Decimals(0).
 			NoValue("No stuck reservations").
 			OverrideByName("Locked nodes", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(green, step{1, red}), propCellBackground()}).
@@ -283,7 +269,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			Title("Database reads by exporter").
 			Description("ironic_up of each exporter: whether its latest refresh from Ironic's database worked.").
 			WithTarget(statQuery("A", "max by (instance) ("+sel("ironic_up")+")", "{{instance}}")).
-			Unit("none").
 			Mappings(valueMappings(mapping{"0", "Failing", red}, mapping{"1", "OK", green})).
 			TextMode(common.BigValueTextModeValueAndName).
 			GridPos(gridPos(6, 7))).
@@ -329,7 +314,6 @@ func Fleet() (dashboard.Dashboard, error) {
 			WithTransformation(organize([]string{"Time", "Value"},
 				[]string{"instance", "version", "revision", "branch", "goversion"},
 				map[string]string{"instance": "Instance", "version": "Version", "revision": "Revision", "branch": "Branch", "goversion": "Go"})).
-			Unit("none").
 			GridPos(gridPos(24, 5)))
 
 	return build(b)

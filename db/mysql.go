@@ -29,14 +29,8 @@ import (
 //   - host "localhost" or no host: mysqlclient connects to the default unix
 //     socket, pymysql to TCP localhost:3306; the exporter does what the
 //     scheme's driver does (?unix_socket= wins for both);
-//   - ssl_ca, ssl_capath, ssl_cert, ssl_key, ssl_check_hostname,
-//     ssl_verify_cert, ssl_verify_identity, ssl_disabled and mysqlclient's
-//     ssl_mode make a tls.Config with the meaning pymysql gives them: with a
-//     CA the server's certificate chain and name are checked (unless
-//     ssl_check_hostname=false or ssl_verify_cert=false), without one the
-//     connection is encrypted but, as in pymysql, not verified unless
-//     ssl_verify_cert/ssl_verify_identity ask for it (then against the system
-//     roots);
+//   - the ssl_* options and mysqlclient's ssl_mode make a tls.Config with
+//     the meaning the URL's driver gives them (pymysqlTLSConfig, tlsConfig);
 //   - read_default_file / read_default_group (TripleO writes them) are read
 //     like pymysql does: the named group (default [client]) of the file fills
 //     user, password, host, port, socket, database, bind-address and ssl-*
@@ -677,45 +671,29 @@ func (c *mysqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := &mysqlConn{Conn: conn}
-	var ok bool
-	if mc.exec, ok = conn.(driver.ExecerContext); !ok {
-		_ = conn.Close()
-		return nil, errors.New("mysql driver connection cannot execute statements")
+	full, err := asDriverConn(conn)
+	if err != nil {
+		return nil, err
 	}
-	mc.query, _ = conn.(driver.QueryerContext)
-	if _, err := mc.exec.ExecContext(ctx, mysqlSessionSQL, nil); err != nil {
+	if _, err := full.ExecContext(ctx, mysqlSessionSQL, nil); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("making the session read-only: %w", err)
 	}
-	return mc, nil
+	return &mysqlConn{full}, nil
 }
 
 // mysqlConn forwards to go-sql-driver's connection, except that BeginTx
 // starts a consistent-snapshot read-only transaction.
-type mysqlConn struct {
-	driver.Conn
-	exec  driver.ExecerContext
-	query driver.QueryerContext
-}
+type mysqlConn struct{ driverConn }
 
-var (
-	_ driver.ConnBeginTx        = (*mysqlConn)(nil)
-	_ driver.QueryerContext     = (*mysqlConn)(nil)
-	_ driver.ExecerContext      = (*mysqlConn)(nil)
-	_ driver.ConnPrepareContext = (*mysqlConn)(nil)
-	_ driver.Pinger             = (*mysqlConn)(nil)
-	_ driver.SessionResetter    = (*mysqlConn)(nil)
-	_ driver.Validator          = (*mysqlConn)(nil)
-	_ driver.NamedValueChecker  = (*mysqlConn)(nil)
-)
+var _ driverConn = (*mysqlConn)(nil)
 
 func (c *mysqlConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if !opts.ReadOnly || (sql.IsolationLevel(opts.Isolation) != sql.LevelDefault &&
 		sql.IsolationLevel(opts.Isolation) != sql.LevelRepeatableRead) {
 		return nil, errors.New("the exporter's MySQL connections only run read-only REPEATABLE READ transactions")
 	}
-	if _, err := c.exec.ExecContext(ctx, mysqlBeginSQL, nil); err != nil {
+	if _, err := c.ExecContext(ctx, mysqlBeginSQL, nil); err != nil {
 		return nil, err
 	}
 	return mysqlTx{c}, nil
@@ -726,60 +704,14 @@ func (c *mysqlConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{ReadOnly: true})
 }
 
-func (c *mysqlConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.exec.ExecContext(ctx, query, args)
-}
-
-func (c *mysqlConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if c.query == nil {
-		return nil, driver.ErrSkip
-	}
-	return c.query.QueryContext(ctx, query, args)
-}
-
-func (c *mysqlConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if p, ok := c.Conn.(driver.ConnPrepareContext); ok {
-		return p.PrepareContext(ctx, query)
-	}
-	return c.Conn.Prepare(query) //nolint:staticcheck // QF1008: the inner connection's Prepare, named so that it never recurses
-}
-
-func (c *mysqlConn) Ping(ctx context.Context) error {
-	if p, ok := c.Conn.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
-}
-
-func (c *mysqlConn) ResetSession(ctx context.Context) error {
-	if r, ok := c.Conn.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (c *mysqlConn) IsValid() bool {
-	if v, ok := c.Conn.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-func (c *mysqlConn) CheckNamedValue(nv *driver.NamedValue) error {
-	if v, ok := c.Conn.(driver.NamedValueChecker); ok {
-		return v.CheckNamedValue(nv)
-	}
-	return driver.ErrSkip
-}
-
 type mysqlTx struct{ c *mysqlConn }
 
 func (t mysqlTx) Commit() error {
-	_, err := t.c.exec.ExecContext(context.Background(), mysqlCommitSQL, nil)
+	_, err := t.c.ExecContext(context.Background(), mysqlCommitSQL, nil)
 	return err
 }
 
 func (t mysqlTx) Rollback() error {
-	_, err := t.c.exec.ExecContext(context.Background(), mysqlRollbackSQL, nil)
+	_, err := t.c.ExecContext(context.Background(), mysqlRollbackSQL, nil)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,23 +234,13 @@ func finishPostgres(p *pgParams) (dialect, error) {
 		p.set("fallback_application_name", defaultApplicationName)
 	}
 
-	keys := make([]string, 0, len(p.vals))
-	for k := range p.vals {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(quoteConninfo(p.vals[k]))
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(p.vals)) {
+		pairs = append(pairs, k+"="+quoteConninfo(p.vals[k]))
 	}
 
 	secrets := []string{p.vals["password"]}
-	cfg, err := pq.NewConfig(b.String())
+	cfg, err := pq.NewConfig(strings.Join(pairs, " "))
 	if err != nil {
 		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
 	}

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql/driver"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -64,7 +65,11 @@ func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		_ = dc.Close()
 		return nil, context.Cause(ctx)
 	}
-	return &pgConn{inner: dc, sock: nc}, nil
+	full, err := asDriverConn(dc)
+	if err != nil {
+		return nil, err
+	}
+	return &pgConn{driverConn: full, sock: nc}, nil
 }
 
 // pgDialer dials the sockets of one Connect: while it runs, each socket is
@@ -145,9 +150,35 @@ func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
 	return ctx, func() { stop(); cancel(nil) }
 }
 
+// driverConn is what database/sql uses of a driver's connection; both
+// drivers' connections implement all of it, and the wrappers below embed it
+// and override only what they change.
+type driverConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.QueryerContext
+	driver.ExecerContext
+	driver.ConnPrepareContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+	driver.NamedValueChecker
+}
+
+// asDriverConn checks that a driver's connection is a driverConn, closing
+// it when it is not.
+func asDriverConn(c driver.Conn) (driverConn, error) {
+	dc, ok := c.(driverConn)
+	if !ok {
+		_ = c.Close()
+		return nil, fmt.Errorf("the database driver's connection (%T) lacks a method database/sql uses", c)
+	}
+	return dc, nil
+}
+
 // pgConn is a lib/pq connection whose socket the exporter can close.
 type pgConn struct {
-	inner  driver.Conn
+	driverConn
 	sock   net.Conn
 	killed atomic.Bool
 }
@@ -159,19 +190,10 @@ type watchedConn interface {
 }
 
 var (
-	_ watchedConn                 = (*pgConn)(nil)
-	_ driver.ConnBeginTx          = (*pgConn)(nil)
-	_ driver.QueryerContext       = (*pgConn)(nil)
-	_ driver.ExecerContext        = (*pgConn)(nil)
-	_ driver.ConnPrepareContext   = (*pgConn)(nil)
-	_ driver.Pinger               = (*pgConn)(nil)
-	_ driver.SessionResetter      = (*pgConn)(nil)
-	_ driver.Validator            = (*pgConn)(nil)
-	_ driver.NamedValueChecker    = (*pgConn)(nil)
-	_ driver.Conn                 = (*pgConn)(nil)
-	_ driver.Connector            = (*pgConnector)(nil)
-	_ pq.DialerContext            = (*pgDialer)(nil)
-	_ interface{ IsValid() bool } = (*pgConn)(nil)
+	_ watchedConn      = (*pgConn)(nil)
+	_ driverConn       = (*pgConn)(nil)
+	_ driver.Connector = (*pgConnector)(nil)
+	_ pq.DialerContext = (*pgDialer)(nil)
 )
 
 // watch closes the socket when ctx ends, until stop is called.
@@ -185,48 +207,22 @@ func (c *pgConn) kill() {
 	}
 }
 
-func (c *pgConn) Prepare(q string) (driver.Stmt, error) { return c.inner.Prepare(q) }
-func (c *pgConn) Close() error                          { return c.inner.Close() }
-
-//nolint:staticcheck // driver.Conn requires Begin.
-func (c *pgConn) Begin() (driver.Tx, error) { return c.inner.Begin() }
-
-func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.inner.(driver.ConnBeginTx).BeginTx(ctx, opts)
-}
-
-func (c *pgConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.inner.(driver.QueryerContext).QueryContext(ctx, q, args)
-}
-
-func (c *pgConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	return c.inner.(driver.ExecerContext).ExecContext(ctx, q, args)
-}
-
-func (c *pgConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	return c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, q)
-}
-
 // Ping is bounded by ctx like a snapshot step.
 func (c *pgConn) Ping(ctx context.Context) error {
 	defer c.watch(ctx)()
 	if c.killed.Load() {
 		return driver.ErrBadConn
 	}
-	return c.inner.(driver.Pinger).Ping(ctx)
+	return c.driverConn.Ping(ctx)
 }
 
 func (c *pgConn) ResetSession(ctx context.Context) error {
 	if c.killed.Load() {
 		return driver.ErrBadConn
 	}
-	return c.inner.(driver.SessionResetter).ResetSession(ctx)
+	return c.driverConn.ResetSession(ctx)
 }
 
 func (c *pgConn) IsValid() bool {
-	return !c.killed.Load() && c.inner.(driver.Validator).IsValid()
-}
-
-func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
-	return c.inner.(driver.NamedValueChecker).CheckNamedValue(nv)
+	return !c.killed.Load() && c.driverConn.IsValid()
 }

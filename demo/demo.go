@@ -15,14 +15,9 @@
 //
 // The simulator writes through its own read-write connection, as Ironic's
 // conductors would; the exporter reads the file read-only through db.Open,
-// exactly as in production. The simulator judges the fleet as the exporter
-// does: which conductor serves which node, who is alive and in the rings,
-// comes from topology.Build over the same read-only snapshots
-// (MultiConductor) with the same Settings (Demo.Settings), so that the nodes a simulated
-// conductor locks or takes over are the ones the page says it serves, under
-// whatever rules package rules holds. Nothing here knows about HTTP or
-// Prometheus: cmd/ironic_conductor_exporter wires the exporter to DSN and
-// Settings.
+// as in production, and the simulator judges the fleet through the same
+// reads and Settings (see simulator.go). cmd/ironic_conductor_exporter
+// wires the exporter to DSN and Settings.
 package demo
 
 import (

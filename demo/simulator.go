@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -37,19 +38,14 @@ import (
 //     (_sync_local_state) moves the affinity of active nodes to the ring's
 //     conductor once a cycle.
 //
-// The simulator keeps no rings of its own. What it knows of the fleet as
-// Ironic sees it (which conductor the rings map a node to, which nodes a
-// conductor serves, which nodes no conductor can serve) is its view: the
-// topology the exporter's code (topology.Build and the rules of package
-// rules) builds from a snapshot of the database read through MultiConductor,
-// with the settings the exporter runs with (Demo.Settings).
-// Liveness and ring membership are the rules' (Alive, RingMember over the
-// heartbeats the simulator wrote), never its own flags: those say only what
-// a simulated process does (heartbeat, take locks). The view is judged after
-// every event and heartbeat, or less often where reading is slow (see run),
-// so the simulator and the page agree on every node, and the simulator logs what the view shows
-// changing (a conductor's state, the nodes without a conductor) as the page
-// shows it.
+// The simulator keeps no rings of its own: what it knows of the fleet as
+// Ironic sees it (node to conductor, liveness, ring membership) is its view,
+// the topology topology.Build makes of a snapshot read through
+// MultiConductor with the exporter's settings (Demo.Settings). Its own flags
+// say only what a simulated process does (heartbeat, take locks). The view
+// is judged after every event and heartbeat, or less often where reading is
+// slow (see run), so the simulator and the page agree on every node, and
+// the simulator logs the changes the page shows.
 
 // Base durations, at Speed 1.
 const (
@@ -149,18 +145,11 @@ func (s *simulator) heartbeatTime() time.Time {
 	return s.present
 }
 
-// judge brings the view up to date: the topology that topology.Build, the
-// exporter's code, makes of a snapshot of the database with the exporter's
-// settings. It logs what changed in the view that the page shows (see
-// narrate). On an error the view stays the last one.
-//
-// Liveness is judged as of the simulated present, the time of the latest
-// heartbeats, not when the snapshot could be read: the simulated conductors
-// heartbeat on time, and a loop or commit that waited behind slow readers
-// (SQLite's rollback journal under the race detector) says nothing of them.
-// Those are one instant, give or take a heartbeat interval, wherever the
-// database is quick, and in the tests that drive the simulator on a fake
-// clock. Writes of events stamped later (a restart) are fresh then.
+// judge brings the view up to date from a snapshot and logs what changed
+// (narrate); on an error the view stays the last one. Liveness is judged as
+// of the latest heartbeats written, not when the snapshot could be read: a
+// loop that waited behind slow readers (SQLite under the race detector)
+// says nothing of the simulated conductors, which heartbeat on time.
 func (s *simulator) judge(ctx context.Context) error {
 	start := time.Now()
 	defer func() { s.judgeTook = time.Since(start) }()
@@ -532,9 +521,6 @@ func (s *simulator) victim(list []string, cycle int) *simConductor {
 	return s.byHost[list[cycle%len(list)]]
 }
 
-// timeout is the heartbeat_timeout the fleet is judged by.
-func (s *simulator) timeout() time.Duration { return s.settings.HeartbeatTimeout }
-
 // drain starts a graceful stop of the cycle's drain victim.
 func (s *simulator) drain(ctx context.Context, cycle int) error {
 	c := s.victim(drainVictims, cycle)
@@ -570,7 +556,7 @@ func (s *simulator) drainDone(_ context.Context, cycle int) error {
 	c.beating = false
 	s.log.Info("demo: the draining conductor finished its work and stopped heartbeating: "+
 		"it turns stopped when its last heartbeat is older than heartbeat_timeout",
-		"conductor", c.host, "in", s.timeout(), "look_at", "ironic_conductor_state, ironic_conductor_alive")
+		"conductor", c.host, "in", s.settings.HeartbeatTimeout, "look_at", "ironic_conductor_state, ironic_conductor_alive")
 	return nil
 }
 
@@ -610,7 +596,7 @@ func (s *simulator) crash(ctx context.Context, cycle int) error {
 	c.beating, c.working = false, false
 	s.log.Info("demo: a conductor crashed holding locks: online stays true and its heartbeats stop; once its last "+
 		"heartbeat is older than heartbeat_timeout it turns dead; its locks stay stuck until it comes back",
-		"conductor", c.host, "conductor_group", c.group, "locks_held", len(c.locks), "in", s.timeout(),
+		"conductor", c.host, "conductor_group", c.group, "locks_held", len(c.locks), "in", s.settings.HeartbeatTimeout,
 		"look_at", "ironic_conductor_state, ironic_conductor_alive, ironic_conductor_hash_ring_member, ironic_conductor_reserved_nodes")
 	return nil
 }
@@ -733,14 +719,7 @@ func (s *simulator) describe() string {
 			hts[h] = true
 		}
 	}
-	keys := func(m map[string]bool) string {
-		out := make([]string, 0, len(m))
-		for k := range m {
-			out = append(out, k)
-		}
-		slices.Sort(out)
-		return strings.Join(out, " ")
-	}
+	keys := func(m map[string]bool) string { return strings.Join(slices.Sorted(maps.Keys(m)), " ") }
 	return fmt.Sprintf("%d conductors in groups %s with hardware types %s; %d nodes, %d of them served by no conductor",
 		len(s.cond), keys(groups), keys(hts), len(s.nodes), s.unserved())
 }

@@ -120,22 +120,18 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("ironic config ")
-	b.WriteString(e.File)
+	s := "ironic config " + e.File
 	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
+		s += ":" + strconv.Itoa(e.Line)
 	}
 	if e.Section != "" || e.Key != "" {
-		fmt.Fprintf(&b, ": [%s] %s", e.Section, e.Key)
+		s += ": [" + e.Section + "] " + e.Key
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
+	s += ": " + e.Msg
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
-	return b.String()
+	return s
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -17,6 +17,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -117,8 +118,7 @@ func Render(root, override string) (*Rendered, error) {
 		Alerts     RuleFile                   `json:"alerts"`
 		Dashboards map[string]json.RawMessage `json:"dashboards"`
 	}
-	dec := json.NewDecoder(strings.NewReader(out))
-	if err := dec.Decode(&r); err != nil {
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		return nil, fmt.Errorf("mixin output: %w", err)
 	}
 	return &Rendered{Config: r.Config, Alerts: r.Alerts, Dashboards: r.Dashboards}, nil
@@ -224,14 +224,7 @@ func (r *Rendered) KayobeScrape() []byte {
 }
 
 // DashboardNames lists the dashboards, sorted.
-func (r *Rendered) DashboardNames() []string {
-	var names []string
-	for n := range r.Dashboards {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (r *Rendered) DashboardNames() []string { return slices.Sorted(maps.Keys(r.Dashboards)) }
 
 // File is one generated file.
 type File struct {

@@ -17,10 +17,8 @@
 // min(replicas, hosts not ignored) of them.
 //
 // Ring stores each digest's first eight bytes as a uint64 in one sorted
-// slice, with a table from the top bits of that word to the partitions
-// sharing them (about one, digests being uniform), and looks at the rest of a
-// digest only when first words are equal. Get hashes the key on the stack,
-// does not allocate, and costs little more than hashing the key.
+// slice, binary-searched, and looks at the rest of a digest only when first
+// words are equal. Get hashes the key on the stack and does not allocate.
 //
 // # Hosts whose names repeat one word
 //

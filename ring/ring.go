@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/bits"
 	"slices"
 	"sync"
 )
@@ -30,12 +29,6 @@ type Ring struct {
 	first   []uint64
 	digests []byte
 	owner   []int32
-
-	// index[b] is the first partition whose first word, shifted right by
-	// shift, is >= b: the partitions sharing the key's top bits are
-	// first[index[b]:index[b+1]], about one of them, as digests are uniform.
-	index []int32
-	shift uint8
 }
 
 // New builds the ring tooz's HashRing(hosts, partitions=2**partitionExponent,
@@ -193,31 +186,7 @@ func newRing(hosts []string, spec algSpec, partitionExponent int, cache *HostCac
 		copy(r.digests[i*size:], digest(e.pos))
 		r.owner[i] = e.host
 	}
-	r.buildIndex()
 	return r, nil
-}
-
-// maxIndexBits bounds the index at 2**16+1 entries (256 KiB).
-const maxIndexBits = 16
-
-// buildIndex sets index and shift from first: about two buckets per
-// partition.
-func (r *Ring) buildIndex() {
-	n := len(r.first)
-	if n == 0 {
-		r.index, r.shift = nil, 0
-		return
-	}
-	nbits := min(bits.Len(uint(n))+1, maxIndexBits)
-	r.shift = uint8(64 - nbits)
-	r.index = make([]int32, 1<<nbits+1)
-	j := 0
-	for b := range r.index {
-		for j < n && r.first[j]>>r.shift < uint64(b) {
-			j++
-		}
-		r.index[b] = int32(j)
-	}
 }
 
 // Get returns the host the key maps to, as Ironic's get_conductor_for does
@@ -349,22 +318,8 @@ func (r *Ring) search(d *[maxDigest]byte) int {
 
 // upper returns the number of partitions whose first word is <= k.
 func (r *Ring) upper(k uint64) int {
-	a := r.first
-	// Partitions before the key's bucket are smaller than k and those after
-	// it greater, so the upper bound of k is in [lo, hi].
-	b := k >> r.shift
-	lo, hi := int(r.index[b]), int(r.index[b+1])
-	// Branch-free upper bound of k in a[lo:hi]: a[:i] <= k < a[i:].
-	base, n := lo, hi-lo
-	for n > 1 {
-		half := n >> 1
-		if a[base+half] <= k {
-			base += half
-		}
-		n -= half
-	}
-	i := base
-	if n == 1 && a[base] <= k {
+	i, found := slices.BinarySearch(r.first, k)
+	for found && i < len(r.first) && r.first[i] == k {
 		i++
 	}
 	return i

@@ -34,7 +34,6 @@ func TestSearchFirstWordTies(t *testing.T) {
 				r.digests = append(r.digests, d...)
 				r.owner = append(r.owner, 0)
 			}
-			r.buildIndex()
 			var keys [][]byte
 			for _, d := range digs {
 				for _, delta := range []uint64{0, 1, ^uint64(0)} { // equal, +1, -1

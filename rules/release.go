@@ -10,6 +10,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -82,19 +83,7 @@ func (r Release) IsZero() bool { return r == Release{} }
 
 // Compare orders releases: -1 when r is older than o, 0 when equal, +1 when newer.
 func (r Release) Compare(o Release) int {
-	switch {
-	case r.Major != o.Major:
-		if r.Major < o.Major {
-			return -1
-		}
-		return 1
-	case r.Minor != o.Minor:
-		if r.Minor < o.Minor {
-			return -1
-		}
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(r.Major, o.Major), cmp.Compare(r.Minor, o.Minor))
 }
 
 // AtLeast reports whether r is o or newer.

@@ -6,6 +6,7 @@ package status
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"errors"
 	"html/template"
@@ -234,32 +235,18 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
 		d.Counts[string(c.State)]++
-		row := conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State,
-			HardwareTypes: c.HardwareTypes, Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero()}
-		if !t.Heartbeats {
-			row.NoHeartbeat, row.NotKept = true, true
-		}
-		if !row.NoHeartbeat {
-			row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
-		}
-		d.Conductors = append(d.Conductors, row)
+		d.Conductors = append(d.Conductors, newConductorRow(t, c))
 	}
 	// Trouble first: dead, then stopped, draining, alive.
 	slices.SortStableFunc(d.Conductors, func(a, b conductorRow) int {
-		if x, y := stateRank(a.State), stateRank(b.State); x != y {
-			return x - y
-		}
-		return strings.Compare(a.Group+"\x00"+a.Hostname, b.Group+"\x00"+b.Hostname)
+		return cmp.Or(stateRank(a.State)-stateRank(b.State), strings.Compare(a.Group+"\x00"+a.Hostname, b.Group+"\x00"+b.Hostname))
 	})
 	d.Rings = ringRows(t)
 	for k, n := range t.Orphans {
 		d.Orphans = append(d.Orphans, orphanRow{Group: k.ConductorGroup, Driver: k.Driver, Nodes: n})
 	}
 	slices.SortFunc(d.Orphans, func(a, b orphanRow) int {
-		if a.Nodes != b.Nodes {
-			return b.Nodes - a.Nodes
-		}
-		return strings.Compare(a.Group+"\x00"+a.Driver, b.Group+"\x00"+b.Driver)
+		return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Group+"\x00"+a.Driver, b.Group+"\x00"+b.Driver))
 	})
 	for host, n := range t.Reservations {
 		c, ok := t.Conductor(host)
@@ -274,18 +261,31 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: "conductor " + string(c.State)})
 		}
 	}
-	slices.SortFunc(d.Stuck, func(a, b stuckRow) int {
-		if a.Nodes != b.Nodes {
-			return b.Nodes - a.Nodes
-		}
-		return strings.Compare(a.Host, b.Host)
-	})
+	slices.SortFunc(d.Stuck, func(a, b stuckRow) int { return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Host, b.Host)) })
 	d.Stranded, d.StuckNodes = nodeTrouble(t)
 	if query != "" {
 		d.Lookup = lookup(t, query)
 	}
 	d.Summary = summarize(d, t)
 	return d
+}
+
+// newConductorRow is a conductor's row of the page.
+func newConductorRow(t *topology.Topology, c *topology.ConductorInfo) conductorRow {
+	row := conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State, HardwareTypes: c.HardwareTypes,
+		Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero() || !t.Heartbeats, NotKept: !t.Heartbeats}
+	if !row.NoHeartbeat {
+		row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
+	}
+	return row
+}
+
+// deref is *p, "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // ringRows computes, per ring, how many of its nodes each member serves.
@@ -337,20 +337,10 @@ func lookup(t *topology.Topology, ident string) *lookupResult {
 	if !ok {
 		return &lookupResult{NotFound: true}
 	}
-	res := &lookupResult{UUID: n.UUID, Group: n.ConductorGroup, Driver: n.Driver, Conductor: n.Conductor,
-		Maintenance: n.Maintenance, AffinityHost: n.AffinityHost, Affinity: n.Affinity}
-	if n.Name != nil {
-		res.Name = *n.Name
-	}
-	if n.Reservation != nil {
-		res.Reservation = *n.Reservation
-	}
-	if n.PowerState != nil {
-		res.PowerSt = *n.PowerState
-	}
-	if n.ProvisionState != nil {
-		res.ProvisionState = *n.ProvisionState
-	}
+	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
+		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost,
+		Affinity: n.Affinity}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true

@@ -28,8 +28,6 @@ func stateRank(s rules.State) int {
 	return 3
 }
 
-func name(n *topology.NodeInfo) string { return n.NameOrEmpty() }
-
 func provision(n *topology.NodeInfo) string {
 	if n.ProvisionState == nil {
 		return "—"
@@ -43,7 +41,7 @@ func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []stuckNod
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
 		if (n.Affinity == topology.AffinityNotAlive || n.Affinity == topology.AffinityMissing) && len(stranded) < maxNodeRows {
-			r := strandedRow{UUID: n.UUID, Name: name(n), State: provision(n), Host: n.AffinityHost,
+			r := strandedRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Host: n.AffinityHost,
 				Gone: n.Affinity == topology.AffinityMissing, Conductor: n.Conductor}
 			if c, ok := t.Conductor(n.AffinityHost); ok {
 				r.HostState = c.State
@@ -51,11 +49,8 @@ func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []stuckNod
 			stranded = append(stranded, r)
 		}
 		if n.Stuck != topology.NotStuck && len(stuck) < maxNodeRows {
-			r := stuckNodeRow{UUID: n.UUID, Name: name(n), State: provision(n), Conductor: n.Conductor, Why: stuckText(n)}
-			if n.Reservation != nil {
-				r.Reservation = *n.Reservation
-			}
-			stuck = append(stuck, r)
+			stuck = append(stuck, stuckNodeRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n),
+				Reservation: deref(n.Reservation), Conductor: n.Conductor, Why: stuckText(n)})
 		}
 	}
 	return stranded, stuck
@@ -245,11 +240,7 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 		d.NotFound = true
 		return d
 	}
-	d.Row = conductorRow{Hostname: c.Hostname, Group: c.ConductorGroup, State: c.State, HardwareTypes: c.HardwareTypes,
-		Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero() || !t.Heartbeats, NotKept: !t.Heartbeats}
-	if !d.Row.NoHeartbeat {
-		d.Row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
-	}
+	d.Row = newConductorRow(t, c)
 	d.Online, d.Maintained, d.Elsewhere = c.Online, c.Maintenance, c.AffinityElsewhere
 	for i := range t.Rings {
 		r := &t.Rings[i]
@@ -259,12 +250,8 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 	}
 	row := func(i int) nodeRow {
 		n := &t.Nodes[i]
-		r := nodeRow{UUID: n.UUID, Name: name(n), State: provision(n), Conductor: n.Conductor,
-			Maintenance: n.Maintenance, Stuck: stuckText(n)}
-		if n.Reservation != nil {
-			r.Reservation = *n.Reservation
-		}
-		return r
+		return nodeRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Reservation: deref(n.Reservation),
+			Conductor: n.Conductor, Maintenance: n.Maintenance, Stuck: stuckText(n)}
 	}
 	list := func(idx []int) (rows []nodeRow, more int) {
 		// Trouble first: stuck, then locked, then the rest in id order.
@@ -298,22 +285,17 @@ func trouble(n *topology.NodeInfo) int {
 // selfURLs returns the request's page without the refresh switch, and with
 // it flipped.
 func selfURLs(r *http.Request, off bool) (self, toggle string) {
-	q := url.Values{}
-	for k, v := range r.URL.Query() {
-		if k != "refresh" {
-			q[k] = v
+	page := func(q url.Values) string {
+		if e := q.Encode(); e != "" {
+			return "/?" + e
 		}
+		return "/"
 	}
-	self = "/"
-	if e := q.Encode(); e != "" {
-		self += "?" + e
-	}
+	q := r.URL.Query()
+	q.Del("refresh")
+	self = page(q)
 	if !off {
 		q.Set("refresh", "off")
 	}
-	toggle = "/"
-	if e := q.Encode(); e != "" {
-		toggle += "?" + e
-	}
-	return self, toggle
+	return self, page(q)
 }

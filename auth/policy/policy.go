@@ -6,9 +6,9 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 
 	yaml "go.yaml.in/yaml/v2"
 
@@ -159,12 +159,7 @@ func New(o Options) (*Enforcer, error) {
 		if err := yaml.Unmarshal(b, &raw); err != nil {
 			return nil, fmt.Errorf("policy file %s: %w", o.PolicyFile, err)
 		}
-		names := make([]string, 0, len(raw))
-		for k := range raw {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(raw)) {
 			s, ok := raw[name].(string)
 			if !ok {
 				return nil, fmt.Errorf("policy file %s: rule %q: only check strings are supported, not %T", o.PolicyFile, name, raw[name])

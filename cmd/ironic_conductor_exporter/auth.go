@@ -303,11 +303,7 @@ func guardStatusPage(a *apiAuth, page http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		creds, f := a.authn.Authenticate(r)
 		if f != nil {
-			for k, v := range f.Header {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(f.Status)
-			w.Write(f.Body) //nolint:errcheck // the client is gone if it fails: nothing to tell it
+			f.Send(w)
 			return
 		}
 		if a.access != nil {

@@ -335,13 +335,13 @@ func newExporter(cfg config, settings topology.Settings, database *db.DB, logger
 	return a, err
 }
 
-// probes are /healthz and /readyz, served on the main listener and on the
-// probe listener.
-func (a *exporter) probes() (healthz, readyz http.Handler) {
-	healthz = onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+// probeMux serves /healthz and /readyz, and routes: every door has the
+// probes.
+func (a *exporter) probeMux(routes map[string]http.Handler) http.Handler {
+	healthz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintln(w, "ok")
 	}))
-	readyz = onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	readyz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
 		// refresh (a not-ready pod may get no scrape to do it) and waits
 		// for it briefly; once ready it never touches the database.
@@ -361,7 +361,13 @@ func (a *exporter) probes() (healthz, readyz http.Handler) {
 		}
 		_, _ = fmt.Fprintln(w, "ok")
 	}))
-	return healthz, readyz
+	m := http.NewServeMux()
+	m.Handle("/healthz", healthz)
+	m.Handle("/readyz", readyz)
+	for p, h := range routes {
+		m.Handle(p, h)
+	}
+	return m
 }
 
 // routes are the handlers of the doors. Without --api.listen-address, web
@@ -379,7 +385,6 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 		Logger:          a.logger,
 	})
 	metrics := onlyGetHead(limit.Renders(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders"))
-	healthz, readyz := a.probes()
 	// The policy's defaults follow the Ironic release: the flag's, else the
 	// one the served topology was judged by.
 	authn.bindRelease(func() (rules.Release, bool) {
@@ -414,17 +419,8 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 		}
 		apiAuthn.ServeHTTP(w, r)
 	})
-	mux := func(routes map[string]http.Handler) http.Handler {
-		m := http.NewServeMux()
-		m.Handle("/healthz", healthz)
-		m.Handle("/readyz", readyz)
-		for p, h := range routes {
-			m.Handle(p, h)
-		}
-		return m
-	}
 	if len(cfg.apiListen) == 0 {
-		return mux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": root}), nil
+		return a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": root}), nil
 	}
 	landing, err := web.NewLandingPage(web.LandingConfig{Name: exporterName, Version: version.Info(),
 		Description: "Prometheus exporter for OpenStack Ironic conductors and hash rings. The JSON API and the status page are on --api.listen-address.",
@@ -432,14 +428,14 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	if err != nil {
 		panic(err) // only a broken embedded template fails
 	}
-	webDoor = mux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	webDoor = a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
 		onlyGetHead(landing).ServeHTTP(w, r)
 	})})
-	return webDoor, mux(map[string]http.Handler{"/": root})
+	return webDoor, a.probeMux(map[string]http.Handler{"/": root})
 }
 
 // run serves until SIGTERM or an interrupt, then shuts down gracefully.
@@ -497,11 +493,7 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 // serveProbes serves /healthz and /readyz on --web.probe-listen-address
 // (no TLS, no authentication), sending Serve's error to errc.
 func (a *exporter) serveProbes(cfg config, errc chan<- error) (*http.Server, error) {
-	healthz, readyz := a.probes()
-	probeMux := http.NewServeMux()
-	probeMux.Handle("/healthz", healthz)
-	probeMux.Handle("/readyz", readyz)
-	probeSrv := &http.Server{Handler: probeMux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10,
+	probeSrv := &http.Server{Handler: a.probeMux(nil), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10,
 		ReadTimeout: cfg.web.readTimeout, WriteTimeout: cfg.web.writeTimeout, IdleTimeout: cfg.web.idleTimeout}
 	l, err := net.Listen("tcp", cfg.probeListenAddress)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -231,8 +230,7 @@ func quietOnDisconnect(h http.Handler, logger *slog.Logger) http.Handler {
 
 type quietWriter struct {
 	http.ResponseWriter
-	once sync.Once
-	err  error
+	err error
 }
 
 func (q *quietWriter) Write(p []byte) (int, error) {
@@ -241,7 +239,7 @@ func (q *quietWriter) Write(p []byte) (int, error) {
 	}
 	n, err := q.ResponseWriter.Write(p)
 	if err != nil {
-		q.once.Do(func() { q.err = err })
+		q.err = err
 		return len(p), nil
 	}
 	return n, nil

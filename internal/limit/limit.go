@@ -14,42 +14,40 @@ import (
 // wait for a slot, then get 503 ("limit of N concurrent WHAT reached"). A
 // request whose client goes away while it waits is dropped. n <= 0 is no
 // limit (h itself).
-//
-// A free slot is taken at once, without a timer: only a request that has
-// to wait arms one.
 func Concurrent(h http.Handler, n int, wait time.Duration, what string) http.Handler {
 	if n <= 0 {
 		return h
 	}
-	l := &limiter{h: h, sem: make(chan struct{}, n), wait: wait,
-		msg: "limit of " + strconv.Itoa(n) + " concurrent " + what + " reached"}
-	return l
+	l := newLimiter(n, wait, what)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.acquire(w, r) {
+			defer l.release()
+			h.ServeHTTP(w, r)
+		}
+	})
 }
 
 type limiter struct {
-	h    http.Handler
 	sem  chan struct{}
 	wait time.Duration
 	msg  string
 }
 
-func (l *limiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	select {
-	case l.sem <- struct{}{}:
-	default:
-		if !l.await(w, r) {
-			return
-		}
-	}
-	defer l.release()
-	l.h.ServeHTTP(w, r)
+func newLimiter(n int, wait time.Duration, what string) *limiter {
+	return &limiter{sem: make(chan struct{}, n), wait: wait,
+		msg: "limit of " + strconv.Itoa(n) + " concurrent " + what + " reached"}
 }
 
 func (l *limiter) release() { <-l.sem }
 
-// await waits for a slot up to l.wait; false when it answered 503 or the
-// client went away.
-func (l *limiter) await(w http.ResponseWriter, r *http.Request) bool {
+// acquire takes a slot, waiting up to l.wait for one (a free slot is taken
+// even when wait is 0); false when it answered 503 or the client went away.
+func (l *limiter) acquire(w http.ResponseWriter, r *http.Request) bool {
+	select {
+	case l.sem <- struct{}{}:
+		return true
+	default:
+	}
 	t := time.NewTimer(l.wait)
 	defer t.Stop()
 	select {
@@ -72,15 +70,10 @@ func Renders(h http.Handler, n int, wait time.Duration, what string) http.Handle
 	if n <= 0 {
 		return h
 	}
-	l := &limiter{h: h, sem: make(chan struct{}, n), wait: wait,
-		msg: "limit of " + strconv.Itoa(n) + " concurrent " + what + " reached"}
+	l := newLimiter(n, wait, what)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case l.sem <- struct{}{}:
-		default:
-			if !l.await(w, r) {
-				return
-			}
+		if !l.acquire(w, r) {
+			return
 		}
 		yw := &yieldWriter{ResponseWriter: w, l: l, done: r.Context().Done(), held: true}
 		defer func() {
@@ -88,7 +81,7 @@ func Renders(h http.Handler, n int, wait time.Duration, what string) http.Handle
 				l.release()
 			}
 		}()
-		l.h.ServeHTTP(yw, r)
+		h.ServeHTTP(yw, r)
 	})
 }
 

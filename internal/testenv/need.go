@@ -28,16 +28,17 @@ func RequireAll() bool { return os.Getenv(RequireAllEnv) == "1" }
 // Dep is something outside Go that a test needs: a service, a tool, a
 // Python module.
 type Dep struct {
-	name    string
-	install string
-	check   func() error
-	once    *sync.Once
-	err     *error
+	name  string
+	check func() error
 }
 
 func dep(name, install string, check func() error) Dep {
-	var err error
-	return Dep{name: name, install: install, check: check, once: new(sync.Once), err: &err}
+	return Dep{name: name, check: sync.OnceValue(func() error {
+		if err := check(); err != nil {
+			return fmt.Errorf("%s is missing (%w): %s", name, err, install)
+		}
+		return nil
+	})}
 }
 
 // Name is the dependency's short name.
@@ -45,14 +46,7 @@ func (d Dep) Name() string { return d.name }
 
 // Check returns nil when the dependency is there, or an error saying what
 // is missing and what to install. It probes once per test binary.
-func (d Dep) Check() error {
-	d.once.Do(func() {
-		if err := d.check(); err != nil {
-			*d.err = fmt.Errorf("%s is missing (%w): %s", d.name, err, d.install)
-		}
-	})
-	return *d.err
-}
+func (d Dep) Check() error { return d.check() }
 
 func tool(names ...string) func() error {
 	return func() error {
@@ -108,16 +102,7 @@ func lastLine(s string) string {
 // /usr/bin/python3 (Debian's, where python3-ironic installs; a pyenv or
 // virtualenv python3 may shadow it in PATH), the first that can import
 // ironic, or the first that exists.
-func Python() (string, error) {
-	pythonOnce.Do(func() { python, pythonErr = findPython() })
-	return python, pythonErr
-}
-
-var (
-	pythonOnce sync.Once
-	python     string
-	pythonErr  error
-)
+var Python = sync.OnceValues(findPython)
 
 func findPython() (string, error) {
 	if p := os.Getenv("ICE_PYTHON"); p != "" {
@@ -217,12 +202,7 @@ func Missing(deps ...Dep) error {
 // there; with RequireAllEnv=1 (make test, CI) it fails t instead.
 func Need(t testing.TB, deps ...Dep) {
 	t.Helper()
-	if err := Missing(deps...); err != nil {
-		if RequireAll() {
-			t.Fatalf("needs %v (%s=1: missing is a failure)", err, RequireAllEnv)
-		}
-		t.Skipf("needs %v", err)
-	}
+	(&Gate{Missing(deps...)}).Check(t)
 }
 
 // Gate is a setup error a TestMain recorded: Check(t) skips or fails t as
