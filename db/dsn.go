@@ -216,32 +216,20 @@ func pyUnquote(s string, plus bool) string {
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '+' && plus:
-			b.WriteByte(' ')
-		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
-		default:
-			b.WriteByte(c)
+		if c == '%' && i+2 < len(s) {
+			// Base 16 takes neither a sign nor '_': exactly two hex digits.
+			if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 2
+				continue
+			}
 		}
+		if c == '+' && plus {
+			c = ' '
+		}
+		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-func ishex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
 }
 
 // redactedPassword replaces every password in Redact's output.
