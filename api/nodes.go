@@ -113,8 +113,7 @@ func (rq *request) nodeConductor(ident string) {
 		rq.fail(err)
 		return
 	}
-	if rq.acc != nil && !rq.acc.CanGetConductors() {
-		rq.fail(forbidden("baremetal:conductor:get"))
+	if !rq.canGetConductors() {
 		return
 	}
 	if n.Conductor == "" {
