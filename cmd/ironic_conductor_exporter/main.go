@@ -104,17 +104,16 @@ func run(args []string) int {
 	var demoCfg demoConfig
 	app, toolkitFlags, promslogConfig, demoCmd := newApp(&cfg, &demoCfg)
 	command, err := app.Parse(args)
+	isDemo := err == nil && command == demoCmd.FullCommand()
+	if isDemo {
+		err = checkDemoArgs(args, demoCfg)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
 		return 2
 	}
 	logger := promslog.New(promslogConfig)
-
-	if command == demoCmd.FullCommand() {
-		if err := checkDemoArgs(args, demoCfg); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
-			return 2
-		}
+	if isDemo {
 		err = runDemo(cfg, demoCfg, toolkitFlags, logger)
 	} else {
 		err = serve(cfg, toolkitFlags, logger)
@@ -199,17 +198,16 @@ func envarFor(flag string) string {
 // addEnvars gives every visible flag of the application and of cmds its
 // environment variable, unless it has one.
 func addEnvars(app *kingpin.Application, cmds ...*kingpin.CmdClause) {
-	for _, f := range app.Model().Flags {
-		if !f.Hidden && f.Envar == "" && f.Name != "help" && f.Name != "version" {
-			app.GetFlag(f.Name).Envar(envarFor(f.Name))
-		}
-	}
-	for _, c := range cmds {
-		for _, f := range c.Model().Flags {
-			if !f.Hidden && f.Envar == "" {
-				c.GetFlag(f.Name).Envar(envarFor(f.Name))
+	add := func(flags []*kingpin.FlagModel, get func(string) *kingpin.FlagClause) {
+		for _, f := range flags {
+			if !f.Hidden && f.Envar == "" && f.Name != "help" && f.Name != "version" {
+				get(f.Name).Envar(envarFor(f.Name))
 			}
 		}
+	}
+	add(app.Model().Flags, app.GetFlag)
+	for _, c := range cmds {
+		add(c.Model().Flags, c.GetFlag)
 	}
 }
 
