@@ -235,7 +235,22 @@ func (s *seconds) Set(v string) error {
 func (s *seconds) String() string { return time.Duration(*s).String() }
 
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
-	settings, dsn, externalURL, src, err := checkConfig(&cfg, logger)
+	if err := checkFlags(cfg); err != nil {
+		return err
+	}
+	externalURL, err := checkExternalURL(cfg.web.externalURL)
+	if err != nil {
+		return err
+	}
+	src, err := applyIronicConfig(&cfg, logger)
+	if err != nil {
+		return err
+	}
+	dsn, err := resolveDSN(cfg.dsn, cfg.dsnFile)
+	if err != nil {
+		return err
+	}
+	settings, err := topologySettings(cfg, src)
 	if err != nil {
 		return err
 	}
@@ -267,26 +282,6 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		return err
 	}
 	return e.run(cfg, toolkitFlags, authn, externalURL)
-}
-
-// checkConfig checks the flags and Ironic's configuration, and returns the
-// settings Ironic's rules are applied with, the database DSN, the external
-// URL and where each setting came from.
-func checkConfig(cfg *config, logger *slog.Logger) (s topology.Settings, dsn string, externalURL string, src sources, err error) {
-	if err = checkFlags(*cfg); err != nil {
-		return s, "", "", src, err
-	}
-	if externalURL, err = checkExternalURL(cfg.web.externalURL); err != nil {
-		return s, "", "", src, err
-	}
-	if src, err = applyIronicConfig(cfg, logger); err != nil {
-		return s, "", "", src, err
-	}
-	if dsn, err = resolveDSN(cfg.dsn, cfg.dsnFile); err != nil {
-		return s, "", "", src, err
-	}
-	s, err = topologySettings(*cfg, src)
-	return s, dsn, externalURL, src, err
 }
 
 // exporter is the running exporter: the registry, the topology cache and
