@@ -43,13 +43,11 @@ import (
 
 const exporterName = "ironic_conductor_exporter"
 
-// The default ports. 9608, the exporter's before 0.1.0, is ironic-prometheus-exporter's
-// (Kolla-Ansible's ironic_prometheus_exporter_port,
-// ironic-image, ironic-standalone-operator); openstack-exporter takes 9180
-// (9198 in Kolla-Ansible). The Prometheus allocation range 9100-9999 is
-// fully allocated, so the exporter takes a port outside it that no
-// OpenStack, Kolla-Ansible, OpenStack-Ansible, openstack-helm or Metal3
-// component uses (docs/operators.md, "Ports").
+// The default ports: outside the fully allocated Prometheus range
+// 9100-9999 (9608 is ironic-prometheus-exporter's, 9180 and 9198
+// openstack-exporter's), and used by no OpenStack, Kolla-Ansible,
+// OpenStack-Ansible, openstack-helm or Metal3 component (docs/operators.md,
+// "Ports").
 const (
 	defaultPort      = "10067"
 	defaultProbePort = "10068"
