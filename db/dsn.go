@@ -43,6 +43,26 @@ type dialect interface {
 	ignored() []string
 }
 
+// dialectBase answers a dialect's fixed facts; every dialect embeds it.
+type dialectBase struct {
+	kind    Backend
+	driver  string
+	tx      sql.TxOptions
+	q       *queries
+	secret  []string
+	dropped []string
+}
+
+func (b *dialectBase) backend() Backend          { return b.kind }
+func (b *dialectBase) driverName() string        { return b.driver }
+func (b *dialectBase) txOptions() *sql.TxOptions { return &b.tx }
+func (b *dialectBase) queries() *queries         { return b.q }
+func (b *dialectBase) secrets() []string         { return b.secret }
+func (b *dialectBase) ignored() []string         { return b.dropped }
+
+// repeatableReadOnly is the snapshot transaction of the server backends.
+var repeatableReadOnly = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+
 // dialectFromURL builds a dialect from a parsed SQLAlchemy URL.
 type dialectFromURL func(u *sqlaURL) (dialect, error)
 

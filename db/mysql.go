@@ -74,9 +74,8 @@ var mysqlSocketPaths = []string{"/run/mysqld/mysqld.sock", "/var/run/mysqld/mysq
 	"/var/lib/mysql/mysql.sock", "/tmp/mysql.sock"}
 
 type mysqlDialect struct {
-	cfg     *mysql.Config
-	secret  []string
-	dropped []string
+	dialectBase
+	cfg *mysql.Config
 }
 
 // mysqlSettings are the connection settings gathered from the URL, its
@@ -93,7 +92,7 @@ type mysqlSettings struct {
 
 func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	s := &mysqlSettings{ssl: map[string]string{}}
-	d := &mysqlDialect{}
+	d := &mysqlDialect{dialectBase: dialectBase{kind: BackendMySQL, driver: "mysql", q: &mysqlQueries, tx: repeatableReadOnly}}
 	if u.HasUser {
 		s.user = u.User
 	}
@@ -588,11 +587,6 @@ func (s *mysqlSettings) readOptionFile(path, group string) error {
 	return nil
 }
 
-func (*mysqlDialect) backend() Backend    { return BackendMySQL }
-func (*mysqlDialect) driverName() string  { return "mysql" }
-func (d *mysqlDialect) secrets() []string { return d.secret }
-func (d *mysqlDialect) ignored() []string { return d.dropped }
-
 func (d *mysqlDialect) connector(Options) driver.Connector {
 	c, err := mysql.NewConnector(d.cfg)
 	if err != nil {
@@ -616,12 +610,6 @@ ORDER BY conductor_id`
 	q.probe = SQLNodeProbe
 	return q
 }()
-
-func (*mysqlDialect) queries() *queries { return &mysqlQueries }
-
-func (*mysqlDialect) txOptions() *sql.TxOptions {
-	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
-}
 
 // errConnector fails every connection with err.
 type errConnector struct{ err error }
