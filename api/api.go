@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -312,20 +313,14 @@ func (rq *request) base() string {
 	// Not the Host header nor an absolute request URL, which the client
 	// chooses (links to anywhere): the address the request arrived at.
 	// Without a connection (a request handled in-process), the Host.
-	a, _ := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	tls := rq.r.TLS != nil
 	host := rq.r.Host
-	if a != nil {
+	if a, _ := rq.r.Context().Value(http.LocalAddrContextKey).(net.Addr); a != nil {
 		host = a.String()
 	}
-	if host == "" {
-		host = "localhost"
+	if rq.r.TLS != nil {
+		return "https://" + cmp.Or(host, "localhost")
 	}
-	base := "http://" + host
-	if tls {
-		base = "https://" + host
-	}
-	return base
+	return "http://" + cmp.Or(host, "localhost")
 }
 
 // Headers of JSON answers rendered from a stale topology: the last refresh

@@ -34,25 +34,17 @@ func (c collation) equal(a, b string) bool {
 // tie-break so the order stays total.
 func (c collation) compare(a, b string) int {
 	if c.fold {
-		weight := func(b byte) int { return int(lowerASCII(b)) }
+		weight := lowerWeight
 		if c.unicode {
 			weight = unicodeWeight
 		}
-		n := min(len(a), len(b))
-		for i := 0; i < n; i++ {
-			x, y := weight(a[i]), weight(b[i])
-			if x != y {
-				if x < y {
-					return -1
-				}
-				return 1
+		for i := range min(len(a), len(b)) {
+			if o := cmp.Compare(weight(a[i]), weight(b[i])); o != 0 {
+				return o
 			}
 		}
-		switch {
-		case len(a) < len(b):
-			return -1
-		case len(a) > len(b):
-			return 1
+		if o := cmp.Compare(len(a), len(b)); o != 0 {
+			return o
 		}
 	}
 	return strings.Compare(a, b)
@@ -84,11 +76,13 @@ func unicodeWeight(b byte) int {
 	return int(b) - 64 // control characters first
 }
 
-func lowerASCII(c byte) byte {
+// lowerWeight is a byte's weight under utf8*_general_ci for ASCII: its
+// lower case.
+func lowerWeight(c byte) int {
 	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
+		c += 'a' - 'A'
 	}
-	return c
+	return int(c)
 }
 
 // compareNullable orders nil (NULL) as the database orders NULL.
@@ -157,10 +151,7 @@ func (c collation) node(t *topology.Topology, f *nodeField, ident string) (*topo
 // then by id, the whole order reversed for sort_dir=desc.
 func paginationOrder[T any](key func(a, b T) int, id func(T) int64, desc bool) func(a, b T) int {
 	return func(a, b T) int {
-		c := key(a, b)
-		if c == 0 {
-			c = cmp.Compare(id(a), id(b))
-		}
+		c := cmp.Or(key(a, b), cmp.Compare(id(a), id(b)))
 		if desc {
 			c = -c
 		}

@@ -113,8 +113,7 @@ func (rq *request) nodeConductor(ident string) {
 		rq.fail(err)
 		return
 	}
-	if rq.acc != nil && !rq.acc.CanGetConductors() {
-		rq.fail(forbidden("baremetal:conductor:get"))
+	if !rq.canGetConductors() {
 		return
 	}
 	if n.Conductor == "" {
@@ -183,19 +182,16 @@ var nodeListParams = []nodeParam{
 	{name: "sharded", kind: paramBool, gate: minor82Shard, unread: true},
 }
 
-var (
-	nodeListNames   = paramNames(nodeListParams)
-	nodeDetailNames = slices.DeleteFunc(slices.Clone(nodeListNames),
-		func(p string) bool { return p == "fields" || p == "detail" })
-)
-
-func paramNames(ps []nodeParam) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.name
+// nodeListNames are the parameters get_all takes, nodeDetailNames detail's.
+var nodeListNames, nodeDetailNames = func() (all, detail []string) {
+	for _, p := range nodeListParams {
+		all = append(all, p.name)
+		if p.name != "fields" && p.name != "detail" {
+			detail = append(detail, p.name)
+		}
 	}
-	return out
-}
+	return all, detail
+}()
 
 // provisionStates are Ironic's states.machine.states.
 var provisionStates = map[string]bool{

@@ -2,6 +2,7 @@ package api
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -36,18 +37,6 @@ func parseQuery(raw string) query {
 	return q
 }
 
-func unhex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
-}
-
 // unquotePlus is Python's urllib.parse.unquote_plus (errors="replace").
 func unquotePlus(s string) string {
 	if !strings.ContainsAny(s, "%+") {
@@ -64,10 +53,9 @@ func unquotePlus(s string) string {
 			b = append(b, ' ')
 		case '%':
 			if i+2 < len(s) {
-				hi, ok1 := unhex(s[i+1])
-				lo, ok2 := unhex(s[i+2])
-				if ok1 && ok2 {
-					b = append(b, hi<<4|lo)
+				// Base 16 takes neither a sign nor '_': exactly two hex digits.
+				if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+					b = append(b, byte(n))
 					i += 2
 					continue
 				}
@@ -250,7 +238,7 @@ func isUUIDLike(s string) bool {
 	s = strings.Trim(s, "{}")
 	digits := 0
 	for i := 0; i < len(s); i++ {
-		if _, ok := unhex(s[i]); ok {
+		if strings.IndexByte("0123456789abcdefABCDEF", s[i]) >= 0 {
 			digits++
 		} else if s[i] != '-' {
 			return false

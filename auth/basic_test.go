@@ -66,7 +66,7 @@ func TestBasic(t *testing.T) {
 		if got := status(c.user, c.pass); got != c.want {
 			t.Errorf("%s:%s: %d, want %d", c.user, c.pass, got, c.want)
 		}
-		if n := b.cache.len(); n != c.cached {
+		if n := len(b.cache.m); n != c.cached {
 			t.Errorf("after %s:%s, %d results cached, want %d", c.user, c.pass, n, c.cached)
 		}
 	}
@@ -99,7 +99,7 @@ func TestLRU(t *testing.T) {
 		t.Error("1 dropped")
 	}
 	c.remove(1)
-	if c.len() != 1 {
-		t.Errorf("len %d", c.len())
+	if len(c.m) != 1 {
+		t.Errorf("len %d", len(c.m))
 	}
 }

@@ -50,5 +50,3 @@ func (c *lru[K, V]) remove(k K) {
 		delete(c.m, k)
 	}
 }
-
-func (c *lru[K, V]) len() int { return len(c.m) }

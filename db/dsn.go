@@ -43,6 +43,26 @@ type dialect interface {
 	ignored() []string
 }
 
+// dialectBase answers a dialect's fixed facts; every dialect embeds it.
+type dialectBase struct {
+	kind    Backend
+	driver  string
+	tx      sql.TxOptions
+	q       *queries
+	secret  []string
+	dropped []string
+}
+
+func (b *dialectBase) backend() Backend          { return b.kind }
+func (b *dialectBase) driverName() string        { return b.driver }
+func (b *dialectBase) txOptions() *sql.TxOptions { return &b.tx }
+func (b *dialectBase) queries() *queries         { return b.q }
+func (b *dialectBase) secrets() []string         { return b.secret }
+func (b *dialectBase) ignored() []string         { return b.dropped }
+
+// repeatableReadOnly is the snapshot transaction of the server backends.
+var repeatableReadOnly = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+
 // dialectFromURL builds a dialect from a parsed SQLAlchemy URL.
 type dialectFromURL func(u *sqlaURL) (dialect, error)
 
@@ -216,32 +236,20 @@ func pyUnquote(s string, plus bool) string {
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '+' && plus:
-			b.WriteByte(' ')
-		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
-		default:
-			b.WriteByte(c)
+		if c == '%' && i+2 < len(s) {
+			// Base 16 takes neither a sign nor '_': exactly two hex digits.
+			if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 2
+				continue
+			}
 		}
+		if c == '+' && plus {
+			c = ' '
+		}
+		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-func ishex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
 }
 
 // redactedPassword replaces every password in Redact's output.

@@ -74,9 +74,8 @@ var mysqlSocketPaths = []string{"/run/mysqld/mysqld.sock", "/var/run/mysqld/mysq
 	"/var/lib/mysql/mysql.sock", "/tmp/mysql.sock"}
 
 type mysqlDialect struct {
-	cfg     *mysql.Config
-	secret  []string
-	dropped []string
+	dialectBase
+	cfg *mysql.Config
 }
 
 // mysqlSettings are the connection settings gathered from the URL, its
@@ -85,17 +84,15 @@ type mysqlSettings struct {
 	user, password, host, port, socket, database, bindAddress string
 	ssl                                                       map[string]string // ca, capath, cert, key, check_hostname
 	sslVerifyCert, sslVerifyIdentity, sslDisabled, sslMode    string
-	// sslRaw is the URL's own "ssl" option, which SQLAlchemy replaces by
-	// the dict of the ssl_* options when there is any.
-	sslRaw                                           string
-	hasSSLRaw                                        bool
-	hasVerifyCert, hasVerifyIdentity, hasSSLDisabled bool
-	connectTimeout, readTimeout, writeTimeout        time.Duration
+	// hasSSLRaw: the URL's own "ssl" option is given, which SQLAlchemy
+	// replaces by the dict of the ssl_* options when there is any.
+	hasSSLRaw                                 bool
+	connectTimeout, readTimeout, writeTimeout time.Duration
 }
 
 func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	s := &mysqlSettings{ssl: map[string]string{}}
-	d := &mysqlDialect{}
+	d := &mysqlDialect{dialectBase: dialectBase{kind: BackendMySQL, driver: "mysql", q: &mysqlQueries, tx: repeatableReadOnly}}
 	if u.HasUser {
 		s.user = u.User
 	}
@@ -197,21 +194,24 @@ func (s *mysqlSettings) parseOptions(query []queryOption, d *mysqlDialect) (map[
 		case "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_check_hostname":
 			s.ssl[strings.TrimPrefix(k, "ssl_")] = v
 		case "ssl_verify_cert":
-			s.sslVerifyCert, s.hasVerifyCert = v, true
+			s.sslVerifyCert = v
 		case "ssl_verify_identity":
-			s.sslVerifyIdentity, s.hasVerifyIdentity = v, true
+			s.sslVerifyIdentity = v
 		case "ssl_disabled":
-			s.sslDisabled, s.hasSSLDisabled = v, true
+			s.sslDisabled = v
 		case "ssl":
-			s.sslRaw, s.hasSSLRaw = v, true
+			s.hasSSLRaw = true
 		case "ssl_mode":
 			s.sslMode = strings.ToUpper(v)
 		case "bind_address":
 			s.bindAddress = v
 		case "connect_timeout", "read_timeout", "write_timeout":
-			if err := s.timeout(k, v); err != nil {
-				return nil, err
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("database URL option %q: want a whole number of seconds", k)
 			}
+			*map[string]*time.Duration{"connect_timeout": &s.connectTimeout, "read_timeout": &s.readTimeout,
+				"write_timeout": &s.writeTimeout}[k] = time.Duration(n) * time.Second
 		case "read_default_file":
 			defaultFile, hasDefaultFile = v, true
 		case "read_default_group":
@@ -239,25 +239,6 @@ func (s *mysqlSettings) parseOptions(query []queryOption, d *mysqlDialect) (map[
 		}
 	}
 	return seen, nil
-}
-
-// timeout sets the connect, read or write timeout from option k's value v,
-// a whole number of seconds.
-func (s *mysqlSettings) timeout(k, v string) error {
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return fmt.Errorf("database URL option %q: want a whole number of seconds", k)
-	}
-	dur := time.Duration(n) * time.Second
-	switch k {
-	case "connect_timeout":
-		s.connectTimeout = dur
-	case "read_timeout":
-		s.readTimeout = dur
-	default:
-		s.writeTimeout = dur
-	}
-	return nil
 }
 
 // address sets cfg's network, address and dialer: the unix socket, or TCP
@@ -354,19 +335,11 @@ func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 		verifyChain, verifyName = true, true
 	}
 
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if network == "tcp" {
-		host, _, err := net.SplitHostPort(addr)
-		if err == nil {
-			cfg.ServerName = host
-		}
-	}
+	cfg := newTLSConfig(addr, network)
 	if hasCA {
-		pool := x509.NewCertPool()
-		if err := s.addCAs(pool); err != nil {
+		if err := s.addCAs(cfg, x509.NewCertPool()); err != nil {
 			return nil, err
 		}
-		cfg.RootCAs = pool
 	}
 	if err := s.loadClientCert(cfg); err != nil {
 		return nil, err
@@ -379,6 +352,16 @@ func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 		verifyChainOnly(cfg)
 	}
 	return cfg, nil
+}
+
+// newTLSConfig is a TLS 1.2+ configuration that names the server by the
+// host of a TCP address.
+func newTLSConfig(addr, network string) *tls.Config {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if host, _, err := net.SplitHostPort(addr); err == nil && network == "tcp" {
+		cfg.ServerName = host
+	}
+	return cfg
 }
 
 // sqlaBool is SQLAlchemy's util.asbool, which create_connect_args applies
@@ -430,12 +413,7 @@ func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tl
 	if !rebuilt && s.hasSSLRaw && !urlSSL {
 		return nil, errors.New(`database URL option "ssl" alone is not usable: PyMySQL fails on it; give ssl_ca (SQLAlchemy replaces "ssl" by the ssl_* options) or ssl_verify_cert=true`)
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if network == "tcp" {
-		if host, _, err := net.SplitHostPort(addr); err == nil {
-			cfg.ServerName = host
-		}
-	}
+	cfg := newTLSConfig(addr, network)
 	if rebuilt {
 		// PyMySQL: ssl = {"ca": None, "check_hostname": ...,
 		// "verify_mode": ssl_verify_cert or False}.
@@ -449,10 +427,9 @@ func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tl
 		if err != nil || roots == nil {
 			roots = x509.NewCertPool()
 		}
-		if err := s.addCAs(roots); err != nil {
+		if err := s.addCAs(cfg, roots); err != nil {
 			return nil, err
 		}
-		cfg.RootCAs = roots
 		verifyChainOnly(cfg)
 		return cfg, nil
 	}
@@ -467,11 +444,9 @@ func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tl
 		cfg.InsecureSkipVerify = true
 		return cfg, nil
 	}
-	pool := x509.NewCertPool()
-	if err := s.addCAs(pool); err != nil {
+	if err := s.addCAs(cfg, x509.NewCertPool()); err != nil {
 		return nil, err
 	}
-	cfg.RootCAs = pool
 	checkName := true
 	if v, ok := s.ssl["check_hostname"]; ok {
 		checkName, _ = sqlaBool(v)
@@ -482,8 +457,9 @@ func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tl
 	return cfg, nil
 }
 
-// addCAs adds the certificates of ssl_ca and of the files in ssl_capath.
-func (s *mysqlSettings) addCAs(pool *x509.CertPool) error {
+// addCAs adds the certificates of ssl_ca and of the files in ssl_capath to
+// pool, and makes it cfg's roots.
+func (s *mysqlSettings) addCAs(cfg *tls.Config, pool *x509.CertPool) error {
 	files := []string{}
 	if ca := s.ssl["ca"]; ca != "" {
 		files = append(files, ca)
@@ -508,6 +484,7 @@ func (s *mysqlSettings) addCAs(pool *x509.CertPool) error {
 			return fmt.Errorf("database option ssl_ca: %s holds no PEM certificate", f)
 		}
 	}
+	cfg.RootCAs = pool
 	return nil
 }
 
@@ -610,11 +587,6 @@ func (s *mysqlSettings) readOptionFile(path, group string) error {
 	return nil
 }
 
-func (*mysqlDialect) backend() Backend    { return BackendMySQL }
-func (*mysqlDialect) driverName() string  { return "mysql" }
-func (d *mysqlDialect) secrets() []string { return d.secret }
-func (d *mysqlDialect) ignored() []string { return d.dropped }
-
 func (d *mysqlDialect) connector(Options) driver.Connector {
 	c, err := mysql.NewConnector(d.cfg)
 	if err != nil {
@@ -638,12 +610,6 @@ ORDER BY conductor_id`
 	q.probe = SQLNodeProbe
 	return q
 }()
-
-func (*mysqlDialect) queries() *queries { return &mysqlQueries }
-
-func (*mysqlDialect) txOptions() *sql.TxOptions {
-	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
-}
 
 // errConnector fails every connection with err.
 type errConnector struct{ err error }

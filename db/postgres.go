@@ -1,7 +1,6 @@
 package db
 
 import (
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -68,11 +67,10 @@ var pgIgnored = map[string]bool{
 const defaultApplicationName = "ironic-conductor-exporter"
 
 type postgres struct {
+	dialectBase
 	// params are the libpq keywords handed to lib/pq (tests read them).
-	params  map[string]string
-	conn    *pgConnector
-	secret  []string
-	dropped []string
+	params map[string]string
+	conn   *pgConnector
 }
 
 // pgParams collects libpq keywords; later values override earlier ones, as
@@ -255,7 +253,8 @@ func finishPostgres(p *pgParams) (dialect, error) {
 	if _, err := pq.NewConnectorConfig(cfg); err != nil {
 		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
 	}
-	return &postgres{params: p.vals, conn: &pgConnector{cfg: cfg, userTimeout: p.userTimeout}, secret: secrets, dropped: p.dropped}, nil
+	return &postgres{dialectBase: dialectBase{kind: BackendPostgreSQL, driver: "postgres", q: &pgQueries, tx: repeatableReadOnly,
+		secret: secrets, dropped: p.dropped}, params: p.vals, conn: &pgConnector{cfg: cfg, userTimeout: p.userTimeout}}, nil
 }
 
 // socketDirs are where libpq builds look for the server's socket by default.
@@ -278,13 +277,7 @@ func defaultSocketDir(port string) string {
 	return "/tmp"
 }
 
-func (*postgres) backend() Backend                     { return BackendPostgreSQL }
-func (*postgres) driverName() string                   { return "postgres" }
 func (d *postgres) connector(Options) driver.Connector { return d.conn }
-func (d *postgres) secrets() []string                  { return d.secret }
-func (d *postgres) ignored() []string                  { return d.dropped }
-
-func (*postgres) queries() *queries { return &pgQueries }
 
 // pgQueries are standardQueries with the nodes (all, and the delta read's)
 // read in binary: each text
@@ -304,7 +297,3 @@ var pgQueries = func() queries {
 	q.binaryNodes = true
 	return q
 }()
-
-func (*postgres) txOptions() *sql.TxOptions {
-	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
-}

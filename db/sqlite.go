@@ -43,8 +43,8 @@ var sqliteIgnored = map[string]bool{
 }
 
 type sqliteDialect struct {
-	path    string // absolute
-	dropped []string
+	dialectBase
+	path string // absolute
 }
 
 func newSQLiteFromURL(u *sqlaURL) (dialect, error) {
@@ -54,7 +54,7 @@ func newSQLiteFromURL(u *sqlaURL) (dialect, error) {
 	if !u.HasDatabase || u.Database == ":memory:" {
 		return nil, errors.New("database URL: a SQLite URL must name the database file Ironic uses (sqlite:////absolute/path or sqlite:///relative/path); an in-memory database has nothing to read")
 	}
-	d := &sqliteDialect{}
+	d := &sqliteDialect{dialectBase: dialectBase{kind: BackendSQLite, driver: "sqlite", q: &sqliteQueries, tx: sql.TxOptions{ReadOnly: true}}}
 	for _, q := range u.Query {
 		switch {
 		case q.Key == "uri":
@@ -90,11 +90,6 @@ func (d *sqliteDialect) dsn(opts Options) string {
 	return "file:" + (&url.URL{Path: d.path}).EscapedPath() + "?" + q.Encode()
 }
 
-func (*sqliteDialect) backend() Backend    { return BackendSQLite }
-func (*sqliteDialect) driverName() string  { return "sqlite" }
-func (*sqliteDialect) secrets() []string   { return nil }
-func (d *sqliteDialect) ignored() []string { return d.dropped }
-
 func (d *sqliteDialect) connector(opts Options) driver.Connector {
 	c, err := sqlite.NewConnector(d.dsn(opts))
 	if err != nil {
@@ -127,7 +122,3 @@ var sqliteQueries = func() queries {
 FROM nodes`
 	return q
 }()
-
-func (*sqliteDialect) queries() *queries { return &sqliteQueries }
-
-func (*sqliteDialect) txOptions() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }

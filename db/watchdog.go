@@ -99,15 +99,13 @@ func (d *pgDialer) DialContext(ctx context.Context, network, addr string) (net.C
 	d.mu.Lock()
 	connecting := !d.done
 	d.mu.Unlock()
+	var cancel context.CancelFunc
 	if connecting {
-		var cancel context.CancelFunc
 		ctx, cancel = mergeCancel(ctx, d.ctx)
-		defer cancel()
 	} else {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cancelRequestTimeout)
-		defer cancel()
 	}
+	defer cancel()
 	nd := net.Dialer{KeepAlive: tcpKeepAlive}
 	if d.userTimeout > 0 {
 		nd.Control = userTimeoutControl(d.userTimeout)
@@ -116,13 +114,9 @@ func (d *pgDialer) DialContext(ctx context.Context, network, addr string) (net.C
 	if err != nil {
 		return nil, err
 	}
-	if !connecting {
-		_ = nc.SetDeadline(time.Now().Add(cancelRequestTimeout))
-		return nc, nil
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.done {
+	if d.done { // a CancelRequest connection, or Connect ended meanwhile
 		_ = nc.SetDeadline(time.Now().Add(cancelRequestTimeout))
 		return nc, nil
 	}

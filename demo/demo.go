@@ -220,10 +220,6 @@ func (d *Demo) DSN() string { return "sqlite:///" + d.path }
 // Ironic's defaults: exponent 5, md5).
 func (d *Demo) Settings() topology.Settings { return d.settings }
 
-// HeartbeatTimeout is Settings().HeartbeatTimeout, the
-// [conductor]heartbeat_timeout the exporter must run with.
-func (d *Demo) HeartbeatTimeout() time.Duration { return d.settings.HeartbeatTimeout }
-
 // MinInterval is the --refresh.min-interval the exporter should run with.
 func (d *Demo) MinInterval() time.Duration { return MinInterval / time.Duration(d.speed) }
 
@@ -231,7 +227,7 @@ func (d *Demo) MinInterval() time.Duration { return MinInterval / time.Duration(
 // first of the exporter's listen addresses (":10067" is http://127.0.0.1:10067).
 func (d *Demo) LogIntro(listenAddresses []string, metricsPath string) {
 	s := time.Duration(d.speed)
-	d.log.Info("demo: the exporter runs with heartbeat_timeout="+d.HeartbeatTimeout().String()+
+	d.log.Info("demo: the exporter runs with heartbeat_timeout="+d.settings.HeartbeatTimeout.String()+
 		" (Ironic's default is 60s) and refresh.min-interval="+d.MinInterval().String()+" so that changes show fast",
 		"heartbeat_interval", HeartbeatInterval/s)
 	d.log.Info("demo: the simulated conductors lock and take over the nodes the exporter maps to them: both judge the fleet "+

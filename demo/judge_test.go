@@ -167,7 +167,7 @@ func (x *driven) agree(point string) *topology.Topology {
 	if len(disagree) > 0 {
 		x.t.Errorf("%s: the simulator and the exporter disagree on %d nodes, e.g. %v", point, len(disagree), disagree[:min(3, len(disagree))])
 	}
-	if s, e := x.sim.unserved(), orphans(exp); s != e {
+	if s, e := orphans(x.sim.view), orphans(exp); s != e {
 		x.t.Errorf("%s: nodes without conductor: simulator %d, exporter %d", point, s, e)
 	}
 	for _, c := range exp.Conductors {
@@ -226,7 +226,7 @@ func TestSimulatorAgreesWithExporter(t *testing.T) {
 
 	// The crashed conductor's last heartbeat is older than the timeout
 	// one tick after crash + timeout.
-	x.until(atCrash + x.d.HeartbeatTimeout() + HeartbeatInterval)
+	x.until(atCrash + x.d.Settings().HeartbeatTimeout + HeartbeatInterval)
 	exp = x.agree("crash + heartbeat_timeout")
 	if c := conductorOf(t, exp, crashed); c.Active || c.Alive || len(c.Nodes) != 0 || c.State != rules.StateDead {
 		t.Errorf("after the timeout: %s member=%v alive=%v nodes=%d state=%s, want dead, out of the rings",
@@ -336,7 +336,7 @@ func TestSimulatorFollowsSettings(t *testing.T) {
 		x := drive(t, topology.Settings{Settings: rules.Settings{Connection: "sqlite:////var/lib/ironic/ironic.sqlite"}})
 		crashed := x.sim.victim(crashVictims, 0).host
 		x.event(atCrash, x.sim.crash)
-		x.until(atCrash + x.d.HeartbeatTimeout() + 2*HeartbeatInterval)
+		x.until(atCrash + x.d.Settings().HeartbeatTimeout + 2*HeartbeatInterval)
 		exp := x.agree("sqlite rules, crash + heartbeat_timeout")
 		if c := conductorOf(t, exp, crashed); !c.Active || c.Alive || len(c.Nodes) == 0 {
 			t.Errorf("%s member=%v alive=%v nodes=%d, want not alive but still serving nodes", crashed, c.Active, c.Alive, len(c.Nodes))
@@ -364,7 +364,7 @@ func TestSettingsOnePlace(t *testing.T) {
 		t.Errorf("given %+v, got %+v", given, s)
 	}
 	x := drive(t, given)
-	if x.d.Settings() != given || x.sim.view.Settings != given || x.d.HeartbeatTimeout() != time.Minute {
+	if x.d.Settings() != given || x.sim.view.Settings != given || x.d.Settings().HeartbeatTimeout != time.Minute {
 		t.Errorf("demo %+v, simulator's view %+v, want %+v", x.d.Settings(), x.sim.view.Settings, given)
 	}
 	if x.sim.view.Backend != db.BackendMySQL {

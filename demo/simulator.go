@@ -211,9 +211,6 @@ func (s *simulator) servedBy(n *simNode) string {
 	return ""
 }
 
-// unserved counts the nodes no ring serves, in the view.
-func (s *simulator) unserved() int { return orphans(s.view) }
-
 // setup writes the initial fleet, judges it, and writes the boot
 // environments of the deployed nodes on the conductors that serve them.
 func (s *simulator) setup(ctx context.Context) error {
@@ -721,5 +718,5 @@ func (s *simulator) describe() string {
 	}
 	keys := func(m map[string]bool) string { return strings.Join(slices.Sorted(maps.Keys(m)), " ") }
 	return fmt.Sprintf("%d conductors in groups %s with hardware types %s; %d nodes, %d of them served by no conductor",
-		len(s.cond), keys(groups), keys(hts), len(s.nodes), s.unserved())
+		len(s.cond), keys(groups), keys(hts), len(s.nodes), orphans(s.view))
 }

@@ -48,24 +48,28 @@ import (
 	"time"
 )
 
-// Opt is one option's value and where it came from.
-type Opt[T any] struct {
-	// Value is the parsed value; the zero value when not Set.
-	Value T
-	// Set is true when a file gives the option.
-	Set bool
-	// File, Line, Section and Key say where the value that won was written
-	// (Section and Key as written in the file, e.g. a deprecated name).
+// Place is where a value was written: file, line, and section and key as
+// written in the file (e.g. a deprecated name).
+type Place struct {
 	File    string
 	Line    int
 	Section string
 	Key     string
 }
 
-// Where describes the option's origin for a log line or an error:
+// Where describes the place for a log line or an error:
 // "[conductor] heartbeat_timeout in /etc/ironic/ironic.conf:12".
-func (o Opt[T]) Where() string {
-	return fmt.Sprintf("[%s] %s in %s:%d", o.Section, o.Key, o.File, o.Line)
+func (p Place) Where() string {
+	return fmt.Sprintf("[%s] %s in %s:%d", p.Section, p.Key, p.File, p.Line)
+}
+
+// Opt is one option's value and where the value that won was written.
+type Opt[T any] struct {
+	// Value is the parsed value; the zero value when not Set.
+	Value T
+	// Set is true when a file gives the option.
+	Set bool
+	Place
 }
 
 // Config holds the options the exporter reads from Ironic's files.
@@ -111,12 +115,9 @@ var AuthOptions = []string{"DEFAULT.auth_strategy", "DEFAULT.http_basic_auth_use
 // Error is a problem with a configuration file. It never contains the value
 // of a secret option.
 type Error struct {
-	File    string
-	Line    int    // 0 when the error is about the whole file
-	Section string // "" when not about an option
-	Key     string
-	Msg     string
-	Err     error // underlying error, if any
+	Place // Line 0: about the whole file; Section "": not about an option
+	Msg   string
+	Err   error // underlying error, if any
 }
 
 func (e *Error) Error() string {
@@ -138,10 +139,8 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // value is one assignment in a file.
 type value struct {
-	text          string
-	file          string
-	line          int
-	section, key  string // as written
+	text string
+	Place
 	normalSection string
 }
 
@@ -176,11 +175,11 @@ func Parse(r io.Reader, name string) (*File, error) {
 		if cur != nil {
 			cur.text = strings.Join(lines, "\n")
 			m := f.sections[cur.normalSection]
-			m[cur.key] = append(m[cur.key], *cur)
+			m[cur.Key] = append(m[cur.Key], *cur)
 			cur, lines = nil, nil
 		}
 	}
-	perr := func(msg string) error { return &Error{File: name, Line: lineno, Msg: msg} }
+	perr := func(msg string) error { return &Error{Place: Place{File: name, Line: lineno}, Msg: msg} }
 	for sc.Scan() {
 		lineno++
 		line := strings.TrimRight(sc.Text(), " \t\r\n\v\f")
@@ -234,12 +233,12 @@ func Parse(r io.Reader, name string) (*File, error) {
 			if section == "" {
 				return nil, perr("assignment before any [section]")
 			}
-			cur = &value{file: name, line: lineno, section: section, key: key, normalSection: normalSection(section)}
+			cur = &value{Place: Place{File: name, Line: lineno, Section: section, Key: key}, normalSection: normalSection(section)}
 			lines = []string{val}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &Error{File: name, Msg: "reading", Err: err}
+		return nil, &Error{Place: Place{File: name}, Msg: "reading", Err: err}
 	}
 	flush()
 	return f, nil
@@ -248,17 +247,10 @@ func Parse(r io.Reader, name string) (*File, error) {
 // optName is where an option may be written: section (normalised) and key.
 type optName struct{ section, key string }
 
-// The names of the options, the current name first, then oslo.db's
-// deprecated names.
-var (
-	connectionNames = []optName{{"database", "connection"}, {"DEFAULT", "sql_connection"},
-		{"database", "sql_connection"}, {"sql", "connection"}}
-	heartbeatNames = []optName{{"conductor", "heartbeat_timeout"}}
-	exponentNames  = []optName{{"DEFAULT", "hash_partition_exponent"}}
-	algorithmNames = []optName{{"DEFAULT", "hash_ring_algorithm"}}
-	pinNames       = []optName{{"DEFAULT", "pin_release_version"}}
-	replicasNames  = []optName{{"DEFAULT", "hash_distribution_replicas"}}
-)
+// connectionNames are where [database]connection may be written: its
+// name, then oslo.db's deprecated names.
+var connectionNames = []optName{{"database", "connection"}, {"DEFAULT", "sql_connection"},
+	{"database", "sql_connection"}, {"sql", "connection"}}
 
 // set is the parsed files, in order.
 type set []*File
@@ -287,9 +279,7 @@ func (s set) substitute(v value, secret bool, depth int) (string, error) {
 	if !strings.Contains(v.text, "$") {
 		return v.text, nil
 	}
-	verr := func(msg string) error {
-		return &Error{File: v.file, Line: v.line, Section: v.section, Key: v.key, Msg: msg}
-	}
+	verr := func(msg string) error { return &Error{Place: v.Place, Msg: msg} }
 	if depth > 10 {
 		return "", verr("substitutions nest too deep (a $reference loop?)")
 	}
@@ -342,8 +332,7 @@ func (s set) str(names []optName, secret bool) (Opt[string], error) {
 	if err != nil {
 		return Opt[string]{}, err
 	}
-	o := Opt[string]{Value: text, Set: true, File: v.file, Line: v.line, Section: v.section, Key: v.key}
-	return o, nil
+	return Opt[string]{Value: text, Set: true, Place: v.Place}, nil
 }
 
 var intPattern = regexp.MustCompile(`^\s*[+-]?\d+\s*$`)
@@ -353,10 +342,8 @@ func (s set) integer(names []optName) (Opt[int], error) {
 	if err != nil || !so.Set {
 		return Opt[int]{}, err
 	}
-	o := Opt[int]{Set: true, File: so.File, Line: so.Line, Section: so.Section, Key: so.Key}
-	verr := func(msg string) error {
-		return &Error{File: so.File, Line: so.Line, Section: so.Section, Key: so.Key, Msg: msg}
-	}
+	o := Opt[int]{Set: true, Place: so.Place}
+	verr := func(msg string) error { return &Error{Place: so.Place, Msg: msg} }
 	if strings.TrimSpace(so.Value) == "" {
 		return o, verr("empty value (remove the line to use Ironic's default)")
 	}
@@ -380,14 +367,14 @@ func Load(files, dirs []string) (*Config, error) {
 	for _, dir := range dirs {
 		st, err := os.Stat(dir)
 		if err != nil {
-			return nil, &Error{File: dir, Msg: "config directory", Err: err}
+			return nil, &Error{Place: Place{File: dir}, Msg: "config directory", Err: err}
 		}
 		if !st.IsDir() {
-			return nil, &Error{File: dir, Msg: "not a directory"}
+			return nil, &Error{Place: Place{File: dir}, Msg: "not a directory"}
 		}
 		matches, err := filepath.Glob(filepath.Join(globEscape(dir), "*.conf"))
 		if err != nil {
-			return nil, &Error{File: dir, Msg: "listing *.conf", Err: err}
+			return nil, &Error{Place: Place{File: dir}, Msg: "listing *.conf", Err: err}
 		}
 		slices.Sort(matches)
 		paths = append(paths, matches...)
@@ -396,7 +383,7 @@ func Load(files, dirs []string) (*Config, error) {
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, &Error{File: p, Msg: "config file", Err: err}
+			return nil, &Error{Place: Place{File: p}, Msg: "config file", Err: err}
 		}
 		pf, err := Parse(f, p)
 		_ = f.Close()
@@ -416,26 +403,25 @@ func (s set) config(paths []string) (*Config, error) {
 		errs = append(errs, err)
 	}
 	var hb Opt[int]
-	if hb, err = s.integer(heartbeatNames); err != nil {
+	if hb, err = s.integer([]optName{{"conductor", "heartbeat_timeout"}}); err != nil {
 		errs = append(errs, err)
 	} else if hb.Set {
-		c.HeartbeatTimeout = Opt[time.Duration]{Value: time.Duration(hb.Value) * time.Second, Set: true,
-			File: hb.File, Line: hb.Line, Section: hb.Section, Key: hb.Key}
+		c.HeartbeatTimeout = Opt[time.Duration]{Value: time.Duration(hb.Value) * time.Second, Set: true, Place: hb.Place}
 	}
-	if c.HashPartitionExponent, err = s.integer(exponentNames); err != nil {
+	if c.HashPartitionExponent, err = s.integer([]optName{{"DEFAULT", "hash_partition_exponent"}}); err != nil {
 		errs = append(errs, err)
 	}
-	if c.HashRingAlgorithm, err = s.str(algorithmNames, false); err != nil {
+	if c.HashRingAlgorithm, err = s.str([]optName{{"DEFAULT", "hash_ring_algorithm"}}, false); err != nil {
 		errs = append(errs, err)
 	}
 	if c.HashRingAlgorithm.Set {
 		c.HashRingAlgorithm.Value = strings.TrimSpace(c.HashRingAlgorithm.Value)
 	}
-	if c.PinReleaseVersion, err = s.str(pinNames, false); err != nil {
+	if c.PinReleaseVersion, err = s.str([]optName{{"DEFAULT", "pin_release_version"}}, false); err != nil {
 		errs = append(errs, err)
 	}
 	c.PinReleaseVersion.Value = strings.TrimSpace(c.PinReleaseVersion.Value)
-	if c.HashDistributionReplicas, err = s.integer(replicasNames); err != nil {
+	if c.HashDistributionReplicas, err = s.integer([]optName{{"DEFAULT", "hash_distribution_replicas"}}); err != nil {
 		errs = append(errs, err)
 	}
 	c.Auth = map[string]Opt[string]{}
@@ -452,8 +438,7 @@ func (s set) config(paths []string) (*Config, error) {
 	if c.Connection.Set {
 		c.Connection.Value = strings.TrimSpace(c.Connection.Value)
 		if c.Connection.Value == "" {
-			errs = append(errs, &Error{File: c.Connection.File, Line: c.Connection.Line,
-				Section: c.Connection.Section, Key: c.Connection.Key, Msg: "empty value"})
+			errs = append(errs, &Error{Place: c.Connection.Place, Msg: "empty value"})
 		}
 	}
 	if len(errs) > 0 {

@@ -12,9 +12,8 @@
 // times. The digest is used as an integer, so partitions are ordered like
 // big-endian byte strings. A key is hashed with the same algorithm and
 // located with bisect_right in the sorted partitions, wrapping to the first
-// partition past the end. get_nodes walks on from there, wrapping, and
-// collects distinct hosts not in the ignore set until it has
-// min(replicas, hosts not ignored) of them.
+// partition past the end; with one replica and nothing ignored, as Ironic
+// asks, get_nodes answers that partition's host.
 //
 // Ring stores each digest's first eight bytes as a uint64 in one sorted
 // slice, binary-searched, and looks at the rest of a digest only when first
@@ -32,13 +31,8 @@
 // deterministic there, so this package picks a rule: a shared digest belongs
 // to the host that sorts last (by bytes, which for UTF-8 is Python's code
 // point order). That is exactly what tooz does when the hosts are added in
-// sorted order, and with it every host keeps at least its first partition.
-// (In tooz a host can lose all its partitions, for example "aa" among "a",
-// "aaa", "aaaa" and "aaaaa" with 4 partitions each; get_nodes then never
-// returns when it needs that host to fill the replicas.) The golden vectors
-// record every answer tooz can give in such cases, and the Go answer is
-// checked to be one of them. Len counts distinct digests, like tooz's
-// __len__, so it is smaller than hosts times partitions in these cases.
+// sorted order. The golden vectors record every answer tooz can give in
+// such cases, and the Go answer is checked to be one of them.
 //
 // # Golden vectors
 //

@@ -199,62 +199,9 @@ func (r *Ring) Get(key []byte) (host string, ok bool) {
 	return r.hosts[r.owner[r.position(key)]], true
 }
 
-// GetNodes returns what tooz's get_nodes(key, ignore_nodes=ignore,
-// replicas=replicas) returns, sorted: min(replicas, hosts not ignored)
-// distinct hosts not in ignore, met walking the ring from the key's
-// position. Names in ignore that are not in the ring are allowed. The result
-// is empty (nil) for an empty ring, replicas <= 0, or everything ignored.
-func (r *Ring) GetNodes(key []byte, ignore []string, replicas int) []string {
-	if len(r.first) == 0 || replicas <= 0 {
-		return nil
-	}
-	// taken marks ignored hosts and hosts already chosen.
-	taken := make([]bool, len(r.hosts))
-	candidates := len(r.hosts)
-	for _, h := range ignore {
-		if i, found := slices.BinarySearch(r.hosts, h); found && !taken[i] {
-			taken[i] = true
-			candidates--
-		}
-	}
-	want := min(replicas, candidates)
-	if want <= 0 {
-		return nil
-	}
-	chosen := make([]int32, 0, want)
-	p := r.position(key)
-	// Every host owns at least one partition (see the package doc), so one
-	// turn of the ring always finds want hosts; the bound is only a guard.
-	for range len(r.first) {
-		if o := r.owner[p]; !taken[o] {
-			taken[o] = true
-			chosen = append(chosen, o)
-			if len(chosen) == want {
-				break
-			}
-		}
-		if p++; p == len(r.first) {
-			p = 0
-		}
-	}
-	slices.Sort(chosen) // hosts is sorted, so this sorts the names
-	out := make([]string, len(chosen))
-	for i, o := range chosen {
-		out[i] = r.hosts[o]
-	}
-	return out
-}
-
 // Hosts returns the ring's members, sorted and without duplicates.
 func (r *Ring) Hosts() []string {
 	return slices.Clone(r.hosts)
-}
-
-// Len returns the number of partitions, like tooz's len(ring): hosts times
-// 2**partitionExponent, less digests shared by hosts whose names repeat one
-// word (see the package doc).
-func (r *Ring) Len() int {
-	return len(r.first)
 }
 
 // position is tooz's _get_partition: bisect_right of the key's digest in the

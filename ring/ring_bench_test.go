@@ -81,20 +81,6 @@ func BenchmarkGetStringKey(b *testing.B) {
 	}
 }
 
-// BenchmarkGetNodes is GetNodes with Ironic's defaults (one replica, no
-// ignore) on the same ring as BenchmarkGet.
-func BenchmarkGetNodes(b *testing.B) {
-	keys := benchUUIDs()
-	r, err := ring.New(benchHosts(12), 5, ring.MD5)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		sinkHost = r.GetNodes(keys[i%len(keys)], nil, 1)[0]
-	}
-}
-
 // BenchmarkNew builds a large ring: 300 hosts with 2**10 partitions each.
 func BenchmarkNew(b *testing.B) {
 	hosts := benchHosts(300)

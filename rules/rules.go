@@ -95,8 +95,6 @@ var (
 	// commit 4393baf91 "api: Add schema for conductors API"
 	// (validation.api_version on the conductor resources)
 	conductorsValidationSince = Release{38, 0}
-	// the conductors API (commit 7c7744dfb "Expose conductors: api")
-	conductorAPISince = Release{12, 0}
 	// unicodeCISince: the MySQL/MariaDB tables converted to utf8mb4 with
 	// utf8mb4_unicode_ci (commit abf2e577a, 35.0).
 	unicodeCISince = Release{35, 0}
@@ -281,18 +279,6 @@ func (r Rules) EffectiveAlgorithm() ring.Algorithm {
 // host, ironic/common/hash_ring.py _load_hash_rings; no release changed it).
 func (r Rules) PartitionExponent() int { return r.s.PartitionExponent }
 
-// NoValidHostReason is the reason Ironic gives when no ring serves a node
-// (ironic/conductor/rpcapi.py get_conductor_for); 24.1+ appends "Ensure the
-// driver is valid and enabled." (commit 4a9a7949c). The API wraps it as
-// "No valid host was found. Reason: %(reason)s" (exception.NoValidHost).
-func (r Rules) NoValidHostReason(driver, group string) string {
-	reason := fmt.Sprintf("No conductor service registered which supports driver %s for conductor group \"%s\".", driver, group)
-	if r.release.AtLeast(noValidHostSince) {
-		reason += " Ensure the driver is valid and enabled."
-	}
-	return reason
-}
-
 // MySQLUnicodeCollation reports whether, on MySQL/MariaDB, Ironic's tables
 // compare text with utf8mb4_unicode_ci (UCA weights: "_" before "-" before
 // ":" before "." before digits before letters, case-insensitive) rather than
@@ -302,16 +288,6 @@ func (r Rules) NoValidHostReason(driver, group string) string {
 func (r Rules) MySQLUnicodeCollation() bool {
 	return r.backend == MySQL && r.release.AtLeast(unicodeCISince)
 }
-
-// ConductorAPI reports whether the release has /v1/conductors (12.0+,
-// commit 7c7744dfb "Expose conductors: api").
-func (r Rules) ConductorAPI() bool { return r.release.AtLeast(conductorAPISince) }
-
-// HostPortNames reports whether GET /v1/conductors/{hostname} accepts a
-// host:port or IPv6 hostname (24.0+, args.host_port instead of args.name,
-// commit e67f71606 "Fix GET for conductors with a port or IPv6 address");
-// older releases answer 400.
-func (r Rules) HostPortNames() bool { return r.release.AtLeast(hostPortSince) }
 
 // RootVersionHeaders reports whether GET / negotiates the microversion and
 // sends the Minimum/Maximum/Version headers as GET /v1 does

@@ -78,12 +78,8 @@ func summarize(d pageData, t *topology.Topology) summary {
 		if groups := groupsWithoutRunning(t); len(groups) > 0 {
 			add("bad", "conductors-h", "%d conductor group(s) without a live conductor: %s.", len(groups), strings.Join(groups, ", "))
 		}
-		orphans := 0
-		for _, o := range d.Orphans {
-			orphans += o.Nodes
-		}
-		if orphans > 0 {
-			add("bad", "orphans-h", "%d node(s) without a conductor.", orphans)
+		if n := sum(t.Orphans); n > 0 { // d.Orphans has a row per entry
+			add("bad", "orphans-h", "%d node(s) without a conductor.", n)
 		}
 		locks := 0
 		for _, st := range d.Stuck {

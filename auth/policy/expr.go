@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -70,12 +71,7 @@ func (r roleCheck) eval(_ *Enforcer, t, c Values, _ int) bool {
 	if !ok {
 		return false
 	}
-	for _, role := range c.list("roles") {
-		if strings.EqualFold(role, m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.list("roles"), func(role string) bool { return strings.EqualFold(role, m) })
 }
 
 func (g genericCheck) eval(_ *Enforcer, t, c Values, _ int) bool {
@@ -93,12 +89,7 @@ func (g genericCheck) eval(_ *Enforcer, t, c Values, _ int) bool {
 		return false
 	}
 	if l, isList := v.([]string); isList {
-		for _, s := range l {
-			if s == m {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(l, m)
 	}
 	return m == pyStr(v)
 }

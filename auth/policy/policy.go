@@ -171,10 +171,7 @@ func New(o Options) (*Enforcer, error) {
 			file[name], fileText[name] = x, s
 		}
 	}
-	e := &Enforcer{rules: map[string]expr{}, scopes: map[string][]string{}, scope: scope}
-	for name, x := range file {
-		e.rules[name] = x
-	}
+	e := &Enforcer{rules: maps.Clone(file), scopes: map[string][]string{}, scope: scope}
 	for _, d := range defaults {
 		e.scopes[d.name] = d.scopes
 		if _, ok := file[d.name]; ok {

@@ -97,5 +97,5 @@ func useDemo(cfg *config, d *demo.Demo) {
 	cfg.partitionExponent, cfg.algorithm, cfg.release = s.PartitionExponent, string(s.Algorithm), s.Release.String()
 	cfg.pinReleaseVersion, cfg.hashDistributionReplicas, cfg.ironicConnection = s.PinReleaseVersion, s.HashDistributionReplicas, s.Connection
 	cfg.minInterval = d.MinInterval()
-	cfg.source = func(src topology.Source) topology.Source { return demo.MultiConductor(src) }
+	cfg.source = demo.MultiConductor
 }

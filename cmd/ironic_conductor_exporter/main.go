@@ -43,13 +43,11 @@ import (
 
 const exporterName = "ironic_conductor_exporter"
 
-// The default ports. 9608, the exporter's before 0.1.0, is ironic-prometheus-exporter's
-// (Kolla-Ansible's ironic_prometheus_exporter_port,
-// ironic-image, ironic-standalone-operator); openstack-exporter takes 9180
-// (9198 in Kolla-Ansible). The Prometheus allocation range 9100-9999 is
-// fully allocated, so the exporter takes a port outside it that no
-// OpenStack, Kolla-Ansible, OpenStack-Ansible, openstack-helm or Metal3
-// component uses (docs/operators.md, "Ports").
+// The default ports: outside the fully allocated Prometheus range
+// 9100-9999 (9608 is ironic-prometheus-exporter's, 9180 and 9198
+// openstack-exporter's), and used by no OpenStack, Kolla-Ansible,
+// OpenStack-Ansible, openstack-helm or Metal3 component (docs/operators.md,
+// "Ports").
 const (
 	defaultPort      = "10067"
 	defaultProbePort = "10068"
@@ -104,17 +102,16 @@ func run(args []string) int {
 	var demoCfg demoConfig
 	app, toolkitFlags, promslogConfig, demoCmd := newApp(&cfg, &demoCfg)
 	command, err := app.Parse(args)
+	isDemo := err == nil && command == demoCmd.FullCommand()
+	if isDemo {
+		err = checkDemoArgs(args, demoCfg)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
 		return 2
 	}
 	logger := promslog.New(promslogConfig)
-
-	if command == demoCmd.FullCommand() {
-		if err := checkDemoArgs(args, demoCfg); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", exporterName, err)
-			return 2
-		}
+	if isDemo {
 		err = runDemo(cfg, demoCfg, toolkitFlags, logger)
 	} else {
 		err = serve(cfg, toolkitFlags, logger)
@@ -199,17 +196,16 @@ func envarFor(flag string) string {
 // addEnvars gives every visible flag of the application and of cmds its
 // environment variable, unless it has one.
 func addEnvars(app *kingpin.Application, cmds ...*kingpin.CmdClause) {
-	for _, f := range app.Model().Flags {
-		if !f.Hidden && f.Envar == "" && f.Name != "help" && f.Name != "version" {
-			app.GetFlag(f.Name).Envar(envarFor(f.Name))
-		}
-	}
-	for _, c := range cmds {
-		for _, f := range c.Model().Flags {
-			if !f.Hidden && f.Envar == "" {
-				c.GetFlag(f.Name).Envar(envarFor(f.Name))
+	add := func(flags []*kingpin.FlagModel, get func(string) *kingpin.FlagClause) {
+		for _, f := range flags {
+			if !f.Hidden && f.Envar == "" && f.Name != "help" && f.Name != "version" {
+				get(f.Name).Envar(envarFor(f.Name))
 			}
 		}
+	}
+	add(app.Model().Flags, app.GetFlag)
+	for _, c := range cmds {
+		add(c.Model().Flags, c.GetFlag)
 	}
 }
 
@@ -237,7 +233,22 @@ func (s *seconds) Set(v string) error {
 func (s *seconds) String() string { return time.Duration(*s).String() }
 
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
-	settings, dsn, externalURL, src, err := checkConfig(&cfg, logger)
+	if err := checkFlags(cfg); err != nil {
+		return err
+	}
+	externalURL, err := checkExternalURL(cfg.web.externalURL)
+	if err != nil {
+		return err
+	}
+	src, err := applyIronicConfig(&cfg, logger)
+	if err != nil {
+		return err
+	}
+	dsn, err := resolveDSN(cfg.dsn, cfg.dsnFile)
+	if err != nil {
+		return err
+	}
+	settings, err := topologySettings(cfg, src)
 	if err != nil {
 		return err
 	}
@@ -269,26 +280,6 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 		return err
 	}
 	return e.run(cfg, toolkitFlags, authn, externalURL)
-}
-
-// checkConfig checks the flags and Ironic's configuration, and returns the
-// settings Ironic's rules are applied with, the database DSN, the external
-// URL and where each setting came from.
-func checkConfig(cfg *config, logger *slog.Logger) (s topology.Settings, dsn string, externalURL string, src sources, err error) {
-	if err = checkFlags(*cfg); err != nil {
-		return s, "", "", src, err
-	}
-	if externalURL, err = checkExternalURL(cfg.web.externalURL); err != nil {
-		return s, "", "", src, err
-	}
-	if src, err = applyIronicConfig(cfg, logger); err != nil {
-		return s, "", "", src, err
-	}
-	if dsn, err = resolveDSN(cfg.dsn, cfg.dsnFile); err != nil {
-		return s, "", "", src, err
-	}
-	s, err = topologySettings(*cfg, src)
-	return s, dsn, externalURL, src, err
 }
 
 // exporter is the running exporter: the registry, the topology cache and

@@ -18,7 +18,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 )
 
-// The bounds of the HTTP server (issue 11): a silent database, a slow or
+// The bounds of the HTTP server: a silent database, a slow or
 // idle client, or many of them, never hold the process' memory or file
 // descriptors.
 
