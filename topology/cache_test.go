@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -184,6 +185,159 @@ func TestCacheReadersDoNotWaitForASilentDatabase(t *testing.T) {
 	release()
 	if v := <-done; !v.Up() || !v.LastSuccess.Equal(now) {
 		t.Errorf("reader with a deadline got %+v, want the refresh it waited for", v)
+	}
+}
+
+// clock is a settable clock the refreshing goroutine may read.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// getWithin returns what cache.Get(ctx) returned, or ok false when it did
+// not return within d.
+func getWithin(ctx context.Context, cache *Cache, d time.Duration) (v View, ok bool, later <-chan View) {
+	ch := make(chan View, 1)
+	go func() { ch <- cache.Get(ctx) }()
+	select {
+	case v := <-ch:
+		return v, true, nil
+	case <-time.After(d):
+		return View{}, false, ch
+	}
+}
+
+// TestCacheRefreshesAheadOfReaders: while the sidecar is in use (the view
+// older than MinInterval but within MaxAge), the reader that starts the
+// refresh and those during it get the current view at once, scrapes with
+// a deadline included; one refresh runs; once it lands it is served.
+func TestCacheRefreshesAheadOfReaders(t *testing.T) {
+	src := fixture.NewSource(fixture.Golden())
+	clk := &clock{t: testNow}
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, MinInterval: 5 * time.Second,
+		MaxWait: time.Hour, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cache.MaxAge(); got != 6*time.Second {
+		t.Errorf("MaxAge %v, want MinInterval plus a second", got)
+	}
+	first := cache.Get(context.Background())
+	release := src.Block() // the refresh runs until released
+	defer release()
+	clk.Add(5500 * time.Millisecond)
+	scrape, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for i, ctx := range []context.Context{context.Background(), context.Background(), scrape} {
+		v, ok, _ := getWithin(ctx, cache, 5*time.Second)
+		if !ok {
+			t.Fatalf("reader %d held by the running refresh", i)
+		}
+		if v.Topology != first.Topology || !v.Up() {
+			t.Errorf("reader %d got %+v, want the current view", i, v)
+		}
+		for deadline := time.Now().Add(5 * time.Second); src.Reads() < 2; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no refresh started ahead of the readers")
+			}
+		}
+		clk.Add(200 * time.Millisecond) // the refresh has read the clock
+	}
+	release()
+	for deadline := time.Now().Add(5 * time.Second); cache.Current().Topology == first.Topology; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the refresh ahead did not land")
+		}
+	}
+	if v := cache.Get(context.Background()); !v.LastSuccess.Equal(testNow.Add(5500*time.Millisecond)) || !v.Up() {
+		t.Errorf("after the refresh: %+v, want the topology read when it started", v)
+	}
+	if n := src.Reads(); n != 2 {
+		t.Errorf("%d reads, want the first and one refresh ahead", n)
+	}
+}
+
+// TestCacheIdleReaderWaits: a reader that finds the view older than MaxAge
+// (nobody read for that long) waits for the refresh it starts and gets
+// what it read; while nobody reads, nothing is read and no goroutine is
+// left running.
+func TestCacheIdleReaderWaits(t *testing.T) {
+	src := fixture.NewSource(fixture.Golden())
+	clk := &clock{t: testNow}
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, MinInterval: 5 * time.Second,
+		MaxWait: time.Hour, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goroutines := runtime.NumGoroutine()
+	cache.Get(context.Background())
+	for _, idle := range []time.Duration{6 * time.Second, time.Hour} {
+		clk.Add(idle)
+		reads := src.Reads()
+		time.Sleep(20 * time.Millisecond)
+		if n := src.Reads(); n != reads {
+			t.Errorf("idle %v: %d reads while nobody read", idle, n-reads)
+		}
+		release := src.Block()
+		v, ok, later := getWithin(context.Background(), cache, 50*time.Millisecond)
+		if ok {
+			t.Errorf("idle %v: the reader did not wait for the refresh: %+v", idle, v)
+		} else {
+			release()
+			v = <-later
+		}
+		release()
+		if !v.Up() || !v.LastSuccess.Equal(clk.Now()) {
+			t.Errorf("idle %v: the reader got %+v, want the topology read after it came", idle, v)
+		}
+	}
+	// The refresh's goroutine ends with it: no goroutine outlives a Get.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines left running, %d before", runtime.NumGoroutine(), goroutines)
+		}
+	}
+}
+
+// TestCacheFailedRefreshAheadServesStale: a refresh ahead that fails
+// leaves the last good topology served, its error and age visible; past
+// MaxAge, readers wait for the next refresh and get it stale all the same.
+func TestCacheFailedRefreshAheadServesStale(t *testing.T) {
+	src := fixture.NewSource(fixture.Golden())
+	clk := &clock{t: testNow}
+	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, MinInterval: 5 * time.Second,
+		MaxWait: time.Hour, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := cache.Get(context.Background())
+	errDown := errors.New("connection refused")
+	src.Set(nil, errDown)
+	release := src.Block()
+	defer release()
+	clk.Add(5500 * time.Millisecond)
+	if v, ok, _ := getWithin(context.Background(), cache, 5*time.Second); !ok || v.Topology != first.Topology {
+		t.Fatalf("reader during a refresh ahead: returned %v, %+v; want the current view at once", ok, v)
+	}
+	release()
+	for deadline := time.Now().Add(5 * time.Second); cache.Current().Err == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the failing refresh did not land")
+		}
+	}
+	for i, step := range []time.Duration{0, time.Minute} {
+		clk.Add(step)
+		v := cache.Get(context.Background())
+		if v.Topology != first.Topology || !v.LastSuccess.Equal(first.LastSuccess) || !errors.Is(v.Err, errDown) || v.Up() {
+			t.Errorf("step %d: %+v, want the last good topology with the refresh's error", i, v)
+		}
+	}
+	if n := src.Reads(); n != 3 {
+		t.Errorf("%d reads, want 3", n)
 	}
 }
 
