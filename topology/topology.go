@@ -499,9 +499,9 @@ func (t *Topology) buildRings(members map[string]*ringMembers, reuse *Topology) 
 func (t *Topology) mapNodes(nodes []db.Node, reuse *Topology, unchanged []bool) []int32 {
 	t.Nodes = make([]NodeInfo, 0, len(nodes))
 	owner := make([]int32, 0, len(nodes))
-	todo := make([]pendingNode, 0, len(nodes))
-	var key []byte // reused: converting each UUID to []byte would allocate
-	shift := 0     // of reuse.nodeAt
+	var todo []pendingNode // not sized for every node: most keep reuse's answer
+	var key []byte         // reused: converting each UUID to []byte would allocate
+	shift := 0             // of reuse.nodeAt
 	ungrouped := t.Rules.UngroupedRings()
 	for i := range nodes {
 		n := &nodes[i]
