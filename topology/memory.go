@@ -1,0 +1,49 @@
+package topology
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+)
+
+// refreshHeadroom is how much of the live heap a refresh may allocate above
+// what the process holds when it starts, before the garbage collector works
+// to stay under it: a refresh that reads or merges the nodes makes a new
+// node slice (192 B a node) and builds a topology beside the one it
+// replaces (about 80 B a node), together about 0.7 of the live heap.
+const refreshHeadroom = 0.85
+
+// settledLive is the live heap the last settleMemory found.
+var settledLive atomic.Uint64
+
+// settleMemory runs after a refresh that read nodes, once the cache no
+// longer holds the nodes and topology it replaced: it collects them, and
+// sets the process's soft memory limit (debug.SetMemoryLimit) to what it
+// then holds plus refreshHeadroom of its live heap. That keeps peak RSS, a
+// refresh included, within twice the live heap (the performance contract),
+// where the default pacing lets the heap grow to twice what a collection
+// during a refresh marked live (3-4 times the live heap). The collection
+// it starts takes the place of the one the refresh's garbage would start.
+// The limit is left as it was when a refresh started meanwhile (idle false
+// after the collection: its nodes were counted live), and when the
+// operator set GOMEMLIMIT.
+func settleMemory(idle func() bool) {
+	runtime.GC()
+	if os.Getenv("GOMEMLIMIT") != "" || !idle() {
+		return
+	}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(s)
+	live, total, released, free := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64(), s[3].Value.Uint64()
+	held := total - released - free // the heap's spans, the runtime's own memory
+	// A reader still holding the topology replaced (a scrape rendering it)
+	// makes one collection find more live: the less of the last two counts.
+	if last := settledLive.Swap(live); last != 0 && last < live {
+		held, live = held-(live-last), last
+	}
+	// At least 16 MiB: on a small fleet, the requests' own garbage.
+	debug.SetMemoryLimit(int64(held) + max(int64(refreshHeadroom*float64(live)), 16<<20))
+}
