@@ -39,13 +39,20 @@ func settleMemory(idle func() bool) {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	metrics.Read(s)
-	live, total, released, free := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64(), s[3].Value.Uint64()
-	held := total - released - free // the heap's spans, the runtime's own memory
-	// A reader still holding the topology replaced (a scrape rendering it)
-	// makes one collection find more live: the less of the last two counts.
-	if last := settledLive.Swap(live); last != 0 && last < live {
+	live := s[0].Value.Uint64()
+	held := s[1].Value.Uint64() - s[2].Value.Uint64() - s[3].Value.Uint64() // the heap's spans, the runtime's own memory
+	debug.SetMemoryLimit(memoryLimit(live, held, settledLive.Swap(live)))
+}
+
+// memoryLimit is the soft memory limit for a process holding held bytes,
+// live of them the heap a collection marked, the last collection of
+// settleMemory having marked last (0: none). A reader still holding the
+// topology replaced (a scrape rendering it) makes one collection find more
+// live: the less of the last two counts.
+func memoryLimit(live, held, last uint64) int64 {
+	if last != 0 && last < live {
 		held, live = held-(live-last), last
 	}
 	// At least 16 MiB: on a small fleet, the requests' own garbage.
-	debug.SetMemoryLimit(int64(held) + max(int64(refreshHeadroom*float64(live)), 16<<20))
+	return int64(held) + max(int64(refreshHeadroom*float64(live)), 16<<20)
 }

@@ -1,23 +1,23 @@
 package topology
 
-import (
-	"math"
-	"runtime/debug"
-	"testing"
-)
+import "testing"
 
-// TestSettleMemory: after a refresh that read nodes, the soft memory limit
-// is what the process holds plus headroom; left alone when a refresh runs.
-func TestSettleMemory(t *testing.T) {
-	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64); settledLive.Store(0) })
-	debug.SetMemoryLimit(math.MaxInt64)
-	settleMemory(func() bool { return false })
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Fatalf("limit %d set while a refresh ran", got)
-	}
-	settleMemory(func() bool { return true })
-	got, live := debug.SetMemoryLimit(-1), int64(settledLive.Load())
-	if got == math.MaxInt64 || live == 0 || got < live+16<<20 || got > 4*live+64<<20 {
-		t.Fatalf("limit %d for a live heap of %d", got, live)
+// TestMemoryLimit: what the process holds plus headroom of its live heap,
+// the live heap the less of the last two collections' (one may count a
+// replaced topology a reader still held), and 16 MiB of headroom at least.
+func TestMemoryLimit(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct {
+		live, held, last uint64
+		want             int64
+	}{
+		{live: 400 * mb, held: 430 * mb, last: 0, want: 430*mb + 320*mb},
+		{live: 400 * mb, held: 430 * mb, last: 380 * mb, want: 410*mb + 304*mb},
+		{live: 400 * mb, held: 430 * mb, last: 600 * mb, want: 430*mb + 320*mb},
+		{live: 10 * mb, held: 20 * mb, last: 10 * mb, want: 36 * mb},
+	} {
+		if got := memoryLimit(c.live, c.held, c.last); got != c.want {
+			t.Errorf("memoryLimit(%d, %d, %d) MiB = %d MiB, want %d", c.live/mb, c.held/mb, c.last/mb, got/mb, c.want/mb)
+		}
 	}
 }
