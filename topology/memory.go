@@ -13,8 +13,8 @@ import (
 // to stay under it: a refresh that reads or merges the nodes makes a new
 // node slice (192 B a node) and builds a topology beside the one it
 // replaces (about 60 B a node), together about 0.7 of the live heap (370 B
-// a node). At 1M nodes peak RSS is then 1.9-2.0x the live heap (0.85 gave
-// 2.01x in make bench), where every byte more is RSS over the target.
+// a node). At 1M nodes peak RSS is then 1.93x the live heap in make bench,
+// and every 0.05 more of headroom about 0.05x more.
 const refreshHeadroom = 0.8
 
 // minHeadroom is the least headroom of the memory limit (memoryLimit).
