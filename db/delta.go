@@ -149,7 +149,7 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	if !agrees(nodes, probe) {
 		return nil, false, nil
 	}
-	d.lastNodeRead.Store(&nodeRead{probe: probe})
+	d.lastNodeRead.Store(&nodeRead{probe: probe, nodes: nodes})
 	return nodes, true, nil
 }
 

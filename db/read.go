@@ -495,7 +495,7 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	}
 	// Kept for the refreshes whose probe says the nodes did not change: the
 	// rows, and so their problems, are the same.
-	d.lastNodeRead.Store(&nodeRead{probe: probe, warnings: nw})
+	d.lastNodeRead.Store(&nodeRead{probe: probe, warnings: nw, nodes: out})
 	w.addNodes(nw)
 	return out, nil
 }
@@ -504,6 +504,9 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 // into a slice of capacity size, and tells their problems.
 func (d *DB) decodeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string, binary bool, size int, args ...any) ([]Node, []nodeWarning, error) {
 	dec := newNodeDecoder(size)
+	if last := d.lastNodeRead.Load(); last != nil {
+		dec.prev = last.nodes
+	}
 	// Scan targets, reused across rows. Text columns are scanned as
 	// sql.RawBytes (the driver's buffer, no copy).
 	var r nodeRow
@@ -593,8 +596,17 @@ type nodeRow struct {
 // nodeDecoder turns node rows into Nodes, the values of low-cardinality
 // columns shared. It tallies the rows' problems for warnings.
 type nodeDecoder struct {
-	out            []Node
-	in             interner
+	out []Node
+	in  interner
+	// prev are the nodes of the last read, ordered by id, and next the
+	// index in prev of the next row's id or above: a row of a node read
+	// before keeps the strings of its UUID, name and instance when they
+	// did not change. A refresh then holds its new nodes' strings only
+	// where they changed, beside the nodes it replaces (at 1M nodes, 76 MB
+	// less at the peak of a full read, which peak RSS must hold within
+	// twice the live heap).
+	prev           []Node
+	next           int
 	badTimes       int
 	firstBad       string
 	nulls, notUTF8 rowTally
@@ -624,14 +636,25 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		}
 	}
 	t := &r.text
+	old := &unread
+	for dec.next < len(dec.prev) && dec.prev[dec.next].ID < r.id {
+		dec.next++
+	}
+	if dec.next < len(dec.prev) && dec.prev[dec.next].ID == r.id {
+		old = &dec.prev[dec.next]
+	}
+	uuid := old.UUID
+	if uuid != string(t[colUUID]) {
+		uuid = string(t[colUUID]) // NULL (never in practice) reads as ""
+	}
 	dec.out = append(dec.out, Node{
 		ID:                   r.id,
-		UUID:                 string(t[colUUID]), // NULL (never in practice) reads as ""
-		Name:                 ptrOf(t[colName]),
+		UUID:                 uuid,
+		Name:                 ptrOf(t[colName], old.Name),
 		Driver:               dec.in.str(t[colDriver]),
 		ConductorGroup:       dec.in.str(t[colGroup]),
 		Reservation:          dec.in.ptr(t[colReservation]),
-		InstanceUUID:         ptrOf(t[colInstance]),
+		InstanceUUID:         ptrOf(t[colInstance], old.InstanceUUID),
 		PowerState:           dec.in.ptr(t[colPower]),
 		ProvisionState:       dec.in.ptr(t[colProvision]),
 		Maintenance:          bool(r.maintenance),
@@ -644,6 +667,9 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		ConductorAffinity:    affinity(r.affinity),
 	})
 }
+
+// unread is the previous node of a row that no read had.
+var unread Node
 
 // affinity is conductor_affinity, nil for NULL.
 func affinity(v sql.NullInt64) *int64 {
@@ -728,6 +754,9 @@ func (d *DB) inStep(ctx context.Context, watch func(context.Context) func() bool
 type nodeRead struct {
 	probe    NodeProbe
 	warnings []nodeWarning
+	// nodes are the nodes it returned (those the cache holds), whose
+	// strings the next read reuses (nodeDecoder.prev).
+	nodes []Node
 }
 
 // nodeWarning is one kind of problem of the nodes of a read.
@@ -1045,10 +1074,14 @@ func (in interner) str(b []byte) string {
 	return ""
 }
 
-// ptrOf returns a *string of b's text, nil for NULL.
-func ptrOf(b sql.RawBytes) *string {
+// ptrOf returns a *string of b's text, nil for NULL: old when it has that
+// text.
+func ptrOf(b sql.RawBytes, old *string) *string {
 	if b == nil {
 		return nil
+	}
+	if old != nil && *old == string(b) {
+		return old
 	}
 	s := string(b)
 	return &s

@@ -289,6 +289,16 @@ func (c *Cache) refresh(done chan struct{}) {
 	c.inflight = nil
 	c.mu.Unlock()
 	close(done)
+	if err == nil && nodeRead(snap) != db.NodeReadSkipped {
+		settleMemory(c.idle)
+	}
+}
+
+// idle reports whether no refresh runs.
+func (c *Cache) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight == nil
 }
 
 // logRules logs the Ironic release the topology was judged by, what told
