@@ -247,6 +247,12 @@ func TestCacheRefreshesAheadOfReaders(t *testing.T) {
 		}
 		clk.Add(200 * time.Millisecond) // the refresh has read the clock
 	}
+	// past MaxAge while the refresh started ahead still runs (a full read
+	// of 1M nodes takes seconds): still not held
+	clk.Add(2 * time.Second)
+	if v, ok, _ := getWithin(context.Background(), cache, 5*time.Second); !ok || v.Topology != first.Topology {
+		t.Fatalf("a reader past MaxAge was held by the refresh started ahead (returned %v): %+v", ok, v)
+	}
 	release()
 	for deadline := time.Now().Add(5 * time.Second); cache.Current().Topology == first.Topology; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
