@@ -93,12 +93,8 @@ func summarize(d pageData, t *topology.Topology) summary {
 		}
 	}
 	s.Level = "ok"
-	for _, p := range s.Problems {
-		if p.Level == "bad" {
-			s.Level = "bad"
-			break
-		}
-		s.Level = "warn"
+	if len(s.Problems) > 0 { // every "bad" is added before any "warn"
+		s.Level = s.Problems[0].Level
 	}
 	return s
 }
