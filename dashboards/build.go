@@ -421,10 +421,6 @@ func newTable() *table.PanelBuilder {
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"}))
 }
 
-func row(title string) *dashboard.RowBuilder {
-	return dashboard.NewRowBuilder(title)
-}
-
 // build finishes a dashboard: it numbers the panels in order, so that the
 // ids are stable and unique.
 func build(b *dashboard.DashboardBuilder) (dashboard.Dashboard, error) {

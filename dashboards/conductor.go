@@ -28,7 +28,7 @@ func Conductor() (dashboard.Dashboard, error) {
 	stuck := "max(" + sel("ironic_conductor_reserved_nodes", matchHost) + ")\n" +
 		"unless on () (max(" + sel("ironic_conductor_state", matchHost, running) + ") == 1)"
 
-	b = b.WithRow(row("Conductor $hostname")).
+	b = b.WithRow(dashboard.NewRowBuilder("Conductor $hostname")).
 		WithPanel(newThresholdStat(text).
 			Title("State").
 			Description("The conductor's state (ironic_conductor_state): alive (online, fresh heartbeat), draining " +
