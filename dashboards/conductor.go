@@ -11,19 +11,15 @@ const (
 	matchConductor = `conductor="$hostname"`
 )
 
-func hostnameVariable() *dashboard.QueryVariableBuilder {
-	return labelVariable("hostname", "Conductor",
-		"label_values(ironic_conductor_state{"+matchCluster+", "+matchJob+", "+matchInstance+"}, hostname)",
-		"The conductor to show (Ironic's [DEFAULT]host of the conductor).").
-		Multi(false).IncludeAll(false)
-}
-
 // Conductor is the drill-down into one conductor.
 func Conductor() (dashboard.Dashboard, error) {
 	b := newDashboard("Ironic conductors / Conductor", ConductorUID,
 		"One OpenStack Ironic conductor: its state and heartbeat, the hardware types it registered, the nodes "+
 			"Ironic's hash rings map to it and the locks it holds, from ironic-conductor-exporter.").
-		WithVariable(hostnameVariable())
+		WithVariable(labelVariable("hostname", "Conductor",
+			"label_values(ironic_conductor_state{"+matchCluster+", "+matchJob+", "+matchInstance+"}, hostname)",
+			"The conductor to show (Ironic's [DEFAULT]host of the conductor).").
+			Multi(false).IncludeAll(false))
 
 	stuck := "max(" + sel("ironic_conductor_reserved_nodes", matchHost) + ")\n" +
 		"unless on () (max(" + sel("ironic_conductor_state", matchHost, running) + ") == 1)"
