@@ -1,6 +1,8 @@
 package status
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,14 +74,10 @@ func (h *History) Observe(r topology.Refresh) {
 			hh.add(Event{At: at}, h.maxEvents)
 		}
 	}
-	for len(h.hosts) > h.maxHosts {
-		var oldest string
-		for host, hh := range h.hosts {
-			if oldest == "" || hh.lastSeen.Before(h.hosts[oldest].lastSeen) {
-				oldest = host
-			}
-		}
-		delete(h.hosts, oldest)
+	for len(h.hosts) > h.maxHosts { // forget the longest unseen
+		delete(h.hosts, slices.MinFunc(slices.Collect(maps.Keys(h.hosts)), func(a, b string) int {
+			return h.hosts[a].lastSeen.Compare(h.hosts[b].lastSeen)
+		}))
 	}
 }
 
