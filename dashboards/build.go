@@ -472,10 +472,9 @@ func merge() dashboard.DataTransformerConfig {
 	return dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}
 }
 
-type sortBuilder = cog.Builder[common.TableSortByFieldState]
-
-func tableSort(field string, desc bool) *common.TableSortByFieldStateBuilder {
-	return common.NewTableSortByFieldStateBuilder().DisplayName(field).Desc(desc)
+// tableSort is a table panel's sort by one field.
+func tableSort(field string, desc bool) []cog.Builder[common.TableSortByFieldState] {
+	return []cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName(field).Desc(desc)}
 }
 
 // seriesLink links the series of a conductor (a hostname label) to its

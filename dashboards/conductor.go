@@ -153,7 +153,7 @@ func Conductor() (dashboard.Dashboard, error) {
 				[]string{"node_name", "node_uuid", "driver", "conductor_group"},
 				map[string]string{"node_name": "Name", "node_uuid": "UUID", "driver": "Driver", "conductor_group": "Group"})).
 			Filterable(true).
-			SortBy([]sortBuilder{tableSort("Name", false)}).
+			SortBy(tableSort("Name", false)).
 			NoValue("No nodes").
 			GridPos(gridPos(24, 12)))
 

@@ -129,7 +129,7 @@ func Fleet() (dashboard.Dashboard, error) {
 				})).
 			Decimals(0).
 			Filterable(true).
-			SortBy([]sortBuilder{tableSort("Hostname", false)}).
+			SortBy(tableSort("Hostname", false)).
 			OverrideByName("Hostname", []dashboard.DynamicConfigValue{propLink("Conductor ${__value.raw}", conductorURL("${__value.raw}"))}).
 			OverrideByName("State", []dashboard.DynamicConfigValue{{Id: "mappings", Value: valueMappings(states...)}, propCellBackground()}).
 			OverrideByName("Heartbeat age", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}, propThresholdColor(), propThresholds(green, heartbeatSteps...), propCellBackground()}).
@@ -197,7 +197,7 @@ func Fleet() (dashboard.Dashboard, error) {
 					"Value #B": "Nodes", "Value #C": "Busiest / fair share",
 				})).
 			Decimals(0).
-			SortBy([]sortBuilder{tableSort("Busiest / fair share", true)}).
+			SortBy(tableSort("Busiest / fair share", true)).
 			OverrideByName("Conductors", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(red, step{1, yellow}, step{2, green}), propCellBackground()}).
 			OverrideByName("Busiest / fair share", []dashboard.DynamicConfigValue{
 				{Id: "decimals", Value: 2}, propThresholdColor(), propThresholds(green, step{1.5, yellow}, step{2, red}), propCellBackground(),
