@@ -5,7 +5,10 @@
 package collector
 
 import (
-	"sort"
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,7 +128,7 @@ func (c viewCollector) Collect(ch chan<- prometheus.Metric) { collectView(ch, c.
 
 func collectView(ch chan<- prometheus.Metric, v topology.View, now time.Time, opts ExporterOptions) {
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, boolValue(v.Up()))
-	for _, g := range sortedKeys(v.Remapped) {
+	for _, g := range slices.Sorted(maps.Keys(v.Remapped)) {
 		ch <- prometheus.MustNewConstMetric(changesDesc, prometheus.CounterValue, v.Remapped[g], g)
 	}
 	t := v.Topology
@@ -198,7 +201,7 @@ func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts Exp
 		ch <- prometheus.MustNewConstMetric(stuckDesc, prometheus.GaugeValue, float64(n),
 			k.ConductorGroup, k.ProvisionState, k.Reason.String())
 	}
-	for _, h := range sortedKeys(t.Reservations) {
+	for _, h := range slices.Sorted(maps.Keys(t.Reservations)) {
 		ch <- prometheus.MustNewConstMetric(reservedNodesDesc, prometheus.GaugeValue, float64(t.Reservations[h]), h)
 	}
 	for i := range t.Rings {
@@ -208,17 +211,9 @@ func collectTopology(ch chan<- prometheus.Metric, t *topology.Topology, opts Exp
 		ch <- prometheus.MustNewConstMetric(ringNodesDesc, prometheus.GaugeValue,
 			float64(r.Nodes), r.ConductorGroup, r.HardwareType)
 	}
-	orphans := make([]topology.GroupDriver, 0, len(t.Orphans))
-	for k := range t.Orphans {
-		orphans = append(orphans, k)
-	}
-	sort.Slice(orphans, func(i, j int) bool {
-		if orphans[i].ConductorGroup != orphans[j].ConductorGroup {
-			return orphans[i].ConductorGroup < orphans[j].ConductorGroup
-		}
-		return orphans[i].Driver < orphans[j].Driver
-	})
-	for _, k := range orphans {
+	for _, k := range slices.SortedFunc(maps.Keys(t.Orphans), func(a, b topology.GroupDriver) int {
+		return cmp.Or(strings.Compare(a.ConductorGroup, b.ConductorGroup), strings.Compare(a.Driver, b.Driver))
+	}) {
 		ch <- prometheus.MustNewConstMetric(nodesWithoutConductorDesc, prometheus.GaugeValue,
 			float64(t.Orphans[k]), k.ConductorGroup, k.Driver)
 	}
@@ -246,12 +241,3 @@ func boolValue(b bool) float64 {
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

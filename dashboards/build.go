@@ -274,14 +274,6 @@ func stateNumber(by string, match ...string) string {
 // no longer alive and leaves the hash rings.
 var heartbeatSteps = []step{{30, yellow}, {60, red}}
 
-// The variables, shared by the dashboards.
-func datasourceVariable() *dashboard.DatasourceVariableBuilder {
-	return dashboard.NewDatasourceVariableBuilder("datasource").
-		Label("Data source").
-		Description("Prometheus that scrapes ironic-conductor-exporter.").
-		Type("prometheus")
-}
-
 func labelVariable(name, label, query, description string) *dashboard.QueryVariableBuilder {
 	return dashboard.NewQueryVariableBuilder(name).
 		Label(label).
@@ -291,32 +283,6 @@ func labelVariable(name, label, query, description string) *dashboard.QueryVaria
 		Definition(query).
 		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
 		Sort(dashboard.VariableSortAlphabeticalCaseInsensitiveAsc)
-}
-
-// jobVariable and instanceVariable are as dashboard-linter's
-// template-job-rule and template-instance-rule want them: a Prometheus
-// query on $datasource, labelled "Job"/"Instance", multi-select, with an
-// All option whose value is ".+".
-func jobVariable() *dashboard.QueryVariableBuilder {
-	return labelVariable("job", "Job", "label_values(ironic_up{"+matchCluster+"}, job)",
-		"Prometheus jobs that scrape ironic-conductor-exporter.").
-		Multi(true).IncludeAll(true).AllValue(".+")
-}
-
-func instanceVariable() *dashboard.QueryVariableBuilder {
-	return labelVariable("instance", "Instance", "label_values(ironic_up{"+matchCluster+", "+matchJob+"}, instance)",
-		"Exporter instances. Several instances reading the same Ironic database report the same topology: "+
-			"the panels take the maximum over instances, so selecting several never double counts.").
-		Multi(true).IncludeAll(true).AllValue(".+")
-}
-
-// clusterVariable lists the clusters (or regions) Prometheus sees. Its All
-// is ".*" so that a Prometheus without the label (one Ironic, no external
-// labels) still matches every series.
-func clusterVariable() *dashboard.QueryVariableBuilder {
-	return labelVariable("cluster", "Cluster", "label_values(ironic_up, "+ClusterLabel+")",
-		"Clusters or regions, by the "+ClusterLabel+" label; empty when Prometheus has none.").
-		Multi(true).IncludeAll(true).AllValue(".*")
 }
 
 // links offers the project's other dashboards, keeping the time range and
@@ -358,10 +324,27 @@ func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 			Enable(true).
 			Hide(true).
 			IconColor("rgba(0, 211, 255, 1)")).
-		WithVariable(datasourceVariable()).
-		WithVariable(clusterVariable()).
-		WithVariable(jobVariable()).
-		WithVariable(instanceVariable())
+		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").
+			Label("Data source").
+			Description("Prometheus that scrapes ironic-conductor-exporter.").
+			Type("prometheus")).
+		// The clusters (or regions) Prometheus sees. All is ".*" so that a
+		// Prometheus without the label (one Ironic, no external labels)
+		// still matches every series.
+		WithVariable(labelVariable("cluster", "Cluster", "label_values(ironic_up, "+ClusterLabel+")",
+			"Clusters or regions, by the "+ClusterLabel+" label; empty when Prometheus has none.").
+			Multi(true).IncludeAll(true).AllValue(".*")).
+		// job and instance are as dashboard-linter's template-job-rule and
+		// template-instance-rule want them: a Prometheus query on
+		// $datasource, labelled "Job"/"Instance", multi-select, with an All
+		// option whose value is ".+".
+		WithVariable(labelVariable("job", "Job", "label_values(ironic_up{"+matchCluster+"}, job)",
+			"Prometheus jobs that scrape ironic-conductor-exporter.").
+			Multi(true).IncludeAll(true).AllValue(".+")).
+		WithVariable(labelVariable("instance", "Instance", "label_values(ironic_up{"+matchCluster+", "+matchJob+"}, instance)",
+			"Exporter instances. Several instances reading the same Ironic database report the same topology: "+
+				"the panels take the maximum over instances, so selecting several never double counts.").
+			Multi(true).IncludeAll(true).AllValue(".+"))
 }
 
 // Every panel is on $datasource; its unit is "none" unless it sets one.
@@ -419,10 +402,6 @@ func newTable() *table.PanelBuilder {
 		Unit("none").
 		CellHeight(common.TableCellHeightSm).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"}))
-}
-
-func row(title string) *dashboard.RowBuilder {
-	return dashboard.NewRowBuilder(title)
 }
 
 // build finishes a dashboard: it numbers the panels in order, so that the
@@ -493,10 +472,9 @@ func merge() dashboard.DataTransformerConfig {
 	return dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}
 }
 
-type sortBuilder = cog.Builder[common.TableSortByFieldState]
-
-func tableSort(field string, desc bool) *common.TableSortByFieldStateBuilder {
-	return common.NewTableSortByFieldStateBuilder().DisplayName(field).Desc(desc)
+// tableSort is a table panel's sort by one field.
+func tableSort(field string, desc bool) []cog.Builder[common.TableSortByFieldState] {
+	return []cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName(field).Desc(desc)}
 }
 
 // seriesLink links the series of a conductor (a hostname label) to its

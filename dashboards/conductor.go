@@ -11,24 +11,20 @@ const (
 	matchConductor = `conductor="$hostname"`
 )
 
-func hostnameVariable() *dashboard.QueryVariableBuilder {
-	return labelVariable("hostname", "Conductor",
-		"label_values(ironic_conductor_state{"+matchCluster+", "+matchJob+", "+matchInstance+"}, hostname)",
-		"The conductor to show (Ironic's [DEFAULT]host of the conductor).").
-		Multi(false).IncludeAll(false)
-}
-
 // Conductor is the drill-down into one conductor.
 func Conductor() (dashboard.Dashboard, error) {
 	b := newDashboard("Ironic conductors / Conductor", ConductorUID,
 		"One OpenStack Ironic conductor: its state and heartbeat, the hardware types it registered, the nodes "+
 			"Ironic's hash rings map to it and the locks it holds, from ironic-conductor-exporter.").
-		WithVariable(hostnameVariable())
+		WithVariable(labelVariable("hostname", "Conductor",
+			"label_values(ironic_conductor_state{"+matchCluster+", "+matchJob+", "+matchInstance+"}, hostname)",
+			"The conductor to show (Ironic's [DEFAULT]host of the conductor).").
+			Multi(false).IncludeAll(false))
 
 	stuck := "max(" + sel("ironic_conductor_reserved_nodes", matchHost) + ")\n" +
 		"unless on () (max(" + sel("ironic_conductor_state", matchHost, running) + ") == 1)"
 
-	b = b.WithRow(row("Conductor $hostname")).
+	b = b.WithRow(dashboard.NewRowBuilder("Conductor $hostname")).
 		WithPanel(newThresholdStat(text).
 			Title("State").
 			Description("The conductor's state (ironic_conductor_state): alive (online, fresh heartbeat), draining " +
@@ -157,7 +153,7 @@ func Conductor() (dashboard.Dashboard, error) {
 				[]string{"node_name", "node_uuid", "driver", "conductor_group"},
 				map[string]string{"node_name": "Name", "node_uuid": "UUID", "driver": "Driver", "conductor_group": "Group"})).
 			Filterable(true).
-			SortBy([]sortBuilder{tableSort("Name", false)}).
+			SortBy(tableSort("Name", false)).
 			NoValue("No nodes").
 			GridPos(gridPos(24, 12)))
 

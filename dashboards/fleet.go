@@ -62,7 +62,7 @@ func Fleet() (dashboard.Dashboard, error) {
 			"from ironic-conductor-exporter.")
 
 	// Overview.
-	b = b.WithRow(row("Overview")).
+	b = b.WithRow(dashboard.NewRowBuilder("Overview")).
 		WithPanel(newThresholdStat(green).
 			Title("Conductors by state").
 			Description("Conductors in each state, as ironic_conductor_state reports it: alive (online, fresh heartbeat), "+
@@ -108,7 +108,7 @@ func Fleet() (dashboard.Dashboard, error) {
 
 	// Conductors.
 	by := " by (hostname, conductor_group) "
-	b = b.WithRow(row("Conductors")).
+	b = b.WithRow(dashboard.NewRowBuilder("Conductors")).
 		WithPanel(newTable().
 			Title("Conductors").
 			Description("Every conductor: its state, the age of its last heartbeat, the nodes the hash rings map to it and "+
@@ -129,7 +129,7 @@ func Fleet() (dashboard.Dashboard, error) {
 				})).
 			Decimals(0).
 			Filterable(true).
-			SortBy([]sortBuilder{tableSort("Hostname", false)}).
+			SortBy(tableSort("Hostname", false)).
 			OverrideByName("Hostname", []dashboard.DynamicConfigValue{propLink("Conductor ${__value.raw}", conductorURL("${__value.raw}"))}).
 			OverrideByName("State", []dashboard.DynamicConfigValue{{Id: "mappings", Value: valueMappings(states...)}, propCellBackground()}).
 			OverrideByName("Heartbeat age", []dashboard.DynamicConfigValue{{Id: "unit", Value: "s"}, propThresholdColor(), propThresholds(green, heartbeatSteps...), propCellBackground()}).
@@ -179,7 +179,7 @@ func Fleet() (dashboard.Dashboard, error) {
 			GridPos(gridPos(12, 8)))
 
 	// Hash rings.
-	b = b.WithRow(row("Hash rings")).
+	b = b.WithRow(dashboard.NewRowBuilder("Hash rings")).
 		WithPanel(newTable().
 			Title("Hash rings").
 			Description("Ironic's hash rings, one per conductor group and hardware type: their active conductors, the "+
@@ -197,7 +197,7 @@ func Fleet() (dashboard.Dashboard, error) {
 					"Value #B": "Nodes", "Value #C": "Busiest / fair share",
 				})).
 			Decimals(0).
-			SortBy([]sortBuilder{tableSort("Busiest / fair share", true)}).
+			SortBy(tableSort("Busiest / fair share", true)).
 			OverrideByName("Conductors", []dashboard.DynamicConfigValue{propThresholdColor(), propThresholds(red, step{1, yellow}, step{2, green}), propCellBackground()}).
 			OverrideByName("Busiest / fair share", []dashboard.DynamicConfigValue{
 				{Id: "decimals", Value: 2}, propThresholdColor(), propThresholds(green, step{1.5, yellow}, step{2, red}), propCellBackground(),
@@ -239,7 +239,7 @@ func Fleet() (dashboard.Dashboard, error) {
 			GridPos(gridPos(12, 8)))
 
 	// Reservations.
-	b = b.WithRow(row("Reservations")).
+	b = b.WithRow(dashboard.NewRowBuilder("Reservations")).
 		WithPanel(newTimeseries().
 			Title("Reserved nodes by host").
 			Description("Nodes whose reservation (lock) names each host (ironic_conductor_reserved_nodes). Locks come and go "+
@@ -264,7 +264,7 @@ func Fleet() (dashboard.Dashboard, error) {
 			GridPos(gridPos(12, 8)))
 
 	// Exporter.
-	b = b.WithRow(row("Exporter")).
+	b = b.WithRow(dashboard.NewRowBuilder("Exporter")).
 		WithPanel(newThresholdStat(red, step{1, green}).
 			Title("Database reads by exporter").
 			Description("ironic_up of each exporter: whether its latest refresh from Ironic's database worked.").

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,33 +59,25 @@ func (h *History) Observe(r topology.Refresh) {
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
 		seen[c.Hostname] = true
-		h.record(c.Hostname, c.State, at)
+		hh := h.hosts[c.Hostname]
+		if hh == nil {
+			hh = &hostHistory{}
+			h.hosts[c.Hostname] = hh
+		}
+		hh.lastSeen = at
+		if n := len(hh.events); n == 0 || hh.events[n-1].State != c.State {
+			hh.add(Event{At: at, State: c.State}, h.maxEvents)
+		}
 	}
 	for host, hh := range h.hosts {
 		if !seen[host] && len(hh.events) > 0 && hh.events[len(hh.events)-1].State != "" {
 			hh.add(Event{At: at}, h.maxEvents)
 		}
 	}
-	for len(h.hosts) > h.maxHosts {
-		var oldest string
-		for host, hh := range h.hosts {
-			if oldest == "" || hh.lastSeen.Before(h.hosts[oldest].lastSeen) {
-				oldest = host
-			}
-		}
-		delete(h.hosts, oldest)
-	}
-}
-
-func (h *History) record(host string, s rules.State, at time.Time) {
-	hh := h.hosts[host]
-	if hh == nil {
-		hh = &hostHistory{}
-		h.hosts[host] = hh
-	}
-	hh.lastSeen = at
-	if n := len(hh.events); n == 0 || hh.events[n-1].State != s {
-		hh.add(Event{At: at, State: s}, h.maxEvents)
+	for len(h.hosts) > h.maxHosts { // forget the longest unseen
+		delete(h.hosts, slices.MinFunc(slices.Collect(maps.Keys(h.hosts)), func(a, b string) int {
+			return h.hosts[a].lastSeen.Compare(h.hosts[b].lastSeen)
+		}))
 	}
 }
 

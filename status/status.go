@@ -290,27 +290,21 @@ func deref(p *string) string {
 
 // ringRows computes, per ring, how many of its nodes each member serves.
 func ringRows(t *topology.Topology) []ringRow {
-	type key struct{ group, hw string }
-	perMember := map[key]map[string]int{}
+	type key struct{ group, hw, host string }
+	perMember := map[key]int{}
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
-		if n.Conductor == "" {
-			continue
+		if n.Conductor != "" {
+			perMember[key{n.ConductorGroup, n.Driver, n.Conductor}]++
 		}
-		k := key{n.ConductorGroup, n.Driver}
-		if perMember[k] == nil {
-			perMember[k] = map[string]int{}
-		}
-		perMember[k][n.Conductor]++
 	}
 	rows := make([]ringRow, 0, len(t.Rings))
 	for i := range t.Rings {
 		r := &t.Rings[i]
 		hosts := r.Ring.Hosts()
 		row := ringRow{Group: r.ConductorGroup, HardwareType: r.HardwareType, Members: len(hosts), Nodes: r.Nodes}
-		counts := perMember[key{r.ConductorGroup, r.HardwareType}]
 		for j, h := range hosts {
-			c := counts[h]
+			c := perMember[key{r.ConductorGroup, r.HardwareType, h}]
 			if j == 0 || c < row.Min {
 				row.Min = c
 			}

@@ -16,16 +16,10 @@ import (
 // rest is counted, not listed.
 const maxNodeRows = 500
 
+// stateRank orders the conductors' states, trouble first: dead, stopped,
+// draining, then alive (Index's -1 as 3).
 func stateRank(s rules.State) int {
-	switch s {
-	case rules.StateDead:
-		return 0
-	case rules.StateStopped:
-		return 1
-	case rules.StateDraining:
-		return 2
-	}
-	return 3
+	return (slices.Index([]rules.State{rules.StateDead, rules.StateStopped, rules.StateDraining}, s) + 4) % 4
 }
 
 func provision(n *topology.NodeInfo) string {
@@ -99,12 +93,8 @@ func summarize(d pageData, t *topology.Topology) summary {
 		}
 	}
 	s.Level = "ok"
-	for _, p := range s.Problems {
-		if p.Level == "bad" {
-			s.Level = "bad"
-			break
-		}
-		s.Level = "warn"
+	if len(s.Problems) > 0 { // every "bad" is added before any "warn"
+		s.Level = s.Problems[0].Level
 	}
 	return s
 }
