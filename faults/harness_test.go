@@ -168,7 +168,15 @@ func (h *harness) lock(release string, stmts ...string) (unlock func()) {
 		_ = conn.Close()
 	})
 	for _, q := range stmts {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
+		// SQLite answers BUSY at once while the exporter's refresh holds
+		// its read transaction (with --refresh.min-interval=0 every request
+		// starts one): the lock is taken once that read ends.
+		_, err := conn.ExecContext(ctx, q)
+		for deadline := time.Now().Add(5 * time.Second); err != nil && strings.Contains(err.Error(), "SQLITE_BUSY") && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			_, err = conn.ExecContext(ctx, q)
+		}
+		if err != nil {
 			h.t.Fatalf("%s: %v", q, err)
 		}
 	}
