@@ -38,7 +38,7 @@ type Known struct {
 	Probe NodeProbe
 	// Nodes are the earlier snapshot's nodes (after its own merge, for a
 	// delta snapshot).
-	Nodes []Node
+	Nodes []*Node
 	// Window widens the rows read by a delta: writes with an updated_at or
 	// created_at down to Window before the probe's Latest are read again
 	// (the cache passes its ProbeWindow). Negative is zero.
@@ -119,7 +119,7 @@ func changedSince(known *Known) (string, bool) {
 // known.Nodes (see SnapshotChanges); probe is the probe of tx. false (and
 // no error) when the delta cannot be proven exact: the caller then reads
 // every node in the same transaction.
-func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, known *Known, probe NodeProbe) ([]Node, bool, error) {
+func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, known *Known, probe NodeProbe) ([]*Node, bool, error) {
 	from, ok := changedSince(known)
 	if last := d.lastNodeRead.Load(); !ok || last == nil || last.probe != known.Probe || len(last.warnings) > 0 {
 		return nil, false, nil
@@ -170,10 +170,10 @@ func (d *DB) readNodeIDs(ctx context.Context, watch func(context.Context) func()
 // mergeNodes returns prev with the rows of changed in place of those of
 // the same id, and the others inserted by id; both are ordered by id, and
 // so is the result. prev is not written.
-func mergeNodes(prev, changed []Node) []Node {
-	out := make([]Node, 0, len(prev)+len(changed))
+func mergeNodes(prev, changed []*Node) []*Node {
+	out := make([]*Node, 0, len(prev)+len(changed))
 	for _, c := range changed {
-		i, found := slices.BinarySearchFunc(prev, c.ID, func(n Node, id int64) int { return cmp.Compare(n.ID, id) })
+		i, found := slices.BinarySearchFunc(prev, c.ID, func(n *Node, id int64) int { return cmp.Compare(n.ID, id) })
 		out = append(out, prev[:i]...)
 		out = append(out, c)
 		if found {
@@ -186,7 +186,7 @@ func mergeNodes(prev, changed []Node) []Node {
 
 // keepIDs drops, in place, the nodes whose id is not in ids; both are
 // ordered by id.
-func keepIDs(nodes []Node, ids []int64) []Node {
+func keepIDs(nodes []*Node, ids []int64) []*Node {
 	out := nodes[:0]
 	for _, n := range nodes {
 		for len(ids) > 0 && ids[0] < n.ID {
@@ -196,7 +196,7 @@ func keepIDs(nodes []Node, ids []int64) []Node {
 			out = append(out, n)
 		}
 	}
-	clear(nodes[len(out):]) // no stale copies past the end
+	clear(nodes[len(out):]) // no stale pointers past the end
 	return out
 }
 
@@ -204,7 +204,7 @@ func keepIDs(nodes []Node, ids []int64) []Node {
 // ordered by id up to its max(id), as many locks, the same latest updated_at
 // and created_at. A merge that missed a row, or kept one that is gone,
 // fails one of these (unless another miss makes up for it exactly).
-func agrees(nodes []Node, probe NodeProbe) bool {
+func agrees(nodes []*Node, probe NodeProbe) bool {
 	if int64(len(nodes)) != probe.Count {
 		return false
 	}
@@ -212,8 +212,7 @@ func agrees(nodes []Node, probe NodeProbe) bool {
 		last, reserved   int64
 		updated, created time.Time
 	)
-	for i := range nodes {
-		n := &nodes[i]
+	for i, n := range nodes {
 		if i > 0 && n.ID <= last {
 			return false
 		}
