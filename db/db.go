@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -22,56 +23,35 @@ import (
 // Options tune the connection pool and the query deadlines. The zero value
 // gives the defaults.
 type Options struct {
-	// QueryTimeout is the deadline of each query of a snapshot, of getting a
-	// connection, and of Ping. Default 10s.
+	// QueryTimeout is the deadline of each query of a snapshot and of
+	// getting a connection. Default 10s.
 	QueryTimeout time.Duration
-	// MaxOpenConns caps the pool. Default 2.
+	// MaxOpenConns caps the pool; as many stay open between refreshes.
+	// Default 2.
 	MaxOpenConns int
-	// MaxIdleConns is how many connections stay open between refreshes.
-	// Default MaxOpenConns.
-	MaxIdleConns int
-	// ConnMaxLifetime recycles connections, so that a fail-over or a DNS
-	// change is picked up. Default 5m.
-	ConnMaxLifetime time.Duration
-	// ConnMaxIdleTime closes a pooled connection unused this long, before a
-	// server's own idle timeout (PostgreSQL idle_session_timeout, MySQL
-	// wait_timeout) or a firewall drops it. Default 1m.
-	ConnMaxIdleTime time.Duration
 }
 
 // Defaults of Options.
 const (
-	DefaultQueryTimeout    = 10 * time.Second
-	DefaultMaxOpenConns    = 2
-	DefaultConnMaxLifetime = 5 * time.Minute
-	DefaultConnMaxIdleTime = time.Minute
+	DefaultQueryTimeout = 10 * time.Second
+	DefaultMaxOpenConns = 2
+)
+
+// The pool's lifetimes: connections are recycled so that a fail-over or a
+// DNS change is picked up, and a pooled connection unused for a minute is
+// closed before a server's own idle timeout (PostgreSQL
+// idle_session_timeout, MySQL wait_timeout) or a firewall drops it.
+const (
+	connMaxLifetime = 5 * time.Minute
+	connMaxIdleTime = time.Minute
 )
 
 func (o Options) withDefaults() (Options, error) {
-	for _, v := range []struct {
-		name string
-		bad  bool
-	}{{"QueryTimeout", o.QueryTimeout < 0}, {"MaxOpenConns", o.MaxOpenConns < 0}, {"MaxIdleConns", o.MaxIdleConns < 0},
-		{"ConnMaxLifetime", o.ConnMaxLifetime < 0}, {"ConnMaxIdleTime", o.ConnMaxIdleTime < 0}} {
-		if v.bad {
-			return o, fmt.Errorf("invalid database options: negative %s", v.name)
-		}
+	if o.QueryTimeout < 0 || o.MaxOpenConns < 0 {
+		return o, fmt.Errorf("invalid database options: negative QueryTimeout or MaxOpenConns (%+v)", o)
 	}
-	if o.QueryTimeout == 0 {
-		o.QueryTimeout = DefaultQueryTimeout
-	}
-	if o.MaxOpenConns == 0 {
-		o.MaxOpenConns = DefaultMaxOpenConns
-	}
-	if o.MaxIdleConns == 0 || o.MaxIdleConns > o.MaxOpenConns {
-		o.MaxIdleConns = o.MaxOpenConns
-	}
-	if o.ConnMaxLifetime == 0 {
-		o.ConnMaxLifetime = DefaultConnMaxLifetime
-	}
-	if o.ConnMaxIdleTime == 0 {
-		o.ConnMaxIdleTime = DefaultConnMaxIdleTime
-	}
+	o.QueryTimeout = cmp.Or(o.QueryTimeout, DefaultQueryTimeout)
+	o.MaxOpenConns = cmp.Or(o.MaxOpenConns, DefaultMaxOpenConns)
 	return o, nil
 }
 
@@ -113,9 +93,9 @@ func Open(dsn string, opts Options) (*DB, error) {
 	}
 	sdb := sql.OpenDB(d.connector(opts))
 	sdb.SetMaxOpenConns(opts.MaxOpenConns)
-	sdb.SetMaxIdleConns(opts.MaxIdleConns)
-	sdb.SetConnMaxLifetime(opts.ConnMaxLifetime)
-	sdb.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
+	sdb.SetMaxIdleConns(opts.MaxOpenConns)
+	sdb.SetConnMaxLifetime(connMaxLifetime)
+	sdb.SetConnMaxIdleTime(connMaxIdleTime)
 	return &DB{
 		db:       sqlx.NewDb(sdb, d.driverName()),
 		dialect:  d,

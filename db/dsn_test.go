@@ -230,8 +230,7 @@ func TestOpenOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if d.opts.QueryTimeout != DefaultQueryTimeout || d.opts.MaxOpenConns != 2 || d.opts.MaxIdleConns != 2 ||
-		d.opts.ConnMaxLifetime != DefaultConnMaxLifetime {
+	if d.opts.QueryTimeout != DefaultQueryTimeout || d.opts.MaxOpenConns != 2 {
 		t.Errorf("defaults: %+v", d.opts)
 	}
 	if st := d.db.Stats(); st.MaxOpenConnections != 2 || st.OpenConnections != 0 {

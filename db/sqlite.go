@@ -74,16 +74,12 @@ func newSQLiteFromURL(u *sqlaURL) (dialect, error) {
 }
 
 // dsn is the modernc.org/sqlite DSN: a read-only SQLite URI. The busy
-// timeout follows the query deadline.
+// timeout follows the query deadline (opts with defaults).
 func (d *sqliteDialect) dsn(opts Options) string {
-	busy := opts.QueryTimeout.Milliseconds()
-	if busy <= 0 {
-		busy = DefaultQueryTimeout.Milliseconds()
-	}
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Set("_txlock", "deferred")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.QueryTimeout.Milliseconds()))
 	q.Add("_pragma", "query_only(1)")
 	// Path escaping as SQLite's URI parser wants it: '%', '?', '#' and
 	// spaces percent-encoded.
