@@ -79,8 +79,8 @@ type DB struct {
 
 // Open parses dsn (Ironic's [database]connection: a SQLAlchemy URL for
 // PostgreSQL, MySQL/MariaDB or SQLite, a libpq URL or a libpq key=value
-// string) and sets up the pool. It does not connect: a database
-// that is down when the exporter starts shows up in Ping and Snapshot errors.
+// string) and sets up the pool. It does not connect: a database that is
+// down when the exporter starts shows up in Snapshot errors.
 // Errors never contain the password.
 func Open(dsn string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
@@ -114,21 +114,6 @@ func (d *DB) Backend() Backend { return d.dialect.backend() }
 // use for and that Open dropped (e.g. client_encoding, plugin, keepalives,
 // charset, ssl_cipher), for a startup log line.
 func (d *DB) IgnoredOptions() []string { return slices.Clone(d.dialect.ignored()) }
-
-// Ping checks that the database answers, within QueryTimeout.
-func (d *DB) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	// A pooled connection the server closed fails the first try.
-	err := d.db.PingContext(ctx)
-	if err != nil && ctx.Err() == nil && retryable(err) {
-		err = d.db.PingContext(ctx)
-	}
-	if err != nil {
-		return d.scrub(fmt.Errorf("pinging database: %w", err))
-	}
-	return nil
-}
 
 // Close closes the pool.
 func (d *DB) Close() error { return d.db.Close() }
@@ -231,7 +216,7 @@ const (
 	KindOther      = "other"
 )
 
-// ErrorKind classifies an error of Snapshot or Ping into one of the Kind
+// ErrorKind classifies an error of Snapshot into one of the Kind
 // constants, for a metric label or a generic public message; the details
 // (addresses, user names) belong in logs only.
 func ErrorKind(err error) string {

@@ -51,14 +51,15 @@ type Known struct {
 	Recent bool
 }
 
-// SnapshotChanges is SnapshotSince over known.Probe, with a delta read
-// where the nodes changed: when known is not nil and the probe differs,
-// only the rows that may have changed since known.Probe are read, in the
-// same transaction as the probe and the conductors, and merged by id into
-// known.Nodes (Snapshot.NodeRead says NodeReadDelta); when the delta cannot
-// be proven to give the nodes a full read would, every node is read
-// (NodeReadFull). The snapshot's Nodes are then always complete; known.Nodes
-// is never written.
+// SnapshotChanges is Snapshot, sparing what it can of the node read: when
+// known is not nil and not Recent, and the nodes table still probes as
+// known.Probe (SQLNodeProbe, in the same transaction as the conductors), no
+// node is read (Snapshot.NodesUnchanged); when the probe differs, only the
+// rows that may have changed since known.Probe are read, in the same
+// transaction, and merged by id into known.Nodes (Snapshot.NodeRead says
+// NodeReadDelta); when the delta cannot be proven to give the nodes a full
+// read would, every node is read (NodeReadFull). The snapshot's Nodes are
+// then always complete; known.Nodes is never written.
 //
 // The rows read are those with an id above known.Probe.MaxID (enrolled
 // since), or an updated_at or a created_at from known.Probe.Latest() less

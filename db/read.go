@@ -161,8 +161,7 @@ func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // since is what a snapshot may spare of the node read.
 type since struct {
-	// probe, when not nil, spares the node read while the probe equals it
-	// (SnapshotSince).
+	// probe, when not nil, spares the node read while the probe equals it.
 	probe *NodeProbe
 	// delta, when not nil, has the nodes of probe: when the probe differs,
 	// only the rows that may have changed are read and merged into them
@@ -171,7 +170,7 @@ type since struct {
 }
 
 // snapshotRetrying reads a snapshot (its nodes only as known allows, see
-// SnapshotSince and SnapshotChanges), switching to raw text on a SQL_ASCII
+// SnapshotChanges), switching to raw text on a SQL_ASCII
 // database and retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshotOwnerFallback(ctx, known)
