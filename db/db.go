@@ -65,8 +65,6 @@ type DB struct {
 	// rawText: read PostgreSQL text columns as bytes (a SQL_ASCII
 	// database with non-UTF-8 text, see Snapshot).
 	rawText atomic.Bool
-	// lastNodes is the node count of the last snapshot, to size the next.
-	lastNodes atomic.Int64
 	// lastNodeRead is the probe and the row problems of the last node read
 	// (full or delta): the problems are given again with a snapshot that
 	// skips reading the unchanged nodes, and a delta read is made only over

@@ -52,12 +52,6 @@ ORDER BY conductor_id, hardware_type`
 // timeout.
 var ErrNotIronic = errors.New("not Ironic's database")
 
-// missingTable reports whether err is the server saying a table does not
-// exist: PostgreSQL SQLSTATE 42P01 (undefined_table, any driver with
-// SQLState()), MySQL/MariaDB error 1146 (ER_NO_SUCH_TABLE), SQLite "no
-// such table".
-func missingTable(err error) bool { return serverSays(err, "42P01", 1146, "no such table: ") }
-
 // serverSays reports whether err is one server error, told by its
 // PostgreSQL SQLSTATE (any driver with SQLState()), its MySQL/MariaDB error
 // number, or, for SQLite, whose driver has no error type for it, a part of
@@ -74,9 +68,11 @@ func serverSays(err error, sqlState string, mysqlNumber uint16, sqliteText strin
 	return strings.Contains(err.Error(), sqliteText)
 }
 
-// notIronic marks a missing-table error with ErrNotIronic.
+// notIronic marks with ErrNotIronic the server saying a table does not
+// exist: PostgreSQL SQLSTATE 42P01 (undefined_table), MySQL/MariaDB error
+// 1146 (ER_NO_SUCH_TABLE), SQLite "no such table".
 func notIronic(err error) error {
-	if err != nil && missingTable(err) {
+	if err != nil && serverSays(err, "42P01", 1146, "no such table: ") {
 		return fmt.Errorf("%w (no such table: is this Ironic's database, with its schema?): %w", ErrNotIronic, err)
 	}
 	return err
@@ -300,7 +296,8 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 		// The probe does not see a column renamed or dropped under the
 		// exporter: the node read itself, with no row, proves it would
 		// still work (the server only plans it).
-		if err := d.checkQuery(tctx, watch, tx, "checking the nodes columns", nodesQuery+"\nLIMIT 0"); err != nil {
+		err := d.readRows(tctx, watch, tx, "checking the nodes columns", nodesQuery+"\nLIMIT 0", false, func(*sql.Rows) error { return nil })
+		if err != nil {
 			return nil, notIronic(err)
 		}
 		if last := d.lastNodeRead.Load(); last != nil {
@@ -323,7 +320,6 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 				return nil, err
 			}
 		}
-		d.lastNodes.Store(int64(len(snap.Nodes)))
 	}
 	// The schema revision last: on PostgreSQL a missing table aborts the
 	// transaction.
@@ -484,11 +480,10 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 // queries.binaryNodes) it prepares the statement, so that lib/pq asks for
 // bytea and integers in binary: the driver then hands over slices of its
 // own buffer, neither copied nor parsed, and the timestamps as eight bytes.
-// probe, the one in the same transaction, sizes the nodes (the last
-// snapshot's count when larger) and is kept with the rows' problems
-// (DB.lastNodeRead).
+// probe, the one in the same transaction, sizes the nodes and is kept with
+// the rows' problems (DB.lastNodeRead).
 func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, probe NodeProbe, w *warner) ([]Node, error) {
-	out, nw, err := d.decodeNodes(ctx, watch, tx, "reading nodes", query, binary, int(max(probe.Count, d.lastNodes.Load())))
+	out, nw, err := d.decodeNodes(ctx, watch, tx, "reading nodes", query, binary, int(probe.Count))
 	if err != nil {
 		return nil, err
 	}
@@ -694,11 +689,6 @@ func (dec *nodeDecoder) warnings() []nodeWarning {
 			"%d node(s) with text that is not UTF-8, invalid bytes read as U+FFFD; first: %s", dec.notUTF8.n, dec.notUTF8.first)})
 	}
 	return nw
-}
-
-// checkQuery runs query, which returns no row, as one step of the snapshot.
-func (d *DB) checkQuery(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string) error {
-	return d.readRows(ctx, watch, tx, step, query, false, func(*sql.Rows) error { return nil })
 }
 
 // readRows runs query with args as one step of the snapshot (inStep), as a
