@@ -899,7 +899,7 @@ func (d *dbTime) Scan(v any) error {
 	switch x := v.(type) {
 	case nil:
 	case time.Time:
-		d.t = wallUTC(sql.NullTime{Time: x, Valid: true})
+		d.t = wallUTC(x)
 	case string:
 		d.text(x)
 	case []byte:
@@ -925,22 +925,16 @@ const pgEpoch = 946684800
 
 func (d *pgBinaryTime) Scan(v any) error {
 	*d = pgBinaryTime{}
-	switch x := v.(type) {
-	case nil:
-	case []byte:
-		(*dbTime)(d).pgBinary(x)
-	default:
+	b, ok := v.([]byte)
+	switch {
+	case v == nil:
+		return nil
+	case !ok:
 		d.bad = fmt.Sprintf("(a %T)", v)
-	}
-	return nil
-}
-
-// pgBinary reads a timestamp in PostgreSQL's binary form (timestamp_send).
-func (d *dbTime) pgBinary(b []byte) {
-	*d = dbTime{}
-	if len(b) != 8 {
+		return nil
+	case len(b) != 8:
 		d.bad = fmt.Sprintf("(%d bytes, not timestamp_send's 8)", len(b))
-		return
+		return nil
 	}
 	switch us := int64(binary.BigEndian.Uint64(b)); us {
 	case math.MaxInt64:
@@ -948,12 +942,9 @@ func (d *dbTime) pgBinary(b []byte) {
 	case math.MinInt64:
 		d.bad = strconv.Quote("-infinity")
 	default:
-		sec, frac := us/1e6, us%1e6
-		if frac < 0 {
-			sec, frac = sec-1, frac+1e6
-		}
-		d.t = time.Unix(sec+pgEpoch, frac*1e3).UTC()
+		d.t = time.Unix(pgEpoch+us/1e6, us%1e6*1e3).UTC() // time.Unix normalises a negative remainder
 	}
+	return nil
 }
 
 func (d *dbTime) text(s string) {
@@ -987,50 +978,25 @@ func (d *dbTime) describe() string {
 // "YYYY-MM-DD HH:MM:SS" included); anything else is an error, where
 // SQLAlchemy would raise or misread.
 func parseSQLAlchemyTime(s string) (time.Time, error) {
-	bad := func() (time.Time, error) { return time.Time{}, fmt.Errorf("not a SQLAlchemy DATETIME: %q", s) }
-	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
-		return bad()
+	date, micro, hasMicro := strings.Cut(s, ".")
+	t, err := time.Parse(time.DateTime, date) // refuses Feb 30 and the like, as Python's datetime does
+	var us uint64
+	if err == nil && hasMicro {
+		us, err = strconv.ParseUint(micro, 10, 32) // digits only
 	}
-	num := func(p string) int {
-		n := 0
-		for i := 0; i < len(p); i++ {
-			if p[i] < '0' || p[i] > '9' {
-				return -1
-			}
-			n = n*10 + int(p[i]-'0')
-		}
-		return n
+	if err != nil || len(date) != len(time.DateTime) || len(micro) > 6 || t.Year() < 1 {
+		return time.Time{}, fmt.Errorf("not a SQLAlchemy DATETIME: %q", s)
 	}
-	year, mon, day := num(s[0:4]), num(s[5:7]), num(s[8:10])
-	hour, min, sec := num(s[11:13]), num(s[14:16]), num(s[17:19])
-	micro := 0
-	if rest := s[19:]; rest != "" {
-		if rest[0] != '.' || len(rest) < 2 || len(rest) > 7 {
-			return bad()
-		}
-		micro = num(rest[1:])
-	}
-	if year < 1 || mon < 1 || mon > 12 || day < 1 || hour < 0 || hour > 23 || min < 0 || min > 59 ||
-		sec < 0 || sec > 59 || micro < 0 {
-		return bad()
-	}
-	t := time.Date(year, time.Month(mon), day, hour, min, sec, micro*1000, time.UTC)
-	if t.Day() != day { // Feb 30 and the like: Python's datetime refuses them
-		return bad()
-	}
-	return t, nil
+	return t.Add(time.Duration(us) * time.Microsecond), nil
 }
 
 // wallUTC returns the stored wall-clock time in time.UTC. Ironic stores naive
 // UTC; drivers tag such values with a zone of their own (lib/pq: a nameless
 // fixed zone; MySQL: the loc parameter), which must not shift them.
-func wallUTC(t sql.NullTime) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	y, mo, d := t.Time.Date()
-	h, mi, s := t.Time.Clock()
-	return time.Date(y, mo, d, h, mi, s, t.Time.Nanosecond(), time.UTC)
+func wallUTC(t time.Time) time.Time {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	return time.Date(y, mo, d, h, mi, s, t.Nanosecond(), time.UTC)
 }
 
 // interner shares one string, and one *string, per distinct value of the
