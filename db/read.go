@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -359,14 +360,12 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 			created, updated dbTime
 			hostname, cgroup sql.NullString
 			version          sql.NullString
-			id               int64
 		)
-		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
+		if err := rows.Scan(&c.ID, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
 			return err
 		}
-		c.ID = id
-		c.Hostname = w.conductorText(id, hostname.String, "hostname", hostname.Valid, hostname.String)
-		c.ConductorGroup = w.conductorText(id, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
+		c.Hostname = w.conductorText(c.ID, hostname.String, "hostname", hostname.Valid, hostname.String)
+		c.ConductorGroup = w.conductorText(c.ID, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
 		c.Online = bool(online)
 		c.CreatedAt, c.UpdatedAt = created.t, updated.t
 		c.Version = version.String
@@ -387,9 +386,7 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 					c.Hostname, c.ID, err))
 			}
 			for i, dr := range c.Drivers {
-				if !utf8.ValidString(dr) {
-					c.Drivers[i] = strings.ToValidUTF8(dr, "\uFFFD")
-				}
+				c.Drivers[i] = strings.ToValidUTF8(dr, "\uFFFD") // s itself when valid
 			}
 		}
 		out = append(out, c)
@@ -457,10 +454,7 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 		if i, ok := slices.BinarySearchFunc(conductors, id, func(c Conductor, id int64) int {
 			return cmp.Compare(c.ID, id)
 		}); ok {
-			hts := conductors[i].HardwareTypes
-			if n := len(hts); n == 0 || hts[n-1] != ht { // rows without DISTINCT come in runs
-				conductors[i].HardwareTypes = append(hts, ht)
-			}
+			conductors[i].HardwareTypes = append(conductors[i].HardwareTypes, ht)
 		}
 		return nil
 	})
@@ -836,12 +830,9 @@ func (w *warner) result() ([]string, []WarningCount) {
 		return w.lines, nil
 	}
 	out := make([]WarningCount, 0, len(w.counts))
-	for k, n := range w.counts {
-		out = append(out, WarningCount{Table: k[0], Reason: k[1], Rows: n})
+	for _, k := range slices.SortedFunc(maps.Keys(w.counts), func(a, b [2]string) int { return slices.Compare(a[:], b[:]) }) {
+		out = append(out, WarningCount{Table: k[0], Reason: k[1], Rows: w.counts[k]})
 	}
-	slices.SortFunc(out, func(a, b WarningCount) int {
-		return strings.Compare(a.Table+"\x00"+a.Reason, b.Table+"\x00"+b.Reason)
-	})
 	return w.lines, out
 }
 
