@@ -607,7 +607,6 @@ var mysqlQueries = func() queries {
 	q.hardwareTypes = `SELECT conductor_id, hardware_type
 FROM conductor_hardware_interfaces
 ORDER BY conductor_id`
-	q.probe = SQLNodeProbe
 	return q
 }()
 

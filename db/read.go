@@ -109,7 +109,6 @@ var pgRawTextQueries = func() queries {
 	q.hardwareTypes = `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
 FROM conductor_hardware_interfaces
 ORDER BY 1, 2`
-	q.probe = SQLNodeProbe
 	return q
 }()
 
@@ -123,11 +122,7 @@ func isInvalidEncoding(err error) bool {
 
 // standardQueries are the statements as written above (PostgreSQL's
 // pgQueries read the nodes from them in binary).
-var standardQueries = func() queries {
-	q := plainWording.queries(dollarParam)
-	q.hardwareTypes, q.probe = SQLHardwareTypes, SQLNodeProbe
-	return q
-}()
+var standardQueries = plainWording.queries(dollarParam)
 
 // testHook, when set by a test, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",

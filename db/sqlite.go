@@ -112,7 +112,6 @@ func (c *sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // sqliteQueries read timestamps as text (sqliteWording).
 var sqliteQueries = func() queries {
 	q := sqliteWording.queries(questionParam)
-	q.hardwareTypes = SQLHardwareTypes
 	q.probe = `SELECT count(*), coalesce(max(id), 0), CAST(max(updated_at) AS TEXT), count(reservation),
        CAST(max(created_at) AS TEXT)
 FROM nodes`
