@@ -59,7 +59,7 @@ func (o Options) withDefaults() (Options, error) {
 // for concurrent use and lives as long as the process.
 type DB struct {
 	db       *sqlx.DB
-	dialect  dialect
+	dialect  *dialectBase
 	opts     Options
 	redacted string
 	// rawText: read PostgreSQL text columns as bytes (a SQL_ASCII
@@ -95,8 +95,8 @@ func Open(dsn string, opts Options) (*DB, error) {
 	sdb.SetConnMaxLifetime(connMaxLifetime)
 	sdb.SetConnMaxIdleTime(connMaxIdleTime)
 	return &DB{
-		db:       sqlx.NewDb(sdb, d.driverName()),
-		dialect:  d,
+		db:       sqlx.NewDb(sdb, d.facts().driver),
+		dialect:  d.facts(),
 		opts:     opts,
 		redacted: Redact(dsn),
 	}, nil
@@ -106,17 +106,17 @@ func Open(dsn string, opts Options) (*DB, error) {
 func (d *DB) String() string { return d.redacted }
 
 // Backend is the kind of database server.
-func (d *DB) Backend() Backend { return d.dialect.backend() }
+func (d *DB) Backend() Backend { return d.dialect.kind }
 
 // IgnoredOptions are the names of the DSN options that the Go driver has no
 // use for and that Open dropped (e.g. client_encoding, plugin, keepalives,
 // charset, ssl_cipher), for a startup log line.
-func (d *DB) IgnoredOptions() []string { return slices.Clone(d.dialect.ignored()) }
+func (d *DB) IgnoredOptions() []string { return slices.Clone(d.dialect.dropped) }
 
 // Close closes the pool.
 func (d *DB) Close() error { return d.db.Close() }
 
-func (d *DB) scrub(err error) error { return scrub(err, d.dialect.secrets()) }
+func (d *DB) scrub(err error) error { return scrub(err, d.dialect.secret) }
 
 // scrub replaces any secret (of 4 bytes or more: shorter ones would mangle
 // the message and tell little) in err's message, keeping err in the chain

@@ -22,53 +22,40 @@ import (
 // dialect is one SQL backend: how to connect and how to run the snapshot.
 // Implementations do no I/O when they are built.
 type dialect interface {
-	// backend names the kind of server.
-	backend() Backend
-	// driverName is the database/sql driver name, used by sqlx for bind
-	// variables.
-	driverName() string
 	// connector returns the driver connector; it must not connect. opts
 	// are the pool's options (with defaults), for settings such as a busy
 	// timeout that follow the query deadline.
 	connector(opts Options) driver.Connector
-	// txOptions are the options of the snapshot transaction.
-	txOptions() *sql.TxOptions
-	// queries are the snapshot's SQL statements.
-	queries() *queries
-	// secrets are the values that must never appear in an error or a log
-	// line (password, key passphrase).
-	secrets() []string
-	// ignored lists, by name, the options of the DSN that the Go driver has
-	// no use for and that were dropped.
-	ignored() []string
+	// facts are the dialect's fixed facts (its embedded dialectBase).
+	facts() *dialectBase
 }
 
-// dialectBase answers a dialect's fixed facts; every dialect embeds it.
+// dialectBase is what a dialect says of itself; every dialect embeds it.
 type dialectBase struct {
-	kind    Backend
-	driver  string
-	tx      sql.TxOptions
-	q       *queries
-	secret  []string
+	kind Backend
+	// driver is the database/sql driver name, used by sqlx for bind
+	// variables.
+	driver string
+	// tx are the options of the snapshot transaction.
+	tx sql.TxOptions
+	// q are the snapshot's SQL statements.
+	q *queries
+	// secret are the values that must never appear in an error or a log
+	// line (password, key passphrase).
+	secret []string
+	// dropped lists, by name, the options of the DSN that the Go driver has
+	// no use for.
 	dropped []string
 }
 
-func (b *dialectBase) backend() Backend          { return b.kind }
-func (b *dialectBase) driverName() string        { return b.driver }
-func (b *dialectBase) txOptions() *sql.TxOptions { return &b.tx }
-func (b *dialectBase) queries() *queries         { return b.q }
-func (b *dialectBase) secrets() []string         { return b.secret }
-func (b *dialectBase) ignored() []string         { return b.dropped }
+func (b *dialectBase) facts() *dialectBase { return b }
 
 // repeatableReadOnly is the snapshot transaction of the server backends.
 var repeatableReadOnly = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 
-// dialectFromURL builds a dialect from a parsed SQLAlchemy URL.
-type dialectFromURL func(u *sqlaURL) (dialect, error)
-
 // dialects maps the SQLAlchemy dialect name (the scheme before any "+driver")
-// to its implementation.
-var dialects = map[string]dialectFromURL{
+// to the function that builds it from a parsed URL.
+var dialects = map[string]func(u *sqlaURL) (dialect, error){
 	"postgresql": newPostgresFromURL,
 	"postgres":   newPostgresFromURL, // libpq's alias; SQLAlchemy < 1.4 too
 	"mysql":      newMySQLFromURL,
@@ -83,7 +70,8 @@ func parseDSN(dsn string) (dialect, error) {
 		return nil, errors.New("invalid database DSN: empty")
 	}
 	isURL := strings.Contains(dsn, "://")
-	if strings.IndexFunc(dsn, func(r rune) bool { return isControl(r) && (isURL || !strings.ContainsRune("\t\n\v\f\r", r)) }) >= 0 {
+	isControl := func(r rune) bool { return (r < 0x20 || r == 0x7f) && (isURL || !strings.ContainsRune("\t\n\v\f\r", r)) }
+	if strings.IndexFunc(dsn, isControl) >= 0 {
 		return nil, errors.New("invalid database DSN: contains a control character")
 	}
 	if !isURL {
@@ -101,8 +89,6 @@ func parseDSN(dsn string) (dialect, error) {
 	}
 	return nil, fmt.Errorf("database URL scheme %q: unknown database dialect %q", u.Scheme, u.Dialect)
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // sqlaURL is a parsed SQLAlchemy URL:
 //

@@ -166,7 +166,7 @@ type since struct {
 // database and retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshotOwnerFallback(ctx, known)
-	if err != nil && ctx.Err() == nil && d.dialect.backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+	if err != nil && ctx.Err() == nil && d.dialect.kind == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
 		// A SQL_ASCII database holding bytes that are not UTF-8: the
 		// server refuses to send them as UTF-8 text. Read the text
 		// columns as bytes from now on; the reader checks them.
@@ -251,7 +251,7 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 	defer cancel()
 	defer watch(tctx)()
 	stepStart := time.Now()
-	tx, err := conn.BeginTxx(tctx, d.dialect.txOptions())
+	tx, err := conn.BeginTxx(tctx, &d.dialect.tx)
 	if err != nil {
 		return nil, stepError(tctx, "starting read-only transaction", stepStart, err)
 	}
@@ -261,9 +261,9 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 		return nil, err
 	}
 
-	snap := &Snapshot{Backend: d.dialect.backend()}
+	snap := &Snapshot{Backend: d.dialect.kind}
 	w := &warner{}
-	q := d.dialect.queries()
+	q := d.dialect.q
 	if d.rawText.Load() {
 		q = &pgRawTextQueries
 	}
