@@ -42,7 +42,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -323,39 +322,43 @@ func (s set) substitute(v value, secret bool, depth int) (string, error) {
 	return out, nil
 }
 
-func (s set) str(names []optName, secret bool) (Opt[string], error) {
-	v, ok := s.lookup(names)
-	if !ok {
-		return Opt[string]{}, nil
-	}
-	text, err := s.substitute(v, secret, 0)
-	if err != nil {
-		return Opt[string]{}, err
-	}
-	return Opt[string]{Value: text, Set: true, Place: v.Place}, nil
+// reader reads options from the parsed files, collecting their errors.
+type reader struct {
+	set
+	errs []error
 }
 
-var intPattern = regexp.MustCompile(`^\s*[+-]?\d+\s*$`)
-
-func (s set) integer(names []optName) (Opt[int], error) {
-	so, err := s.str(names, false)
-	if err != nil || !so.Set {
-		return Opt[int]{}, err
+// str is the value of the option written under names (see lookup), its
+// $-references expanded and surrounding blanks trimmed.
+func (r *reader) str(names []optName, secret bool) Opt[string] {
+	v, ok := r.lookup(names)
+	if !ok {
+		return Opt[string]{}
 	}
-	o := Opt[int]{Set: true, Place: so.Place}
-	verr := func(msg string) error { return &Error{Place: so.Place, Msg: msg} }
-	if strings.TrimSpace(so.Value) == "" {
-		return o, verr("empty value (remove the line to use Ironic's default)")
-	}
-	if !intPattern.MatchString(so.Value) {
-		return o, verr(fmt.Sprintf("not an integer: %q", so.Value))
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(so.Value))
+	text, err := r.substitute(v, secret, 0)
 	if err != nil {
-		return o, verr(fmt.Sprintf("integer out of range: %q", so.Value))
+		r.errs = append(r.errs, err)
+		return Opt[string]{}
 	}
-	o.Value = n
-	return o, nil
+	return Opt[string]{Value: strings.TrimSpace(text), Set: true, Place: v.Place}
+}
+
+// integer is the whole number of [section] key.
+func (r *reader) integer(section, key string) Opt[int] {
+	so := r.str([]optName{{section, key}}, false)
+	n, err := strconv.Atoi(so.Value)
+	if !so.Set || err == nil {
+		return Opt[int]{Value: n, Set: so.Set, Place: so.Place}
+	}
+	msg := fmt.Sprintf("not an integer: %q", so.Value)
+	switch {
+	case so.Value == "":
+		msg = "empty value (remove the line to use Ironic's default)"
+	case errors.Is(err, strconv.ErrRange):
+		msg = fmt.Sprintf("integer out of range: %q", so.Value)
+	}
+	r.errs = append(r.errs, &Error{Place: so.Place, Msg: msg})
+	return Opt[int]{}
 }
 
 // Load reads files, then every *.conf file of each of dirs (sorted), and
@@ -365,19 +368,15 @@ func Load(files, dirs []string) (*Config, error) {
 	var paths []string
 	paths = append(paths, files...)
 	for _, dir := range dirs {
-		st, err := os.Stat(dir)
+		entries, err := os.ReadDir(dir) // sorted by name
 		if err != nil {
 			return nil, &Error{Place: Place{File: dir}, Msg: "config directory", Err: err}
 		}
-		if !st.IsDir() {
-			return nil, &Error{Place: Place{File: dir}, Msg: "not a directory"}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".conf") {
+				paths = append(paths, filepath.Join(dir, e.Name()))
+			}
 		}
-		matches, err := filepath.Glob(filepath.Join(globEscape(dir), "*.conf"))
-		if err != nil {
-			return nil, &Error{Place: Place{File: dir}, Msg: "listing *.conf", Err: err}
-		}
-		slices.Sort(matches)
-		paths = append(paths, matches...)
 	}
 	var s set
 	for _, p := range paths {
@@ -396,58 +395,30 @@ func Load(files, dirs []string) (*Config, error) {
 }
 
 func (s set) config(paths []string) (*Config, error) {
-	c := &Config{Files: paths}
-	var err error
-	var errs []error
-	if c.Connection, err = s.str(connectionNames, true); err != nil {
-		errs = append(errs, err)
+	r := &reader{set: s}
+	c := &Config{
+		Files:                    paths,
+		Connection:               r.str(connectionNames, true),
+		HashPartitionExponent:    r.integer("DEFAULT", "hash_partition_exponent"),
+		HashRingAlgorithm:        r.str([]optName{{"DEFAULT", "hash_ring_algorithm"}}, false),
+		PinReleaseVersion:        r.str([]optName{{"DEFAULT", "pin_release_version"}}, false),
+		HashDistributionReplicas: r.integer("DEFAULT", "hash_distribution_replicas"),
+		Auth:                     map[string]Opt[string]{},
 	}
-	var hb Opt[int]
-	if hb, err = s.integer([]optName{{"conductor", "heartbeat_timeout"}}); err != nil {
-		errs = append(errs, err)
-	} else if hb.Set {
+	if hb := r.integer("conductor", "heartbeat_timeout"); hb.Set {
 		c.HeartbeatTimeout = Opt[time.Duration]{Value: time.Duration(hb.Value) * time.Second, Set: true, Place: hb.Place}
 	}
-	if c.HashPartitionExponent, err = s.integer([]optName{{"DEFAULT", "hash_partition_exponent"}}); err != nil {
-		errs = append(errs, err)
-	}
-	if c.HashRingAlgorithm, err = s.str([]optName{{"DEFAULT", "hash_ring_algorithm"}}, false); err != nil {
-		errs = append(errs, err)
-	}
-	if c.HashRingAlgorithm.Set {
-		c.HashRingAlgorithm.Value = strings.TrimSpace(c.HashRingAlgorithm.Value)
-	}
-	if c.PinReleaseVersion, err = s.str([]optName{{"DEFAULT", "pin_release_version"}}, false); err != nil {
-		errs = append(errs, err)
-	}
-	c.PinReleaseVersion.Value = strings.TrimSpace(c.PinReleaseVersion.Value)
-	if c.HashDistributionReplicas, err = s.integer([]optName{{"DEFAULT", "hash_distribution_replicas"}}); err != nil {
-		errs = append(errs, err)
-	}
-	c.Auth = map[string]Opt[string]{}
 	for _, name := range AuthOptions {
 		section, key, _ := strings.Cut(name, ".")
-		o, err := s.str([]optName{{section, key}}, key == "password")
-		if err != nil {
-			errs = append(errs, err)
-		} else if o.Set {
-			o.Value = strings.TrimSpace(o.Value)
+		if o := r.str([]optName{{section, key}}, key == "password"); o.Set {
 			c.Auth[name] = o
 		}
 	}
-	if c.Connection.Set {
-		c.Connection.Value = strings.TrimSpace(c.Connection.Value)
-		if c.Connection.Value == "" {
-			errs = append(errs, &Error{Place: c.Connection.Place, Msg: "empty value"})
-		}
+	if c.Connection.Set && c.Connection.Value == "" {
+		r.errs = append(r.errs, &Error{Place: c.Connection.Place, Msg: "empty value"})
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := errors.Join(r.errs...); err != nil {
+		return nil, err
 	}
 	return c, nil
-}
-
-// globEscape escapes the glob metacharacters of a directory name.
-func globEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(s)
 }
