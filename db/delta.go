@@ -3,7 +3,6 @@ package db
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"slices"
 	"time"
 
@@ -138,7 +137,10 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	}
 	nodes := mergeNodes(known.Nodes, changed)
 	if int64(len(nodes)) > probe.Count {
-		ids, err := d.readNodeIDs(ctx, watch, tx, probe.Count)
+		ids := make([]int64, 0, probe.Count)
+		err := d.inStep(ctx, watch, "reading node ids", func(ctx context.Context) error {
+			return tx.SelectContext(ctx, &ids, SQLNodeIDs)
+		})
 		if err != nil {
 			return nil, false, err
 		}
@@ -152,20 +154,6 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	}
 	d.lastNodeRead.Store(&nodeRead{probe: probe, nodes: nodes})
 	return nodes, true, nil
-}
-
-// readNodeIDs runs SQLNodeIDs in tx; count sizes the list.
-func (d *DB) readNodeIDs(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, count int64) ([]int64, error) {
-	ids := make([]int64, 0, count)
-	err := d.readRows(ctx, watch, tx, "reading node ids", SQLNodeIDs, false, func(rows *sql.Rows) error {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	})
-	return ids, err
 }
 
 // mergeNodes returns prev with the rows of changed in place of those of

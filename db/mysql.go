@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,7 +76,8 @@ var mysqlSocketPaths = []string{"/run/mysqld/mysqld.sock", "/var/run/mysqld/mysq
 
 type mysqlDialect struct {
 	dialectBase
-	cfg *mysql.Config
+	cfg  *mysql.Config
+	conn *mysqlConnector
 }
 
 // mysqlSettings are the connection settings gathered from the URL, its
@@ -111,10 +113,8 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	if err != nil {
 		return nil, err
 	}
-	urlSSL := false
-	for _, k := range []string{"ssl_ca", "ssl_key", "ssl_cert", "ssl_capath", "ssl_cipher", "ssl_check_hostname"} {
-		urlSSL = urlSSL || seen[k]
-	}
+	urlSSL := slices.ContainsFunc([]string{"ssl_ca", "ssl_key", "ssl_cert", "ssl_capath", "ssl_cipher", "ssl_check_hostname"},
+		func(k string) bool { return seen[k] })
 	if v, ok := s.ssl["check_hostname"]; ok {
 		if _, err := sqlaBool(v); err != nil {
 			return nil, fmt.Errorf("database URL option %q: %w", "ssl_check_hostname", err)
@@ -159,8 +159,11 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	cfg.AllowCleartextPasswords = tlsCfg != nil || cfg.Net == "unix"
 	cfg.CheckConnLiveness = true
 	cfg.Logger = &mysql.NopLogger{}
-	d.cfg = cfg
-	d.secret = []string{s.password}
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, scrub(fmt.Errorf("invalid MySQL connection settings: %w", err), []string{s.password})
+	}
+	d.cfg, d.conn, d.secret = cfg, &mysqlConnector{inner: c}, []string{s.password}
 	return d, nil
 }
 
@@ -587,15 +590,7 @@ func (s *mysqlSettings) readOptionFile(path, group string) error {
 	return nil
 }
 
-func (d *mysqlDialect) connector(Options) driver.Connector {
-	c, err := mysql.NewConnector(d.cfg)
-	if err != nil {
-		// NewConnector only fails on a Config it cannot normalise, which
-		// newMySQLFromURL does not build; keep the failure for Connect.
-		return errConnector{err}
-	}
-	return &mysqlConnector{inner: c}
-}
+func (d *mysqlDialect) connector(Options) driver.Connector { return d.conn }
 
 // mysqlQueries: MySQL compares strings by the column's collation, which in
 // Ironic's schema is case- and accent-insensitive (utf8mb3_general_ci) and
@@ -609,12 +604,6 @@ FROM conductor_hardware_interfaces
 ORDER BY conductor_id`
 	return q
 }()
-
-// errConnector fails every connection with err.
-type errConnector struct{ err error }
-
-func (c errConnector) Connect(context.Context) (driver.Conn, error) { return nil, c.err }
-func (c errConnector) Driver() driver.Driver                        { return mysql.MySQLDriver{} }
 
 // The statements that make a connection read-only and that start and end a
 // snapshot.
@@ -662,11 +651,6 @@ func (c *mysqlConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 		return nil, err
 	}
 	return mysqlTx{c}, nil
-}
-
-// Begin is the deprecated form driver.Conn still requires.
-func (c *mysqlConn) Begin() (driver.Tx, error) {
-	return c.BeginTx(context.Background(), driver.TxOptions{ReadOnly: true})
 }
 
 type mysqlTx struct{ c *mysqlConn }

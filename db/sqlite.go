@@ -94,6 +94,12 @@ func (d *sqliteDialect) connector(opts Options) driver.Connector {
 	return &sqliteConnector{Connector: c, path: d.path}
 }
 
+// errConnector fails every connection with err.
+type errConnector struct{ err error }
+
+func (c errConnector) Connect(context.Context) (driver.Conn, error) { return nil, c.err }
+func (c errConnector) Driver() driver.Driver                        { return &sqlite.Driver{} }
+
 // sqliteConnector names the file in connection errors ("unable to open
 // database file" alone does not say which).
 type sqliteConnector struct {
