@@ -570,18 +570,12 @@ func (s *mysqlSettings) readOptionFile(path, group string) error {
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("database option read_default_file %s: %w", path, err)
 	}
-	fill := func(dst *string, key string) {
+	for dst, key := range map[*string]string{&s.user: "user", &s.password: "password", &s.host: "host",
+		&s.database: "database", &s.socket: "socket", &s.port: "port", &s.bindAddress: "bind-address"} {
 		if *dst == "" {
 			*dst = vals[key]
 		}
 	}
-	fill(&s.user, "user")
-	fill(&s.password, "password")
-	fill(&s.host, "host")
-	fill(&s.database, "database")
-	fill(&s.socket, "socket")
-	fill(&s.port, "port")
-	fill(&s.bindAddress, "bind-address")
 	for _, k := range []string{"ca", "capath", "cert", "key"} {
 		if s.ssl[k] == "" && vals["ssl-"+k] != "" {
 			s.ssl[k] = vals["ssl-"+k]

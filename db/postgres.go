@@ -111,9 +111,8 @@ func (p *pgParams) option(k, v string) error {
 		p.userTimeout = time.Duration(ms) * time.Millisecond
 	case pgIgnored[k]:
 		p.dropped = append(p.dropped, k)
-	case k == "sslpassword" || k == "sslcrl" || k == "sslcrldir" || k == "sslcertmode" ||
-		k == "channel_binding" || k == "require_auth" || k == "requirepeer" ||
-		k == "gsslib" || k == "gssdelegation" || k == "replication":
+	case slices.Contains([]string{"sslpassword", "sslcrl", "sslcrldir", "sslcertmode", "channel_binding",
+		"require_auth", "requirepeer", "gsslib", "gssdelegation", "replication"}, k):
 		return fmt.Errorf("database option %q is not supported by the exporter's PostgreSQL driver", k)
 	default:
 		return fmt.Errorf("unknown database option %q (not a libpq connection keyword)", k)

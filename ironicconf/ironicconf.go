@@ -211,18 +211,11 @@ func Parse(r io.Reader, name string) (*File, error) {
 			}
 		case '#', ';':
 		default:
-			colon, equal := strings.IndexByte(line, ':'), strings.IndexByte(line, '=')
-			if colon < 0 && equal < 0 {
+			i := strings.IndexAny(line, ":=") // whichever comes first
+			if i < 0 {
 				return nil, perr("neither a section, a comment nor key = value")
 			}
-			var key, val string
-			if colon < 0 || (equal >= 0 && equal < colon) {
-				key, val = line[:equal], line[equal+1:]
-			} else {
-				key, val = line[:colon], line[colon+1:]
-			}
-			key = strings.TrimSpace(key)
-			val = strings.TrimSpace(val)
+			key, val := strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])
 			if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
 				val = val[1 : len(val)-1]
 			}
