@@ -129,7 +129,7 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	if err != nil {
 		return nil, false, err
 	}
-	if err := runHook(ctx, "changed nodes", tx); err != nil {
+	if err := testHook(ctx, "changed nodes", tx); err != nil {
 		return nil, false, err
 	}
 	if len(nw) > 0 {
@@ -144,7 +144,7 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 		if err != nil {
 			return nil, false, err
 		}
-		if err := runHook(ctx, "node ids", tx); err != nil {
+		if err := testHook(ctx, "node ids", tx); err != nil {
 			return nil, false, err
 		}
 		nodes = keepIDs(nodes, ids)

@@ -195,9 +195,7 @@ func (u *sqlaURL) parseHosts(spec string) error {
 			}
 			hp.Host, port = host, strings.TrimPrefix(rest, ":")
 		} else {
-			if i := strings.IndexByte(item, ':'); i >= 0 {
-				host, port = item[:i], item[i+1:]
-			}
+			host, port, _ = strings.Cut(item, ":")
 			hp.Host = pyUnquote(host, false)
 		}
 		if port != "" {

@@ -272,10 +272,7 @@ func (s *mysqlSettings) address(cfg *mysql.Config, mysqldb bool) error {
 			return fmt.Errorf("database option bind_address: %q is not an IP address", s.bindAddress)
 		}
 		if cfg.Net == "tcp" {
-			dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
-			cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				return dialer.DialContext(ctx, network, addr)
-			}
+			cfg.DialFunc = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}).DialContext
 		}
 	}
 	return nil

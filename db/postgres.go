@@ -83,8 +83,6 @@ type pgParams struct {
 	userTimeout time.Duration
 }
 
-func (p *pgParams) set(k, v string) { p.vals[k] = v }
-
 func (p *pgParams) has(k string) bool { _, ok := p.vals[k]; return ok }
 
 // option applies one option given by name in a URL query or a key=value
@@ -92,12 +90,12 @@ func (p *pgParams) has(k string) bool { _, ok := p.vals[k]; return ok }
 func (p *pgParams) option(k, v string) error {
 	switch {
 	case pgKeywords[k]:
-		p.set(k, v)
+		p.vals[k] = v
 	case k == "gssencmode" && v == "require":
 		return errors.New(`database option "gssencmode=require": GSSAPI encryption is not supported by the exporter's PostgreSQL driver`)
 	case k == "requiressl":
 		if v == "1" && !p.has("sslmode") {
-			p.set("sslmode", "require")
+			p.vals["sslmode"] = "require"
 		}
 		p.dropped = append(p.dropped, k)
 	case k == "tcp_user_timeout":
@@ -123,25 +121,25 @@ func (p *pgParams) option(k, v string) error {
 func newPostgresFromURL(u *sqlaURL) (dialect, error) {
 	p := &pgParams{vals: map[string]string{}}
 	if u.HasUser {
-		p.set("user", u.User)
+		p.vals["user"] = u.User
 	}
 	if u.HasPassword {
-		p.set("password", u.Password)
+		p.vals["password"] = u.Password
 	}
 	switch len(u.Hosts) {
 	case 0:
 	case 1:
 		if u.Hosts[0].Host != "" {
-			p.set("host", u.Hosts[0].Host)
+			p.vals["host"] = u.Hosts[0].Host
 		}
 		if u.Hosts[0].Port != "" {
-			p.set("port", u.Hosts[0].Port)
+			p.vals["port"] = u.Hosts[0].Port
 		}
 	default: // libpq's postgresql://h1:p1,h2:p2/db
 		setHostList(p, u.Hosts)
 	}
 	if u.HasDatabase {
-		p.set("dbname", u.Database)
+		p.vals["dbname"] = u.Database
 	}
 
 	var queryHosts []string
@@ -164,7 +162,7 @@ func newPostgresFromURL(u *sqlaURL) (dialect, error) {
 	case 1:
 		// SQLAlchemy's unix socket syntax: ?host=/var/run/postgresql; also a
 		// libpq comma list. Passed verbatim, as psycopg2 does.
-		p.set("host", queryHosts[0])
+		p.vals["host"] = queryHosts[0]
 	default:
 		// SQLAlchemy's multihost syntax: ?host=h1:p1&host=h2:p2.
 		if seen["port"] {
@@ -188,14 +186,14 @@ func setHostList(p *pgParams, hosts []hostPort) {
 		hs[i], ps[i] = h.Host, h.Port
 		anyPort = anyPort || h.Port != ""
 	}
-	p.set("host", strings.Join(hs, ","))
+	p.vals["host"] = strings.Join(hs, ",")
 	if anyPort {
 		for i := range ps {
 			if ps[i] == "" {
 				ps[i] = "5432"
 			}
 		}
-		p.set("port", strings.Join(ps, ","))
+		p.vals["port"] = strings.Join(ps, ",")
 	}
 }
 
@@ -222,13 +220,13 @@ func finishPostgres(p *pgParams) (dialect, error) {
 		if port == "" {
 			port = "5432"
 		}
-		p.set("host", defaultSocketDir(port))
+		p.vals["host"] = defaultSocketDir(port)
 	}
 	if !p.has("sslmode") && os.Getenv("PGSSLMODE") == "" {
-		p.set("sslmode", "prefer")
+		p.vals["sslmode"] = "prefer"
 	}
 	if !p.has("application_name") && !p.has("fallback_application_name") {
-		p.set("fallback_application_name", defaultApplicationName)
+		p.vals["fallback_application_name"] = defaultApplicationName
 	}
 
 	var pairs []string

@@ -124,17 +124,12 @@ func isInvalidEncoding(err error) bool {
 // pgQueries read the nodes from them in binary).
 var standardQueries = plainWording.queries(dollarParam)
 
-// testHook, when set by a test, runs inside the snapshot transaction after
+// testHook, when a test sets it, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
 // "nodes"). An error from it aborts the snapshot.
-var testHook func(ctx context.Context, stage string, tx *sqlx.Tx) error
+var testHook = noHook
 
-func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
-	if testHook == nil {
-		return nil
-	}
-	return testHook(ctx, stage, tx)
-}
+func noHook(context.Context, string, *sqlx.Tx) error { return nil }
 
 // Snapshot reads conductors, their hardware types and nodes in one read-only
 // REPEATABLE READ transaction, so that the three agree. Getting a connection
@@ -257,7 +252,7 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 	}
 	// Read-only: rolling back is all there is to end it.
 	defer func() { _ = tx.Rollback() }()
-	if err := runHook(tctx, "begin", tx); err != nil {
+	if err := testHook(tctx, "begin", tx); err != nil {
 		return nil, err
 	}
 
@@ -274,13 +269,13 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 	if snap.Conductors, err = d.readConductors(tctx, watch, tx, q.conductors, w); err != nil {
 		return nil, notIronic(err)
 	}
-	if err := runHook(tctx, "conductors", tx); err != nil {
+	if err := testHook(tctx, "conductors", tx); err != nil {
 		return nil, err
 	}
 	if err := d.readHardwareTypes(tctx, watch, tx, q.hardwareTypes, snap.Conductors, w); err != nil {
 		return nil, notIronic(err)
 	}
-	if err := runHook(tctx, "hardware types", tx); err != nil {
+	if err := testHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
 	}
 	if snap.NodeProbe, err = d.probeNodes(tctx, watch, tx, q.probe); err != nil {
@@ -312,7 +307,7 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 			if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.binaryNodes, snap.NodeProbe, w); err != nil {
 				return nil, notIronic(err)
 			}
-			if err := runHook(tctx, "nodes", tx); err != nil {
+			if err := testHook(tctx, "nodes", tx); err != nil {
 				return nil, err
 			}
 		}
