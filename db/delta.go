@@ -85,13 +85,11 @@ type Known struct {
 // rows with problems (Snapshot.Warnings): their warnings are told only by a
 // full read.
 func (d *DB) SnapshotChanges(ctx context.Context, known *Known) (*Snapshot, error) {
-	switch {
-	case known == nil:
-		return d.snapshotRetrying(ctx, since{})
-	case known.Recent:
-		return d.snapshotRetrying(ctx, since{delta: known})
+	s := since{delta: known}
+	if known != nil && !known.Recent {
+		s.probe = &known.Probe
 	}
-	return d.snapshotRetrying(ctx, since{probe: &known.Probe, delta: known})
+	return d.snapshotRetrying(ctx, s)
 }
 
 // changedSince is the second and third parameter of the delta read: the
@@ -176,17 +174,12 @@ func mergeNodes(prev, changed []Node) []Node {
 // keepIDs drops, in place, the nodes whose id is not in ids; both are
 // ordered by id.
 func keepIDs(nodes []Node, ids []int64) []Node {
-	out := nodes[:0]
-	for _, n := range nodes {
+	return slices.DeleteFunc(nodes, func(n Node) bool { // in order; clears the tail
 		for len(ids) > 0 && ids[0] < n.ID {
 			ids = ids[1:]
 		}
-		if len(ids) > 0 && ids[0] == n.ID {
-			out = append(out, n)
-		}
-	}
-	clear(nodes[len(out):]) // no stale copies past the end
-	return out
+		return len(ids) == 0 || ids[0] != n.ID
+	})
 }
 
 // agrees reports whether nodes are what probe counted: as many, strictly

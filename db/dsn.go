@@ -264,11 +264,7 @@ func Redact(dsn string) string {
 			// A raw '@' in the password ends SQLAlchemy's password early;
 			// mask up to the last '@' so that no part of it shows (this may
 			// mask more than the password, never less).
-			end := m[7]
-			if i := strings.LastIndex(dsn, "@"); i > end {
-				end = i
-			}
-			out = dsn[:m[6]] + redactedPassword + dsn[end:]
+			out = dsn[:m[6]] + redactedPassword + dsn[max(m[7], strings.LastIndex(dsn, "@")):]
 		}
 	} else if i := strings.LastIndex(dsn, "@"); i >= 0 {
 		// Not even a scheme we can read: mask all user information.

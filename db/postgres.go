@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -126,18 +127,7 @@ func newPostgresFromURL(u *sqlaURL) (dialect, error) {
 	if u.HasPassword {
 		p.vals["password"] = u.Password
 	}
-	switch len(u.Hosts) {
-	case 0:
-	case 1:
-		if u.Hosts[0].Host != "" {
-			p.vals["host"] = u.Hosts[0].Host
-		}
-		if u.Hosts[0].Port != "" {
-			p.vals["port"] = u.Hosts[0].Port
-		}
-	default: // libpq's postgresql://h1:p1,h2:p2/db
-		setHostList(p, u.Hosts)
-	}
+	setHostList(p, u.Hosts)
 	if u.HasDatabase {
 		p.vals["dbname"] = u.Database
 	}
@@ -178,21 +168,19 @@ func newPostgresFromURL(u *sqlaURL) (dialect, error) {
 	return finishPostgres(p)
 }
 
+// setHostList sets host and port from hosts, as libpq lists them
+// (postgresql://h1:p1,h2:p2/db): no host when the only one is empty, and
+// the ports only when any is given, the others defaulting to 5432.
 func setHostList(p *pgParams, hosts []hostPort) {
 	hs := make([]string, len(hosts))
 	ps := make([]string, len(hosts))
-	anyPort := false
 	for i, h := range hosts {
-		hs[i], ps[i] = h.Host, h.Port
-		anyPort = anyPort || h.Port != ""
+		hs[i], ps[i] = h.Host, cmp.Or(h.Port, "5432")
 	}
-	p.vals["host"] = strings.Join(hs, ",")
-	if anyPort {
-		for i := range ps {
-			if ps[i] == "" {
-				ps[i] = "5432"
-			}
-		}
+	if h := strings.Join(hs, ","); h != "" {
+		p.vals["host"] = h
+	}
+	if slices.ContainsFunc(hosts, func(h hostPort) bool { return h.Port != "" }) {
 		p.vals["port"] = strings.Join(ps, ",")
 	}
 }

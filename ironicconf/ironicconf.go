@@ -42,6 +42,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -358,8 +359,7 @@ func (r *reader) integer(section, key string) Opt[int] {
 // returns the options found. A missing file or directory is an error, as in
 // oslo.config; an option no file sets is not (its Set is false).
 func Load(files, dirs []string) (*Config, error) {
-	var paths []string
-	paths = append(paths, files...)
+	paths := slices.Clone(files)
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir) // sorted by name
 		if err != nil {

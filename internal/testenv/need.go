@@ -90,11 +90,8 @@ func pythonImports(modules ...string) func() error {
 }
 
 func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // Python returns the Python interpreter the tests and scripts use:
