@@ -84,8 +84,10 @@ type mysqlDialect struct {
 // query and an option file, before they become a mysql.Config.
 type mysqlSettings struct {
 	user, password, host, port, socket, database, bindAddress string
-	ssl                                                       map[string]string // ca, capath, cert, key, check_hostname
-	sslVerifyCert, sslVerifyIdentity, sslDisabled, sslMode    string
+	// ssl are the ssl_* options but ssl_mode, without "ssl_": ca, capath,
+	// cert, key, check_hostname, verify_cert, verify_identity, disabled.
+	ssl     map[string]string
+	sslMode string
 	// hasSSLRaw: the URL's own "ssl" option is given, which SQLAlchemy
 	// replaces by the dict of the ssl_* options when there is any.
 	hasSSLRaw                                 bool
@@ -152,8 +154,6 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	cfg.Loc = time.UTC
 	cfg.ParseTime = true
 	cfg.Collation = "utf8mb4_general_ci"
-	// Sent as "SET time_zone = '+00:00'" right after connecting. DATETIME
-	// values are never converted; TIMESTAMP values and NOW() would be.
 	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
 	cfg.AllowNativePasswords = true
 	cfg.AllowCleartextPasswords = tlsCfg != nil || cfg.Net == "unix"
@@ -194,14 +194,9 @@ func (s *mysqlSettings) parseOptions(query []queryOption, d *mysqlDialect) (map[
 			s.port = v
 		case "db", "database":
 			s.database = v
-		case "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_check_hostname":
+		case "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_check_hostname", "ssl_verify_cert", "ssl_verify_identity",
+			"ssl_disabled":
 			s.ssl[strings.TrimPrefix(k, "ssl_")] = v
-		case "ssl_verify_cert":
-			s.sslVerifyCert = v
-		case "ssl_verify_identity":
-			s.sslVerifyIdentity = v
-		case "ssl_disabled":
-			s.sslDisabled = v
 		case "ssl":
 			s.hasSSLRaw = true
 		case "ssl_mode":
@@ -309,21 +304,21 @@ func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 	if mode == "PREFERRED" {
 		return nil, errors.New(`database option "ssl_mode=PREFERRED" is not supported: use REQUIRED, VERIFY_CA or VERIFY_IDENTITY (or DISABLED)`)
 	}
-	if isTrue(s.sslDisabled) || mode == "DISABLED" {
+	if isTrue(s.ssl["disabled"]) || mode == "DISABLED" {
 		return nil, nil
 	}
 	hasCA := s.ssl["ca"] != "" || s.ssl["capath"] != ""
 	want := mode != "" || hasCA || s.ssl["cert"] != "" || s.ssl["key"] != "" ||
-		s.ssl["check_hostname"] != "" || isTrue(s.sslVerifyCert) || isTrue(s.sslVerifyIdentity)
+		s.ssl["check_hostname"] != "" || isTrue(s.ssl["verify_cert"]) || isTrue(s.ssl["verify_identity"])
 	if !want {
 		return nil, nil
 	}
 	verifyChain := hasCA
-	if s.sslVerifyCert != "" {
-		verifyChain = isTrue(s.sslVerifyCert)
+	if s.ssl["verify_cert"] != "" {
+		verifyChain = isTrue(s.ssl["verify_cert"])
 	}
 	verifyName := verifyChain && (s.ssl["check_hostname"] == "" || isTrue(s.ssl["check_hostname"]))
-	if isTrue(s.sslVerifyIdentity) {
+	if isTrue(s.ssl["verify_identity"]) {
 		verifyChain, verifyName = true, true
 	}
 	switch mode {
@@ -406,10 +401,10 @@ func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tl
 	if s.sslMode != "" {
 		return s.tlsConfig(addr, network)
 	}
-	if s.sslDisabled != "" {
+	if s.ssl["disabled"] != "" {
 		return nil, nil
 	}
-	rebuilt := s.sslVerifyCert != "" || s.sslVerifyIdentity != ""
+	rebuilt := s.ssl["verify_cert"] != "" || s.ssl["verify_identity"] != ""
 	if !rebuilt && s.hasSSLRaw && !urlSSL {
 		return nil, errors.New(`database URL option "ssl" alone is not usable: PyMySQL fails on it; give ssl_ca (SQLAlchemy replaces "ssl" by the ssl_* options) or ssl_verify_cert=true`)
 	}
@@ -417,7 +412,7 @@ func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tl
 	if rebuilt {
 		// PyMySQL: ssl = {"ca": None, "check_hostname": ...,
 		// "verify_mode": ssl_verify_cert or False}.
-		switch strings.ToLower(s.sslVerifyCert) {
+		switch strings.ToLower(s.ssl["verify_cert"]) {
 		case "required", "1", "true", "yes", "optional":
 		default:
 			cfg.InsecureSkipVerify = true
