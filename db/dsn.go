@@ -296,78 +296,65 @@ func Redact(dsn string) string {
 // conninfoPair is one key=value of a libpq connection string, with the byte
 // span of the value as written (quotes included).
 type conninfoPair struct {
-	Key, Value         string
-	valStart, valEnd   int
-	keyStart, keyEnd   int
-	quoted, terminated bool
+	Key, Value       string
+	valStart, valEnd int
 }
 
 // parseConninfo splits a libpq key=value connection string the way libpq's
 // conninfo_parse does: values may be single-quoted, a backslash escapes the
-// next character. It returns the pairs read before any error.
+// next character. It returns the pairs read before any error, and the one
+// that failed with its value running to the end (for Redact).
 func parseConninfo(s string) ([]conninfoPair, error) {
 	var pairs []conninfoPair
 	i, n := 0, len(s)
 	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
-	for {
+	skipSpace := func() {
 		for i < n && space(s[i]) {
 			i++
 		}
+	}
+	for {
+		skipSpace()
 		if i >= n {
 			return pairs, nil
 		}
-		p := conninfoPair{keyStart: i}
+		start := i
 		for i < n && !space(s[i]) && s[i] != '=' {
 			i++
 		}
-		p.keyEnd = i
-		p.Key = s[p.keyStart:p.keyEnd]
-		for i < n && space(s[i]) {
-			i++
-		}
+		p := conninfoPair{Key: s[start:i]}
+		skipSpace()
 		if i >= n || s[i] != '=' {
 			return pairs, fmt.Errorf("invalid connection string: missing \"=\" after %q", p.Key)
 		}
 		i++
-		for i < n && space(s[i]) {
-			i++
-		}
+		skipSpace()
 		p.valStart = i
+		fail := func(msg string) ([]conninfoPair, error) {
+			p.valEnd = n
+			return append(pairs, p), errors.New(msg)
+		}
 		var v strings.Builder
 		if i < n && s[i] == '\'' {
-			p.quoted = true
-			i++
-			for i < n {
-				c := s[i]
-				if c == '\\' && i+1 < n {
-					v.WriteByte(s[i+1])
-					i += 2
-					continue
+			for i++; i < n && s[i] != '\''; i++ {
+				if s[i] == '\\' && i+1 < n {
+					i++
 				}
-				i++
-				if c == '\'' {
-					p.terminated = true
-					break
-				}
-				v.WriteByte(c)
+				v.WriteByte(s[i])
 			}
-			if !p.terminated {
-				p.valEnd = n
-				pairs = append(pairs, p)
-				return pairs, errors.New("invalid connection string: unterminated quoted value")
+			if i >= n {
+				return fail("invalid connection string: unterminated quoted value")
 			}
+			i++ // the closing quote
 		} else {
-			for i < n && !space(s[i]) {
+			for ; i < n && !space(s[i]); i++ {
 				if s[i] == '\\' {
 					if i+1 >= n {
-						p.valEnd = n
-						pairs = append(pairs, p)
-						return pairs, errors.New("invalid connection string: backslash at the end")
+						return fail("invalid connection string: backslash at the end")
 					}
 					i++
 				}
 				v.WriteByte(s[i])
-				i++
 			}
 		}
 		p.valEnd = i
