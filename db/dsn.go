@@ -183,7 +183,7 @@ func (u *sqlaURL) parseHosts(spec string) error {
 	}
 	for _, item := range strings.Split(spec, ",") {
 		var hp hostPort
-		host, port := item, ""
+		var port string
 		if strings.HasPrefix(item, "[") {
 			i := strings.IndexByte(item, ']')
 			if i < 0 {
@@ -195,8 +195,8 @@ func (u *sqlaURL) parseHosts(spec string) error {
 			}
 			hp.Host, port = host, strings.TrimPrefix(rest, ":")
 		} else {
-			host, port, _ = strings.Cut(item, ":")
-			hp.Host = pyUnquote(host, false)
+			host, p, _ := strings.Cut(item, ":")
+			hp.Host, port = pyUnquote(host, false), p
 		}
 		if port != "" {
 			n, err := strconv.ParseUint(port, 10, 16)

@@ -126,7 +126,8 @@ var standardQueries = plainWording.queries(dollarParam)
 
 // testHook, when a test sets it, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
-// "nodes"). An error from it aborts the snapshot.
+// "nodes", "changed nodes", "node ids"). An error from it aborts the
+// snapshot.
 var testHook = noHook
 
 func noHook(context.Context, string, *sqlx.Tx) error { return nil }
@@ -157,8 +158,8 @@ type since struct {
 }
 
 // snapshotRetrying reads a snapshot (its nodes only as known allows, see
-// SnapshotChanges), switching to raw text on a SQL_ASCII
-// database and retrying once on a connection the server closed.
+// SnapshotChanges), switching to raw text on a SQL_ASCII database and
+// retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshotOwnerFallback(ctx, known)
 	if err != nil && ctx.Err() == nil && d.dialect.kind == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {

@@ -106,11 +106,10 @@ func findPython() (string, error) {
 		return p, nil
 	}
 	var found []string
-	if p, err := exec.LookPath("python3"); err == nil {
-		found = append(found, p)
-	}
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		found = append(found, "/usr/bin/python3")
+	for _, name := range []string{"python3", "/usr/bin/python3"} {
+		if p, err := exec.LookPath(name); err == nil {
+			found = append(found, p)
+		}
 	}
 	if len(found) == 0 {
 		return "", fmt.Errorf("no python3 in PATH nor /usr/bin/python3, and ICE_PYTHON not set")
