@@ -245,16 +245,13 @@ type optName struct{ section, key string }
 var connectionNames = []optName{{"database", "connection"}, {"DEFAULT", "sql_connection"},
 	{"database", "sql_connection"}, {"sql", "connection"}}
 
-// set is the parsed files, in order.
-type set []*File
-
 // lookup finds the winning assignment of an option as oslo.config's
 // _get_file_value does: the last file that sets any of names wins; within
 // it, the first of names it sets, and of that the last assignment.
-func (s set) lookup(names []optName) (value, bool) {
-	for i := len(s) - 1; i >= 0; i-- {
+func (r *reader) lookup(names []optName) (value, bool) {
+	for i := len(r.files) - 1; i >= 0; i-- {
 		for _, n := range names {
-			if vs := s[i].sections[n.section][n.key]; len(vs) > 0 {
+			if vs := r.files[i].sections[n.section][n.key]; len(vs) > 0 {
 				return vs[len(vs)-1], true
 			}
 		}
@@ -268,7 +265,7 @@ var templateRef = regexp.MustCompile(`\$(?:(\$)|([_a-zA-Z][._a-zA-Z0-9]*)|\{([_a
 
 // substitute expands $-references in v (oslo.config's _substitute).
 // secret says whether v's text must stay out of errors.
-func (s set) substitute(v value, secret bool, depth int) (string, error) {
+func (r *reader) substitute(v value, secret bool, depth int) (string, error) {
 	if !strings.Contains(v.text, "$") {
 		return v.text, nil
 	}
@@ -298,17 +295,17 @@ func (s set) substitute(v value, secret bool, depth int) (string, error) {
 		if g, k, ok := strings.Cut(ref, "."); ok {
 			section, key = normalSection(g), k
 		}
-		target, ok := s.lookup([]optName{{section, key}})
+		target, ok := r.lookup([]optName{{section, key}})
 		if !ok {
 			firstErr = verr(fmt.Sprintf("substitution $%s: [%s] %s is set in no config file, and the exporter does not know Ironic's default for it (set it, or write the value out; \"$$\" is a literal \"$\")", ref, section, key))
 			return ""
 		}
-		r, err := s.substitute(target, secret, depth+1)
+		text, err := r.substitute(target, secret, depth+1)
 		if err != nil {
 			firstErr = err
 			return ""
 		}
-		return r
+		return text
 	})
 	if firstErr != nil {
 		return "", firstErr
@@ -316,10 +313,11 @@ func (s set) substitute(v value, secret bool, depth int) (string, error) {
 	return out, nil
 }
 
-// reader reads options from the parsed files, collecting their errors.
+// reader reads options from the parsed files, in order, collecting their
+// errors.
 type reader struct {
-	set
-	errs []error
+	files []*File
+	errs  []error
 }
 
 // str is the value of the option written under names (see lookup), its
@@ -371,7 +369,7 @@ func Load(files, dirs []string) (*Config, error) {
 			}
 		}
 	}
-	var s set
+	r := &reader{}
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
@@ -382,13 +380,12 @@ func Load(files, dirs []string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		s = append(s, pf)
+		r.files = append(r.files, pf)
 	}
-	return s.config(paths)
+	return r.config(paths)
 }
 
-func (s set) config(paths []string) (*Config, error) {
-	r := &reader{set: s}
+func (r *reader) config(paths []string) (*Config, error) {
 	c := &Config{
 		Files:                    paths,
 		Connection:               r.str(connectionNames, true),
