@@ -84,15 +84,11 @@ func (w wording) word(c column, withoutOwner bool) string {
 	return c.name
 }
 
-// selectAll words the statement that reads cols of table, sorted by the
-// primary key, as Ironic's list calls do by default; withoutOwner reads
-// NULL for the owner columns. Lines are wrapped for the logs.
-func (w wording) selectAll(table string, cols []column, withoutOwner bool) string {
-	return w.selectWhere(table, cols, withoutOwner, "")
-}
-
-// selectWhere is selectAll with a WHERE clause (none when where is "").
-func (w wording) selectWhere(table string, cols []column, withoutOwner bool, where string) string {
+// selectFrom words the statement that reads cols of table (the rows where
+// where holds, all when it is ""), sorted by the primary key, as Ironic's
+// list calls do by default; withoutOwner reads NULL for the owner columns.
+// Lines are wrapped for the logs.
+func (w wording) selectFrom(table string, cols []column, withoutOwner bool, where string) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	line := len("SELECT ")
@@ -135,28 +131,30 @@ var (
 	questionParam = func(int) string { return "?" }
 )
 
-// queries words the conductors and nodes statements of a dialect, the delta
-// node reads with param's markers; the caller adds the hardware types and
-// the probe.
+// queries words the statements of a dialect, the delta node reads with
+// param's markers; the hardware types and the probe are SQLHardwareTypes
+// and SQLNodeProbe, for the caller to adapt.
 func (w wording) queries(param func(n int) string) queries {
 	where := changedWhere(param)
 	return queries{
-		conductors:               w.selectAll("conductors", conductorColumns, false),
-		nodes:                    w.selectAll("nodes", nodeColumns, false),
-		nodesWithoutOwner:        w.selectAll("nodes", nodeColumns, true),
-		changedNodes:             w.selectWhere("nodes", nodeColumns, false, where),
-		changedNodesWithoutOwner: w.selectWhere("nodes", nodeColumns, true, where),
+		conductors:               w.selectFrom("conductors", conductorColumns, false, ""),
+		hardwareTypes:            SQLHardwareTypes,
+		nodes:                    w.selectFrom("nodes", nodeColumns, false, ""),
+		nodesWithoutOwner:        w.selectFrom("nodes", nodeColumns, true, ""),
+		probe:                    SQLNodeProbe,
+		changedNodes:             w.selectFrom("nodes", nodeColumns, false, where),
+		changedNodesWithoutOwner: w.selectFrom("nodes", nodeColumns, true, where),
 	}
 }
 
 // The statements as PostgreSQL and MySQL read them.
 var (
 	// SQLConductors reads the conductors table.
-	SQLConductors = plainWording.selectAll("conductors", conductorColumns, false)
+	SQLConductors = standardQueries.conductors
 	// SQLNodes reads the nodes table, with owner (Ironic 12.1, Stein) and
 	// lessee (Ironic 15.0, Ussuri) for the API's policy.
-	SQLNodes = plainWording.selectAll("nodes", nodeColumns, false)
+	SQLNodes = standardQueries.nodes
 	// SQLNodesWithoutOwner reads the nodes table of a schema older than
 	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
-	SQLNodesWithoutOwner = plainWording.selectAll("nodes", nodeColumns, true)
+	SQLNodesWithoutOwner = standardQueries.nodesWithoutOwner
 )

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -22,56 +23,35 @@ import (
 // Options tune the connection pool and the query deadlines. The zero value
 // gives the defaults.
 type Options struct {
-	// QueryTimeout is the deadline of each query of a snapshot, of getting a
-	// connection, and of Ping. Default 10s.
+	// QueryTimeout is the deadline of each query of a snapshot and of
+	// getting a connection. Default 10s.
 	QueryTimeout time.Duration
-	// MaxOpenConns caps the pool. Default 2.
+	// MaxOpenConns caps the pool; as many stay open between refreshes.
+	// Default 2.
 	MaxOpenConns int
-	// MaxIdleConns is how many connections stay open between refreshes.
-	// Default MaxOpenConns.
-	MaxIdleConns int
-	// ConnMaxLifetime recycles connections, so that a fail-over or a DNS
-	// change is picked up. Default 5m.
-	ConnMaxLifetime time.Duration
-	// ConnMaxIdleTime closes a pooled connection unused this long, before a
-	// server's own idle timeout (PostgreSQL idle_session_timeout, MySQL
-	// wait_timeout) or a firewall drops it. Default 1m.
-	ConnMaxIdleTime time.Duration
 }
 
 // Defaults of Options.
 const (
-	DefaultQueryTimeout    = 10 * time.Second
-	DefaultMaxOpenConns    = 2
-	DefaultConnMaxLifetime = 5 * time.Minute
-	DefaultConnMaxIdleTime = time.Minute
+	DefaultQueryTimeout = 10 * time.Second
+	DefaultMaxOpenConns = 2
+)
+
+// The pool's lifetimes: connections are recycled so that a fail-over or a
+// DNS change is picked up, and a pooled connection unused for a minute is
+// closed before a server's own idle timeout (PostgreSQL
+// idle_session_timeout, MySQL wait_timeout) or a firewall drops it.
+const (
+	connMaxLifetime = 5 * time.Minute
+	connMaxIdleTime = time.Minute
 )
 
 func (o Options) withDefaults() (Options, error) {
-	for _, v := range []struct {
-		name string
-		bad  bool
-	}{{"QueryTimeout", o.QueryTimeout < 0}, {"MaxOpenConns", o.MaxOpenConns < 0}, {"MaxIdleConns", o.MaxIdleConns < 0},
-		{"ConnMaxLifetime", o.ConnMaxLifetime < 0}, {"ConnMaxIdleTime", o.ConnMaxIdleTime < 0}} {
-		if v.bad {
-			return o, fmt.Errorf("invalid database options: negative %s", v.name)
-		}
+	if o.QueryTimeout < 0 || o.MaxOpenConns < 0 {
+		return o, fmt.Errorf("invalid database options: negative QueryTimeout or MaxOpenConns (%+v)", o)
 	}
-	if o.QueryTimeout == 0 {
-		o.QueryTimeout = DefaultQueryTimeout
-	}
-	if o.MaxOpenConns == 0 {
-		o.MaxOpenConns = DefaultMaxOpenConns
-	}
-	if o.MaxIdleConns == 0 || o.MaxIdleConns > o.MaxOpenConns {
-		o.MaxIdleConns = o.MaxOpenConns
-	}
-	if o.ConnMaxLifetime == 0 {
-		o.ConnMaxLifetime = DefaultConnMaxLifetime
-	}
-	if o.ConnMaxIdleTime == 0 {
-		o.ConnMaxIdleTime = DefaultConnMaxIdleTime
-	}
+	o.QueryTimeout = cmp.Or(o.QueryTimeout, DefaultQueryTimeout)
+	o.MaxOpenConns = cmp.Or(o.MaxOpenConns, DefaultMaxOpenConns)
 	return o, nil
 }
 
@@ -79,14 +59,12 @@ func (o Options) withDefaults() (Options, error) {
 // for concurrent use and lives as long as the process.
 type DB struct {
 	db       *sqlx.DB
-	dialect  dialect
+	dialect  *dialectBase
 	opts     Options
 	redacted string
 	// rawText: read PostgreSQL text columns as bytes (a SQL_ASCII
 	// database with non-UTF-8 text, see Snapshot).
 	rawText atomic.Bool
-	// lastNodes is the node count of the last snapshot, to size the next.
-	lastNodes atomic.Int64
 	// lastNodeRead is the probe and the row problems of the last node read
 	// (full or delta): the problems are given again with a snapshot that
 	// skips reading the unchanged nodes, and a delta read is made only over
@@ -99,8 +77,8 @@ type DB struct {
 
 // Open parses dsn (Ironic's [database]connection: a SQLAlchemy URL for
 // PostgreSQL, MySQL/MariaDB or SQLite, a libpq URL or a libpq key=value
-// string) and sets up the pool. It does not connect: a database
-// that is down when the exporter starts shows up in Ping and Snapshot errors.
+// string) and sets up the pool. It does not connect: a database that is
+// down when the exporter starts shows up in Snapshot errors.
 // Errors never contain the password.
 func Open(dsn string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
@@ -113,12 +91,12 @@ func Open(dsn string, opts Options) (*DB, error) {
 	}
 	sdb := sql.OpenDB(d.connector(opts))
 	sdb.SetMaxOpenConns(opts.MaxOpenConns)
-	sdb.SetMaxIdleConns(opts.MaxIdleConns)
-	sdb.SetConnMaxLifetime(opts.ConnMaxLifetime)
-	sdb.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
+	sdb.SetMaxIdleConns(opts.MaxOpenConns)
+	sdb.SetConnMaxLifetime(connMaxLifetime)
+	sdb.SetConnMaxIdleTime(connMaxIdleTime)
 	return &DB{
-		db:       sqlx.NewDb(sdb, d.driverName()),
-		dialect:  d,
+		db:       sqlx.NewDb(sdb, d.facts().driver),
+		dialect:  d.facts(),
 		opts:     opts,
 		redacted: Redact(dsn),
 	}, nil
@@ -128,32 +106,17 @@ func Open(dsn string, opts Options) (*DB, error) {
 func (d *DB) String() string { return d.redacted }
 
 // Backend is the kind of database server.
-func (d *DB) Backend() Backend { return d.dialect.backend() }
+func (d *DB) Backend() Backend { return d.dialect.kind }
 
 // IgnoredOptions are the names of the DSN options that the Go driver has no
 // use for and that Open dropped (e.g. client_encoding, plugin, keepalives,
 // charset, ssl_cipher), for a startup log line.
-func (d *DB) IgnoredOptions() []string { return slices.Clone(d.dialect.ignored()) }
-
-// Ping checks that the database answers, within QueryTimeout.
-func (d *DB) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	// A pooled connection the server closed fails the first try.
-	err := d.db.PingContext(ctx)
-	if err != nil && ctx.Err() == nil && retryable(err) {
-		err = d.db.PingContext(ctx)
-	}
-	if err != nil {
-		return d.scrub(fmt.Errorf("pinging database: %w", err))
-	}
-	return nil
-}
+func (d *DB) IgnoredOptions() []string { return slices.Clone(d.dialect.dropped) }
 
 // Close closes the pool.
 func (d *DB) Close() error { return d.db.Close() }
 
-func (d *DB) scrub(err error) error { return scrub(err, d.dialect.secrets()) }
+func (d *DB) scrub(err error) error { return scrub(err, d.dialect.secret) }
 
 // scrub replaces any secret (of 4 bytes or more: shorter ones would mangle
 // the message and tell little) in err's message, keeping err in the chain
@@ -251,7 +214,7 @@ const (
 	KindOther      = "other"
 )
 
-// ErrorKind classifies an error of Snapshot or Ping into one of the Kind
+// ErrorKind classifies an error of Snapshot into one of the Kind
 // constants, for a metric label or a generic public message; the details
 // (addresses, user names) belong in logs only.
 func ErrorKind(err error) string {

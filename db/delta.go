@@ -3,7 +3,6 @@ package db
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"slices"
 	"time"
 
@@ -51,14 +50,15 @@ type Known struct {
 	Recent bool
 }
 
-// SnapshotChanges is SnapshotSince over known.Probe, with a delta read
-// where the nodes changed: when known is not nil and the probe differs,
-// only the rows that may have changed since known.Probe are read, in the
-// same transaction as the probe and the conductors, and merged by id into
-// known.Nodes (Snapshot.NodeRead says NodeReadDelta); when the delta cannot
-// be proven to give the nodes a full read would, every node is read
-// (NodeReadFull). The snapshot's Nodes are then always complete; known.Nodes
-// is never written.
+// SnapshotChanges is Snapshot, sparing what it can of the node read: when
+// known is not nil and not Recent, and the nodes table still probes as
+// known.Probe (SQLNodeProbe, in the same transaction as the conductors), no
+// node is read (Snapshot.NodesUnchanged); when the probe differs, only the
+// rows that may have changed since known.Probe are read, in the same
+// transaction, and merged by id into known.Nodes (Snapshot.NodeRead says
+// NodeReadDelta); when the delta cannot be proven to give the nodes a full
+// read would, every node is read (NodeReadFull). The snapshot's Nodes are
+// then always complete; known.Nodes is never written.
 //
 // The rows read are those with an id above known.Probe.MaxID (enrolled
 // since), or an updated_at or a created_at from known.Probe.Latest() less
@@ -85,13 +85,11 @@ type Known struct {
 // rows with problems (Snapshot.Warnings): their warnings are told only by a
 // full read.
 func (d *DB) SnapshotChanges(ctx context.Context, known *Known) (*Snapshot, error) {
-	switch {
-	case known == nil:
-		return d.snapshotRetrying(ctx, since{})
-	case known.Recent:
-		return d.snapshotRetrying(ctx, since{delta: known})
+	s := since{delta: known}
+	if known != nil && !known.Recent {
+		s.probe = &known.Probe
 	}
-	return d.snapshotRetrying(ctx, since{probe: &known.Probe, delta: known})
+	return d.snapshotRetrying(ctx, s)
 }
 
 // changedSince is the second and third parameter of the delta read: the
@@ -129,7 +127,7 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	if err != nil {
 		return nil, false, err
 	}
-	if err := runHook(ctx, "changed nodes", tx); err != nil {
+	if err := testHook(ctx, "changed nodes", tx); err != nil {
 		return nil, false, err
 	}
 	if len(nw) > 0 {
@@ -137,11 +135,14 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	}
 	nodes := mergeNodes(known.Nodes, changed)
 	if int64(len(nodes)) > probe.Count {
-		ids, err := d.readNodeIDs(ctx, watch, tx, probe.Count)
+		ids := make([]int64, 0, probe.Count)
+		err := d.inStep(ctx, watch, "reading node ids", func(ctx context.Context) error {
+			return tx.SelectContext(ctx, &ids, SQLNodeIDs)
+		})
 		if err != nil {
 			return nil, false, err
 		}
-		if err := runHook(ctx, "node ids", tx); err != nil {
+		if err := testHook(ctx, "node ids", tx); err != nil {
 			return nil, false, err
 		}
 		nodes = keepIDs(nodes, ids)
@@ -151,20 +152,6 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	}
 	d.lastNodeRead.Store(&nodeRead{probe: probe, nodes: nodes})
 	return nodes, true, nil
-}
-
-// readNodeIDs runs SQLNodeIDs in tx; count sizes the list.
-func (d *DB) readNodeIDs(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, count int64) ([]int64, error) {
-	ids := make([]int64, 0, count)
-	err := d.readRows(ctx, watch, tx, "reading node ids", SQLNodeIDs, false, func(rows *sql.Rows) error {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	})
-	return ids, err
 }
 
 // mergeNodes returns prev with the rows of changed in place of those of
@@ -187,17 +174,12 @@ func mergeNodes(prev, changed []*Node) []*Node {
 // keepIDs drops, in place, the nodes whose id is not in ids; both are
 // ordered by id.
 func keepIDs(nodes []*Node, ids []int64) []*Node {
-	out := nodes[:0]
-	for _, n := range nodes {
+	return slices.DeleteFunc(nodes, func(n *Node) bool { // in order; clears the tail
 		for len(ids) > 0 && ids[0] < n.ID {
 			ids = ids[1:]
 		}
-		if len(ids) > 0 && ids[0] == n.ID {
-			out = append(out, n)
-		}
-	}
-	clear(nodes[len(out):]) // no stale pointers past the end
-	return out
+		return len(ids) == 0 || ids[0] != n.ID
+	})
 }
 
 // agrees reports whether nodes are what probe counted: as many, strictly

@@ -42,7 +42,7 @@ func readDeltaAndFull(t *testing.T, d *DB, known *Known, what string) deltaRead 
 	if r.snap, err = d.SnapshotChanges(ctx, known); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	testHook = nil
+	testHook = noHook
 	if r.snap.NodesUnchanged {
 		// The cache's part: the known nodes stand.
 		unchanged := *r.snap

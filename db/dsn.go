@@ -22,53 +22,40 @@ import (
 // dialect is one SQL backend: how to connect and how to run the snapshot.
 // Implementations do no I/O when they are built.
 type dialect interface {
-	// backend names the kind of server.
-	backend() Backend
-	// driverName is the database/sql driver name, used by sqlx for bind
-	// variables.
-	driverName() string
 	// connector returns the driver connector; it must not connect. opts
 	// are the pool's options (with defaults), for settings such as a busy
 	// timeout that follow the query deadline.
 	connector(opts Options) driver.Connector
-	// txOptions are the options of the snapshot transaction.
-	txOptions() *sql.TxOptions
-	// queries are the snapshot's SQL statements.
-	queries() *queries
-	// secrets are the values that must never appear in an error or a log
-	// line (password, key passphrase).
-	secrets() []string
-	// ignored lists, by name, the options of the DSN that the Go driver has
-	// no use for and that were dropped.
-	ignored() []string
+	// facts are the dialect's fixed facts (its embedded dialectBase).
+	facts() *dialectBase
 }
 
-// dialectBase answers a dialect's fixed facts; every dialect embeds it.
+// dialectBase is what a dialect says of itself; every dialect embeds it.
 type dialectBase struct {
-	kind    Backend
-	driver  string
-	tx      sql.TxOptions
-	q       *queries
-	secret  []string
+	kind Backend
+	// driver is the database/sql driver name, used by sqlx for bind
+	// variables.
+	driver string
+	// tx are the options of the snapshot transaction.
+	tx sql.TxOptions
+	// q are the snapshot's SQL statements.
+	q *queries
+	// secret are the values that must never appear in an error or a log
+	// line (password, key passphrase).
+	secret []string
+	// dropped lists, by name, the options of the DSN that the Go driver has
+	// no use for.
 	dropped []string
 }
 
-func (b *dialectBase) backend() Backend          { return b.kind }
-func (b *dialectBase) driverName() string        { return b.driver }
-func (b *dialectBase) txOptions() *sql.TxOptions { return &b.tx }
-func (b *dialectBase) queries() *queries         { return b.q }
-func (b *dialectBase) secrets() []string         { return b.secret }
-func (b *dialectBase) ignored() []string         { return b.dropped }
+func (b *dialectBase) facts() *dialectBase { return b }
 
 // repeatableReadOnly is the snapshot transaction of the server backends.
 var repeatableReadOnly = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 
-// dialectFromURL builds a dialect from a parsed SQLAlchemy URL.
-type dialectFromURL func(u *sqlaURL) (dialect, error)
-
 // dialects maps the SQLAlchemy dialect name (the scheme before any "+driver")
-// to its implementation.
-var dialects = map[string]dialectFromURL{
+// to the function that builds it from a parsed URL.
+var dialects = map[string]func(u *sqlaURL) (dialect, error){
 	"postgresql": newPostgresFromURL,
 	"postgres":   newPostgresFromURL, // libpq's alias; SQLAlchemy < 1.4 too
 	"mysql":      newMySQLFromURL,
@@ -83,7 +70,8 @@ func parseDSN(dsn string) (dialect, error) {
 		return nil, errors.New("invalid database DSN: empty")
 	}
 	isURL := strings.Contains(dsn, "://")
-	if strings.IndexFunc(dsn, func(r rune) bool { return isControl(r) && (isURL || !strings.ContainsRune("\t\n\v\f\r", r)) }) >= 0 {
+	isControl := func(r rune) bool { return (r < 0x20 || r == 0x7f) && (isURL || !strings.ContainsRune("\t\n\v\f\r", r)) }
+	if strings.IndexFunc(dsn, isControl) >= 0 {
 		return nil, errors.New("invalid database DSN: contains a control character")
 	}
 	if !isURL {
@@ -101,8 +89,6 @@ func parseDSN(dsn string) (dialect, error) {
 	}
 	return nil, fmt.Errorf("database URL scheme %q: unknown database dialect %q", u.Scheme, u.Dialect)
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // sqlaURL is a parsed SQLAlchemy URL:
 //
@@ -197,7 +183,7 @@ func (u *sqlaURL) parseHosts(spec string) error {
 	}
 	for _, item := range strings.Split(spec, ",") {
 		var hp hostPort
-		host, port := item, ""
+		var port string
 		if strings.HasPrefix(item, "[") {
 			i := strings.IndexByte(item, ']')
 			if i < 0 {
@@ -209,10 +195,8 @@ func (u *sqlaURL) parseHosts(spec string) error {
 			}
 			hp.Host, port = host, strings.TrimPrefix(rest, ":")
 		} else {
-			if i := strings.IndexByte(item, ':'); i >= 0 {
-				host, port = item[:i], item[i+1:]
-			}
-			hp.Host = pyUnquote(host, false)
+			host, p, _ := strings.Cut(item, ":")
+			hp.Host, port = pyUnquote(host, false), p
 		}
 		if port != "" {
 			n, err := strconv.ParseUint(port, 10, 16)
@@ -280,11 +264,7 @@ func Redact(dsn string) string {
 			// A raw '@' in the password ends SQLAlchemy's password early;
 			// mask up to the last '@' so that no part of it shows (this may
 			// mask more than the password, never less).
-			end := m[7]
-			if i := strings.LastIndex(dsn, "@"); i > end {
-				end = i
-			}
-			out = dsn[:m[6]] + redactedPassword + dsn[end:]
+			out = dsn[:m[6]] + redactedPassword + dsn[max(m[7], strings.LastIndex(dsn, "@")):]
 		}
 	} else if i := strings.LastIndex(dsn, "@"); i >= 0 {
 		// Not even a scheme we can read: mask all user information.
@@ -316,78 +296,65 @@ func Redact(dsn string) string {
 // conninfoPair is one key=value of a libpq connection string, with the byte
 // span of the value as written (quotes included).
 type conninfoPair struct {
-	Key, Value         string
-	valStart, valEnd   int
-	keyStart, keyEnd   int
-	quoted, terminated bool
+	Key, Value       string
+	valStart, valEnd int
 }
 
 // parseConninfo splits a libpq key=value connection string the way libpq's
 // conninfo_parse does: values may be single-quoted, a backslash escapes the
-// next character. It returns the pairs read before any error.
+// next character. It returns the pairs read before any error, and the one
+// that failed with its value running to the end (for Redact).
 func parseConninfo(s string) ([]conninfoPair, error) {
 	var pairs []conninfoPair
 	i, n := 0, len(s)
 	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
-	for {
+	skipSpace := func() {
 		for i < n && space(s[i]) {
 			i++
 		}
+	}
+	for {
+		skipSpace()
 		if i >= n {
 			return pairs, nil
 		}
-		p := conninfoPair{keyStart: i}
+		start := i
 		for i < n && !space(s[i]) && s[i] != '=' {
 			i++
 		}
-		p.keyEnd = i
-		p.Key = s[p.keyStart:p.keyEnd]
-		for i < n && space(s[i]) {
-			i++
-		}
+		p := conninfoPair{Key: s[start:i]}
+		skipSpace()
 		if i >= n || s[i] != '=' {
 			return pairs, fmt.Errorf("invalid connection string: missing \"=\" after %q", p.Key)
 		}
 		i++
-		for i < n && space(s[i]) {
-			i++
-		}
+		skipSpace()
 		p.valStart = i
+		fail := func(msg string) ([]conninfoPair, error) {
+			p.valEnd = n
+			return append(pairs, p), errors.New(msg)
+		}
 		var v strings.Builder
 		if i < n && s[i] == '\'' {
-			p.quoted = true
-			i++
-			for i < n {
-				c := s[i]
-				if c == '\\' && i+1 < n {
-					v.WriteByte(s[i+1])
-					i += 2
-					continue
+			for i++; i < n && s[i] != '\''; i++ {
+				if s[i] == '\\' && i+1 < n {
+					i++
 				}
-				i++
-				if c == '\'' {
-					p.terminated = true
-					break
-				}
-				v.WriteByte(c)
+				v.WriteByte(s[i])
 			}
-			if !p.terminated {
-				p.valEnd = n
-				pairs = append(pairs, p)
-				return pairs, errors.New("invalid connection string: unterminated quoted value")
+			if i >= n {
+				return fail("invalid connection string: unterminated quoted value")
 			}
+			i++ // the closing quote
 		} else {
-			for i < n && !space(s[i]) {
+			for ; i < n && !space(s[i]); i++ {
 				if s[i] == '\\' {
 					if i+1 >= n {
-						p.valEnd = n
-						pairs = append(pairs, p)
-						return pairs, errors.New("invalid connection string: backslash at the end")
+						return fail("invalid connection string: backslash at the end")
 					}
 					i++
 				}
 				v.WriteByte(s[i])
-				i++
 			}
 		}
 		p.valEnd = i

@@ -115,11 +115,11 @@ func TestParseDSN(t *testing.T) {
 			if diff := cmp.Diff(want, pg.params); diff != "" {
 				t.Errorf("params (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.ignored, pg.ignored(), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.ignored, pg.dropped, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("ignored (-want +got):\n%s", diff)
 			}
-			if d.backend() != BackendPostgreSQL || d.driverName() != "postgres" {
-				t.Errorf("backend %s, driver %s", d.backend(), d.driverName())
+			if d.facts().kind != BackendPostgreSQL || d.facts().driver != "postgres" {
+				t.Errorf("backend %s, driver %s", d.facts().kind, d.facts().driver)
 			}
 		})
 	}
@@ -230,8 +230,7 @@ func TestOpenOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if d.opts.QueryTimeout != DefaultQueryTimeout || d.opts.MaxOpenConns != 2 || d.opts.MaxIdleConns != 2 ||
-		d.opts.ConnMaxLifetime != DefaultConnMaxLifetime {
+	if d.opts.QueryTimeout != DefaultQueryTimeout || d.opts.MaxOpenConns != 2 {
 		t.Errorf("defaults: %+v", d.opts)
 	}
 	if st := d.db.Stats(); st.MaxOpenConnections != 2 || st.OpenConnections != 0 {

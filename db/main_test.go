@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -71,6 +72,22 @@ var (
 	testTZ = "Asia/Kolkata"
 	goTZ   = "America/New_York"
 )
+
+// Ping checks that the database answers, within QueryTimeout, as a
+// snapshot connects (the tests' way to try a DSN).
+func (d *DB) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
+	defer cancel()
+	// A pooled connection the server closed fails the first try.
+	err := d.db.PingContext(ctx)
+	if err != nil && ctx.Err() == nil && retryable(err) {
+		err = d.db.PingContext(ctx)
+	}
+	if err != nil {
+		return d.scrub(fmt.Errorf("pinging database: %w", err))
+	}
+	return nil
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,15 +76,18 @@ var mysqlSocketPaths = []string{"/run/mysqld/mysqld.sock", "/var/run/mysqld/mysq
 
 type mysqlDialect struct {
 	dialectBase
-	cfg *mysql.Config
+	cfg  *mysql.Config
+	conn *mysqlConnector
 }
 
 // mysqlSettings are the connection settings gathered from the URL, its
 // query and an option file, before they become a mysql.Config.
 type mysqlSettings struct {
 	user, password, host, port, socket, database, bindAddress string
-	ssl                                                       map[string]string // ca, capath, cert, key, check_hostname
-	sslVerifyCert, sslVerifyIdentity, sslDisabled, sslMode    string
+	// ssl are the ssl_* options but ssl_mode, without "ssl_": ca, capath,
+	// cert, key, check_hostname, verify_cert, verify_identity, disabled.
+	ssl     map[string]string
+	sslMode string
 	// hasSSLRaw: the URL's own "ssl" option is given, which SQLAlchemy
 	// replaces by the dict of the ssl_* options when there is any.
 	hasSSLRaw                                 bool
@@ -111,10 +115,8 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	if err != nil {
 		return nil, err
 	}
-	urlSSL := false
-	for _, k := range []string{"ssl_ca", "ssl_key", "ssl_cert", "ssl_capath", "ssl_cipher", "ssl_check_hostname"} {
-		urlSSL = urlSSL || seen[k]
-	}
+	urlSSL := slices.ContainsFunc([]string{"ssl_ca", "ssl_key", "ssl_cert", "ssl_capath", "ssl_cipher", "ssl_check_hostname"},
+		func(k string) bool { return seen[k] })
 	if v, ok := s.ssl["check_hostname"]; ok {
 		if _, err := sqlaBool(v); err != nil {
 			return nil, fmt.Errorf("database URL option %q: %w", "ssl_check_hostname", err)
@@ -152,15 +154,16 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	cfg.Loc = time.UTC
 	cfg.ParseTime = true
 	cfg.Collation = "utf8mb4_general_ci"
-	// Sent as "SET time_zone = '+00:00'" right after connecting. DATETIME
-	// values are never converted; TIMESTAMP values and NOW() would be.
 	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
 	cfg.AllowNativePasswords = true
 	cfg.AllowCleartextPasswords = tlsCfg != nil || cfg.Net == "unix"
 	cfg.CheckConnLiveness = true
 	cfg.Logger = &mysql.NopLogger{}
-	d.cfg = cfg
-	d.secret = []string{s.password}
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, scrub(fmt.Errorf("invalid MySQL connection settings: %w", err), []string{s.password})
+	}
+	d.cfg, d.conn, d.secret = cfg, &mysqlConnector{inner: c}, []string{s.password}
 	return d, nil
 }
 
@@ -191,14 +194,9 @@ func (s *mysqlSettings) parseOptions(query []queryOption, d *mysqlDialect) (map[
 			s.port = v
 		case "db", "database":
 			s.database = v
-		case "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_check_hostname":
+		case "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_check_hostname", "ssl_verify_cert", "ssl_verify_identity",
+			"ssl_disabled":
 			s.ssl[strings.TrimPrefix(k, "ssl_")] = v
-		case "ssl_verify_cert":
-			s.sslVerifyCert = v
-		case "ssl_verify_identity":
-			s.sslVerifyIdentity = v
-		case "ssl_disabled":
-			s.sslDisabled = v
 		case "ssl":
 			s.hasSSLRaw = true
 		case "ssl_mode":
@@ -269,10 +267,7 @@ func (s *mysqlSettings) address(cfg *mysql.Config, mysqldb bool) error {
 			return fmt.Errorf("database option bind_address: %q is not an IP address", s.bindAddress)
 		}
 		if cfg.Net == "tcp" {
-			dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
-			cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				return dialer.DialContext(ctx, network, addr)
-			}
+			cfg.DialFunc = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}).DialContext
 		}
 	}
 	return nil
@@ -309,21 +304,21 @@ func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 	if mode == "PREFERRED" {
 		return nil, errors.New(`database option "ssl_mode=PREFERRED" is not supported: use REQUIRED, VERIFY_CA or VERIFY_IDENTITY (or DISABLED)`)
 	}
-	if isTrue(s.sslDisabled) || mode == "DISABLED" {
+	if isTrue(s.ssl["disabled"]) || mode == "DISABLED" {
 		return nil, nil
 	}
 	hasCA := s.ssl["ca"] != "" || s.ssl["capath"] != ""
 	want := mode != "" || hasCA || s.ssl["cert"] != "" || s.ssl["key"] != "" ||
-		s.ssl["check_hostname"] != "" || isTrue(s.sslVerifyCert) || isTrue(s.sslVerifyIdentity)
+		s.ssl["check_hostname"] != "" || isTrue(s.ssl["verify_cert"]) || isTrue(s.ssl["verify_identity"])
 	if !want {
 		return nil, nil
 	}
 	verifyChain := hasCA
-	if s.sslVerifyCert != "" {
-		verifyChain = isTrue(s.sslVerifyCert)
+	if s.ssl["verify_cert"] != "" {
+		verifyChain = isTrue(s.ssl["verify_cert"])
 	}
 	verifyName := verifyChain && (s.ssl["check_hostname"] == "" || isTrue(s.ssl["check_hostname"]))
-	if isTrue(s.sslVerifyIdentity) {
+	if isTrue(s.ssl["verify_identity"]) {
 		verifyChain, verifyName = true, true
 	}
 	switch mode {
@@ -406,10 +401,10 @@ func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tl
 	if s.sslMode != "" {
 		return s.tlsConfig(addr, network)
 	}
-	if s.sslDisabled != "" {
+	if s.ssl["disabled"] != "" {
 		return nil, nil
 	}
-	rebuilt := s.sslVerifyCert != "" || s.sslVerifyIdentity != ""
+	rebuilt := s.ssl["verify_cert"] != "" || s.ssl["verify_identity"] != ""
 	if !rebuilt && s.hasSSLRaw && !urlSSL {
 		return nil, errors.New(`database URL option "ssl" alone is not usable: PyMySQL fails on it; give ssl_ca (SQLAlchemy replaces "ssl" by the ssl_* options) or ssl_verify_cert=true`)
 	}
@@ -417,7 +412,7 @@ func (s *mysqlSettings) pymysqlTLSConfig(addr, network string, urlSSL bool) (*tl
 	if rebuilt {
 		// PyMySQL: ssl = {"ca": None, "check_hostname": ...,
 		// "verify_mode": ssl_verify_cert or False}.
-		switch strings.ToLower(s.sslVerifyCert) {
+		switch strings.ToLower(s.ssl["verify_cert"]) {
 		case "required", "1", "true", "yes", "optional":
 		default:
 			cfg.InsecureSkipVerify = true
@@ -567,18 +562,12 @@ func (s *mysqlSettings) readOptionFile(path, group string) error {
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("database option read_default_file %s: %w", path, err)
 	}
-	fill := func(dst *string, key string) {
+	for dst, key := range map[*string]string{&s.user: "user", &s.password: "password", &s.host: "host",
+		&s.database: "database", &s.socket: "socket", &s.port: "port", &s.bindAddress: "bind-address"} {
 		if *dst == "" {
 			*dst = vals[key]
 		}
 	}
-	fill(&s.user, "user")
-	fill(&s.password, "password")
-	fill(&s.host, "host")
-	fill(&s.database, "database")
-	fill(&s.socket, "socket")
-	fill(&s.port, "port")
-	fill(&s.bindAddress, "bind-address")
 	for _, k := range []string{"ca", "capath", "cert", "key"} {
 		if s.ssl[k] == "" && vals["ssl-"+k] != "" {
 			s.ssl[k] = vals["ssl-"+k]
@@ -587,15 +576,7 @@ func (s *mysqlSettings) readOptionFile(path, group string) error {
 	return nil
 }
 
-func (d *mysqlDialect) connector(Options) driver.Connector {
-	c, err := mysql.NewConnector(d.cfg)
-	if err != nil {
-		// NewConnector only fails on a Config it cannot normalise, which
-		// newMySQLFromURL does not build; keep the failure for Connect.
-		return errConnector{err}
-	}
-	return &mysqlConnector{inner: c}
-}
+func (d *mysqlDialect) connector(Options) driver.Connector { return d.conn }
 
 // mysqlQueries: MySQL compares strings by the column's collation, which in
 // Ironic's schema is case- and accent-insensitive (utf8mb3_general_ci) and
@@ -607,15 +588,8 @@ var mysqlQueries = func() queries {
 	q.hardwareTypes = `SELECT conductor_id, hardware_type
 FROM conductor_hardware_interfaces
 ORDER BY conductor_id`
-	q.probe = SQLNodeProbe
 	return q
 }()
-
-// errConnector fails every connection with err.
-type errConnector struct{ err error }
-
-func (c errConnector) Connect(context.Context) (driver.Conn, error) { return nil, c.err }
-func (c errConnector) Driver() driver.Driver                        { return mysql.MySQLDriver{} }
 
 // The statements that make a connection read-only and that start and end a
 // snapshot.
@@ -663,11 +637,6 @@ func (c *mysqlConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 		return nil, err
 	}
 	return mysqlTx{c}, nil
-}
-
-// Begin is the deprecated form driver.Conn still requires.
-func (c *mysqlConn) Begin() (driver.Tx, error) {
-	return c.BeginTx(context.Background(), driver.TxOptions{ReadOnly: true})
 }
 
 type mysqlTx struct{ c *mysqlConn }

@@ -98,11 +98,11 @@ host=db.internal
 			if c.Loc != time.UTC || !c.ParseTime || c.Params["time_zone"] != "'+00:00'" {
 				t.Errorf("loc %v parseTime %v params %v", c.Loc, c.ParseTime, c.Params)
 			}
-			if diff := cmp.Diff(tc.ignored, my.ignored(), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.ignored, my.dropped, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("ignored (-want +got):\n%s", diff)
 			}
-			if d.backend() != BackendMySQL {
-				t.Errorf("backend %s", d.backend())
+			if d.facts().kind != BackendMySQL {
+				t.Errorf("backend %s", d.facts().kind)
 			}
 		})
 	}

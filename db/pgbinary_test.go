@@ -152,7 +152,7 @@ type nodesRead struct {
 func readInTx(t testing.TB, d *DB, read func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]*Node, error)) nodesRead {
 	t.Helper()
 	ctx := context.Background()
-	tx, err := d.db.BeginTxx(ctx, d.dialect.txOptions())
+	tx, err := d.db.BeginTxx(ctx, &d.dialect.tx)
 	if err != nil {
 		t.Fatal(err)
 	}

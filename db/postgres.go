@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -83,8 +84,6 @@ type pgParams struct {
 	userTimeout time.Duration
 }
 
-func (p *pgParams) set(k, v string) { p.vals[k] = v }
-
 func (p *pgParams) has(k string) bool { _, ok := p.vals[k]; return ok }
 
 // option applies one option given by name in a URL query or a key=value
@@ -92,12 +91,12 @@ func (p *pgParams) has(k string) bool { _, ok := p.vals[k]; return ok }
 func (p *pgParams) option(k, v string) error {
 	switch {
 	case pgKeywords[k]:
-		p.set(k, v)
+		p.vals[k] = v
 	case k == "gssencmode" && v == "require":
 		return errors.New(`database option "gssencmode=require": GSSAPI encryption is not supported by the exporter's PostgreSQL driver`)
 	case k == "requiressl":
 		if v == "1" && !p.has("sslmode") {
-			p.set("sslmode", "require")
+			p.vals["sslmode"] = "require"
 		}
 		p.dropped = append(p.dropped, k)
 	case k == "tcp_user_timeout":
@@ -111,9 +110,8 @@ func (p *pgParams) option(k, v string) error {
 		p.userTimeout = time.Duration(ms) * time.Millisecond
 	case pgIgnored[k]:
 		p.dropped = append(p.dropped, k)
-	case k == "sslpassword" || k == "sslcrl" || k == "sslcrldir" || k == "sslcertmode" ||
-		k == "channel_binding" || k == "require_auth" || k == "requirepeer" ||
-		k == "gsslib" || k == "gssdelegation" || k == "replication":
+	case slices.Contains([]string{"sslpassword", "sslcrl", "sslcrldir", "sslcertmode", "channel_binding",
+		"require_auth", "requirepeer", "gsslib", "gssdelegation", "replication"}, k):
 		return fmt.Errorf("database option %q is not supported by the exporter's PostgreSQL driver", k)
 	default:
 		return fmt.Errorf("unknown database option %q (not a libpq connection keyword)", k)
@@ -124,25 +122,14 @@ func (p *pgParams) option(k, v string) error {
 func newPostgresFromURL(u *sqlaURL) (dialect, error) {
 	p := &pgParams{vals: map[string]string{}}
 	if u.HasUser {
-		p.set("user", u.User)
+		p.vals["user"] = u.User
 	}
 	if u.HasPassword {
-		p.set("password", u.Password)
+		p.vals["password"] = u.Password
 	}
-	switch len(u.Hosts) {
-	case 0:
-	case 1:
-		if u.Hosts[0].Host != "" {
-			p.set("host", u.Hosts[0].Host)
-		}
-		if u.Hosts[0].Port != "" {
-			p.set("port", u.Hosts[0].Port)
-		}
-	default: // libpq's postgresql://h1:p1,h2:p2/db
-		setHostList(p, u.Hosts)
-	}
+	setHostList(p, u.Hosts)
 	if u.HasDatabase {
-		p.set("dbname", u.Database)
+		p.vals["dbname"] = u.Database
 	}
 
 	var queryHosts []string
@@ -165,7 +152,7 @@ func newPostgresFromURL(u *sqlaURL) (dialect, error) {
 	case 1:
 		// SQLAlchemy's unix socket syntax: ?host=/var/run/postgresql; also a
 		// libpq comma list. Passed verbatim, as psycopg2 does.
-		p.set("host", queryHosts[0])
+		p.vals["host"] = queryHosts[0]
 	default:
 		// SQLAlchemy's multihost syntax: ?host=h1:p1&host=h2:p2.
 		if seen["port"] {
@@ -181,22 +168,20 @@ func newPostgresFromURL(u *sqlaURL) (dialect, error) {
 	return finishPostgres(p)
 }
 
+// setHostList sets host and port from hosts, as libpq lists them
+// (postgresql://h1:p1,h2:p2/db): no host when the only one is empty, and
+// the ports only when any is given, the others defaulting to 5432.
 func setHostList(p *pgParams, hosts []hostPort) {
 	hs := make([]string, len(hosts))
 	ps := make([]string, len(hosts))
-	anyPort := false
 	for i, h := range hosts {
-		hs[i], ps[i] = h.Host, h.Port
-		anyPort = anyPort || h.Port != ""
+		hs[i], ps[i] = h.Host, cmp.Or(h.Port, "5432")
 	}
-	p.set("host", strings.Join(hs, ","))
-	if anyPort {
-		for i := range ps {
-			if ps[i] == "" {
-				ps[i] = "5432"
-			}
-		}
-		p.set("port", strings.Join(ps, ","))
+	if h := strings.Join(hs, ","); h != "" {
+		p.vals["host"] = h
+	}
+	if slices.ContainsFunc(hosts, func(h hostPort) bool { return h.Port != "" }) {
+		p.vals["port"] = strings.Join(ps, ",")
 	}
 }
 
@@ -223,13 +208,13 @@ func finishPostgres(p *pgParams) (dialect, error) {
 		if port == "" {
 			port = "5432"
 		}
-		p.set("host", defaultSocketDir(port))
+		p.vals["host"] = defaultSocketDir(port)
 	}
 	if !p.has("sslmode") && os.Getenv("PGSSLMODE") == "" {
-		p.set("sslmode", "prefer")
+		p.vals["sslmode"] = "prefer"
 	}
 	if !p.has("application_name") && !p.has("fallback_application_name") {
-		p.set("fallback_application_name", defaultApplicationName)
+		p.vals["fallback_application_name"] = defaultApplicationName
 	}
 
 	var pairs []string

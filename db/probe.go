@@ -62,14 +62,6 @@ func (p NodeProbe) Latest() time.Time {
 	return p.MaxUpdatedAt
 }
 
-// SnapshotSince is Snapshot, except that when known is not nil and the
-// nodes table still probes as known (SQLNodeProbe, in the same transaction
-// as the conductors), the nodes are not read: the snapshot has no Nodes
-// and NodesUnchanged set. Conductors and hardware types are always read.
-func (d *DB) SnapshotSince(ctx context.Context, known *NodeProbe) (*Snapshot, error) {
-	return d.snapshotRetrying(ctx, since{probe: known})
-}
-
 // probeNodes runs SQLNodeProbe, as the dialect words it, in tx.
 func (d *DB) probeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string) (NodeProbe, error) {
 	var (

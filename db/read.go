@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -52,12 +53,6 @@ ORDER BY conductor_id, hardware_type`
 // timeout.
 var ErrNotIronic = errors.New("not Ironic's database")
 
-// missingTable reports whether err is the server saying a table does not
-// exist: PostgreSQL SQLSTATE 42P01 (undefined_table, any driver with
-// SQLState()), MySQL/MariaDB error 1146 (ER_NO_SUCH_TABLE), SQLite "no
-// such table".
-func missingTable(err error) bool { return serverSays(err, "42P01", 1146, "no such table: ") }
-
 // serverSays reports whether err is one server error, told by its
 // PostgreSQL SQLSTATE (any driver with SQLState()), its MySQL/MariaDB error
 // number, or, for SQLite, whose driver has no error type for it, a part of
@@ -74,9 +69,11 @@ func serverSays(err error, sqlState string, mysqlNumber uint16, sqliteText strin
 	return strings.Contains(err.Error(), sqliteText)
 }
 
-// notIronic marks a missing-table error with ErrNotIronic.
+// notIronic marks with ErrNotIronic the server saying a table does not
+// exist: PostgreSQL SQLSTATE 42P01 (undefined_table), MySQL/MariaDB error
+// 1146 (ER_NO_SUCH_TABLE), SQLite "no such table".
 func notIronic(err error) error {
-	if err != nil && missingTable(err) {
+	if err != nil && serverSays(err, "42P01", 1146, "no such table: ") {
 		return fmt.Errorf("%w (no such table: is this Ironic's database, with its schema?): %w", ErrNotIronic, err)
 	}
 	return err
@@ -112,7 +109,6 @@ var pgRawTextQueries = func() queries {
 	q.hardwareTypes = `SELECT DISTINCT conductor_id, convert_to(hardware_type, 'SQL_ASCII')
 FROM conductor_hardware_interfaces
 ORDER BY 1, 2`
-	q.probe = SQLNodeProbe
 	return q
 }()
 
@@ -126,23 +122,15 @@ func isInvalidEncoding(err error) bool {
 
 // standardQueries are the statements as written above (PostgreSQL's
 // pgQueries read the nodes from them in binary).
-var standardQueries = func() queries {
-	q := plainWording.queries(dollarParam)
-	q.hardwareTypes, q.probe = SQLHardwareTypes, SQLNodeProbe
-	return q
-}()
+var standardQueries = plainWording.queries(dollarParam)
 
-// testHook, when set by a test, runs inside the snapshot transaction after
+// testHook, when a test sets it, runs inside the snapshot transaction after
 // BEGIN ("begin") and after each query ("conductors", "hardware types",
-// "nodes"). An error from it aborts the snapshot.
-var testHook func(ctx context.Context, stage string, tx *sqlx.Tx) error
+// "nodes", "changed nodes", "node ids"). An error from it aborts the
+// snapshot.
+var testHook = noHook
 
-func runHook(ctx context.Context, stage string, tx *sqlx.Tx) error {
-	if testHook == nil {
-		return nil
-	}
-	return testHook(ctx, stage, tx)
-}
+func noHook(context.Context, string, *sqlx.Tx) error { return nil }
 
 // Snapshot reads conductors, their hardware types and nodes in one read-only
 // REPEATABLE READ transaction, so that the three agree. Getting a connection
@@ -161,8 +149,7 @@ func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // since is what a snapshot may spare of the node read.
 type since struct {
-	// probe, when not nil, spares the node read while the probe equals it
-	// (SnapshotSince).
+	// probe, when not nil, spares the node read while the probe equals it.
 	probe *NodeProbe
 	// delta, when not nil, has the nodes of probe: when the probe differs,
 	// only the rows that may have changed are read and merged into them
@@ -171,11 +158,11 @@ type since struct {
 }
 
 // snapshotRetrying reads a snapshot (its nodes only as known allows, see
-// SnapshotSince and SnapshotChanges), switching to raw text on a SQL_ASCII
-// database and retrying once on a connection the server closed.
+// SnapshotChanges), switching to raw text on a SQL_ASCII database and
+// retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshotOwnerFallback(ctx, known)
-	if err != nil && ctx.Err() == nil && d.dialect.backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+	if err != nil && ctx.Err() == nil && d.dialect.kind == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
 		// A SQL_ASCII database holding bytes that are not UTF-8: the
 		// server refuses to send them as UTF-8 text. Read the text
 		// columns as bytes from now on; the reader checks them.
@@ -260,19 +247,19 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 	defer cancel()
 	defer watch(tctx)()
 	stepStart := time.Now()
-	tx, err := conn.BeginTxx(tctx, d.dialect.txOptions())
+	tx, err := conn.BeginTxx(tctx, &d.dialect.tx)
 	if err != nil {
 		return nil, stepError(tctx, "starting read-only transaction", stepStart, err)
 	}
 	// Read-only: rolling back is all there is to end it.
 	defer func() { _ = tx.Rollback() }()
-	if err := runHook(tctx, "begin", tx); err != nil {
+	if err := testHook(tctx, "begin", tx); err != nil {
 		return nil, err
 	}
 
-	snap := &Snapshot{Backend: d.dialect.backend()}
+	snap := &Snapshot{Backend: d.dialect.kind}
 	w := &warner{}
-	q := d.dialect.queries()
+	q := d.dialect.q
 	if d.rawText.Load() {
 		q = &pgRawTextQueries
 	}
@@ -283,13 +270,13 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 	if snap.Conductors, err = d.readConductors(tctx, watch, tx, q.conductors, w); err != nil {
 		return nil, notIronic(err)
 	}
-	if err := runHook(tctx, "conductors", tx); err != nil {
+	if err := testHook(tctx, "conductors", tx); err != nil {
 		return nil, err
 	}
 	if err := d.readHardwareTypes(tctx, watch, tx, q.hardwareTypes, snap.Conductors, w); err != nil {
 		return nil, notIronic(err)
 	}
-	if err := runHook(tctx, "hardware types", tx); err != nil {
+	if err := testHook(tctx, "hardware types", tx); err != nil {
 		return nil, err
 	}
 	if snap.NodeProbe, err = d.probeNodes(tctx, watch, tx, q.probe); err != nil {
@@ -301,7 +288,8 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 		// The probe does not see a column renamed or dropped under the
 		// exporter: the node read itself, with no row, proves it would
 		// still work (the server only plans it).
-		if err := d.checkQuery(tctx, watch, tx, "checking the nodes columns", nodesQuery+"\nLIMIT 0"); err != nil {
+		err := d.readRows(tctx, watch, tx, "checking the nodes columns", nodesQuery+"\nLIMIT 0", false, func(*sql.Rows) error { return nil })
+		if err != nil {
 			return nil, notIronic(err)
 		}
 		if last := d.lastNodeRead.Load(); last != nil {
@@ -320,11 +308,10 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 			if snap.Nodes, err = d.readNodes(tctx, watch, tx, nodesQuery, q.binaryNodes, snap.NodeProbe, w); err != nil {
 				return nil, notIronic(err)
 			}
-			if err := runHook(tctx, "nodes", tx); err != nil {
+			if err := testHook(tctx, "nodes", tx); err != nil {
 				return nil, err
 			}
 		}
-		d.lastNodes.Store(int64(len(snap.Nodes)))
 	}
 	// The schema revision last: on PostgreSQL a missing table aborts the
 	// transaction.
@@ -364,14 +351,12 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 			created, updated dbTime
 			hostname, cgroup sql.NullString
 			version          sql.NullString
-			id               int64
 		)
-		if err := rows.Scan(&id, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
+		if err := rows.Scan(&c.ID, &hostname, &cgroup, &online, &drivers, &created, &updated, &version); err != nil {
 			return err
 		}
-		c.ID = id
-		c.Hostname = w.conductorText(id, hostname.String, "hostname", hostname.Valid, hostname.String)
-		c.ConductorGroup = w.conductorText(id, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
+		c.Hostname = w.conductorText(c.ID, hostname.String, "hostname", hostname.Valid, hostname.String)
+		c.ConductorGroup = w.conductorText(c.ID, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
 		c.Online = bool(online)
 		c.CreatedAt, c.UpdatedAt = created.t, updated.t
 		c.Version = version.String
@@ -392,9 +377,7 @@ func (d *DB) readConductors(ctx context.Context, watch func(context.Context) fun
 					c.Hostname, c.ID, err))
 			}
 			for i, dr := range c.Drivers {
-				if !utf8.ValidString(dr) {
-					c.Drivers[i] = strings.ToValidUTF8(dr, "\uFFFD")
-				}
+				c.Drivers[i] = strings.ToValidUTF8(dr, "\uFFFD") // s itself when valid
 			}
 		}
 		out = append(out, c)
@@ -462,10 +445,7 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 		if i, ok := slices.BinarySearchFunc(conductors, id, func(c Conductor, id int64) int {
 			return cmp.Compare(c.ID, id)
 		}); ok {
-			hts := conductors[i].HardwareTypes
-			if n := len(hts); n == 0 || hts[n-1] != ht { // rows without DISTINCT come in runs
-				conductors[i].HardwareTypes = append(hts, ht)
-			}
+			conductors[i].HardwareTypes = append(conductors[i].HardwareTypes, ht)
 		}
 		return nil
 	})
@@ -485,11 +465,10 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 // queries.binaryNodes) it prepares the statement, so that lib/pq asks for
 // bytea and integers in binary: the driver then hands over slices of its
 // own buffer, neither copied nor parsed, and the timestamps as eight bytes.
-// probe, the one in the same transaction, sizes the nodes (the last
-// snapshot's count when larger) and is kept with the rows' problems
-// (DB.lastNodeRead).
+// probe, the one in the same transaction, sizes the nodes and is kept with
+// the rows' problems (DB.lastNodeRead).
 func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, probe NodeProbe, w *warner) ([]*Node, error) {
-	out, nw, err := d.decodeNodes(ctx, watch, tx, "reading nodes", query, binary, int(max(probe.Count, d.lastNodes.Load())))
+	out, nw, err := d.decodeNodes(ctx, watch, tx, "reading nodes", query, binary, int(probe.Count))
 	if err != nil {
 		return nil, err
 	}
@@ -708,11 +687,6 @@ func (dec *nodeDecoder) warnings() []nodeWarning {
 	return nw
 }
 
-// checkQuery runs query, which returns no row, as one step of the snapshot.
-func (d *DB) checkQuery(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string) error {
-	return d.readRows(ctx, watch, tx, step, query, false, func(*sql.Rows) error { return nil })
-}
-
 // readRows runs query with args as one step of the snapshot (inStep), as a
 // prepared statement when prepared, and calls row for each row it returns;
 // an error of row ends the step with it.
@@ -858,12 +832,9 @@ func (w *warner) result() ([]string, []WarningCount) {
 		return w.lines, nil
 	}
 	out := make([]WarningCount, 0, len(w.counts))
-	for k, n := range w.counts {
-		out = append(out, WarningCount{Table: k[0], Reason: k[1], Rows: n})
+	for _, k := range slices.SortedFunc(maps.Keys(w.counts), func(a, b [2]string) int { return slices.Compare(a[:], b[:]) }) {
+		out = append(out, WarningCount{Table: k[0], Reason: k[1], Rows: w.counts[k]})
 	}
-	slices.SortFunc(out, func(a, b WarningCount) int {
-		return strings.Compare(a.Table+"\x00"+a.Reason, b.Table+"\x00"+b.Reason)
-	})
 	return w.lines, out
 }
 
@@ -921,7 +892,7 @@ func (d *dbTime) Scan(v any) error {
 	switch x := v.(type) {
 	case nil:
 	case time.Time:
-		d.t = wallUTC(sql.NullTime{Time: x, Valid: true})
+		d.t = wallUTC(x)
 	case string:
 		d.text(x)
 	case []byte:
@@ -947,22 +918,16 @@ const pgEpoch = 946684800
 
 func (d *pgBinaryTime) Scan(v any) error {
 	*d = pgBinaryTime{}
-	switch x := v.(type) {
-	case nil:
-	case []byte:
-		(*dbTime)(d).pgBinary(x)
-	default:
+	b, ok := v.([]byte)
+	switch {
+	case v == nil:
+		return nil
+	case !ok:
 		d.bad = fmt.Sprintf("(a %T)", v)
-	}
-	return nil
-}
-
-// pgBinary reads a timestamp in PostgreSQL's binary form (timestamp_send).
-func (d *dbTime) pgBinary(b []byte) {
-	*d = dbTime{}
-	if len(b) != 8 {
+		return nil
+	case len(b) != 8:
 		d.bad = fmt.Sprintf("(%d bytes, not timestamp_send's 8)", len(b))
-		return
+		return nil
 	}
 	switch us := int64(binary.BigEndian.Uint64(b)); us {
 	case math.MaxInt64:
@@ -970,12 +935,9 @@ func (d *dbTime) pgBinary(b []byte) {
 	case math.MinInt64:
 		d.bad = strconv.Quote("-infinity")
 	default:
-		sec, frac := us/1e6, us%1e6
-		if frac < 0 {
-			sec, frac = sec-1, frac+1e6
-		}
-		d.t = time.Unix(sec+pgEpoch, frac*1e3).UTC()
+		d.t = time.Unix(pgEpoch+us/1e6, us%1e6*1e3).UTC() // time.Unix normalises a negative remainder
 	}
+	return nil
 }
 
 func (d *dbTime) text(s string) {
@@ -1009,50 +971,25 @@ func (d *dbTime) describe() string {
 // "YYYY-MM-DD HH:MM:SS" included); anything else is an error, where
 // SQLAlchemy would raise or misread.
 func parseSQLAlchemyTime(s string) (time.Time, error) {
-	bad := func() (time.Time, error) { return time.Time{}, fmt.Errorf("not a SQLAlchemy DATETIME: %q", s) }
-	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
-		return bad()
+	date, micro, hasMicro := strings.Cut(s, ".")
+	t, err := time.Parse(time.DateTime, date) // refuses Feb 30 and the like, as Python's datetime does
+	var us uint64
+	if err == nil && hasMicro {
+		us, err = strconv.ParseUint(micro, 10, 32) // digits only
 	}
-	num := func(p string) int {
-		n := 0
-		for i := 0; i < len(p); i++ {
-			if p[i] < '0' || p[i] > '9' {
-				return -1
-			}
-			n = n*10 + int(p[i]-'0')
-		}
-		return n
+	if err != nil || len(date) != len(time.DateTime) || len(micro) > 6 || t.Year() < 1 {
+		return time.Time{}, fmt.Errorf("not a SQLAlchemy DATETIME: %q", s)
 	}
-	year, mon, day := num(s[0:4]), num(s[5:7]), num(s[8:10])
-	hour, min, sec := num(s[11:13]), num(s[14:16]), num(s[17:19])
-	micro := 0
-	if rest := s[19:]; rest != "" {
-		if rest[0] != '.' || len(rest) < 2 || len(rest) > 7 {
-			return bad()
-		}
-		micro = num(rest[1:])
-	}
-	if year < 1 || mon < 1 || mon > 12 || day < 1 || hour < 0 || hour > 23 || min < 0 || min > 59 ||
-		sec < 0 || sec > 59 || micro < 0 {
-		return bad()
-	}
-	t := time.Date(year, time.Month(mon), day, hour, min, sec, micro*1000, time.UTC)
-	if t.Day() != day { // Feb 30 and the like: Python's datetime refuses them
-		return bad()
-	}
-	return t, nil
+	return t.Add(time.Duration(us) * time.Microsecond), nil
 }
 
 // wallUTC returns the stored wall-clock time in time.UTC. Ironic stores naive
 // UTC; drivers tag such values with a zone of their own (lib/pq: a nameless
 // fixed zone; MySQL: the loc parameter), which must not shift them.
-func wallUTC(t sql.NullTime) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	y, mo, d := t.Time.Date()
-	h, mi, s := t.Time.Clock()
-	return time.Date(y, mo, d, h, mi, s, t.Time.Nanosecond(), time.UTC)
+func wallUTC(t time.Time) time.Time {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	return time.Date(y, mo, d, h, mi, s, t.Nanosecond(), time.UTC)
 }
 
 // interner shares one string, and one *string, per distinct value of the

@@ -36,8 +36,8 @@ type Snapshot struct {
 	// NodeProbe is what SQLNodeProbe said of the nodes table, in the same
 	// transaction.
 	NodeProbe NodeProbe
-	// NodesUnchanged is set by SnapshotSince and SnapshotChanges when the
-	// probe equalled the known one and the nodes were not read.
+	// NodesUnchanged is set by SnapshotChanges when the probe equalled
+	// the known one and the nodes were not read.
 	NodesUnchanged bool
 	// NodeRead says how the nodes were read: NodeReadFull,
 	// NodeReadDelta (SnapshotChanges: Nodes are complete all the same) or

@@ -288,7 +288,7 @@ func TestSnapshotTimeZones(t *testing.T) {
 func setHook(t *testing.T, h func(ctx context.Context, stage string, tx *sqlx.Tx) error) {
 	t.Helper()
 	testHook = h
-	t.Cleanup(func() { testHook = nil })
+	t.Cleanup(func() { testHook = noHook })
 }
 
 func TestSnapshotReadOnlyRepeatableRead(t *testing.T) {
@@ -382,7 +382,7 @@ func testSnapshotConsistent(t *testing.T, b *testBackend) {
 	if diff := cmp.Diff(wantFor(b.kind), got, timeCmp); diff != "" {
 		t.Errorf("snapshot saw changes committed after it started (-want +got):\n%s", diff)
 	}
-	testHook = nil
+	testHook = noHook
 	got, err = d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -74,16 +74,12 @@ func newSQLiteFromURL(u *sqlaURL) (dialect, error) {
 }
 
 // dsn is the modernc.org/sqlite DSN: a read-only SQLite URI. The busy
-// timeout follows the query deadline.
+// timeout follows the query deadline (opts with defaults).
 func (d *sqliteDialect) dsn(opts Options) string {
-	busy := opts.QueryTimeout.Milliseconds()
-	if busy <= 0 {
-		busy = DefaultQueryTimeout.Milliseconds()
-	}
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Set("_txlock", "deferred")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.QueryTimeout.Milliseconds()))
 	q.Add("_pragma", "query_only(1)")
 	// Path escaping as SQLite's URI parser wants it: '%', '?', '#' and
 	// spaces percent-encoded.
@@ -97,6 +93,12 @@ func (d *sqliteDialect) connector(opts Options) driver.Connector {
 	}
 	return &sqliteConnector{Connector: c, path: d.path}
 }
+
+// errConnector fails every connection with err.
+type errConnector struct{ err error }
+
+func (c errConnector) Connect(context.Context) (driver.Conn, error) { return nil, c.err }
+func (c errConnector) Driver() driver.Driver                        { return &sqlite.Driver{} }
 
 // sqliteConnector names the file in connection errors ("unable to open
 // database file" alone does not say which).
@@ -116,7 +118,6 @@ func (c *sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // sqliteQueries read timestamps as text (sqliteWording).
 var sqliteQueries = func() queries {
 	q := sqliteWording.queries(questionParam)
-	q.hardwareTypes = SQLHardwareTypes
 	q.probe = `SELECT count(*), coalesce(max(id), 0), CAST(max(updated_at) AS TEXT), count(reservation),
        CAST(max(created_at) AS TEXT)
 FROM nodes`

@@ -69,7 +69,7 @@ func TestParseSQLiteDSN(t *testing.T) {
 			if s.path != tc.path {
 				t.Errorf("path %q, want %q", s.path, tc.path)
 			}
-			if diff := cmp.Diff(tc.ignored, s.ignored()); diff != "" {
+			if diff := cmp.Diff(tc.ignored, s.dropped); diff != "" {
 				t.Errorf("ignored (-want +got):\n%s", diff)
 			}
 			dsn := s.dsn(Options{QueryTimeout: 2 * time.Second})

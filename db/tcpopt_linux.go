@@ -10,10 +10,9 @@ import (
 func userTimeoutControl(d time.Duration) func(network, address string, c syscall.RawConn) error {
 	return func(_, _ string, c syscall.RawConn) error {
 		var serr error
-		err := c.Control(func(fd uintptr) {
+		if err := c.Control(func(fd uintptr) {
 			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout, int(d.Milliseconds()))
-		})
-		if err != nil {
+		}); err != nil {
 			return err
 		}
 		return serr

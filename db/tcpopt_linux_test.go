@@ -17,7 +17,7 @@ func TestTCPUserTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg := d.(*postgres)
-	for _, ign := range pg.ignored() {
+	for _, ign := range pg.dropped {
 		if ign == "tcp_user_timeout" {
 			t.Error("tcp_user_timeout reported as ignored")
 		}

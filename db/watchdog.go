@@ -201,15 +201,6 @@ func (c *pgConn) kill() {
 	}
 }
 
-// Ping is bounded by ctx like a snapshot step.
-func (c *pgConn) Ping(ctx context.Context) error {
-	defer c.watch(ctx)()
-	if c.killed.Load() {
-		return driver.ErrBadConn
-	}
-	return c.driverConn.Ping(ctx)
-}
-
 func (c *pgConn) ResetSession(ctx context.Context) error {
 	if c.killed.Load() {
 		return driver.ErrBadConn

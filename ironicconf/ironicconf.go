@@ -212,18 +212,11 @@ func Parse(r io.Reader, name string) (*File, error) {
 			}
 		case '#', ';':
 		default:
-			colon, equal := strings.IndexByte(line, ':'), strings.IndexByte(line, '=')
-			if colon < 0 && equal < 0 {
+			i := strings.IndexAny(line, ":=") // whichever comes first
+			if i < 0 {
 				return nil, perr("neither a section, a comment nor key = value")
 			}
-			var key, val string
-			if colon < 0 || (equal >= 0 && equal < colon) {
-				key, val = line[:equal], line[equal+1:]
-			} else {
-				key, val = line[:colon], line[colon+1:]
-			}
-			key = strings.TrimSpace(key)
-			val = strings.TrimSpace(val)
+			key, val := strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])
 			if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
 				val = val[1 : len(val)-1]
 			}
@@ -252,16 +245,13 @@ type optName struct{ section, key string }
 var connectionNames = []optName{{"database", "connection"}, {"DEFAULT", "sql_connection"},
 	{"database", "sql_connection"}, {"sql", "connection"}}
 
-// set is the parsed files, in order.
-type set []*File
-
 // lookup finds the winning assignment of an option as oslo.config's
 // _get_file_value does: the last file that sets any of names wins; within
 // it, the first of names it sets, and of that the last assignment.
-func (s set) lookup(names []optName) (value, bool) {
-	for i := len(s) - 1; i >= 0; i-- {
+func (r *reader) lookup(names []optName) (value, bool) {
+	for i := len(r.files) - 1; i >= 0; i-- {
 		for _, n := range names {
-			if vs := s[i].sections[n.section][n.key]; len(vs) > 0 {
+			if vs := r.files[i].sections[n.section][n.key]; len(vs) > 0 {
 				return vs[len(vs)-1], true
 			}
 		}
@@ -275,7 +265,7 @@ var templateRef = regexp.MustCompile(`\$(?:(\$)|([_a-zA-Z][._a-zA-Z0-9]*)|\{([_a
 
 // substitute expands $-references in v (oslo.config's _substitute).
 // secret says whether v's text must stay out of errors.
-func (s set) substitute(v value, secret bool, depth int) (string, error) {
+func (r *reader) substitute(v value, secret bool, depth int) (string, error) {
 	if !strings.Contains(v.text, "$") {
 		return v.text, nil
 	}
@@ -305,17 +295,17 @@ func (s set) substitute(v value, secret bool, depth int) (string, error) {
 		if g, k, ok := strings.Cut(ref, "."); ok {
 			section, key = normalSection(g), k
 		}
-		target, ok := s.lookup([]optName{{section, key}})
+		target, ok := r.lookup([]optName{{section, key}})
 		if !ok {
 			firstErr = verr(fmt.Sprintf("substitution $%s: [%s] %s is set in no config file, and the exporter does not know Ironic's default for it (set it, or write the value out; \"$$\" is a literal \"$\")", ref, section, key))
 			return ""
 		}
-		r, err := s.substitute(target, secret, depth+1)
+		text, err := r.substitute(target, secret, depth+1)
 		if err != nil {
 			firstErr = err
 			return ""
 		}
-		return r
+		return text
 	})
 	if firstErr != nil {
 		return "", firstErr
@@ -323,63 +313,63 @@ func (s set) substitute(v value, secret bool, depth int) (string, error) {
 	return out, nil
 }
 
-func (s set) str(names []optName, secret bool) (Opt[string], error) {
-	v, ok := s.lookup(names)
-	if !ok {
-		return Opt[string]{}, nil
-	}
-	text, err := s.substitute(v, secret, 0)
-	if err != nil {
-		return Opt[string]{}, err
-	}
-	return Opt[string]{Value: text, Set: true, Place: v.Place}, nil
+// reader reads options from the parsed files, in order, collecting their
+// errors.
+type reader struct {
+	files []*File
+	errs  []error
 }
 
-var intPattern = regexp.MustCompile(`^\s*[+-]?\d+\s*$`)
-
-func (s set) integer(names []optName) (Opt[int], error) {
-	so, err := s.str(names, false)
-	if err != nil || !so.Set {
-		return Opt[int]{}, err
+// str is the value of the option written under names (see lookup), its
+// $-references expanded and surrounding blanks trimmed.
+func (r *reader) str(names []optName, secret bool) Opt[string] {
+	v, ok := r.lookup(names)
+	if !ok {
+		return Opt[string]{}
 	}
-	o := Opt[int]{Set: true, Place: so.Place}
-	verr := func(msg string) error { return &Error{Place: so.Place, Msg: msg} }
-	if strings.TrimSpace(so.Value) == "" {
-		return o, verr("empty value (remove the line to use Ironic's default)")
-	}
-	if !intPattern.MatchString(so.Value) {
-		return o, verr(fmt.Sprintf("not an integer: %q", so.Value))
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(so.Value))
+	text, err := r.substitute(v, secret, 0)
 	if err != nil {
-		return o, verr(fmt.Sprintf("integer out of range: %q", so.Value))
+		r.errs = append(r.errs, err)
+		return Opt[string]{}
 	}
-	o.Value = n
-	return o, nil
+	return Opt[string]{Value: strings.TrimSpace(text), Set: true, Place: v.Place}
+}
+
+// integer is the whole number of [section] key.
+func (r *reader) integer(section, key string) Opt[int] {
+	so := r.str([]optName{{section, key}}, false)
+	n, err := strconv.Atoi(so.Value)
+	if !so.Set || err == nil {
+		return Opt[int]{Value: n, Set: so.Set, Place: so.Place}
+	}
+	msg := fmt.Sprintf("not an integer: %q", so.Value)
+	switch {
+	case so.Value == "":
+		msg = "empty value (remove the line to use Ironic's default)"
+	case errors.Is(err, strconv.ErrRange):
+		msg = fmt.Sprintf("integer out of range: %q", so.Value)
+	}
+	r.errs = append(r.errs, &Error{Place: so.Place, Msg: msg})
+	return Opt[int]{}
 }
 
 // Load reads files, then every *.conf file of each of dirs (sorted), and
 // returns the options found. A missing file or directory is an error, as in
 // oslo.config; an option no file sets is not (its Set is false).
 func Load(files, dirs []string) (*Config, error) {
-	var paths []string
-	paths = append(paths, files...)
+	paths := slices.Clone(files)
 	for _, dir := range dirs {
-		st, err := os.Stat(dir)
+		entries, err := os.ReadDir(dir) // sorted by name
 		if err != nil {
 			return nil, &Error{Place: Place{File: dir}, Msg: "config directory", Err: err}
 		}
-		if !st.IsDir() {
-			return nil, &Error{Place: Place{File: dir}, Msg: "not a directory"}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".conf") {
+				paths = append(paths, filepath.Join(dir, e.Name()))
+			}
 		}
-		matches, err := filepath.Glob(filepath.Join(globEscape(dir), "*.conf"))
-		if err != nil {
-			return nil, &Error{Place: Place{File: dir}, Msg: "listing *.conf", Err: err}
-		}
-		slices.Sort(matches)
-		paths = append(paths, matches...)
 	}
-	var s set
+	r := &reader{}
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
@@ -390,64 +380,35 @@ func Load(files, dirs []string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		s = append(s, pf)
+		r.files = append(r.files, pf)
 	}
-	return s.config(paths)
+	return r.config(paths)
 }
 
-func (s set) config(paths []string) (*Config, error) {
-	c := &Config{Files: paths}
-	var err error
-	var errs []error
-	if c.Connection, err = s.str(connectionNames, true); err != nil {
-		errs = append(errs, err)
+func (r *reader) config(paths []string) (*Config, error) {
+	c := &Config{
+		Files:                    paths,
+		Connection:               r.str(connectionNames, true),
+		HashPartitionExponent:    r.integer("DEFAULT", "hash_partition_exponent"),
+		HashRingAlgorithm:        r.str([]optName{{"DEFAULT", "hash_ring_algorithm"}}, false),
+		PinReleaseVersion:        r.str([]optName{{"DEFAULT", "pin_release_version"}}, false),
+		HashDistributionReplicas: r.integer("DEFAULT", "hash_distribution_replicas"),
+		Auth:                     map[string]Opt[string]{},
 	}
-	var hb Opt[int]
-	if hb, err = s.integer([]optName{{"conductor", "heartbeat_timeout"}}); err != nil {
-		errs = append(errs, err)
-	} else if hb.Set {
+	if hb := r.integer("conductor", "heartbeat_timeout"); hb.Set {
 		c.HeartbeatTimeout = Opt[time.Duration]{Value: time.Duration(hb.Value) * time.Second, Set: true, Place: hb.Place}
 	}
-	if c.HashPartitionExponent, err = s.integer([]optName{{"DEFAULT", "hash_partition_exponent"}}); err != nil {
-		errs = append(errs, err)
-	}
-	if c.HashRingAlgorithm, err = s.str([]optName{{"DEFAULT", "hash_ring_algorithm"}}, false); err != nil {
-		errs = append(errs, err)
-	}
-	if c.HashRingAlgorithm.Set {
-		c.HashRingAlgorithm.Value = strings.TrimSpace(c.HashRingAlgorithm.Value)
-	}
-	if c.PinReleaseVersion, err = s.str([]optName{{"DEFAULT", "pin_release_version"}}, false); err != nil {
-		errs = append(errs, err)
-	}
-	c.PinReleaseVersion.Value = strings.TrimSpace(c.PinReleaseVersion.Value)
-	if c.HashDistributionReplicas, err = s.integer([]optName{{"DEFAULT", "hash_distribution_replicas"}}); err != nil {
-		errs = append(errs, err)
-	}
-	c.Auth = map[string]Opt[string]{}
 	for _, name := range AuthOptions {
 		section, key, _ := strings.Cut(name, ".")
-		o, err := s.str([]optName{{section, key}}, key == "password")
-		if err != nil {
-			errs = append(errs, err)
-		} else if o.Set {
-			o.Value = strings.TrimSpace(o.Value)
+		if o := r.str([]optName{{section, key}}, key == "password"); o.Set {
 			c.Auth[name] = o
 		}
 	}
-	if c.Connection.Set {
-		c.Connection.Value = strings.TrimSpace(c.Connection.Value)
-		if c.Connection.Value == "" {
-			errs = append(errs, &Error{Place: c.Connection.Place, Msg: "empty value"})
-		}
+	if c.Connection.Set && c.Connection.Value == "" {
+		r.errs = append(r.errs, &Error{Place: c.Connection.Place, Msg: "empty value"})
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := errors.Join(r.errs...); err != nil {
+		return nil, err
 	}
 	return c, nil
-}
-
-// globEscape escapes the glob metacharacters of a directory name.
-func globEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(s)
 }

@@ -13,6 +13,7 @@ package bench
 
 import (
 	"os"
+	"slices"
 	"strconv"
 )
 
@@ -28,9 +29,5 @@ func Rounds[T any](items ...T) []T {
 	if err != nil || n < 1 {
 		n = 1
 	}
-	out := make([]T, 0, n*len(items))
-	for range n {
-		out = append(out, items...)
-	}
-	return out
+	return slices.Repeat(items, n)
 }

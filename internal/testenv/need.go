@@ -90,11 +90,8 @@ func pythonImports(modules ...string) func() error {
 }
 
 func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // Python returns the Python interpreter the tests and scripts use:
@@ -109,11 +106,10 @@ func findPython() (string, error) {
 		return p, nil
 	}
 	var found []string
-	if p, err := exec.LookPath("python3"); err == nil {
-		found = append(found, p)
-	}
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		found = append(found, "/usr/bin/python3")
+	for _, name := range []string{"python3", "/usr/bin/python3"} {
+		if p, err := exec.LookPath(name); err == nil {
+			found = append(found, p)
+		}
 	}
 	if len(found) == 0 {
 		return "", fmt.Errorf("no python3 in PATH nor /usr/bin/python3, and ICE_PYTHON not set")

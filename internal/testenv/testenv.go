@@ -59,21 +59,6 @@ func ModuleRoot() (string, error) {
 	}
 }
 
-// BuildExporter builds the exporter binary into dir and returns its path.
-func BuildExporter(dir string) (string, error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "ironic_conductor_exporter")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/ironic_conductor_exporter")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the exporter: %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
 // IronicDB is a PostgreSQL database with Ironic's schema, made for one test
 // binary and dropped by Drop.
 type IronicDB struct {
@@ -145,14 +130,21 @@ func (d *IronicDB) DB(t testing.TB) *sql.DB {
 // to be called after m.Run. err is for failures that are not a missing
 // dependency.
 func Setup(prefix string, deps ...Dep) (bin string, db *IronicDB, gate *Gate, cleanup func(), err error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", nil, nil, nil, err
+	}
 	dir, err := os.MkdirTemp("", prefix+"_bin_")
 	if err != nil {
 		return "", nil, nil, nil, err
 	}
 	rm := func() { _ = os.RemoveAll(dir) }
-	if bin, err = BuildExporter(dir); err != nil {
+	bin = filepath.Join(dir, "ironic_conductor_exporter")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/ironic_conductor_exporter")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
 		rm()
-		return "", nil, nil, nil, err
+		return "", nil, nil, nil, fmt.Errorf("building the exporter: %w\n%s", err, out)
 	}
 	gate = &Gate{Err: Missing(append([]Dep{PostgreSQL, IronicPython}, deps...)...)}
 	if gate.Err != nil {
