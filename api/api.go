@@ -477,6 +477,16 @@ func (rq *request) checkAllowedFields(fields []string) *apiError {
 	return nil
 }
 
+// fieldsArg parses the query of a request for one resource (get_one),
+// whose only argument is fields.
+func (rq *request) fieldsArg() ([]string, bool, *apiError) {
+	q := parseQuery(rq.r.URL.RawQuery)
+	if err := q.checkArgs("fields"); err != nil {
+		return nil, false, err
+	}
+	return q.strList("fields")
+}
+
 // checkAllowSpecifyFields is api_utils.check_allow_specify_fields.
 func (rq *request) checkAllowSpecifyFields(given bool) *apiError {
 	if given && rq.minor < minor8FieldsSubset {

@@ -328,11 +328,7 @@ func (rq *request) canGetConductors() bool {
 // conductor's detail shares (only a fields argument, a microversion that
 // exposes conductors) and returns the fields and the topology.
 func (rq *request) conductorRequest() ([]string, *topology.Topology, *apiError) {
-	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("fields"); err != nil {
-		return nil, nil, err
-	}
-	fields, hasFields, err := q.strList("fields")
+	fields, hasFields, err := rq.fieldsArg()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -74,11 +74,7 @@ func (rq *request) getNode(ident string) {
 // nodeRequest validates GET /v1/nodes/{node_ident}, in Ironic's order, and
 // finds the node.
 func (rq *request) nodeRequest(ident string) (*topology.NodeInfo, []*nodeField, *apiError) {
-	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("fields"); err != nil {
-		return nil, nil, err
-	}
-	fields, hasFields, err := q.strList("fields")
+	fields, hasFields, err := rq.fieldsArg()
 	if err != nil {
 		return nil, nil, err
 	}
