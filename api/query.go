@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,28 +192,26 @@ func (q query) boolean(name string) (bool, bool, *apiError) {
 		"', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'")
 }
 
-// integer is args.integer. Values beyond an int are clamped: they only
-// ever meet a limit.
+// maxInteger bounds the values of integer, which only ever meet a limit.
+const maxInteger = 1 << 30
+
+// integer is args.integer, its value clamped to ±maxInteger.
 func (q query) integer(name string) (int, bool, *apiError) {
 	vals, ok := q[name]
 	if !ok {
 		return 0, false, nil
 	}
-	p, valid := pyInt{}, false
+	var p *big.Int
 	if len(vals) == 1 {
-		p, valid = parsePyInt(vals[0])
+		p, ok = parsePyInt(vals[0])
 	}
-	if !valid {
+	if p == nil || !ok {
 		return 0, false, badRequest("Expected an integer for " + name + ": " + display(vals))
 	}
-	v, small := p.small()
-	if !small {
-		v = 1 << 30
-		if p.neg {
-			v = -v
-		}
+	if p.CmpAbs(big.NewInt(maxInteger)) > 0 {
+		p.SetInt64(int64(p.Sign()) * maxInteger)
 	}
-	return v, true, nil
+	return int(p.Int64()), true, nil
 }
 
 // uuid is args.uuid.
