@@ -2,6 +2,7 @@ package api
 
 import (
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,52 +247,19 @@ func isUUIDLike(s string) bool {
 	return digits == 32
 }
 
+// The regular expressions of ironic.common.utils.
+var (
+	logicalName  = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+	hostnameSafe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9_-]{0,62}[a-z0-9])*\.?$`)
+)
+
 // isValidLogicalName is ironic.common.utils.is_valid_logical_name: RFC 3986
 // unreserved characters only, at most 255 of them.
-func isValidLogicalName(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '-' && c != '.' && c != '_' && c != '~' {
-			return false
-		}
-	}
-	return true
-}
+func isValidLogicalName(s string) bool { return len(s) <= 255 && logicalName.MatchString(s) }
 
 // isHostnameSafe is ironic.common.utils.is_hostname_safe, the node name
 // check of microversions before 1.10.
-func isHostnameSafe(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	s = strings.TrimSuffix(s, ".")
-	labels := strings.Split(s, ".")
-	isLD := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
-	// host: [a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?
-	h := labels[0]
-	if h == "" || len(h) > 63 || !isLD(h[0]) || !isLD(h[len(h)-1]) {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if !isLD(h[i]) && h[i] != '-' {
-			return false
-		}
-	}
-	// domain: (\.[a-z0-9\-_]{0,62}[a-z0-9])*
-	for _, d := range labels[1:] {
-		if d == "" || len(d) > 63 || !isLD(d[len(d)-1]) {
-			return false
-		}
-		for i := 0; i < len(d); i++ {
-			if !isLD(d[i]) && d[i] != '-' && d[i] != '_' {
-				return false
-			}
-		}
-	}
-	return true
-}
+func isHostnameSafe(s string) bool { return len(s) <= 255 && hostnameSafe.MatchString(s) }
 
 // escapeSegment percent-encodes what may not appear in a URL path segment.
 // Hostnames, names and UUIDs made of unreserved characters and ':' are
