@@ -417,16 +417,6 @@ func (rq *request) root() {
 	rq.reply(b)
 }
 
-// appendResourceLinks appends the self and bookmark links of a collection
-// in the /v1 document ("BASE/v1/RES/", "BASE/RES/").
-func appendResourceLinks(b []byte, base, res string) []byte {
-	b = append(b, `[{"href": `...)
-	b = appendString(b, base+"/v1/"+res+"/")
-	b = append(b, `, "rel": "self"}, {"href": `...)
-	b = appendString(b, base+"/"+res+"/")
-	return append(b, `, "rel": "bookmark"}]`...)
-}
-
 // v1 answers GET /v1: Ironic's v1 document, listing only the resources the
 // sidecar serves (nodes, and conductors from 1.49).
 func (rq *request) v1() {
@@ -434,12 +424,12 @@ func (rq *request) v1() {
 	b := append([]byte(nil), `{"id": "v1", "links": [{"href": `...)
 	b = appendString(b, base+"/v1/")
 	b = append(b, `, "rel": "self"}, {"href": "https://docs.openstack.org//ironic/latest/contributor//webapi.html", "rel": "describedby", "type": "text/html"}], "media_types": {"base": "application/json", "type": "application/vnd.openstack.ironic.v1+json"}, "nodes": `...)
-	b = appendResourceLinks(b, base, "nodes")
+	b = appendLinks(b, base, "nodes", "")
 	b = append(b, `, "version": `...)
 	b = rq.appendVersion(b, base)
 	if rq.minor >= minor49Conductors {
 		b = append(b, `, "conductors": `...)
-		b = appendResourceLinks(b, base, "conductors")
+		b = appendLinks(b, base, "conductors", "")
 	}
 	b = append(b, '}')
 	rq.reply(b)
