@@ -437,6 +437,36 @@ func (rq *request) v1() {
 
 // Shared validation of Ironic's list parameters.
 
+// listArgs are the parameters every list takes.
+type listArgs struct {
+	marker            string
+	limit             int
+	hasLimit          bool
+	fields            []string
+	hasFields         bool
+	detail, hasDetail bool
+	sortKey, sortDir  string
+	// retFields are the fields to render (returnFields), nil for all.
+	retFields []string
+}
+
+// readListArgs reads the parameters every list takes from a validated
+// query.
+func readListArgs(q query) listArgs {
+	a := listArgs{sortKey: "id", sortDir: "asc"}
+	a.marker, _, _ = q.str("marker")
+	a.limit, a.hasLimit, _ = q.integer("limit")
+	a.fields, a.hasFields, _ = q.strList("fields")
+	a.detail, a.hasDetail, _ = q.boolean("detail")
+	if v, ok, _ := q.str("sort_key"); ok {
+		a.sortKey = v
+	}
+	if v, ok, _ := q.str("sort_dir"); ok {
+		a.sortDir = v
+	}
+	return a
+}
+
 // validateLimit is api_utils.validate_limit.
 func (rq *request) validateLimit(limit int, given bool) (int, *apiError) {
 	if !given {
@@ -471,7 +501,7 @@ func (rq *request) checkAllowedFields(fields []string) *apiError {
 // whose only argument is fields.
 func (rq *request) fieldsArg() ([]string, bool, *apiError) {
 	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("fields"); err != nil {
+	if err := q.validate([]param{{name: "fields", kind: paramStringList}}); err != nil {
 		return nil, false, err
 	}
 	return q.strList("fields")
@@ -492,19 +522,20 @@ func pyBool(v bool) string {
 	return "False"
 }
 
-// returnFields is api_utils.get_request_return_fields: it returns the
-// fields to render, nil for all of them.
-func (rq *request) returnFields(fields []string, hasFields bool, detail, hasDetail bool, defaults []string) ([]string, *apiError) {
-	if hasDetail && rq.minor < minor43DetailQuery {
-		return nil, badRequest("Invalid query parameter ?detail=" + pyBool(detail) + " received.")
+// returnFields is api_utils.get_request_return_fields: it sets the fields
+// to render, nil for all of them.
+func (rq *request) returnFields(a *listArgs, defaults []string) *apiError {
+	switch {
+	case a.hasDetail && rq.minor < minor43DetailQuery:
+		return badRequest("Invalid query parameter ?detail=" + pyBool(a.detail) + " received.")
+	case a.hasFields && a.detail:
+		return badRequest("Can not specify ?detail=True and fields in the same request.")
+	case !a.hasFields && !a.detail:
+		a.retFields = defaults
+	default:
+		a.retFields = a.fields
 	}
-	if hasFields && detail {
-		return nil, badRequest("Can not specify ?detail=True and fields in the same request.")
-	}
-	if !hasFields && !detail {
-		return defaults, nil
-	}
-	return fields, nil
+	return nil
 }
 
 // minVersionError is the 406 of Ironic's check_allow_filter_by_* helpers.

@@ -135,66 +135,38 @@ func compareBool(a, b bool) int {
 
 // conductorListArgs are the parsed parameters of a conductor list.
 type conductorListArgs struct {
-	marker            string
-	limit             int
-	fields            []string
-	detail, hasDetail bool
-	sortKey, sortDir  string
-	key               func(a, b *topology.ConductorInfo, c collation) int
-	mask              conductorField
+	listArgs
+	key  func(a, b *topology.ConductorInfo, c collation) int
+	mask conductorField
 }
+
+// conductorListParams are the parameters of ConductorsController.get_all.
+var conductorListParams = []param{{name: "marker", kind: paramName}, {name: "limit", kind: paramInt},
+	{name: "sort_key"}, {name: "sort_dir"}, {name: "fields", kind: paramStringList}, {name: "detail", kind: paramBool}}
 
 // conductorListArgs parses and validates the parameters of
 // ConductorsController.get_all, in Ironic's order, up to what needs the
 // topology.
 func (rq *request) conductorListArgs() (*conductorListArgs, *apiError) {
 	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("marker", "limit", "sort_key", "sort_dir", "fields", "detail"); err != nil {
+	if err := q.validate(conductorListParams); err != nil {
 		return nil, err
 	}
-	a := &conductorListArgs{sortKey: "id", sortDir: "asc"}
-	marker, hasMarker, err := q.str("marker")
-	if err != nil {
-		return nil, err
-	}
-	if hasMarker && marker == "" {
-		return nil, badRequest("Expected name for marker: ") // args.name
-	}
-	a.marker = marker
-	limit, hasLimit, err := q.integer("limit")
-	if err != nil {
-		return nil, err
-	}
-	if v, ok, err := q.str("sort_key"); err != nil {
-		return nil, err
-	} else if ok {
-		a.sortKey = v
-	}
-	if v, ok, err := q.str("sort_dir"); err != nil {
-		return nil, err
-	} else if ok {
-		a.sortDir = v
-	}
-	fields, hasFields, err := q.strList("fields")
-	if err != nil {
-		return nil, err
-	}
-	if a.detail, a.hasDetail, err = q.boolean("detail"); err != nil {
-		return nil, err
-	}
+	a := &conductorListArgs{listArgs: readListArgs(q)}
 	if rq.minor < minor49Conductors {
 		return nil, rq.conductorsTooOld()
 	}
-	if err := rq.checkFields(fields, hasFields); err != nil {
+	if err := rq.checkFields(a.fields, a.hasFields); err != nil {
 		return nil, err
 	}
 	if err := rq.checkAllowedFields([]string{a.sortKey}); err != nil {
 		return nil, err
 	}
-	if a.fields, err = rq.returnFields(fields, hasFields, a.detail, a.hasDetail, conductorDefaultFields); err != nil {
+	if err := rq.returnFields(&a.listArgs, conductorDefaultFields); err != nil {
 		return nil, err
 	}
-	if a.limit, err = rq.validateLimit(limit, hasLimit); err != nil {
+	var err *apiError
+	if a.limit, err = rq.validateLimit(a.limit, a.hasLimit); err != nil {
 		return nil, err
 	}
 	if err := validateSortDir(a.sortDir); err != nil {
@@ -222,7 +194,7 @@ func (a *conductorListArgs) resolve(t *topology.Topology) (marker *topology.Cond
 		}
 		return nil, badRequest(`The sort_key value "` + a.sortKey + `" is an invalid field for sorting`)
 	}
-	a.mask, err = conductorMask(a.fields)
+	a.mask, err = conductorMask(a.retFields)
 	return marker, err
 }
 
@@ -284,8 +256,8 @@ func (rq *request) appendConductorList(b []byte, a *conductorListArgs, items []*
 		if a.hasDetail {
 			params = append(params, [2]string{"detail", pyBool(a.detail)})
 		}
-		if len(a.fields) > 0 {
-			params = append(params, [2]string{"fields", strings.Join(a.fields, ",")})
+		if len(a.retFields) > 0 {
+			params = append(params, [2]string{"fields", strings.Join(a.retFields, ",")})
 		}
 		b = append(b, `, "next": `...)
 		b = nextLink(b, base, "conductors", params, a.limit, items[len(items)-1].Hostname)

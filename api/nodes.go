@@ -125,34 +125,9 @@ func (rq *request) nodeConductor(ident string) {
 	rq.replyConductor(t, c, fields)
 }
 
-// paramKind is the args validator Ironic applies to a list parameter.
-type paramKind uint8
-
-const (
-	paramString paramKind = iota
-	paramUUID
-	paramBool
-	paramInt
-	paramStringList
-)
-
-// nodeParam is one parameter of NodesController.get_all.
-type nodeParam struct {
-	name string
-	kind paramKind
-	// gate is the microversion Ironic requires for the filter (the
-	// check_allow_filter_* helpers), 0 for none.
-	gate int
-	// unread: Ironic filters by it, the sidecar does not read the column.
-	unread bool
-	// field is the node field an equality filter compares.
-	field *nodeField
-}
-
 // nodeListParams are the parameters of NodesController.get_all, in the
-// order args.validate checks them; detail() takes them all but fields and
-// detail.
-var nodeListParams = []nodeParam{
+// order args.validate checks them.
+var nodeListParams = []param{
 	{name: "chassis_uuid", kind: paramUUID, unread: true},
 	{name: "instance_uuid", kind: paramUUID, field: nodeFieldByName["instance_uuid"]},
 	{name: "associated", kind: paramBool},
@@ -178,16 +153,10 @@ var nodeListParams = []nodeParam{
 	{name: "sharded", kind: paramBool, gate: minor82Shard, unread: true},
 }
 
-// nodeListNames are the parameters get_all takes, nodeDetailNames detail's.
-var nodeListNames, nodeDetailNames = func() (all, detail []string) {
-	for _, p := range nodeListParams {
-		all = append(all, p.name)
-		if p.name != "fields" && p.name != "detail" {
-			detail = append(detail, p.name)
-		}
-	}
-	return all, detail
-}()
+// nodeDetailParams are detail's: get_all's but fields and detail.
+var nodeDetailParams = slices.DeleteFunc(slices.Clone(nodeListParams), func(p param) bool {
+	return p.name == "fields" || p.name == "detail"
+})
 
 // provisionStates are Ironic's states.machine.states.
 var provisionStates = map[string]bool{
@@ -200,90 +169,21 @@ var provisionStates = map[string]bool{
 
 // eqFilter is an equality filter the database applies.
 type eqFilter struct {
-	param *nodeParam
+	param *param
 	want  string
 }
 
 // nodeListArgs are the parsed parameters of a node list.
 type nodeListArgs struct {
+	listArgs
 	detailEndpoint          bool
 	given                   query // the raw parameters, for presence
 	eq                      []eqFilter
 	conductor               *string
 	associated, maintenance *bool
-	marker                  string
-	limit                   int
-	hasLimit                bool
-	fields                  []string
-	hasFields               bool
-	detail, hasDetail       bool
-	sortKey, sortDir        string
-	// retFields are the fields to render, nil for all (the detail endpoint).
-	retFields []string
 	// project is check_list_policy's filter: only the nodes it owns or
 	// leases; nil for none.
 	project *string
-}
-
-// parse applies args.validate to one present parameter.
-func (a *nodeListArgs) parse(q query, p *nodeParam) *apiError {
-	switch p.kind {
-	case paramUUID:
-		v, _, err := q.uuid(p.name)
-		if err != nil {
-			return err
-		}
-		a.setString(p, v)
-	case paramBool:
-		v, _, err := q.boolean(p.name)
-		if err != nil {
-			return err
-		}
-		switch p.name {
-		case "associated":
-			a.associated = &v
-		case "maintenance":
-			a.maintenance = &v
-		case "detail":
-			a.detail, a.hasDetail = v, true
-		}
-	case paramInt:
-		v, _, err := q.integer(p.name)
-		if err != nil {
-			return err
-		}
-		a.limit, a.hasLimit = v, true
-	case paramStringList:
-		v, _, err := q.strList(p.name)
-		if err != nil {
-			return err
-		}
-		if p.name == "fields" {
-			a.fields, a.hasFields = v, true
-		}
-	default:
-		v, _, err := q.str(p.name)
-		if err != nil {
-			return err
-		}
-		a.setString(p, v)
-	}
-	return nil
-}
-
-func (a *nodeListArgs) setString(p *nodeParam, v string) {
-	switch {
-	case p.field != nil:
-		a.eq = append(a.eq, eqFilter{param: p, want: v})
-	case p.name == "marker":
-		a.marker = v
-	case p.name == "sort_key":
-		a.sortKey = v
-	case p.name == "sort_dir":
-		a.sortDir = v
-	case p.name == "conductor":
-		a.conductor = &v
-	}
 }
 
 func (a *nodeListArgs) filter(name string) *string {
@@ -299,22 +199,29 @@ func (a *nodeListArgs) filter(name string) *string {
 // checks of get_all and detail, in their order.
 func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) {
 	q := parseQuery(rq.r.URL.RawQuery)
-	names := nodeListNames
+	params := nodeListParams
 	if detailEndpoint {
-		names = nodeDetailNames
+		params = nodeDetailParams
 	}
-	if err := q.checkArgs(names...); err != nil {
+	if err := q.validate(params); err != nil {
 		return nil, err
 	}
-	a := &nodeListArgs{detailEndpoint: detailEndpoint, given: q, sortKey: "id", sortDir: "asc"}
+	a := &nodeListArgs{listArgs: readListArgs(q), detailEndpoint: detailEndpoint, given: q}
 	for i := range nodeListParams {
-		p := &nodeListParams[i]
-		if _, present := q[p.name]; !present || detailEndpoint && (p.name == "fields" || p.name == "detail") {
-			continue
+		if p := &nodeListParams[i]; p.field != nil {
+			if v, ok, _ := q.str(p.name); ok {
+				a.eq = append(a.eq, eqFilter{param: p, want: v})
+			}
 		}
-		if err := a.parse(q, p); err != nil {
-			return nil, err
-		}
+	}
+	if v, ok, _ := q.str("conductor"); ok {
+		a.conductor = &v
+	}
+	if v, ok, _ := q.boolean("associated"); ok {
+		a.associated = &v
+	}
+	if v, ok, _ := q.boolean("maintenance"); ok {
+		a.maintenance = &v
 	}
 	// check_list_policy, the first thing get_all and detail do after
 	// args.validate.
@@ -328,10 +235,9 @@ func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) 
 			a.project = &filter
 		}
 	}
-	if !detailEndpoint {
-		if err := rq.checkFields(a.fields, a.hasFields); err != nil {
-			return nil, err
-		}
+	// On detail, fields is not given: both checks pass.
+	if err := rq.checkFields(a.fields, a.hasFields); err != nil {
+		return nil, err
 	}
 	if err := rq.checkAllowedFields([]string{a.sortKey}); err != nil {
 		return nil, err
@@ -340,8 +246,7 @@ func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) 
 		return nil, err
 	}
 	if !detailEndpoint {
-		var err *apiError
-		if a.retFields, err = rq.returnFields(a.fields, a.hasFields, a.detail, a.hasDetail, nodeDefaultFields); err != nil {
+		if err := rq.returnFields(&a.listArgs, nodeDefaultFields); err != nil {
 			return nil, err
 		}
 	}

@@ -70,20 +70,75 @@ func unquotePlus(s string) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// checkArgs refuses parameters a controller method does not take, as
-// ironic.common.args.validate does: "Unexpected arguments: a, b".
-func (q query) checkArgs(allowed ...string) *apiError {
+// paramKind is the args validator Ironic applies to a parameter.
+type paramKind uint8
+
+const (
+	paramString paramKind = iota
+	// paramName is args.name, relaxed to any non-empty string: hostnames
+	// are looked up as stored (doc.go).
+	paramName
+	paramUUID
+	paramBool
+	paramInt
+	paramStringList
+)
+
+// param is one parameter of a controller method.
+type param struct {
+	name string
+	kind paramKind
+	// The node list's: gate is the microversion Ironic requires for the
+	// filter (the check_allow_filter_* helpers), 0 for none; unread: Ironic
+	// filters by it, the sidecar does not read the column; field is the
+	// node field an equality filter compares.
+	gate   int
+	unread bool
+	field  *nodeField
+}
+
+// validate is ironic.common.args.validate: parameters the method does not
+// take are refused ("Unexpected arguments: a, b"), then each given one is
+// checked by its validator, in the method's order. Once validated, the
+// values are read with the validators, whose errors are then nil.
+func (q query) validate(params []param) *apiError {
 	var extra []string
 	for k := range q {
-		if !slices.Contains(allowed, k) {
+		if !slices.ContainsFunc(params, func(p param) bool { return p.name == k }) {
 			extra = append(extra, k)
 		}
 	}
-	if extra == nil {
-		return nil
+	if extra != nil {
+		slices.Sort(extra) // Ironic joins a set: any order
+		return badRequest("Unexpected arguments: " + strings.Join(extra, ", "))
 	}
-	slices.Sort(extra) // Ironic joins a set: any order
-	return badRequest("Unexpected arguments: " + strings.Join(extra, ", "))
+	for _, p := range params {
+		if _, given := q[p.name]; !given {
+			continue
+		}
+		var err *apiError
+		switch p.kind {
+		case paramName:
+			var v string
+			if v, _, err = q.str(p.name); err == nil && v == "" {
+				err = badRequest("Expected name for " + p.name + ": ")
+			}
+		case paramUUID:
+			_, _, err = q.uuid(p.name)
+		case paramBool:
+			_, _, err = q.boolean(p.name)
+		case paramInt:
+			_, _, err = q.integer(p.name)
+		case paramStringList:
+			_, _, err = q.strList(p.name)
+		default:
+			_, _, err = q.str(p.name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // display is how Ironic prints a parameter value in its messages: the
