@@ -260,15 +260,11 @@ func (rq *request) split(path string, escaped bool) ([]string, bool) {
 			return nil, false
 		}
 		if escaped && strings.IndexByte(seg, '%') >= 0 {
-			segs[i] = unquote(seg)
+			// %XX decoded, invalid escapes kept literally, '+' kept.
+			segs[i] = unquotePlus(strings.ReplaceAll(seg, "+", "%2B"))
 		}
 	}
 	return segs, true
-}
-
-// unquote decodes %XX escapes, keeping invalid ones literally.
-func unquote(s string) string {
-	return unquotePlus(strings.ReplaceAll(s, "+", "%2B"))
 }
 
 // version negotiates the request's microversion and sets the response
@@ -507,12 +503,12 @@ func (rq *request) fieldsArg() ([]string, bool, *apiError) {
 	return q.strList("fields")
 }
 
-// checkAllowSpecifyFields is api_utils.check_allow_specify_fields.
-func (rq *request) checkAllowSpecifyFields(given bool) *apiError {
+// checkFields is check_allow_specify_fields then check_allowed_fields.
+func (rq *request) checkFields(fields []string, given bool) *apiError {
 	if given && rq.minor < minor8FieldsSubset {
 		return errNotAcceptable
 	}
-	return nil
+	return rq.checkAllowedFields(fields)
 }
 
 func pyBool(v bool) string {

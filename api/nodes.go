@@ -268,14 +268,6 @@ func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) 
 	return a, nil
 }
 
-// checkFields is check_allow_specify_fields then check_allowed_fields.
-func (rq *request) checkFields(fields []string, given bool) *apiError {
-	if err := rq.checkAllowSpecifyFields(given); err != nil {
-		return err
-	}
-	return rq.checkAllowedFields(fields)
-}
-
 // checkNodeFilters is the provision state check, then the filters'
 // microversion gates in parameter order.
 func (rq *request) checkNodeFilters(a *nodeListArgs) *apiError {

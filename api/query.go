@@ -148,20 +148,11 @@ func display(vals []string) string {
 	if len(vals) == 1 {
 		return vals[0]
 	}
-	return pyListRepr(vals)
-}
-
-func pyListRepr(vals []string) string {
-	var b strings.Builder
-	b.WriteByte('[')
+	reprs := make([]string, len(vals))
 	for i, v := range vals {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(pyRepr(v))
+		reprs[i] = pyRepr(v)
 	}
-	b.WriteByte(']')
-	return b.String()
+	return "[" + strings.Join(reprs, ", ") + "]"
 }
 
 // pyRepr approximates Python's repr() of a str.
