@@ -89,7 +89,7 @@ func Middleware(a Authenticator, next http.Handler) http.Handler {
 			f.Send(w)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+		next.ServeHTTP(w, r.WithContext(WithCredentials(r.Context(), c)))
 	})
 }
 
@@ -145,8 +145,10 @@ func (a *Access) nodeTarget(owner, lessee *string, ownerAlways bool) policy.Valu
 	switch {
 	case owner != nil && *owner != "":
 		t[keyOwner] = *owner
+	case ownerAlways && owner != nil:
+		t[keyOwner] = ""
 	case ownerAlways:
-		t[keyOwner] = optional(owner)
+		t[keyOwner] = nil // None
 	}
 	if lessee != nil && *lessee != "" {
 		t[keyLessee] = *lessee
@@ -196,13 +198,6 @@ func (a *Access) ShowReservation(owner, lessee *string) bool {
 		return true
 	}
 	return a.e.Check(policy.RuleNodeReservation, t, a.c)
-}
-
-func optional(s *string) any {
-	if s == nil {
-		return nil
-	}
-	return *s
 }
 
 // WithCredentials returns ctx carrying creds, as Middleware stores them.

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -164,10 +165,7 @@ var (
 
 // Authenticate implements Authenticator.
 func (k *Keystone) Authenticate(r *http.Request) (*Credentials, *Failure) {
-	tok := strings.TrimSpace(r.Header.Get("X-Auth-Token"))
-	if tok == "" {
-		tok = strings.TrimSpace(r.Header.Get("X-Storage-Token"))
-	}
+	tok := cmp.Or(strings.TrimSpace(r.Header.Get("X-Auth-Token")), strings.TrimSpace(r.Header.Get("X-Storage-Token")))
 	if tok == "" {
 		return nil, k.unauthorized()
 	}
