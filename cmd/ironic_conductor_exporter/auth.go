@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,15 +68,11 @@ type apiAuth struct {
 	// is the one --auth.policy-release names, "" to follow the release.
 	enforcers map[policy.Release]*policy.Enforcer
 	fixed     policy.Release
-	// release, set by bindRelease, is the Ironic release the rules follow
-	// (ok false while none is known).
+	// release, when set, is the Ironic release the rules follow (ok false
+	// while none is known): with --auth.policy-release=detected the policy
+	// takes policy.ForRelease of it, the newest defaults while it is unknown.
 	release func() (rules.Release, bool)
 }
-
-// bindRelease makes the policy's defaults follow release (with
-// --auth.policy-release=detected): policy.ForRelease of it, the newest
-// defaults while it is unknown.
-func (a *apiAuth) bindRelease(release func() (rules.Release, bool)) { a.release = release }
 
 // enforcer is the policy a request is judged by now.
 func (a *apiAuth) enforcer() *policy.Enforcer {
@@ -274,22 +271,11 @@ func findPolicyFile(conf *ironicconf.Config) string {
 
 // beyondLoopback lists the listen addresses reachable from other hosts.
 func beyondLoopback(listen []string) []string {
-	var out []string
-	for _, l := range listen {
+	return slices.DeleteFunc(slices.Clone(listen), func(l string) bool {
 		host, _, err := net.SplitHostPort(l)
-		if err != nil {
-			out = append(out, l)
-			continue
-		}
-		if host == "localhost" {
-			continue
-		}
-		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-			continue
-		}
-		out = append(out, l)
-	}
-	return out
+		ip := net.ParseIP(host)
+		return err == nil && (host == "localhost" || ip != nil && ip.IsLoopback())
+	})
 }
 
 // guardStatusPage authenticates the status page (not a public route, unlike

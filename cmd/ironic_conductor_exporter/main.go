@@ -378,7 +378,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	metrics := onlyGetHead(limit.Renders(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders"))
 	// The policy's defaults follow the Ironic release: the flag's, else the
 	// one the served topology was judged by.
-	authn.bindRelease(func() (rules.Release, bool) {
+	authn.release = func() (rules.Release, bool) {
 		if release := a.settings.Release; !release.IsZero() {
 			return release, true
 		}
@@ -386,7 +386,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 			return v.Topology.Rules.Release(), true
 		}
 		return rules.Release{}, false
-	})
+	}
 	apiHandler := api.NewHandler(a.cache, api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access})
 	statusPage := status.NewHandler(a.cache, status.Options{Logger: a.logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath, History: a.history})

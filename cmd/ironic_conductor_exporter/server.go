@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,10 +159,8 @@ func checkDoors(cfg config, flags *web.FlagConfig, mode string, logger *slog.Log
 		return nil
 	}
 	for _, a := range cfg.apiListen {
-		for _, w := range *flags.WebListenAddresses {
-			if a == w {
-				return fmt.Errorf("--api.listen-address=%s is also a --web.listen-address", a)
-			}
+		if slices.Contains(*flags.WebListenAddresses, a) {
+			return fmt.Errorf("--api.listen-address=%s is also a --web.listen-address", a)
 		}
 		if a == cfg.probeListenAddress {
 			return fmt.Errorf("--api.listen-address=%s is also --web.probe-listen-address", a)
