@@ -369,77 +369,60 @@ func (rq *request) listNodes(detailEndpoint bool) {
 // and, in id order, to the page.
 func selectNodes(t *topology.Topology, a *nodeListArgs, key *nodeField, marker *topology.NodeInfo) []*topology.NodeInfo {
 	coll := collationOf(t)
-	cand := candidates(t, a)
-	idOrder := key.name == "id" || key.name == ""
-	if idOrder {
-		return pageInIDOrder(t, a, cand, marker, coll)
+	n, at := candidates(t, a)
+	if key.name == "id" || key.name == "" {
+		return pageInIDOrder(a, n, at, marker, coll)
 	}
 	order := paginationOrder(func(x, y *topology.NodeInfo) int { return key.compare(x, y, coll) },
 		func(x *topology.NodeInfo) int64 { return x.ID }, a.sortDir == "desc")
-	items := make([]*topology.NodeInfo, 0, min(cand.len(), a.limit+1))
-	for i := range cand.len() {
-		n := cand.at(t, i)
-		if a.match(n, coll) && (marker == nil || order(n, marker) > 0) {
-			items = append(items, n)
+	items := make([]*topology.NodeInfo, 0, min(n, a.limit+1))
+	for i := range n {
+		if node := at(i); a.match(node, coll) && (marker == nil || order(node, marker) > 0) {
+			items = append(items, node)
 		}
 	}
 	slices.SortStableFunc(items, order)
 	return items[:min(len(items), a.limit)]
 }
 
-// nodeSet is the nodes a list starts from, in id order: every node, or the
-// ones a conductor's rings map to it.
-type nodeSet struct {
-	all bool
-	idx []int // indexes into Topology.Nodes when !all
-	n   int
-}
-
-func (s nodeSet) len() int { return s.n }
-
-func (s nodeSet) at(t *topology.Topology, i int) *topology.NodeInfo {
-	if s.all {
-		return &t.Nodes[i]
-	}
-	return &t.Nodes[s.idx[i]]
-}
-
-// candidates are every node or, for ?conductor=X (Ironic: "if conductor:",
-// an empty one filters nothing), the nodes mapped to X, compared exactly.
-func candidates(t *topology.Topology, a *nodeListArgs) nodeSet {
+// candidates are the nodes a list starts from, in id order: n of them,
+// the i-th at(i). They are every node or, for ?conductor=X (Ironic: "if
+// conductor:", an empty one filters nothing), the nodes mapped to X,
+// compared exactly.
+func candidates(t *topology.Topology, a *nodeListArgs) (n int, at func(int) *topology.NodeInfo) {
 	if a.conductor == nil || *a.conductor == "" {
-		return nodeSet{all: true, n: len(t.Nodes)}
+		return len(t.Nodes), func(i int) *topology.NodeInfo { return &t.Nodes[i] }
 	}
 	c, ok := t.Conductor(*a.conductor)
 	if !ok {
-		return nodeSet{}
+		return 0, nil
 	}
-	return nodeSet{idx: c.Nodes, n: len(c.Nodes)}
+	return len(c.Nodes), func(i int) *topology.NodeInfo { return &t.Nodes[c.Nodes[i]] }
 }
 
 // pageInIDOrder walks the candidates from the marker, forwards or
 // backwards, until the page is full.
-func pageInIDOrder(t *topology.Topology, a *nodeListArgs, cand nodeSet, marker *topology.NodeInfo, coll collation) []*topology.NodeInfo {
+func pageInIDOrder(a *nodeListArgs, n int, at func(int) *topology.NodeInfo, marker *topology.NodeInfo, coll collation) []*topology.NodeInfo {
 	desc := a.sortDir == "desc"
 	start, step := 0, 1
 	if desc {
-		start, step = cand.len()-1, -1
+		start, step = n-1, -1
 	}
 	if marker != nil {
 		// The first candidate with an id above the marker's.
-		i := sort.Search(cand.len(), func(i int) bool { return cand.at(t, i).ID >= marker.ID })
+		i := sort.Search(n, func(i int) bool { return at(i).ID >= marker.ID })
 		start = i
-		if i < cand.len() && cand.at(t, i).ID == marker.ID && !desc {
+		if i < n && at(i).ID == marker.ID && !desc {
 			start++
 		}
 		if desc {
 			start = i - 1
 		}
 	}
-	items := make([]*topology.NodeInfo, 0, min(cand.len(), a.limit))
-	for i := start; i >= 0 && i < cand.len() && len(items) < a.limit; i += step {
-		if n := cand.at(t, i); a.match(n, coll) {
-			items = append(items, n)
+	items := make([]*topology.NodeInfo, 0, min(n, a.limit))
+	for i := start; i >= 0 && i < n && len(items) < a.limit; i += step {
+		if node := at(i); a.match(node, coll) {
+			items = append(items, node)
 		}
 	}
 	return items
