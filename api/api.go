@@ -69,11 +69,8 @@ type handler struct {
 // /v1/nodes, /v1/nodes/detail, /v1/nodes/{node_ident} and
 // /v1/nodes/{node_ident}/conductor. It never reads the database itself.
 func NewHandler(cache *topology.Cache, opts Options) http.Handler {
-	h := &handler{cache: cache, log: opts.Logger, maxLimit: opts.MaxLimit, maxMinor: opts.MaxMicroversion,
-		public: strings.TrimRight(opts.PublicEndpoint, "/"), access: opts.Access}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
+	h := &handler{cache: cache, log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)), maxLimit: opts.MaxLimit,
+		maxMinor: opts.MaxMicroversion, public: strings.TrimRight(opts.PublicEndpoint, "/"), access: opts.Access}
 	if h.maxLimit <= 0 {
 		h.maxLimit = 1000
 	}

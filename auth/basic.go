@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -75,9 +76,7 @@ func NewBasic(file string, workers int, log *slog.Logger) (*Basic, error) {
 			cost = max(cost, c)
 		}
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)/2)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net"
@@ -110,13 +111,8 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, maxReques
 		}
 		return a, nil
 	case auth.ModeHTTPBasic:
-		file := c.basicFile
-		if file == "" {
-			file, _ = opt("DEFAULT.http_basic_auth_user_file")
-		}
-		if file == "" {
-			file = "/etc/ironic/htpasswd" // Ironic's default
-		}
+		confFile, _ := opt("DEFAULT.http_basic_auth_user_file")
+		file := cmp.Or(c.basicFile, confFile, "/etc/ironic/htpasswd") // the last: Ironic's default
 		b, err := auth.NewBasic(file, 0, logger)
 		if err != nil {
 			return nil, err
