@@ -460,22 +460,19 @@ func readListArgs(q query) listArgs {
 	return a
 }
 
-// validateLimit is api_utils.validate_limit.
-func (rq *request) validateLimit(limit int, given bool) (int, *apiError) {
-	if !given {
-		return rq.h.maxLimit, nil
+// checkPage is api_utils.validate_limit (the page size: no more than
+// maxLimit, maxLimit when not given), then validate_sort_dir.
+func (rq *request) checkPage(a *listArgs) *apiError {
+	if !a.hasLimit {
+		a.limit = rq.h.maxLimit
 	}
-	if limit <= 0 {
-		return 0, badRequest("Limit must be positive")
+	switch {
+	case a.limit <= 0:
+		return badRequest("Limit must be positive")
+	case a.sortDir != "asc" && a.sortDir != "desc":
+		return badRequest("Invalid sort direction: " + a.sortDir + ". Acceptable values are 'asc' or 'desc'")
 	}
-	return min(limit, rq.h.maxLimit), nil
-}
-
-// validateSortDir is api_utils.validate_sort_dir.
-func validateSortDir(dir string) *apiError {
-	if dir != "asc" && dir != "desc" {
-		return badRequest("Invalid sort direction: " + dir + ". Acceptable values are 'asc' or 'desc'")
-	}
+	a.limit = min(a.limit, rq.h.maxLimit)
 	return nil
 }
 
@@ -529,6 +526,18 @@ func (rq *request) returnFields(a *listArgs, defaults []string) *apiError {
 		a.retFields = a.fields
 	}
 	return nil
+}
+
+// appendDetailFields appends the detail and fields parameters of a next
+// link.
+func (a *listArgs) appendDetailFields(params [][2]string) [][2]string {
+	if a.hasDetail {
+		params = append(params, [2]string{"detail", pyBool(a.detail)})
+	}
+	if len(a.retFields) > 0 {
+		params = append(params, [2]string{"fields", strings.Join(a.retFields, ",")})
+	}
+	return params
 }
 
 // minVersionError is the 406 of Ironic's check_allow_filter_by_* helpers.

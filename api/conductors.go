@@ -165,11 +165,7 @@ func (rq *request) conductorListArgs() (*conductorListArgs, *apiError) {
 	if err := rq.returnFields(&a.listArgs, conductorDefaultFields); err != nil {
 		return nil, err
 	}
-	var err *apiError
-	if a.limit, err = rq.validateLimit(a.limit, a.hasLimit); err != nil {
-		return nil, err
-	}
-	if err := validateSortDir(a.sortDir); err != nil {
+	if err := rq.checkPage(&a.listArgs); err != nil {
 		return nil, err
 	}
 	if a.sortKey == "alive" || a.sortKey == "drivers" {
@@ -252,13 +248,7 @@ func (rq *request) appendConductorList(b []byte, a *conductorListArgs, items []*
 	}
 	b = append(b, ']')
 	if len(items) > 0 && len(items) == a.limit {
-		params := [][2]string{{"sort_key", a.sortKey}, {"sort_dir", a.sortDir}}
-		if a.hasDetail {
-			params = append(params, [2]string{"detail", pyBool(a.detail)})
-		}
-		if len(a.retFields) > 0 {
-			params = append(params, [2]string{"fields", strings.Join(a.retFields, ",")})
-		}
+		params := a.appendDetailFields([][2]string{{"sort_key", a.sortKey}, {"sort_dir", a.sortDir}})
 		b = append(b, `, "next": `...)
 		b = nextLink(b, base, "conductors", params, a.limit, items[len(items)-1].Hostname)
 	}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -255,11 +254,7 @@ func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) 
 			return nil, badRequest("Filtering nodes by " + p.name + " is not supported by ironic-conductor-exporter: it does not read that from Ironic's database.")
 		}
 	}
-	var err *apiError
-	if a.limit, err = rq.validateLimit(a.limit, a.hasLimit); err != nil {
-		return nil, err
-	}
-	if err := validateSortDir(a.sortDir); err != nil {
+	if err := rq.checkPage(&a.listArgs); err != nil {
 		return nil, err
 	}
 	if f := nodeFieldByName[a.sortKey]; f != nil && f.sort == sortRefused {
@@ -465,12 +460,7 @@ func (a *nodeListArgs) nextParams() [][2]string {
 	if a.maintenance != nil && *a.maintenance {
 		np = append(np, [2]string{"maintenance", "True"})
 	}
-	if a.hasDetail {
-		np = append(np, [2]string{"detail", pyBool(a.detail)})
-	}
-	if len(a.retFields) > 0 {
-		np = append(np, [2]string{"fields", strings.Join(a.retFields, ",")})
-	}
+	np = a.appendDetailFields(np)
 	if a.associated != nil && !*a.associated {
 		np = append(np, [2]string{"associated", "False"})
 	}
