@@ -103,12 +103,10 @@ func unservedResource(s string) bool {
 
 func unservedNodeResource(s string) bool {
 	switch s {
-	case "ports", "portgroups", "vifs", "volume", "traits", "bios", "allocation", "history", "inventory",
-		"states", "management", "maintenance", "validate", "vendor_passthru", "firmware", "children",
-		"virtual_media":
+	case "states", "management", "maintenance", "validate", "vendor_passthru", "firmware", "children", "virtual_media":
 		return true
 	}
-	return false
+	return reservedIdent(s)
 }
 
 // unserved is the answer for an Ironic resource the sidecar does not
