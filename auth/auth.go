@@ -5,6 +5,7 @@ package auth
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -43,9 +44,7 @@ type Failure struct {
 
 // Send writes the failure as the answer.
 func (f *Failure) Send(w http.ResponseWriter) {
-	for k, v := range f.Header {
-		w.Header()[k] = v
-	}
+	maps.Copy(w.Header(), f.Header)
 	w.WriteHeader(f.Status)
 	w.Write(f.Body) //nolint:errcheck // the client is gone if it fails: nothing to tell it
 }
@@ -130,9 +129,7 @@ const (
 func (a *Access) nodeTarget(owner, lessee *string, ownerAlways bool) policy.Values {
 	if a.t == nil {
 		a.t = make(policy.Values, len(a.c)+2)
-		for k, v := range a.c {
-			a.t[k] = v
-		}
+		maps.Copy(a.t, a.c)
 	}
 	t := a.t
 	for _, k := range []string{keyOwner, keyLessee} {
