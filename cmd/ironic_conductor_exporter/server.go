@@ -233,15 +233,10 @@ type quietWriter struct {
 }
 
 func (q *quietWriter) Write(p []byte) (int, error) {
-	if q.err != nil {
-		return len(p), nil
+	if q.err == nil {
+		_, q.err = q.ResponseWriter.Write(p)
 	}
-	n, err := q.ResponseWriter.Write(p)
-	if err != nil {
-		q.err = err
-		return len(p), nil
-	}
-	return n, nil
+	return len(p), nil
 }
 
 // Flush keeps http.Flusher working through the wrapper.
