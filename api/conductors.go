@@ -91,17 +91,6 @@ func conductorNotFound(hostname string) *apiError {
 	return clientError(http.StatusNotFound, "Conductor "+hostname+" could not be found.")
 }
 
-// lookupConductor finds a conductor by hostname, retrying with the ".json"
-// Ironic stripped from the path.
-func (rq *request) lookupConductor(t *topology.Topology, hostname string) (*topology.ConductorInfo, bool) {
-	coll := collationOf(t)
-	c, ok := coll.conductor(t, hostname)
-	if !ok && rq.jsonSuffix {
-		c, ok = coll.conductor(t, hostname+".json")
-	}
-	return c, ok
-}
-
 // conductorSortKeys compares conductors by each sort key Ironic accepts and
 // the sidecar can sort by (columns of the conductors table).
 var conductorSortKeys = map[string]func(a, b *topology.ConductorInfo, c collation) int{
@@ -268,7 +257,11 @@ func (rq *request) getConductor(hostname string) {
 		rq.fail(err)
 		return
 	}
-	c, ok := rq.lookupConductor(t, hostname)
+	coll := collationOf(t)
+	c, ok := coll.conductor(t, hostname)
+	if !ok && rq.jsonSuffix { // retry with the ".json" Ironic stripped
+		c, ok = coll.conductor(t, hostname+".json")
+	}
 	if !ok {
 		rq.fail(conductorNotFound(hostname))
 		return
