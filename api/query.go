@@ -131,7 +131,7 @@ func (q query) validate(params []param) *apiError {
 			_, _, err = q.integer(p.name)
 		case paramStringList:
 			_, _, err = q.strList(p.name)
-		default:
+		case paramString:
 			_, _, err = q.str(p.name)
 		}
 		if err != nil {
