@@ -12,24 +12,19 @@ func nodeNotFound(ident string) *apiError {
 	return clientError(http.StatusNotFound, "Node "+ident+" could not be found.")
 }
 
-// findNode resolves a node_ident as api_utils.get_rpc_node does: a
+// findVisibleNode resolves a node_ident as api_utils.get_rpc_node does: a
 // UUID-like ident only by UUID (exactly as stored), otherwise by name when
 // the microversion has names (1.5) and the name is valid; then, when Ironic
-// stripped a ".json" extension, the ident with it.
-func (rq *request) findNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
+// stripped a ".json" extension, the ident with it. As
+// check_node_policy_and_retrieve's baremetal:node:get, a node the caller
+// may not see is not found.
+func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	n, err := rq.findNodeOnce(t, ident)
 	if err != nil && err.status == http.StatusNotFound && rq.jsonSuffix {
 		if n2, err2 := rq.findNodeOnce(t, ident+".json"); err2 == nil {
-			return n2, nil
+			n, err = n2, nil
 		}
 	}
-	return n, err
-}
-
-// findVisibleNode is findNode followed by check_node_policy_and_retrieve's
-// baremetal:node:get: a node the caller may not see is not found.
-func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
-	n, err := rq.findNode(t, ident)
 	if err == nil && rq.acc != nil && !rq.acc.CanGetNode(n.Owner, n.Lessee) {
 		return nil, nodeNotFound(ident)
 	}
