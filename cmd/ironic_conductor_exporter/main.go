@@ -419,13 +419,8 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	if err != nil {
 		panic(err) // only a broken embedded template fails
 	}
-	webDoor = a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		onlyGetHead(landing).ServeHTTP(w, r)
-	})})
+	// "/{$}": the landing page at / only; other paths are the mux's 404.
+	webDoor = a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/{$}": onlyGetHead(landing)})
 	return webDoor, a.probeMux(map[string]http.Handler{"/": root})
 }
 
