@@ -466,9 +466,7 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 	defer cancel()
 	var errs []error
 	for _, s := range servers {
-		if err := s.Shutdown(sctx); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, s.Shutdown(sctx)) // errors.Join drops the nils
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
