@@ -9,7 +9,6 @@
 package dashboards
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,52 +54,22 @@ func Generate() (map[string][]byte, error) {
 	return out, nil
 }
 
-// Marshal renders a dashboard as the indented JSON Grafana imports.
+// Marshal renders a dashboard as the indented JSON Grafana imports, with &,
+// < and > unescaped (unescapeHTML) so that URLs and expressions read as
+// written.
 func Marshal(d dashboard.Dashboard) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep =~, <, > readable in the expressions
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(d); err != nil {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
 		return nil, err
 	}
-	return unescapeHTML(buf.Bytes()), nil
+	return []byte(unescapeHTML.Replace(string(b)) + "\n"), nil
 }
 
-// unescapeHTML undoes the \u0026, \u003c and \u003e escapes that the
-// SDK's own MarshalJSON methods write for &, < and > (they call
-// json.Marshal, which escapes HTML whatever the outer encoder says), so
-// that URLs and expressions read as written. An escape preceded by an
-// odd number of backslashes is an escaped backslash and "u00..." text,
-// and is kept.
-func unescapeHTML(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] == '\\' && i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' {
-			var r byte
-			switch string(b[i+4 : i+6]) {
-			case "26":
-				r = '&'
-			case "3c":
-				r = '<'
-			case "3e":
-				r = '>'
-			}
-			if r != 0 {
-				out = append(out, r)
-				i += 5
-				continue
-			}
-		}
-		if b[i] == '\\' && i+1 < len(b) {
-			out = append(out, b[i], b[i+1]) // an escape: copy it whole
-			i++
-			continue
-		}
-		out = append(out, b[i])
-	}
-	return out
-}
+// unescapeHTML undoes the \u0026, \u003c and \u003e escapes json.Marshal
+// writes for &, < and > (the SDK's own MarshalJSON methods call it, whatever
+// an outer encoder says). An escaped backslash is matched first and kept, so
+// that the text \\u0026 stays as it is.
+var unescapeHTML = strings.NewReplacer(`\\`, `\\`, `\u0026`, "&", `\u003c`, "<", `\u003e`, ">")
 
 // ClusterLabel is the label that tells clusters (regions, sites) apart: the
 // cluster variable lists its values and every query matches it. It is the
