@@ -82,12 +82,8 @@ var (
 	sqliteSince = Release{22, 1}
 	// commit 3f9151163 "Introduce conductor touch while offline"
 	drainSince = Release{23, 1}
-	// commit e67f71606 "Fix GET for conductors with a port or IPv6 address"
-	hostPortSince = Release{24, 0}
 	// commit 435932355 "Disable legacy RBAC policy by default."
 	secureRBACSince = Release{24, 0}
-	// commit 4a9a7949c "Improve clarity of exception message"
-	noValidHostSince = Release{24, 1}
 	// commit 161374f76 "Expose conductor online boolean for accurate alive"
 	onlineAliveSince = Release{25, 0}
 	// commit b19507d64 "Add microversion headers to root ('/') endpoint"
@@ -109,11 +105,10 @@ var changes = []struct {
 	{Release{16, 1}, "pin_release_version's ungrouped rings (removed)"},
 	{sqliteSince, "SQLite heartbeats and ring membership"},
 	{drainSince, "the drain on stop (online=false while heartbeating)"},
-	{hostPortSince, "host:port conductor names in the API"},
-	{noValidHostSince, "the NoValidHost reason"},
 	{onlineAliveSince, "the API's alive (online and a fresh heartbeat)"},
-	// (not rootVersionSince: headers on GET / alone are not worth a
-	// warning about a straddled range)
+	// (not rootVersionSince, whose headers on GET / alone are not worth a
+	// warning, nor host:port names (24.0) or the NoValidHost reason (24.1),
+	// which the API answers alike on every release: api/doc.go)
 }
 
 // New builds the rules of release on backend with settings s. Zero
