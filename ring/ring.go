@@ -18,7 +18,7 @@ const MaxPartitionExponent = 16
 // Ring is a tooz-compatible consistent hash ring. It is immutable after New
 // and safe for concurrent use.
 type Ring struct {
-	alg  algID
+	alg  Algorithm
 	size int // digest length in bytes
 
 	hosts []string // sorted, unique
@@ -39,24 +39,22 @@ type Ring struct {
 // It fails for an algorithm not listed by Algorithms and for a partition
 // exponent outside 0..MaxPartitionExponent.
 func New(hosts []string, partitionExponent int, alg Algorithm) (*Ring, error) {
-	spec, err := ringSpec(partitionExponent, alg)
-	if err != nil {
+	if err := checkRing(partitionExponent, alg); err != nil {
 		return nil, err
 	}
-	return newRing(hosts, spec, partitionExponent, nil)
+	return newRing(hosts, alg, partitionExponent, nil)
 }
 
-// ringSpec checks a ring's partition exponent and returns its algorithm.
-func ringSpec(partitionExponent int, alg Algorithm) (algSpec, error) {
-	spec, ok := algorithms[alg]
-	if !ok {
-		return algSpec{}, unknownAlgorithm(string(alg))
+// checkRing checks a ring's partition exponent and algorithm.
+func checkRing(partitionExponent int, alg Algorithm) error {
+	if _, ok := algorithms[alg]; !ok {
+		return unknownAlgorithm(string(alg))
 	}
 	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
-		return algSpec{}, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
+		return fmt.Errorf("ring: partition exponent %d out of range 0..%d",
 			partitionExponent, MaxPartitionExponent)
 	}
-	return spec, nil
+	return nil
 }
 
 // HostCache remembers the partition digests of hosts for one partition
@@ -66,9 +64,9 @@ func ringSpec(partitionExponent int, alg Algorithm) (algSpec, error) {
 // hashes each host once, and so does building them again on the next
 // refresh. It is safe for concurrent use.
 type HostCache struct {
-	spec algSpec
-	exp  int
-	mu   sync.Mutex
+	alg Algorithm
+	exp int
+	mu  sync.Mutex
 	// digests of a host: its 2**exp partition digests, concatenated.
 	digests map[string][]byte
 }
@@ -76,17 +74,16 @@ type HostCache struct {
 // NewHostCache returns an empty cache for rings of partitionExponent and
 // alg; it fails as New does for a bad exponent or algorithm.
 func NewHostCache(partitionExponent int, alg Algorithm) (*HostCache, error) {
-	spec, err := ringSpec(partitionExponent, alg)
-	if err != nil {
+	if err := checkRing(partitionExponent, alg); err != nil {
 		return nil, err
 	}
-	return &HostCache{spec: spec, exp: partitionExponent, digests: map[string][]byte{}}, nil
+	return &HostCache{alg: alg, exp: partitionExponent, digests: map[string][]byte{}}, nil
 }
 
 // New builds the ring New(hosts, exponent, algorithm) builds, reusing and
 // remembering the hosts' partition digests.
 func (c *HostCache) New(hosts []string) (*Ring, error) {
-	return newRing(hosts, c.spec, c.exp, c)
+	return newRing(hosts, c.alg, c.exp, c)
 }
 
 // Retain forgets every host for which keep is false, so that a long-lived
@@ -100,7 +97,7 @@ func (c *HostCache) Retain(keep func(host string) bool) {
 // hostDigests returns the concatenated partition digests of host: tooz's
 // key_hash = hashlib.new(alg, key), then per partition
 // key_hash.update(key) and hexdigest() (Sum does not reset the state).
-func (c *HostCache) hostDigests(host string, spec algSpec, parts int) []byte {
+func (c *HostCache) hostDigests(host string, alg Algorithm, parts int) []byte {
 	if c != nil {
 		c.mu.Lock()
 		d, ok := c.digests[host]
@@ -109,10 +106,9 @@ func (c *HostCache) hostDigests(host string, spec algSpec, parts int) []byte {
 			return d
 		}
 	}
-	size := spec.size
-	d := make([]byte, 0, parts*size)
+	st := algorithms[alg]()
+	d := make([]byte, 0, parts*st.Size())
 	key := []byte(host)
-	st := spec.newHash()
 	st.Write(key)
 	for range parts {
 		st.Write(key)
@@ -126,12 +122,12 @@ func (c *HostCache) hostDigests(host string, spec algSpec, parts int) []byte {
 	return d
 }
 
-func newRing(hosts []string, spec algSpec, partitionExponent int, cache *HostCache) (*Ring, error) {
+func newRing(hosts []string, alg Algorithm, partitionExponent int, cache *HostCache) (*Ring, error) {
 	uniq := slices.Clone(hosts)
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 
-	size := spec.size
+	size := algorithms[alg]().Size()
 	parts := 1 << partitionExponent
 	total := len(uniq) * parts
 	if total > math.MaxInt32 {
@@ -147,7 +143,7 @@ func newRing(hosts []string, spec algSpec, partitionExponent int, cache *HostCac
 	}
 	entries := make([]entry, 0, total)
 	for hi, h := range uniq {
-		copy(raw[len(entries)*size:], cache.hostDigests(h, spec, parts))
+		copy(raw[len(entries)*size:], cache.hostDigests(h, alg, parts))
 		for range parts {
 			pos := len(entries)
 			entries = append(entries, entry{binary.BigEndian.Uint64(raw[pos*size:]), int32(hi), int32(pos)})
@@ -167,7 +163,7 @@ func newRing(hosts []string, spec algSpec, partitionExponent int, cache *HostCac
 	// Equal digests are one partition, as in tooz's dict. Entries with equal
 	// digests are adjacent and ordered by host, so the last one of a run is
 	// the host that sorts last: tooz with hosts inserted in sorted order.
-	r := &Ring{alg: spec.id, size: size, hosts: uniq}
+	r := &Ring{alg: alg, size: size, hosts: uniq}
 	n := 0
 	for i := range entries {
 		if i+1 < len(entries) && entries[i+1].first == entries[i].first &&
