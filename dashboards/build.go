@@ -107,17 +107,9 @@ func promQuery(ref, expr string) *prometheus.DataqueryBuilder {
 		Expr(expr)
 }
 
-// withLegend sets the legend of q unless it is empty.
-func withLegend(q *prometheus.DataqueryBuilder, legend string) *prometheus.DataqueryBuilder {
-	if legend != "" {
-		q = q.LegendFormat(legend)
-	}
-	return q
-}
-
-// query is a range query; legend may be empty.
+// query is a range query.
 func query(ref, expr, legend string) *prometheus.DataqueryBuilder {
-	return withLegend(promQuery(ref, expr).Range(), legend)
+	return promQuery(ref, expr).Range().LegendFormat(legend)
 }
 
 // instant is an instant query in table format, for table panels.
@@ -127,7 +119,11 @@ func instant(ref, expr string) *prometheus.DataqueryBuilder {
 
 // statQuery is an instant query for a stat panel; legend may be empty.
 func statQuery(ref, expr, legend string) *prometheus.DataqueryBuilder {
-	return withLegend(promQuery(ref, expr).Instant(), legend)
+	q := promQuery(ref, expr).Instant()
+	if legend != "" {
+		q.LegendFormat(legend)
+	}
+	return q
 }
 
 // Grafana's named colours.
@@ -254,17 +250,6 @@ func labelVariable(name, label, query, description string) *dashboard.QueryVaria
 		Sort(dashboard.VariableSortAlphabeticalCaseInsensitiveAsc)
 }
 
-// links offers the project's other dashboards, keeping the time range and
-// the variables.
-func links() *dashboard.DashboardLinkBuilder {
-	return dashboard.NewDashboardLinkBuilder("Ironic conductors").
-		Type(dashboard.DashboardLinkTypeDashboards).
-		Tags([]string{Tag}).
-		AsDropdown(true).
-		IncludeVars(true).
-		KeepTime(true)
-}
-
 // conductorURL is the drill-down for the conductor named by a Grafana
 // interpolation (e.g. ${__value.raw}), keeping the time range, the data
 // source, job and instance.
@@ -284,7 +269,14 @@ func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 		Refresh("1m").
 		Time("now-6h", "now").
 		Timezone("browser").
-		Link(links()).
+		// The project's other dashboards, keeping the time range and the
+		// variables.
+		Link(dashboard.NewDashboardLinkBuilder("Ironic conductors").
+			Type(dashboard.DashboardLinkTypeDashboards).
+			Tags([]string{Tag}).
+			AsDropdown(true).
+			IncludeVars(true).
+			KeepTime(true)).
 		Annotation(dashboard.NewAnnotationQueryBuilder().
 			Name("Annotations & Alerts").
 			Datasource(common.DataSourceRef{Type: cog.ToPtr("grafana"), Uid: cog.ToPtr("-- Grafana --")}).
