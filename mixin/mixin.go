@@ -49,13 +49,10 @@ const (
 
 // Config is the part of _config the Go side reads back.
 type Config struct {
-	JobName        string            `json:"jobName"`
-	Selector       string            `json:"selector"`
-	ClusterLabel   string            `json:"clusterLabel"`
-	ReplicaLabels  []string          `json:"replicaLabels"`
-	RunbookURLBase string            `json:"runbookURLBase"`
-	ExporterPort   int               `json:"exporterPort"`
-	For            map[string]string `json:"for"`
+	JobName       string   `json:"jobName"`
+	ClusterLabel  string   `json:"clusterLabel"`
+	ReplicaLabels []string `json:"replicaLabels"`
+	ExporterPort  int      `json:"exporterPort"`
 }
 
 // Rendered is the mixin evaluated with one _config.
