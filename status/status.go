@@ -207,7 +207,6 @@ type lookupResult struct {
 	Maintenance          bool
 	AffinityHost         string
 	AffinityState        rules.State
-	Affinity             topology.Affinity
 	AffinityText         string // where the boot files are, in words
 	StuckText            string
 }
@@ -333,8 +332,7 @@ func lookup(t *topology.Topology, ident string) *lookupResult {
 	}
 	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
 		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost,
-		Affinity: n.Affinity}
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true
