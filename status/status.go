@@ -301,17 +301,14 @@ func ringRows(t *topology.Topology) []ringRow {
 	for i := range t.Rings {
 		r := &t.Rings[i]
 		hosts := r.Ring.Hosts()
-		row := ringRow{Group: r.ConductorGroup, HardwareType: r.HardwareType, Members: len(hosts), Nodes: r.Nodes}
+		row := ringRow{Group: r.ConductorGroup, HardwareType: r.HardwareType, Members: len(hosts), Nodes: r.Nodes, Spread: "—"}
+		served := make([]int, len(hosts))
 		for j, h := range hosts {
-			c := perMember[key{r.ConductorGroup, r.HardwareType, h}]
-			if j == 0 || c < row.Min {
-				row.Min = c
-			}
-			if c > row.Max {
-				row.Max = c
-			}
+			served[j] = perMember[key{r.ConductorGroup, r.HardwareType, h}]
 		}
-		row.Spread = "—"
+		if len(hosts) > 0 {
+			row.Min, row.Max = slices.Min(served), slices.Max(served)
+		}
 		if r.Nodes > 0 && len(hosts) > 0 {
 			ideal := float64(r.Nodes) / float64(len(hosts))
 			row.Spread = strconv.FormatFloat(float64(row.Max)/ideal, 'f', 2, 64) + "× ideal"
