@@ -157,26 +157,17 @@ func newRing(hosts []string, alg Algorithm, partitionExponent int, cache *HostCa
 		if c := bytes.Compare(digest(a.pos), digest(b.pos)); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.host, b.host)
+		return cmp.Compare(b.host, a.host)
 	})
 
 	// Equal digests are one partition, as in tooz's dict. Entries with equal
-	// digests are adjacent and ordered by host, so the last one of a run is
-	// the host that sorts last: tooz with hosts inserted in sorted order.
-	r := &Ring{alg: alg, size: size, hosts: uniq}
-	n := 0
-	for i := range entries {
-		if i+1 < len(entries) && entries[i+1].first == entries[i].first &&
-			bytes.Equal(digest(entries[i+1].pos), digest(entries[i].pos)) {
-			continue
-		}
-		entries[n] = entries[i]
-		n++
-	}
-	entries = entries[:n]
-	r.first = make([]uint64, n)
-	r.digests = make([]byte, n*size)
-	r.owner = make([]int32, n)
+	// digests are adjacent and ordered by host, last first, so the one kept
+	// is the host that sorts last: tooz with hosts inserted in sorted order.
+	entries = slices.CompactFunc(entries, func(a, b entry) bool {
+		return a.first == b.first && bytes.Equal(digest(a.pos), digest(b.pos))
+	})
+	n := len(entries)
+	r := &Ring{alg: alg, size: size, hosts: uniq, first: make([]uint64, n), digests: make([]byte, n*size), owner: make([]int32, n)}
 	for i, e := range entries {
 		r.first[i] = e.first
 		copy(r.digests[i*size:], digest(e.pos))
