@@ -184,7 +184,7 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 			_ = d.closeDBs()
 		}
 	}()
-	if _, err := d.db.ExecContext(ctx, Schema()); err != nil {
+	if _, err := d.db.ExecContext(ctx, schemaSQL); err != nil {
 		return nil, nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
 	}
 	// The simulator's view of the fleet is read as the exporter reads it.
@@ -276,16 +276,14 @@ func (d *Demo) Close() error {
 	return d.closeErr
 }
 
-// closeDBs closes the simulator's connections.
+// closeDBs closes the simulator's connections (the reader may not be open
+// yet when create fails).
 func (d *Demo) closeDBs() error {
-	var errs []error
+	err := d.db.Close()
 	if d.reader != nil {
-		errs = append(errs, d.reader.Close())
+		err = errors.Join(d.reader.Close(), err)
 	}
-	if d.db != nil {
-		errs = append(errs, d.db.Close())
-	}
-	return errors.Join(errs...)
+	return err
 }
 
 func (d *Demo) removeFiles() error {

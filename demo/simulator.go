@@ -428,15 +428,12 @@ func (s *simulator) tick(ctx context.Context) error {
 	now := s.heartbeatTime()
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, c := range s.cond {
-			if !c.beating {
-				continue
+			if c.beating {
+				if _, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=?, online=? WHERE hostname=?`,
+					sqlaTime(now), c.online, c.host); err != nil {
+					return err
+				}
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=?, online=? WHERE hostname=?`,
-				sqlaTime(now), c.online, c.host); err != nil {
-				return err
-			}
-		}
-		for _, c := range s.cond {
 			if !c.working {
 				continue
 			}
