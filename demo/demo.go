@@ -21,11 +21,11 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -82,12 +82,8 @@ var Release = rules.MustRelease("24.1")
 // and algorithm as package rules fills them in.
 func (o Options) settings() topology.Settings {
 	s := o.Settings
-	if s.HeartbeatTimeout == 0 {
-		s.HeartbeatTimeout = HeartbeatTimeout / time.Duration(o.Speed)
-	}
-	if s.Release.IsZero() {
-		s.Release = Release
-	}
+	s.HeartbeatTimeout = cmp.Or(s.HeartbeatTimeout, HeartbeatTimeout/time.Duration(o.Speed))
+	s.Release = cmp.Or(s.Release, Release)
 	ironic := rules.New(s.Release, rules.MySQL, rules.Settings{PartitionExponent: s.PartitionExponent,
 		Algorithm: s.Algorithm}).Settings()
 	s.PartitionExponent, s.Algorithm = ironic.PartitionExponent, ironic.Algorithm
@@ -129,18 +125,12 @@ func Start(opts Options) (*Demo, error) {
 // create is Start without the simulator's loop: the database with its fleet,
 // and the simulator, on the clock now, for the caller to drive (tests).
 func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err error) {
-	if opts.Speed == 0 {
-		opts.Speed = 1
-	}
+	opts.Speed = cmp.Or(opts.Speed, 1)
 	if opts.Speed < 1 || opts.Speed > MaxSpeed {
 		return nil, nil, fmt.Errorf("demo speed %d: want 1 to %d", opts.Speed, MaxSpeed)
 	}
-	if opts.Seed == 0 {
-		opts.Seed = 1
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.Seed = cmp.Or(opts.Seed, 1)
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	d := &Demo{speed: opts.Speed, settings: opts.settings(), log: opts.Logger, cancel: func() {}, done: make(chan struct{})}
 	close(d.done) // no loop until Start runs one
 	if opts.Path == "" {

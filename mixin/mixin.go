@@ -14,6 +14,7 @@ package mixin
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -101,11 +102,8 @@ func (im importer) Import(importedFrom, importedPath string) (jsonnet.Contents, 
 func Render(root, override string) (*Rendered, error) {
 	vm := jsonnet.MakeVM()
 	vm.Importer(importer{root: root})
-	if override == "" {
-		override = "{}"
-	}
 	src := fmt.Sprintf(`local m = (import 'mixin.libsonnet') + { _config+:: %s };
-{ config: m._config, alerts: m.prometheusAlerts, dashboards: m.grafanaDashboards }`, override)
+{ config: m._config, alerts: m.prometheusAlerts, dashboards: m.grafanaDashboards }`, cmp.Or(override, "{}"))
 	out, err := vm.EvaluateAnonymousSnippet("render.jsonnet", src)
 	if err != nil {
 		return nil, fmt.Errorf("jsonnet: %w", err)

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -116,15 +117,9 @@ var changes = []struct {
 // HeartbeatTimeout: Ironic accepts 0 (and rings then ignore heartbeats from
 // 22.1), so the caller gives it (Ironic's default is 60s).
 func New(release Release, backend Backend, s Settings) Rules {
-	if s.PartitionExponent == 0 {
-		s.PartitionExponent = 5
-	}
-	if s.Algorithm == "" {
-		s.Algorithm = ring.MD5
-	}
-	if s.HashDistributionReplicas == 0 {
-		s.HashDistributionReplicas = 1
-	}
+	s.PartitionExponent = cmp.Or(s.PartitionExponent, 5)
+	s.Algorithm = cmp.Or(s.Algorithm, ring.MD5)
+	s.HashDistributionReplicas = cmp.Or(s.HashDistributionReplicas, 1)
 	sqlite := backend == SQLite
 	if s.Connection != "" {
 		sqlite = IronicUsesSQLite(s.Connection)

@@ -61,12 +61,8 @@ type Options struct {
 // NewHandler returns the status page handler. GET / renders the page; the
 // query parameter "node" (a UUID or name) adds a lookup result.
 func NewHandler(cache *topology.Cache, opts Options) http.Handler {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.MetricsPath == "" {
-		opts.MetricsPath = "/metrics"
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.MetricsPath = cmp.Or(opts.MetricsPath, "/metrics")
 	if opts.RefreshSeconds <= 0 {
 		opts.RefreshSeconds = 30
 	}
