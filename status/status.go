@@ -133,7 +133,7 @@ type pageData struct {
 
 	Summary        summary
 	Stranded       []strandedRow
-	StuckNodes     []stuckNodeRow
+	StuckNodes     []nodeRow
 	Conductor      *conductorData
 	NoRefresh      bool
 	RefreshSeconds int
@@ -156,10 +156,6 @@ type strandedRow struct {
 	HostState               rules.State
 	Gone                    bool
 	Conductor               string
-}
-
-type stuckNodeRow struct {
-	UUID, Name, State, Reservation, Conductor, Why string
 }
 
 type conductorRow struct {
