@@ -35,12 +35,7 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 	},
 	"conductorURL": func(host string) string { return "/?conductor=" + url.QueryEscape(host) },
 	"nodeURL":      func(ident string) string { return "/?node=" + url.QueryEscape(ident) },
-	"groupName": func(g string) string {
-		if g == "" {
-			return "(default)"
-		}
-		return g
-	},
+	"groupName":    func(g string) string { return cmp.Or(g, "(default)") },
 }).ParseFS(templates, "page.html.tmpl"))
 
 // Options configures the status page.

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -121,10 +122,7 @@ func groupsWithoutRunning(t *topology.Topology) []string {
 	var out []string
 	for g := range has {
 		if !live[g] {
-			if g == "" {
-				g = "(default)"
-			}
-			out = append(out, g)
+			out = append(out, cmp.Or(g, "(default)"))
 		}
 	}
 	slices.Sort(out)
