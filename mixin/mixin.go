@@ -214,9 +214,6 @@ func (r *Rendered) KayobeScrape() []byte {
 	return append([]byte("# Kayobe: $KAYOBE_CONFIG_PATH/kolla/config/prometheus/prometheus.yml.d/. Kayobe templates it first\n# (the raw tags keep Kolla's expression for Kolla-Ansible).\n"), b...)
 }
 
-// DashboardNames lists the dashboards, sorted.
-func (r *Rendered) DashboardNames() []string { return slices.Sorted(maps.Keys(r.Dashboards)) }
-
 // File is one generated file.
 type File struct {
 	Path string // relative to the repository root
@@ -245,7 +242,7 @@ func Files(root string) ([]File, error) {
 		{KayobeRulesPath, kolla},
 		{KayobeScrapePath, r.KayobeScrape()},
 	}
-	for _, name := range r.DashboardNames() {
+	for _, name := range slices.Sorted(maps.Keys(r.Dashboards)) {
 		// Kolla copies them as they are; the JSON of dashboards/, with the
 		// default _config, is what the mixin renders.
 		b, err := os.ReadFile(filepath.Join(root, "dashboards", name))
