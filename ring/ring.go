@@ -39,22 +39,11 @@ type Ring struct {
 // It fails for an algorithm not listed by Algorithms and for a partition
 // exponent outside 0..MaxPartitionExponent.
 func New(hosts []string, partitionExponent int, alg Algorithm) (*Ring, error) {
-	if err := checkRing(partitionExponent, alg); err != nil {
+	c, err := NewHostCache(partitionExponent, alg)
+	if err != nil {
 		return nil, err
 	}
-	return newRing(hosts, alg, partitionExponent, nil)
-}
-
-// checkRing checks a ring's partition exponent and algorithm.
-func checkRing(partitionExponent int, alg Algorithm) error {
-	if _, ok := algorithms[alg]; !ok {
-		return unknownAlgorithm(string(alg))
-	}
-	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
-		return fmt.Errorf("ring: partition exponent %d out of range 0..%d",
-			partitionExponent, MaxPartitionExponent)
-	}
-	return nil
+	return c.New(hosts)
 }
 
 // HostCache remembers the partition digests of hosts for one partition
@@ -72,18 +61,17 @@ type HostCache struct {
 }
 
 // NewHostCache returns an empty cache for rings of partitionExponent and
-// alg; it fails as New does for a bad exponent or algorithm.
+// alg; it fails for an algorithm not listed by Algorithms and for a
+// partition exponent outside 0..MaxPartitionExponent.
 func NewHostCache(partitionExponent int, alg Algorithm) (*HostCache, error) {
-	if err := checkRing(partitionExponent, alg); err != nil {
-		return nil, err
+	if _, ok := algorithms[alg]; !ok {
+		return nil, unknownAlgorithm(string(alg))
+	}
+	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
+		return nil, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
+			partitionExponent, MaxPartitionExponent)
 	}
 	return &HostCache{alg: alg, exp: partitionExponent, digests: map[string][]byte{}}, nil
-}
-
-// New builds the ring New(hosts, exponent, algorithm) builds, reusing and
-// remembering the hosts' partition digests.
-func (c *HostCache) New(hosts []string) (*Ring, error) {
-	return newRing(hosts, c.alg, c.exp, c)
 }
 
 // Retain forgets every host for which keep is false, so that a long-lived
@@ -97,42 +85,40 @@ func (c *HostCache) Retain(keep func(host string) bool) {
 // hostDigests returns the concatenated partition digests of host: tooz's
 // key_hash = hashlib.new(alg, key), then per partition
 // key_hash.update(key) and hexdigest() (Sum does not reset the state).
-func (c *HostCache) hostDigests(host string, alg Algorithm, parts int) []byte {
-	if c != nil {
-		c.mu.Lock()
-		d, ok := c.digests[host]
-		c.mu.Unlock()
-		if ok {
-			return d
-		}
+func (c *HostCache) hostDigests(host string, parts int) []byte {
+	c.mu.Lock()
+	d, ok := c.digests[host]
+	c.mu.Unlock()
+	if ok {
+		return d
 	}
-	st := algorithms[alg]()
-	d := make([]byte, 0, parts*st.Size())
+	st := algorithms[c.alg]()
+	d = make([]byte, 0, parts*st.Size())
 	key := []byte(host)
 	st.Write(key)
 	for range parts {
 		st.Write(key)
 		d = st.Sum(d)
 	}
-	if c != nil {
-		c.mu.Lock()
-		c.digests[host] = d
-		c.mu.Unlock()
-	}
+	c.mu.Lock()
+	c.digests[host] = d
+	c.mu.Unlock()
 	return d
 }
 
-func newRing(hosts []string, alg Algorithm, partitionExponent int, cache *HostCache) (*Ring, error) {
+// New builds the ring New(hosts, exponent, algorithm) builds, reusing and
+// remembering the hosts' partition digests.
+func (c *HostCache) New(hosts []string) (*Ring, error) {
 	uniq := slices.Clone(hosts)
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 
-	size := algorithms[alg]().Size()
-	parts := 1 << partitionExponent
+	size := algorithms[c.alg]().Size()
+	parts := 1 << c.exp
 	total := len(uniq) * parts
 	if total > math.MaxInt32 {
 		return nil, fmt.Errorf("ring: %d hosts x 2**%d partitions is too many",
-			len(uniq), partitionExponent)
+			len(uniq), c.exp)
 	}
 	raw := make([]byte, total*size)
 
@@ -143,7 +129,7 @@ func newRing(hosts []string, alg Algorithm, partitionExponent int, cache *HostCa
 	}
 	entries := make([]entry, 0, total)
 	for hi, h := range uniq {
-		copy(raw[len(entries)*size:], cache.hostDigests(h, alg, parts))
+		copy(raw[len(entries)*size:], c.hostDigests(h, parts))
 		for range parts {
 			pos := len(entries)
 			entries = append(entries, entry{binary.BigEndian.Uint64(raw[pos*size:]), int32(hi), int32(pos)})
@@ -167,7 +153,7 @@ func newRing(hosts []string, alg Algorithm, partitionExponent int, cache *HostCa
 		return a.first == b.first && bytes.Equal(digest(a.pos), digest(b.pos))
 	})
 	n := len(entries)
-	r := &Ring{alg: alg, size: size, hosts: uniq, first: make([]uint64, n), digests: make([]byte, n*size), owner: make([]int32, n)}
+	r := &Ring{alg: c.alg, size: size, hosts: uniq, first: make([]uint64, n), digests: make([]byte, n*size), owner: make([]int32, n)}
 	for i, e := range entries {
 		r.first[i] = e.first
 		copy(r.digests[i*size:], digest(e.pos))
