@@ -139,10 +139,7 @@ func (r *Rendered) RulesYAML() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	fmt.Fprintf(&out, header, r.Config.JobName, strings.Join(r.Config.ReplicaLabels, ", "))
-	out.Write(body)
-	return out.Bytes(), nil
+	return append(fmt.Appendf(nil, header, r.Config.JobName, strings.Join(r.Config.ReplicaLabels, ", ")), body...), nil
 }
 
 // KollaRules renders the rules file for Kolla-Ansible and Kayobe:
@@ -160,14 +157,12 @@ func (r *Rendered) KollaRules() ([]byte, error) {
 	if bytes.Contains(rules, []byte("{% endraw")) {
 		return nil, fmt.Errorf("the rules contain {%% endraw: cannot be wrapped for Jinja")
 	}
-	var out bytes.Buffer
-	out.WriteString("# Kolla-Ansible / Kayobe: place as /etc/kolla/config/prometheus/ironic-conductor-exporter.rules\n")
-	out.WriteString("# (Kayobe: $KAYOBE_CONFIG_PATH/kolla/config/prometheus/). The raw tags keep Kayobe's\n")
-	out.WriteString("# Jinja2 templating off the Prometheus templates; un-templated they are comments.\n")
-	out.WriteString("# {% raw %}\n\n")
-	out.Write(rules)
-	out.WriteString("# {% endraw %}\n\n")
-	return out.Bytes(), nil
+	return slices.Concat([]byte(`# Kolla-Ansible / Kayobe: place as /etc/kolla/config/prometheus/ironic-conductor-exporter.rules
+# (Kayobe: $KAYOBE_CONFIG_PATH/kolla/config/prometheus/). The raw tags keep Kayobe's
+# Jinja2 templating off the Prometheus templates; un-templated they are comments.
+# {% raw %}
+
+`), rules, []byte("# {% endraw %}\n\n")), nil
 }
 
 // KollaScrape renders the prometheus.yml.d snippet: Kolla-Ansible merges it
