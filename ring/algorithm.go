@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"crypto"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -41,33 +42,21 @@ const (
 // maxDigest is the widest digest of any supported algorithm, in bytes.
 const maxDigest = 64
 
-// algorithms are the streaming hashes New builds partitions with; lookups
-// hash with sum.
+// algorithms are the streaming hashes New builds partitions with, as the
+// packages sum calls register them; lookups hash with sum.
 var algorithms = map[Algorithm]func() hash.Hash{
-	MD5:      md5.New,
-	SHA1:     sha1.New,
-	SHA224:   sha256.New224,
-	SHA256:   sha256.New,
-	SHA384:   sha512.New384,
-	SHA512:   sha512.New,
-	SHA3_224: func() hash.Hash { return sha3.New224() },
-	SHA3_256: func() hash.Hash { return sha3.New256() },
-	SHA3_384: func() hash.Hash { return sha3.New384() },
-	SHA3_512: func() hash.Hash { return sha3.New512() },
-	BLAKE2b:  mustHash(blake2b.New512),
-	BLAKE2s:  mustHash(blake2s.New256),
-}
-
-// mustHash adapts the keyed constructors of x/crypto/blake2; with a nil key
-// they cannot fail.
-func mustHash(f func(key []byte) (hash.Hash, error)) func() hash.Hash {
-	return func() hash.Hash {
-		h, err := f(nil)
-		if err != nil {
-			panic(err)
-		}
-		return h
-	}
+	MD5:      crypto.MD5.New,
+	SHA1:     crypto.SHA1.New,
+	SHA224:   crypto.SHA224.New,
+	SHA256:   crypto.SHA256.New,
+	SHA384:   crypto.SHA384.New,
+	SHA512:   crypto.SHA512.New,
+	SHA3_224: crypto.SHA3_224.New,
+	SHA3_256: crypto.SHA3_256.New,
+	SHA3_384: crypto.SHA3_384.New,
+	SHA3_512: crypto.SHA3_512.New,
+	BLAKE2b:  crypto.BLAKE2b_512.New,
+	BLAKE2s:  crypto.BLAKE2s_256.New,
 }
 
 // Algorithms returns the valid algorithm names, sorted.
