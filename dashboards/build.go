@@ -377,9 +377,8 @@ func build(b *dashboard.DashboardBuilder) (dashboard.Dashboard, error) {
 	for i := range d.Links {
 		d.Links[i].Placement = nil
 	}
-	var id uint32
-	for _, p := range d.Panels {
-		id++
+	for i, p := range d.Panels {
+		id := uint32(i + 1)
 		switch {
 		case p.Panel != nil:
 			p.Panel.Id = cog.ToPtr(id)
