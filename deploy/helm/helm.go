@@ -15,7 +15,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/mixin"
 )
@@ -54,7 +53,6 @@ func Files(root string) ([]mixin.File, error) {
 	if len(dashboards) == 0 {
 		return nil, fmt.Errorf("no dashboard in %s", filepath.Join(root, DashboardsDir))
 	}
-	slices.Sort(dashboards)
 	for _, d := range dashboards {
 		b, err := os.ReadFile(d)
 		if err != nil {
