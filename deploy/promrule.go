@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -85,21 +86,6 @@ func LoadRuleGroups(files []string) ([]monitoringv1.RuleGroup, error) {
 	return groups, nil
 }
 
-// prometheusRule is what the generated file holds: the PrometheusRule without
-// the empty metadata fields (creationTimestamp) a marshalled ObjectMeta
-// would carry.
-type prometheusRule struct {
-	APIVersion string                          `json:"apiVersion"`
-	Kind       string                          `json:"kind"`
-	Metadata   prometheusRuleMeta              `json:"metadata"`
-	Spec       monitoringv1.PrometheusRuleSpec `json:"spec"`
-}
-
-type prometheusRuleMeta struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels"`
-}
-
 // RenderPrometheusRule renders the PrometheusRule of the rule files of
 // alertsDir. sources names them in the header (paths relative to the
 // repository root, so that the output does not depend on where it runs).
@@ -115,10 +101,9 @@ func RenderPrometheusRule(alertsDir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := prometheusRule{
-		APIVersion: monitoringv1.SchemeGroupVersion.String(),
-		Kind:       monitoringv1.PrometheusRuleKind,
-		Metadata: prometheusRuleMeta{
+	pr := monitoringv1.PrometheusRule{
+		TypeMeta: metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PrometheusRuleKind},
+		ObjectMeta: metav1.ObjectMeta{
 			Name: PrometheusRuleName,
 			Labels: map[string]string{
 				"app.kubernetes.io/name":      "ironic-conductor-exporter",
