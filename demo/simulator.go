@@ -442,9 +442,13 @@ func (s *simulator) tick(ctx context.Context) error {
 					c.locks[id] = left - 1
 					continue
 				}
-				if err := s.release(ctx, tx, c, id, now); err != nil {
+				// release_node
+				if _, err := tx.ExecContext(ctx, `UPDATE nodes SET reservation=NULL, updated_at=? WHERE id=? AND reservation=?`,
+					sqlaTime(now), id, c.host); err != nil {
 					return err
 				}
+				s.nodes[id].reservation = ""
+				delete(c.locks, id)
 			}
 			if s.rng.IntN(10) < 3 {
 				if err := s.lockOne(ctx, tx, c, 2+s.rng.IntN(7), now); err != nil {
@@ -476,16 +480,6 @@ func (s *simulator) lockOne(ctx context.Context, tx *sql.Tx, c *simConductor, ho
 		c.locks[n.id] = hold
 		return nil
 	}
-	return nil
-}
-
-func (s *simulator) release(ctx context.Context, tx *sql.Tx, c *simConductor, id int64, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET reservation=NULL, updated_at=? WHERE id=? AND reservation=?`,
-		sqlaTime(now), id, c.host); err != nil {
-		return err
-	}
-	s.nodes[id].reservation = ""
-	delete(c.locks, id)
 	return nil
 }
 
