@@ -153,7 +153,8 @@ func (c *HostCache) New(hosts []string) (*Ring, error) {
 		return a.first == b.first && bytes.Equal(digest(a.pos), digest(b.pos))
 	})
 	n := len(entries)
-	r := &Ring{alg: c.alg, size: size, hosts: uniq, first: make([]uint64, n), digests: make([]byte, n*size), owner: make([]int32, n)}
+	r := &Ring{alg: c.alg, size: size, hosts: uniq,
+		first: make([]uint64, n), digests: make([]byte, n*size), owner: make([]int32, n)}
 	for i, e := range entries {
 		r.first[i] = e.first
 		copy(r.digests[i*size:], digest(e.pos))
