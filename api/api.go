@@ -69,11 +69,8 @@ type handler struct {
 // /v1/nodes, /v1/nodes/detail, /v1/nodes/{node_ident} and
 // /v1/nodes/{node_ident}/conductor. It never reads the database itself.
 func NewHandler(cache *topology.Cache, opts Options) http.Handler {
-	h := &handler{cache: cache, log: opts.Logger, maxLimit: opts.MaxLimit, maxMinor: opts.MaxMicroversion,
-		public: strings.TrimRight(opts.PublicEndpoint, "/"), access: opts.Access}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
+	h := &handler{cache: cache, log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)), maxLimit: opts.MaxLimit,
+		maxMinor: opts.MaxMicroversion, public: strings.TrimRight(opts.PublicEndpoint, "/"), access: opts.Access}
 	if h.maxLimit <= 0 {
 		h.maxLimit = 1000
 	}
@@ -260,15 +257,11 @@ func (rq *request) split(path string, escaped bool) ([]string, bool) {
 			return nil, false
 		}
 		if escaped && strings.IndexByte(seg, '%') >= 0 {
-			segs[i] = unquote(seg)
+			// %XX decoded, invalid escapes kept literally, '+' kept.
+			segs[i] = unquotePlus(strings.ReplaceAll(seg, "+", "%2B"))
 		}
 	}
 	return segs, true
-}
-
-// unquote decodes %XX escapes, keeping invalid ones literally.
-func unquote(s string) string {
-	return unquotePlus(strings.ReplaceAll(s, "+", "%2B"))
 }
 
 // version negotiates the request's microversion and sets the response
@@ -417,16 +410,6 @@ func (rq *request) root() {
 	rq.reply(b)
 }
 
-// appendResourceLinks appends the self and bookmark links of a collection
-// in the /v1 document ("BASE/v1/RES/", "BASE/RES/").
-func appendResourceLinks(b []byte, base, res string) []byte {
-	b = append(b, `[{"href": `...)
-	b = appendString(b, base+"/v1/"+res+"/")
-	b = append(b, `, "rel": "self"}, {"href": `...)
-	b = appendString(b, base+"/"+res+"/")
-	return append(b, `, "rel": "bookmark"}]`...)
-}
-
 // v1 answers GET /v1: Ironic's v1 document, listing only the resources the
 // sidecar serves (nodes, and conductors from 1.49).
 func (rq *request) v1() {
@@ -434,12 +417,12 @@ func (rq *request) v1() {
 	b := append([]byte(nil), `{"id": "v1", "links": [{"href": `...)
 	b = appendString(b, base+"/v1/")
 	b = append(b, `, "rel": "self"}, {"href": "https://docs.openstack.org//ironic/latest/contributor//webapi.html", "rel": "describedby", "type": "text/html"}], "media_types": {"base": "application/json", "type": "application/vnd.openstack.ironic.v1+json"}, "nodes": `...)
-	b = appendResourceLinks(b, base, "nodes")
+	b = appendLinks(b, base, "nodes", "")
 	b = append(b, `, "version": `...)
 	b = rq.appendVersion(b, base)
 	if rq.minor >= minor49Conductors {
 		b = append(b, `, "conductors": `...)
-		b = appendResourceLinks(b, base, "conductors")
+		b = appendLinks(b, base, "conductors", "")
 	}
 	b = append(b, '}')
 	rq.reply(b)
@@ -447,22 +430,49 @@ func (rq *request) v1() {
 
 // Shared validation of Ironic's list parameters.
 
-// validateLimit is api_utils.validate_limit.
-func (rq *request) validateLimit(limit int, given bool) (int, *apiError) {
-	if !given {
-		return rq.h.maxLimit, nil
-	}
-	if limit <= 0 {
-		return 0, badRequest("Limit must be positive")
-	}
-	return min(limit, rq.h.maxLimit), nil
+// listArgs are the parameters every list takes.
+type listArgs struct {
+	marker            string
+	limit             int
+	hasLimit          bool
+	fields            []string
+	hasFields         bool
+	detail, hasDetail bool
+	sortKey, sortDir  string
+	// retFields are the fields to render (returnFields), nil for all.
+	retFields []string
 }
 
-// validateSortDir is api_utils.validate_sort_dir.
-func validateSortDir(dir string) *apiError {
-	if dir != "asc" && dir != "desc" {
-		return badRequest("Invalid sort direction: " + dir + ". Acceptable values are 'asc' or 'desc'")
+// readListArgs reads the parameters every list takes from a validated
+// query.
+func readListArgs(q query) listArgs {
+	a := listArgs{sortKey: "id", sortDir: "asc"}
+	a.marker, _, _ = q.str("marker")
+	a.limit, a.hasLimit, _ = q.integer("limit")
+	a.fields, a.hasFields, _ = q.strList("fields")
+	a.detail, a.hasDetail, _ = q.boolean("detail")
+	if v, ok, _ := q.str("sort_key"); ok {
+		a.sortKey = v
 	}
+	if v, ok, _ := q.str("sort_dir"); ok {
+		a.sortDir = v
+	}
+	return a
+}
+
+// checkPage is api_utils.validate_limit (the page size: no more than
+// maxLimit, maxLimit when not given), then validate_sort_dir.
+func (rq *request) checkPage(a *listArgs) *apiError {
+	if !a.hasLimit {
+		a.limit = rq.h.maxLimit
+	}
+	switch {
+	case a.limit <= 0:
+		return badRequest("Limit must be positive")
+	case a.sortDir != "asc" && a.sortDir != "desc":
+		return badRequest("Invalid sort direction: " + a.sortDir + ". Acceptable values are 'asc' or 'desc'")
+	}
+	a.limit = min(a.limit, rq.h.maxLimit)
 	return nil
 }
 
@@ -477,12 +487,22 @@ func (rq *request) checkAllowedFields(fields []string) *apiError {
 	return nil
 }
 
-// checkAllowSpecifyFields is api_utils.check_allow_specify_fields.
-func (rq *request) checkAllowSpecifyFields(given bool) *apiError {
+// fieldsArg parses the query of a request for one resource (get_one),
+// whose only argument is fields.
+func (rq *request) fieldsArg() ([]string, bool, *apiError) {
+	q := parseQuery(rq.r.URL.RawQuery)
+	if err := q.validate([]param{{name: "fields", kind: paramStringList}}); err != nil {
+		return nil, false, err
+	}
+	return q.strList("fields")
+}
+
+// checkFields is check_allow_specify_fields then check_allowed_fields.
+func (rq *request) checkFields(fields []string, given bool) *apiError {
 	if given && rq.minor < minor8FieldsSubset {
 		return errNotAcceptable
 	}
-	return nil
+	return rq.checkAllowedFields(fields)
 }
 
 func pyBool(v bool) string {
@@ -492,19 +512,32 @@ func pyBool(v bool) string {
 	return "False"
 }
 
-// returnFields is api_utils.get_request_return_fields: it returns the
-// fields to render, nil for all of them.
-func (rq *request) returnFields(fields []string, hasFields bool, detail, hasDetail bool, defaults []string) ([]string, *apiError) {
-	if hasDetail && rq.minor < minor43DetailQuery {
-		return nil, badRequest("Invalid query parameter ?detail=" + pyBool(detail) + " received.")
+// returnFields is api_utils.get_request_return_fields: it sets the fields
+// to render, nil for all of them.
+func (rq *request) returnFields(a *listArgs, defaults []string) *apiError {
+	switch {
+	case a.hasDetail && rq.minor < minor43DetailQuery:
+		return badRequest("Invalid query parameter ?detail=" + pyBool(a.detail) + " received.")
+	case a.hasFields && a.detail:
+		return badRequest("Can not specify ?detail=True and fields in the same request.")
+	case !a.hasFields && !a.detail:
+		a.retFields = defaults
+	default:
+		a.retFields = a.fields
 	}
-	if hasFields && detail {
-		return nil, badRequest("Can not specify ?detail=True and fields in the same request.")
+	return nil
+}
+
+// appendDetailFields appends the detail and fields parameters of a next
+// link.
+func (a *listArgs) appendDetailFields(params [][2]string) [][2]string {
+	if a.hasDetail {
+		params = append(params, [2]string{"detail", pyBool(a.detail)})
 	}
-	if !hasFields && !detail {
-		return defaults, nil
+	if len(a.retFields) > 0 {
+		params = append(params, [2]string{"fields", strings.Join(a.retFields, ",")})
 	}
-	return fields, nil
+	return params
 }
 
 // minVersionError is the 406 of Ironic's check_allow_filter_by_* helpers.

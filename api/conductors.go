@@ -91,17 +91,6 @@ func conductorNotFound(hostname string) *apiError {
 	return clientError(http.StatusNotFound, "Conductor "+hostname+" could not be found.")
 }
 
-// lookupConductor finds a conductor by hostname, retrying with the ".json"
-// Ironic stripped from the path.
-func (rq *request) lookupConductor(t *topology.Topology, hostname string) (*topology.ConductorInfo, bool) {
-	coll := collationOf(t)
-	c, ok := coll.conductor(t, hostname)
-	if !ok && rq.jsonSuffix {
-		c, ok = coll.conductor(t, hostname+".json")
-	}
-	return c, ok
-}
-
 // conductorSortKeys compares conductors by each sort key Ironic accepts and
 // the sidecar can sort by (columns of the conductors table).
 var conductorSortKeys = map[string]func(a, b *topology.ConductorInfo, c collation) int{
@@ -135,69 +124,37 @@ func compareBool(a, b bool) int {
 
 // conductorListArgs are the parsed parameters of a conductor list.
 type conductorListArgs struct {
-	marker            string
-	limit             int
-	fields            []string
-	detail, hasDetail bool
-	sortKey, sortDir  string
-	key               func(a, b *topology.ConductorInfo, c collation) int
-	mask              conductorField
+	listArgs
+	key  func(a, b *topology.ConductorInfo, c collation) int
+	mask conductorField
 }
+
+// conductorListParams are the parameters of ConductorsController.get_all.
+var conductorListParams = []param{{name: "marker", kind: paramName}, {name: "limit", kind: paramInt},
+	{name: "sort_key"}, {name: "sort_dir"}, {name: "fields", kind: paramStringList}, {name: "detail", kind: paramBool}}
 
 // conductorListArgs parses and validates the parameters of
 // ConductorsController.get_all, in Ironic's order, up to what needs the
 // topology.
 func (rq *request) conductorListArgs() (*conductorListArgs, *apiError) {
 	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("marker", "limit", "sort_key", "sort_dir", "fields", "detail"); err != nil {
+	if err := q.validate(conductorListParams); err != nil {
 		return nil, err
 	}
-	a := &conductorListArgs{sortKey: "id", sortDir: "asc"}
-	marker, hasMarker, err := q.str("marker")
-	if err != nil {
-		return nil, err
-	}
-	if hasMarker && marker == "" {
-		return nil, badRequest("Expected name for marker: ") // args.name
-	}
-	a.marker = marker
-	limit, hasLimit, err := q.integer("limit")
-	if err != nil {
-		return nil, err
-	}
-	if v, ok, err := q.str("sort_key"); err != nil {
-		return nil, err
-	} else if ok {
-		a.sortKey = v
-	}
-	if v, ok, err := q.str("sort_dir"); err != nil {
-		return nil, err
-	} else if ok {
-		a.sortDir = v
-	}
-	fields, hasFields, err := q.strList("fields")
-	if err != nil {
-		return nil, err
-	}
-	if a.detail, a.hasDetail, err = q.boolean("detail"); err != nil {
-		return nil, err
-	}
+	a := &conductorListArgs{listArgs: readListArgs(q)}
 	if rq.minor < minor49Conductors {
 		return nil, rq.conductorsTooOld()
 	}
-	if err := rq.checkFields(fields, hasFields); err != nil {
+	if err := rq.checkFields(a.fields, a.hasFields); err != nil {
 		return nil, err
 	}
 	if err := rq.checkAllowedFields([]string{a.sortKey}); err != nil {
 		return nil, err
 	}
-	if a.fields, err = rq.returnFields(fields, hasFields, a.detail, a.hasDetail, conductorDefaultFields); err != nil {
+	if err := rq.returnFields(&a.listArgs, conductorDefaultFields); err != nil {
 		return nil, err
 	}
-	if a.limit, err = rq.validateLimit(limit, hasLimit); err != nil {
-		return nil, err
-	}
-	if err := validateSortDir(a.sortDir); err != nil {
+	if err := rq.checkPage(&a.listArgs); err != nil {
 		return nil, err
 	}
 	if a.sortKey == "alive" || a.sortKey == "drivers" {
@@ -222,7 +179,7 @@ func (a *conductorListArgs) resolve(t *topology.Topology) (marker *topology.Cond
 		}
 		return nil, badRequest(`The sort_key value "` + a.sortKey + `" is an invalid field for sorting`)
 	}
-	a.mask, err = conductorMask(a.fields)
+	a.mask, err = conductorMask(a.retFields)
 	return marker, err
 }
 
@@ -280,13 +237,7 @@ func (rq *request) appendConductorList(b []byte, a *conductorListArgs, items []*
 	}
 	b = append(b, ']')
 	if len(items) > 0 && len(items) == a.limit {
-		params := [][2]string{{"sort_key", a.sortKey}, {"sort_dir", a.sortDir}}
-		if a.hasDetail {
-			params = append(params, [2]string{"detail", pyBool(a.detail)})
-		}
-		if len(a.fields) > 0 {
-			params = append(params, [2]string{"fields", strings.Join(a.fields, ",")})
-		}
+		params := a.appendDetailFields([][2]string{{"sort_key", a.sortKey}, {"sort_dir", a.sortDir}})
 		b = append(b, `, "next": `...)
 		b = nextLink(b, base, "conductors", params, a.limit, items[len(items)-1].Hostname)
 	}
@@ -306,7 +257,11 @@ func (rq *request) getConductor(hostname string) {
 		rq.fail(err)
 		return
 	}
-	c, ok := rq.lookupConductor(t, hostname)
+	coll := collationOf(t)
+	c, ok := coll.conductor(t, hostname)
+	if !ok && rq.jsonSuffix { // retry with the ".json" Ironic stripped
+		c, ok = coll.conductor(t, hostname+".json")
+	}
 	if !ok {
 		rq.fail(conductorNotFound(hostname))
 		return
@@ -328,11 +283,7 @@ func (rq *request) canGetConductors() bool {
 // conductor's detail shares (only a fields argument, a microversion that
 // exposes conductors) and returns the fields and the topology.
 func (rq *request) conductorRequest() ([]string, *topology.Topology, *apiError) {
-	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("fields"); err != nil {
-		return nil, nil, err
-	}
-	fields, hasFields, err := q.strList("fields")
+	fields, hasFields, err := rq.fieldsArg()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -112,8 +112,9 @@
 // The sidecar reads only the columns it needs. The node representation has
 // uuid, created_at, updated_at, conductor_group, driver, instance_uuid,
 // maintenance, name, power_state, provision_state, reservation,
-// resource_class, links and conductor; the fields in UnservedNodeFields and
-// the ports/states/portgroups/volume links are left out, and asking for one
+// resource_class, links and conductor; Ironic 21.4's other fields (owner,
+// properties, driver_info, ...: the unserved entries of nodeFields) and the
+// ports/states/portgroups/volume links are left out, and asking for one
 // with fields= is a 400 that names it. Filtering or sorting by a column it
 // does not have (owner, fault, shard, ...) is a 400 too, never a silently
 // wrong answer.

@@ -44,15 +44,11 @@ func routingError(status int, msg string) *apiError {
 	return &apiError{status: status, msg: msg, routing: true}
 }
 
-// Messages of Ironic's exception classes (ironic/common/exception.py).
-const (
-	msgNotFound      = "Resource could not be found."
-	msgNotAcceptable = "Request not acceptable."
-)
-
+// Ironic's NotFound and NotAcceptable (ironic/common/exception.py), and a
+// routing 404.
 var (
-	errNotFound      = clientError(http.StatusNotFound, msgNotFound)
-	errNotAcceptable = clientError(http.StatusNotAcceptable, msgNotAcceptable)
+	errNotFound      = clientError(http.StatusNotFound, "Resource could not be found.")
+	errNotAcceptable = clientError(http.StatusNotAcceptable, "Request not acceptable.")
 	errRouteNotFound = routingError(http.StatusNotFound, "")
 )
 
@@ -107,12 +103,10 @@ func unservedResource(s string) bool {
 
 func unservedNodeResource(s string) bool {
 	switch s {
-	case "ports", "portgroups", "vifs", "volume", "traits", "bios", "allocation", "history", "inventory",
-		"states", "management", "maintenance", "validate", "vendor_passthru", "firmware", "children",
-		"virtual_media":
+	case "states", "management", "maintenance", "validate", "vendor_passthru", "firmware", "children", "virtual_media":
 		return true
 	}
-	return false
+	return reservedIdent(s)
 }
 
 // unserved is the answer for an Ironic resource the sidecar does not

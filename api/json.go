@@ -103,8 +103,8 @@ func appendTime(b []byte, t time.Time) []byte {
 	return append(b, "+00:00\""...)
 }
 
-// appendLinks appends Ironic's "links" value for a resource: a "self" link
-// under /v1 and a "bookmark" link without it.
+// appendLinks appends Ironic's "links" value for a resource (a collection
+// when arg is ""): a "self" link under /v1 and a "bookmark" link without it.
 //
 //	[{"href": "BASE/v1/RES/ARG", "rel": "self"}, {"href": "BASE/RES/ARG", "rel": "bookmark"}]
 func appendLinks(b []byte, base, resource, arg string) []byte {

@@ -97,22 +97,19 @@ func (c collation) compareNullable(a, b *string) int {
 // database does; null is false when neither is, for the caller to compare
 // the values.
 func (c collation) compareNulls(aNull, bNull bool) (o int, null bool) {
+	first := -1 // NULL's order against a value
+	if c.nullsLast {
+		first = 1
+	}
 	switch {
 	case aNull && bNull:
 		return 0, true
 	case aNull:
-		return c.nullOrder(), true
+		return first, true
 	case bNull:
-		return -c.nullOrder(), true
+		return -first, true
 	}
 	return 0, false
-}
-
-func (c collation) nullOrder() int {
-	if c.nullsLast {
-		return 1
-	}
-	return -1
 }
 
 // conductor finds a conductor by hostname as the database would.

@@ -176,20 +176,6 @@ var (
 	nodeFieldName  = nodeFieldByName["name"]
 )
 
-// UnservedNodeFields are the fields of Ironic's node (as of 21.4) the
-// sidecar does not serve: it reads only the columns it needs from the
-// nodes table, and has no ports, chassis, allocations or traits. Asking for
-// one of them with fields= is a 400 naming it; the detail representations
-// leave them out (ironicclient shows them empty).
-var UnservedNodeFields = func() (out []string) {
-	for _, f := range nodeFields {
-		if f.kind == kindUnserved {
-			out = append(out, f.name)
-		}
-	}
-	return out
-}()
-
 // served reports whether the field is part of the sidecar's representation.
 func (f *nodeField) served() bool { return f.kind != kindUnserved && f.kind != kindColumn }
 

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -13,24 +12,19 @@ func nodeNotFound(ident string) *apiError {
 	return clientError(http.StatusNotFound, "Node "+ident+" could not be found.")
 }
 
-// findNode resolves a node_ident as api_utils.get_rpc_node does: a
+// findVisibleNode resolves a node_ident as api_utils.get_rpc_node does: a
 // UUID-like ident only by UUID (exactly as stored), otherwise by name when
 // the microversion has names (1.5) and the name is valid; then, when Ironic
-// stripped a ".json" extension, the ident with it.
-func (rq *request) findNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
+// stripped a ".json" extension, the ident with it. As
+// check_node_policy_and_retrieve's baremetal:node:get, a node the caller
+// may not see is not found.
+func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
 	n, err := rq.findNodeOnce(t, ident)
 	if err != nil && err.status == http.StatusNotFound && rq.jsonSuffix {
 		if n2, err2 := rq.findNodeOnce(t, ident+".json"); err2 == nil {
-			return n2, nil
+			n, err = n2, nil
 		}
 	}
-	return n, err
-}
-
-// findVisibleNode is findNode followed by check_node_policy_and_retrieve's
-// baremetal:node:get: a node the caller may not see is not found.
-func (rq *request) findVisibleNode(t *topology.Topology, ident string) (*topology.NodeInfo, *apiError) {
-	n, err := rq.findNode(t, ident)
 	if err == nil && rq.acc != nil && !rq.acc.CanGetNode(n.Owner, n.Lessee) {
 		return nil, nodeNotFound(ident)
 	}
@@ -74,11 +68,7 @@ func (rq *request) getNode(ident string) {
 // nodeRequest validates GET /v1/nodes/{node_ident}, in Ironic's order, and
 // finds the node.
 func (rq *request) nodeRequest(ident string) (*topology.NodeInfo, []*nodeField, *apiError) {
-	q := parseQuery(rq.r.URL.RawQuery)
-	if err := q.checkArgs("fields"); err != nil {
-		return nil, nil, err
-	}
-	fields, hasFields, err := q.strList("fields")
+	fields, hasFields, err := rq.fieldsArg()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,34 +119,9 @@ func (rq *request) nodeConductor(ident string) {
 	rq.replyConductor(t, c, fields)
 }
 
-// paramKind is the args validator Ironic applies to a list parameter.
-type paramKind uint8
-
-const (
-	paramString paramKind = iota
-	paramUUID
-	paramBool
-	paramInt
-	paramStringList
-)
-
-// nodeParam is one parameter of NodesController.get_all.
-type nodeParam struct {
-	name string
-	kind paramKind
-	// gate is the microversion Ironic requires for the filter (the
-	// check_allow_filter_* helpers), 0 for none.
-	gate int
-	// unread: Ironic filters by it, the sidecar does not read the column.
-	unread bool
-	// field is the node field an equality filter compares.
-	field *nodeField
-}
-
 // nodeListParams are the parameters of NodesController.get_all, in the
-// order args.validate checks them; detail() takes them all but fields and
-// detail.
-var nodeListParams = []nodeParam{
+// order args.validate checks them.
+var nodeListParams = []param{
 	{name: "chassis_uuid", kind: paramUUID, unread: true},
 	{name: "instance_uuid", kind: paramUUID, field: nodeFieldByName["instance_uuid"]},
 	{name: "associated", kind: paramBool},
@@ -182,16 +147,10 @@ var nodeListParams = []nodeParam{
 	{name: "sharded", kind: paramBool, gate: minor82Shard, unread: true},
 }
 
-// nodeListNames are the parameters get_all takes, nodeDetailNames detail's.
-var nodeListNames, nodeDetailNames = func() (all, detail []string) {
-	for _, p := range nodeListParams {
-		all = append(all, p.name)
-		if p.name != "fields" && p.name != "detail" {
-			detail = append(detail, p.name)
-		}
-	}
-	return all, detail
-}()
+// nodeDetailParams are detail's: get_all's but fields and detail.
+var nodeDetailParams = slices.DeleteFunc(slices.Clone(nodeListParams), func(p param) bool {
+	return p.name == "fields" || p.name == "detail"
+})
 
 // provisionStates are Ironic's states.machine.states.
 var provisionStates = map[string]bool{
@@ -204,90 +163,21 @@ var provisionStates = map[string]bool{
 
 // eqFilter is an equality filter the database applies.
 type eqFilter struct {
-	param *nodeParam
+	param *param
 	want  string
 }
 
 // nodeListArgs are the parsed parameters of a node list.
 type nodeListArgs struct {
+	listArgs
 	detailEndpoint          bool
 	given                   query // the raw parameters, for presence
 	eq                      []eqFilter
 	conductor               *string
 	associated, maintenance *bool
-	marker                  string
-	limit                   int
-	hasLimit                bool
-	fields                  []string
-	hasFields               bool
-	detail, hasDetail       bool
-	sortKey, sortDir        string
-	// retFields are the fields to render, nil for all (the detail endpoint).
-	retFields []string
 	// project is check_list_policy's filter: only the nodes it owns or
 	// leases; nil for none.
 	project *string
-}
-
-// parse applies args.validate to one present parameter.
-func (a *nodeListArgs) parse(q query, p *nodeParam) *apiError {
-	switch p.kind {
-	case paramUUID:
-		v, _, err := q.uuid(p.name)
-		if err != nil {
-			return err
-		}
-		a.setString(p, v)
-	case paramBool:
-		v, _, err := q.boolean(p.name)
-		if err != nil {
-			return err
-		}
-		switch p.name {
-		case "associated":
-			a.associated = &v
-		case "maintenance":
-			a.maintenance = &v
-		case "detail":
-			a.detail, a.hasDetail = v, true
-		}
-	case paramInt:
-		v, _, err := q.integer(p.name)
-		if err != nil {
-			return err
-		}
-		a.limit, a.hasLimit = v, true
-	case paramStringList:
-		v, _, err := q.strList(p.name)
-		if err != nil {
-			return err
-		}
-		if p.name == "fields" {
-			a.fields, a.hasFields = v, true
-		}
-	default:
-		v, _, err := q.str(p.name)
-		if err != nil {
-			return err
-		}
-		a.setString(p, v)
-	}
-	return nil
-}
-
-func (a *nodeListArgs) setString(p *nodeParam, v string) {
-	switch {
-	case p.field != nil:
-		a.eq = append(a.eq, eqFilter{param: p, want: v})
-	case p.name == "marker":
-		a.marker = v
-	case p.name == "sort_key":
-		a.sortKey = v
-	case p.name == "sort_dir":
-		a.sortDir = v
-	case p.name == "conductor":
-		a.conductor = &v
-	}
 }
 
 func (a *nodeListArgs) filter(name string) *string {
@@ -303,22 +193,29 @@ func (a *nodeListArgs) filter(name string) *string {
 // checks of get_all and detail, in their order.
 func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) {
 	q := parseQuery(rq.r.URL.RawQuery)
-	names := nodeListNames
+	params := nodeListParams
 	if detailEndpoint {
-		names = nodeDetailNames
+		params = nodeDetailParams
 	}
-	if err := q.checkArgs(names...); err != nil {
+	if err := q.validate(params); err != nil {
 		return nil, err
 	}
-	a := &nodeListArgs{detailEndpoint: detailEndpoint, given: q, sortKey: "id", sortDir: "asc"}
+	a := &nodeListArgs{listArgs: readListArgs(q), detailEndpoint: detailEndpoint, given: q}
 	for i := range nodeListParams {
-		p := &nodeListParams[i]
-		if _, present := q[p.name]; !present || detailEndpoint && (p.name == "fields" || p.name == "detail") {
-			continue
+		if p := &nodeListParams[i]; p.field != nil {
+			if v, ok, _ := q.str(p.name); ok {
+				a.eq = append(a.eq, eqFilter{param: p, want: v})
+			}
 		}
-		if err := a.parse(q, p); err != nil {
-			return nil, err
-		}
+	}
+	if v, ok, _ := q.str("conductor"); ok {
+		a.conductor = &v
+	}
+	if v, ok, _ := q.boolean("associated"); ok {
+		a.associated = &v
+	}
+	if v, ok, _ := q.boolean("maintenance"); ok {
+		a.maintenance = &v
 	}
 	// check_list_policy, the first thing get_all and detail do after
 	// args.validate.
@@ -332,10 +229,9 @@ func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) 
 			a.project = &filter
 		}
 	}
-	if !detailEndpoint {
-		if err := rq.checkFields(a.fields, a.hasFields); err != nil {
-			return nil, err
-		}
+	// On detail, fields is not given: both checks pass.
+	if err := rq.checkFields(a.fields, a.hasFields); err != nil {
+		return nil, err
 	}
 	if err := rq.checkAllowedFields([]string{a.sortKey}); err != nil {
 		return nil, err
@@ -344,8 +240,7 @@ func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) 
 		return nil, err
 	}
 	if !detailEndpoint {
-		var err *apiError
-		if a.retFields, err = rq.returnFields(a.fields, a.hasFields, a.detail, a.hasDetail, nodeDefaultFields); err != nil {
+		if err := rq.returnFields(&a.listArgs, nodeDefaultFields); err != nil {
 			return nil, err
 		}
 	}
@@ -354,25 +249,13 @@ func (rq *request) nodeListArgs(detailEndpoint bool) (*nodeListArgs, *apiError) 
 			return nil, badRequest("Filtering nodes by " + p.name + " is not supported by ironic-conductor-exporter: it does not read that from Ironic's database.")
 		}
 	}
-	var err *apiError
-	if a.limit, err = rq.validateLimit(a.limit, a.hasLimit); err != nil {
-		return nil, err
-	}
-	if err := validateSortDir(a.sortDir); err != nil {
+	if err := rq.checkPage(&a.listArgs); err != nil {
 		return nil, err
 	}
 	if f := nodeFieldByName[a.sortKey]; f != nil && f.sort == sortRefused {
 		return nil, badRequest("The sort_key value " + a.sortKey + " is an invalid field for sorting")
 	}
 	return a, nil
-}
-
-// checkFields is check_allow_specify_fields then check_allowed_fields.
-func (rq *request) checkFields(fields []string, given bool) *apiError {
-	if err := rq.checkAllowSpecifyFields(given); err != nil {
-		return err
-	}
-	return rq.checkAllowedFields(fields)
 }
 
 // checkNodeFilters is the provision state check, then the filters'
@@ -476,77 +359,60 @@ func (rq *request) listNodes(detailEndpoint bool) {
 // and, in id order, to the page.
 func selectNodes(t *topology.Topology, a *nodeListArgs, key *nodeField, marker *topology.NodeInfo) []*topology.NodeInfo {
 	coll := collationOf(t)
-	cand := candidates(t, a)
-	idOrder := key.name == "id" || key.name == ""
-	if idOrder {
-		return pageInIDOrder(t, a, cand, marker, coll)
+	n, at := candidates(t, a)
+	if key.name == "id" || key.name == "" {
+		return pageInIDOrder(a, n, at, marker, coll)
 	}
 	order := paginationOrder(func(x, y *topology.NodeInfo) int { return key.compare(x, y, coll) },
 		func(x *topology.NodeInfo) int64 { return x.ID }, a.sortDir == "desc")
-	items := make([]*topology.NodeInfo, 0, min(cand.len(), a.limit+1))
-	for i := range cand.len() {
-		n := cand.at(t, i)
-		if a.match(n, coll) && (marker == nil || order(n, marker) > 0) {
-			items = append(items, n)
+	items := make([]*topology.NodeInfo, 0, min(n, a.limit+1))
+	for i := range n {
+		if node := at(i); a.match(node, coll) && (marker == nil || order(node, marker) > 0) {
+			items = append(items, node)
 		}
 	}
 	slices.SortStableFunc(items, order)
 	return items[:min(len(items), a.limit)]
 }
 
-// nodeSet is the nodes a list starts from, in id order: every node, or the
-// ones a conductor's rings map to it.
-type nodeSet struct {
-	all bool
-	idx []int // indexes into Topology.Nodes when !all
-	n   int
-}
-
-func (s nodeSet) len() int { return s.n }
-
-func (s nodeSet) at(t *topology.Topology, i int) *topology.NodeInfo {
-	if s.all {
-		return &t.Nodes[i]
-	}
-	return &t.Nodes[s.idx[i]]
-}
-
-// candidates are every node or, for ?conductor=X (Ironic: "if conductor:",
-// an empty one filters nothing), the nodes mapped to X, compared exactly.
-func candidates(t *topology.Topology, a *nodeListArgs) nodeSet {
+// candidates are the nodes a list starts from, in id order: n of them,
+// the i-th at(i). They are every node or, for ?conductor=X (Ironic: "if
+// conductor:", an empty one filters nothing), the nodes mapped to X,
+// compared exactly.
+func candidates(t *topology.Topology, a *nodeListArgs) (n int, at func(int) *topology.NodeInfo) {
 	if a.conductor == nil || *a.conductor == "" {
-		return nodeSet{all: true, n: len(t.Nodes)}
+		return len(t.Nodes), func(i int) *topology.NodeInfo { return &t.Nodes[i] }
 	}
 	c, ok := t.Conductor(*a.conductor)
 	if !ok {
-		return nodeSet{}
+		return 0, nil
 	}
-	return nodeSet{idx: c.Nodes, n: len(c.Nodes)}
+	return len(c.Nodes), func(i int) *topology.NodeInfo { return &t.Nodes[c.Nodes[i]] }
 }
 
 // pageInIDOrder walks the candidates from the marker, forwards or
 // backwards, until the page is full.
-func pageInIDOrder(t *topology.Topology, a *nodeListArgs, cand nodeSet, marker *topology.NodeInfo, coll collation) []*topology.NodeInfo {
+func pageInIDOrder(a *nodeListArgs, n int, at func(int) *topology.NodeInfo, marker *topology.NodeInfo, coll collation) []*topology.NodeInfo {
 	desc := a.sortDir == "desc"
 	start, step := 0, 1
 	if desc {
-		start, step = cand.len()-1, -1
+		start, step = n-1, -1
 	}
 	if marker != nil {
 		// The first candidate with an id above the marker's.
-		i := sort.Search(cand.len(), func(i int) bool { return cand.at(t, i).ID >= marker.ID })
+		i := sort.Search(n, func(i int) bool { return at(i).ID >= marker.ID })
 		start = i
-		if i < cand.len() && cand.at(t, i).ID == marker.ID && !desc {
+		if i < n && at(i).ID == marker.ID && !desc {
 			start++
 		}
 		if desc {
 			start = i - 1
 		}
 	}
-	items := make([]*topology.NodeInfo, 0, min(cand.len(), a.limit))
-	for i := start; i >= 0 && i < cand.len() && len(items) < a.limit; i += step {
-		if n := cand.at(t, i); a.match(n, coll) {
-			items = append(items, n)
+	items := make([]*topology.NodeInfo, 0, min(n, a.limit))
+	for i := start; i >= 0 && i < n && len(items) < a.limit; i += step {
+		if node := at(i); a.match(node, coll) {
+			items = append(items, node)
 		}
 	}
 	return items
@@ -589,12 +455,7 @@ func (a *nodeListArgs) nextParams() [][2]string {
 	if a.maintenance != nil && *a.maintenance {
 		np = append(np, [2]string{"maintenance", "True"})
 	}
-	if a.hasDetail {
-		np = append(np, [2]string{"detail", pyBool(a.detail)})
-	}
-	if len(a.retFields) > 0 {
-		np = append(np, [2]string{"fields", strings.Join(a.retFields, ",")})
-	}
+	np = a.appendDetailFields(np)
 	if a.associated != nil && !*a.associated {
 		np = append(np, [2]string{"associated", "False"})
 	}

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,20 +70,75 @@ func unquotePlus(s string) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// checkArgs refuses parameters a controller method does not take, as
-// ironic.common.args.validate does: "Unexpected arguments: a, b".
-func (q query) checkArgs(allowed ...string) *apiError {
+// paramKind is the args validator Ironic applies to a parameter.
+type paramKind uint8
+
+const (
+	paramString paramKind = iota
+	// paramName is args.name, relaxed to any non-empty string: hostnames
+	// are looked up as stored (doc.go).
+	paramName
+	paramUUID
+	paramBool
+	paramInt
+	paramStringList
+)
+
+// param is one parameter of a controller method.
+type param struct {
+	name string
+	kind paramKind
+	// The node list's: gate is the microversion Ironic requires for the
+	// filter (the check_allow_filter_* helpers), 0 for none; unread: Ironic
+	// filters by it, the sidecar does not read the column; field is the
+	// node field an equality filter compares.
+	gate   int
+	unread bool
+	field  *nodeField
+}
+
+// validate is ironic.common.args.validate: parameters the method does not
+// take are refused ("Unexpected arguments: a, b"), then each given one is
+// checked by its validator, in the method's order. Once validated, the
+// values are read with the validators, whose errors are then nil.
+func (q query) validate(params []param) *apiError {
 	var extra []string
 	for k := range q {
-		if !slices.Contains(allowed, k) {
+		if !slices.ContainsFunc(params, func(p param) bool { return p.name == k }) {
 			extra = append(extra, k)
 		}
 	}
-	if extra == nil {
-		return nil
+	if extra != nil {
+		slices.Sort(extra) // Ironic joins a set: any order
+		return badRequest("Unexpected arguments: " + strings.Join(extra, ", "))
 	}
-	slices.Sort(extra) // Ironic joins a set: any order
-	return badRequest("Unexpected arguments: " + strings.Join(extra, ", "))
+	for _, p := range params {
+		if _, given := q[p.name]; !given {
+			continue
+		}
+		var err *apiError
+		switch p.kind {
+		case paramName:
+			var v string
+			if v, _, err = q.str(p.name); err == nil && v == "" {
+				err = badRequest("Expected name for " + p.name + ": ")
+			}
+		case paramUUID:
+			_, _, err = q.uuid(p.name)
+		case paramBool:
+			_, _, err = q.boolean(p.name)
+		case paramInt:
+			_, _, err = q.integer(p.name)
+		case paramStringList:
+			_, _, err = q.strList(p.name)
+		case paramString:
+			_, _, err = q.str(p.name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // display is how Ironic prints a parameter value in its messages: the
@@ -91,20 +148,11 @@ func display(vals []string) string {
 	if len(vals) == 1 {
 		return vals[0]
 	}
-	return pyListRepr(vals)
-}
-
-func pyListRepr(vals []string) string {
-	var b strings.Builder
-	b.WriteByte('[')
+	reprs := make([]string, len(vals))
 	for i, v := range vals {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(pyRepr(v))
+		reprs[i] = pyRepr(v)
 	}
-	b.WriteByte(']')
-	return b.String()
+	return "[" + strings.Join(reprs, ", ") + "]"
 }
 
 // pyRepr approximates Python's repr() of a str.
@@ -191,28 +239,26 @@ func (q query) boolean(name string) (bool, bool, *apiError) {
 		"', acceptable values are: '0', '1', 'f', 'false', 'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'")
 }
 
-// integer is args.integer. Values beyond an int are clamped: they only
-// ever meet a limit.
+// maxInteger bounds the values of integer, which only ever meet a limit.
+const maxInteger = 1 << 30
+
+// integer is args.integer, its value clamped to ±maxInteger.
 func (q query) integer(name string) (int, bool, *apiError) {
 	vals, ok := q[name]
 	if !ok {
 		return 0, false, nil
 	}
-	p, valid := pyInt{}, false
+	var p *big.Int
 	if len(vals) == 1 {
-		p, valid = parsePyInt(vals[0])
+		p, ok = parsePyInt(vals[0])
 	}
-	if !valid {
+	if p == nil || !ok {
 		return 0, false, badRequest("Expected an integer for " + name + ": " + display(vals))
 	}
-	v, small := p.small()
-	if !small {
-		v = 1 << 30
-		if p.neg {
-			v = -v
-		}
+	if p.CmpAbs(big.NewInt(maxInteger)) > 0 {
+		p.SetInt64(int64(p.Sign()) * maxInteger)
 	}
-	return v, true, nil
+	return int(p.Int64()), true, nil
 }
 
 // uuid is args.uuid.
@@ -247,52 +293,19 @@ func isUUIDLike(s string) bool {
 	return digits == 32
 }
 
+// The regular expressions of ironic.common.utils.
+var (
+	logicalName  = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+	hostnameSafe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9_-]{0,62}[a-z0-9])*\.?$`)
+)
+
 // isValidLogicalName is ironic.common.utils.is_valid_logical_name: RFC 3986
 // unreserved characters only, at most 255 of them.
-func isValidLogicalName(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '-' && c != '.' && c != '_' && c != '~' {
-			return false
-		}
-	}
-	return true
-}
+func isValidLogicalName(s string) bool { return len(s) <= 255 && logicalName.MatchString(s) }
 
 // isHostnameSafe is ironic.common.utils.is_hostname_safe, the node name
 // check of microversions before 1.10.
-func isHostnameSafe(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	s = strings.TrimSuffix(s, ".")
-	labels := strings.Split(s, ".")
-	isLD := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
-	// host: [a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?
-	h := labels[0]
-	if h == "" || len(h) > 63 || !isLD(h[0]) || !isLD(h[len(h)-1]) {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if !isLD(h[i]) && h[i] != '-' {
-			return false
-		}
-	}
-	// domain: (\.[a-z0-9\-_]{0,62}[a-z0-9])*
-	for _, d := range labels[1:] {
-		if d == "" || len(d) > 63 || !isLD(d[len(d)-1]) {
-			return false
-		}
-		for i := 0; i < len(d); i++ {
-			if !isLD(d[i]) && d[i] != '-' && d[i] != '_' {
-				return false
-			}
-		}
-	}
-	return true
-}
+func isHostnameSafe(s string) bool { return len(s) <= 255 && hostnameSafe.MatchString(s) }
 
 // escapeSegment percent-encodes what may not appear in a URL path segment.
 // Hostnames, names and UUIDs made of unreserved characters and ':' are

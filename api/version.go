@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,16 +93,15 @@ func (h *handler) negotiate(r *http.Request, routing bool) (int, *apiError) {
 	}
 	ver := major.String() + "." + minor.String()
 	rng := "[" + versionString(minMinor) + ", " + versionString(h.maxMinor) + "]."
-	if !major.is(1) {
+	if !major.IsInt64() || major.Int64() != 1 {
 		return 0, mk("Mutually exclusive versions requested. Version " + ver +
 			" requested but not supported by this service. The supported version range is: " + rng)
 	}
-	m, small := minor.small()
-	if !small || m < minMinor || m > h.maxMinor {
+	if !minor.IsInt64() || minor.Int64() < minMinor || minor.Int64() > int64(h.maxMinor) {
 		return 0, mk("Version " + ver +
 			" was requested but the minor version is not supported by this service. The supported version range is: " + rng)
 	}
-	return m, nil
+	return int(minor.Int64()), nil
 }
 
 // openStackVersion extracts the baremetal version from OpenStack-API-Version
@@ -118,64 +118,14 @@ func openStackVersion(vals []string) (string, bool) {
 	return "", false
 }
 
-// pyInt is an integer parsed like Python's int(str): its sign and its
-// decimal digits without leading zeros (Python ints are unbounded).
-type pyInt struct {
-	neg    bool
-	digits string
-}
-
-func (p pyInt) String() string {
-	if p.neg {
-		return "-" + p.digits
-	}
-	return p.digits
-}
-
-func (p pyInt) is(v int) bool { return p.String() == strconv.Itoa(v) }
-
-// small returns the value when it fits comfortably in an int.
-func (p pyInt) small() (int, bool) {
-	if len(p.digits) > 9 {
-		return 0, false
-	}
-	v, _ := strconv.Atoi(p.digits)
-	if p.neg {
-		v = -v
-	}
-	return v, true
-}
-
 // parsePyInt accepts what Python's int() accepts for ASCII input:
 // surrounding whitespace, an optional sign, and decimal digits with single
-// underscores between them.
-func parsePyInt(s string) (pyInt, bool) {
+// underscores between them. Python ints are unbounded, and so is the result.
+func parsePyInt(s string) (*big.Int, bool) {
 	s = strings.TrimSpace(s)
-	var p pyInt
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		p.neg = s[0] == '-'
-		s = s[1:]
+	digits := strings.TrimLeft(s, "+-")
+	if digits == "" || digits[0] == '_' || strings.HasSuffix(digits, "_") || strings.Contains(digits, "__") {
+		return nil, false
 	}
-	if s == "" || s[0] == '_' || s[len(s)-1] == '_' {
-		return p, false
-	}
-	digits := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			if len(digits) == 1 && digits[0] == '0' {
-				digits = digits[:0]
-			}
-			digits = append(digits, c)
-		case c == '_' && s[i+1] != '_':
-		default:
-			return p, false
-		}
-	}
-	p.digits = string(digits)
-	if p.digits == "0" {
-		p.neg = false
-	}
-	return p, true
+	return new(big.Int).SetString(strings.ReplaceAll(s, "_", ""), 10)
 }

@@ -5,6 +5,7 @@ package auth
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -43,9 +44,7 @@ type Failure struct {
 
 // Send writes the failure as the answer.
 func (f *Failure) Send(w http.ResponseWriter) {
-	for k, v := range f.Header {
-		w.Header()[k] = v
-	}
+	maps.Copy(w.Header(), f.Header)
 	w.WriteHeader(f.Status)
 	w.Write(f.Body) //nolint:errcheck // the client is gone if it fails: nothing to tell it
 }
@@ -89,7 +88,7 @@ func Middleware(a Authenticator, next http.Handler) http.Handler {
 			f.Send(w)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+		next.ServeHTTP(w, r.WithContext(WithCredentials(r.Context(), c)))
 	})
 }
 
@@ -130,9 +129,7 @@ const (
 func (a *Access) nodeTarget(owner, lessee *string, ownerAlways bool) policy.Values {
 	if a.t == nil {
 		a.t = make(policy.Values, len(a.c)+2)
-		for k, v := range a.c {
-			a.t[k] = v
-		}
+		maps.Copy(a.t, a.c)
 	}
 	t := a.t
 	for _, k := range []string{keyOwner, keyLessee} {
@@ -145,8 +142,10 @@ func (a *Access) nodeTarget(owner, lessee *string, ownerAlways bool) policy.Valu
 	switch {
 	case owner != nil && *owner != "":
 		t[keyOwner] = *owner
+	case ownerAlways && owner != nil:
+		t[keyOwner] = ""
 	case ownerAlways:
-		t[keyOwner] = optional(owner)
+		t[keyOwner] = nil // None
 	}
 	if lessee != nil && *lessee != "" {
 		t[keyLessee] = *lessee
@@ -196,13 +195,6 @@ func (a *Access) ShowReservation(owner, lessee *string) bool {
 		return true
 	}
 	return a.e.Check(policy.RuleNodeReservation, t, a.c)
-}
-
-func optional(s *string) any {
-	if s == nil {
-		return nil
-	}
-	return *s
 }
 
 // WithCredentials returns ctx carrying creds, as Middleware stores them.

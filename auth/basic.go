@@ -1,14 +1,16 @@
 package auth
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"os"
@@ -66,13 +68,7 @@ func NewBasic(file string, workers int, log *slog.Logger) (*Basic, error) {
 		return nil, fmt.Errorf("http_basic_auth_user_file: %w", err)
 	}
 	cost := bcrypt.DefaultCost
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || !strings.Contains(line, ":") {
-			continue
-		}
-		user, digest, _ := strings.Cut(line, ":")
+	for user, digest := range htpasswd(b) {
 		if !isBcrypt(digest) {
 			return nil, fmt.Errorf("http_basic_auth_user_file %s: only bcrypt digested passwords are supported for %s", file, user)
 		}
@@ -80,9 +76,7 @@ func NewBasic(file string, workers int, log *slog.Logger) (*Basic, error) {
 			cost = max(cost, c)
 		}
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)/2)
 	}
@@ -128,6 +122,22 @@ func (b *Basic) check(ctx context.Context, digest, pass []byte) (match, ok bool)
 	return match, true
 }
 
+// htpasswd yields the user and digest of each line of an htpasswd file,
+// blank lines, comments and lines without a ':' aside.
+func htpasswd(data []byte) iter.Seq2[string, string] {
+	return func(yield func(user, digest string) bool) {
+		for line := range strings.Lines(string(data)) {
+			line = strings.TrimSpace(line)
+			if line == "" || line[0] == '#' {
+				continue
+			}
+			if user, digest, ok := strings.Cut(line, ":"); ok && !yield(user, digest) {
+				return
+			}
+		}
+	}
+}
+
 func isBcrypt(d string) bool {
 	return strings.HasPrefix(d, "$2y$") || strings.HasPrefix(d, "$2a$") || strings.HasPrefix(d, "$2b$")
 }
@@ -138,8 +148,9 @@ func basicFailure(status int, msg string) *Failure {
 	if status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Basic realm="Baremetal API"`)
 	}
+	quoted, _ := json.Marshal(msg) // a string always marshals
 	return &Failure{Status: status, Header: h,
-		Body: fmt.Appendf(nil, `{"error": {"message": %s, "code": %d}}`, jsonString(msg), status)}
+		Body: fmt.Appendf(nil, `{"error": {"message": %s, "code": %d}}`, quoted, status)}
 }
 
 // Authenticate implements Authenticator (parse_header, parse_token,
@@ -167,16 +178,12 @@ func (b *Basic) Authenticate(r *http.Request) (*Credentials, *Failure) {
 		b.Log.Error("auth: reading the http_basic user file", "err", err)
 		return nil, basicFailure(http.StatusInternalServerError, "Invalid configuration file. Problem reading auth user file")
 	}
-	prefix := string(user) + ":"
 	digest := b.dummy
 	known := false
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || !strings.HasPrefix(line, prefix) {
+	for u, d := range htpasswd(data) {
+		if u != string(user) {
 			continue
 		}
-		d := line[len(prefix):]
 		if !isBcrypt(d) {
 			return nil, basicFailure(http.StatusInternalServerError, "Invalid configuration file. Only bcrypt digested passwords are supported for "+string(user))
 		}
@@ -191,23 +198,4 @@ func (b *Basic) Authenticate(r *http.Request) (*Credentials, *Failure) {
 		return nil, basicFailure(http.StatusUnauthorized, "Incorrect username or password")
 	}
 	return &Credentials{User: string(user)}, nil
-}
-
-// jsonString quotes s as a JSON string.
-func jsonString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

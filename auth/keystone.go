@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -121,12 +122,8 @@ func NewKeystone(cfg KeystoneConfig) (*Keystone, error) {
 	if cfg.ValidationWait <= 0 {
 		cfg.ValidationWait = time.Second
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Client = cmp.Or(cfg.Client, &http.Client{Timeout: 10 * time.Second})
+	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -134,9 +131,7 @@ func NewKeystone(cfg KeystoneConfig) (*Keystone, error) {
 	if !strings.HasSuffix(base, "/v3") {
 		base += "/v3"
 	}
-	if cfg.WWWAuthenticateURI == "" {
-		cfg.WWWAuthenticateURI = cfg.AuthURL
-	}
+	cfg.WWWAuthenticateURI = cmp.Or(cfg.WWWAuthenticateURI, cfg.AuthURL)
 	return &Keystone{cfg: cfg, base: base, valid: newLRU[[32]byte, cached](cfg.CacheSize),
 		invalid: newLRU[[32]byte, time.Time](cfg.CacheSize), inflight: map[[32]byte]*validation{},
 		slots: make(chan struct{}, cfg.MaxValidations)}, nil
@@ -164,10 +159,7 @@ var (
 
 // Authenticate implements Authenticator.
 func (k *Keystone) Authenticate(r *http.Request) (*Credentials, *Failure) {
-	tok := strings.TrimSpace(r.Header.Get("X-Auth-Token"))
-	if tok == "" {
-		tok = strings.TrimSpace(r.Header.Get("X-Storage-Token"))
-	}
+	tok := cmp.Or(strings.TrimSpace(r.Header.Get("X-Auth-Token")), strings.TrimSpace(r.Header.Get("X-Storage-Token")))
 	if tok == "" {
 		return nil, k.unauthorized()
 	}

@@ -21,12 +21,10 @@ func newLRU[K comparable, V any](n int) *lru[K, V] {
 
 func (c *lru[K, V]) get(k K) (V, bool) {
 	ent, ok := c.m[k]
-	if !ok {
-		var zero V
-		return zero, false
+	if ok {
+		c.order.MoveToFront(ent.e)
 	}
-	c.order.MoveToFront(ent.e)
-	return ent.v, true
+	return ent.v, ok
 }
 
 func (c *lru[K, V]) put(k K, v V) {

@@ -9,7 +9,6 @@
 package dashboards
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,52 +54,22 @@ func Generate() (map[string][]byte, error) {
 	return out, nil
 }
 
-// Marshal renders a dashboard as the indented JSON Grafana imports.
+// Marshal renders a dashboard as the indented JSON Grafana imports, with &,
+// < and > unescaped (unescapeHTML) so that URLs and expressions read as
+// written.
 func Marshal(d dashboard.Dashboard) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep =~, <, > readable in the expressions
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(d); err != nil {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
 		return nil, err
 	}
-	return unescapeHTML(buf.Bytes()), nil
+	return []byte(unescapeHTML.Replace(string(b)) + "\n"), nil
 }
 
-// unescapeHTML undoes the \u0026, \u003c and \u003e escapes that the
-// SDK's own MarshalJSON methods write for &, < and > (they call
-// json.Marshal, which escapes HTML whatever the outer encoder says), so
-// that URLs and expressions read as written. An escape preceded by an
-// odd number of backslashes is an escaped backslash and "u00..." text,
-// and is kept.
-func unescapeHTML(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] == '\\' && i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' {
-			var r byte
-			switch string(b[i+4 : i+6]) {
-			case "26":
-				r = '&'
-			case "3c":
-				r = '<'
-			case "3e":
-				r = '>'
-			}
-			if r != 0 {
-				out = append(out, r)
-				i += 5
-				continue
-			}
-		}
-		if b[i] == '\\' && i+1 < len(b) {
-			out = append(out, b[i], b[i+1]) // an escape: copy it whole
-			i++
-			continue
-		}
-		out = append(out, b[i])
-	}
-	return out
-}
+// unescapeHTML undoes the \u0026, \u003c and \u003e escapes json.Marshal
+// writes for &, < and > (the SDK's own MarshalJSON methods call it, whatever
+// an outer encoder says). An escaped backslash is matched first and kept, so
+// that the text \\u0026 stays as it is.
+var unescapeHTML = strings.NewReplacer(`\\`, `\\`, `\u0026`, "&", `\u003c`, "<", `\u003e`, ">")
 
 // ClusterLabel is the label that tells clusters (regions, sites) apart: the
 // cluster variable lists its values and every query matches it. It is the
@@ -138,17 +107,9 @@ func promQuery(ref, expr string) *prometheus.DataqueryBuilder {
 		Expr(expr)
 }
 
-// withLegend sets the legend of q unless it is empty.
-func withLegend(q *prometheus.DataqueryBuilder, legend string) *prometheus.DataqueryBuilder {
-	if legend != "" {
-		q = q.LegendFormat(legend)
-	}
-	return q
-}
-
-// query is a range query; legend may be empty.
+// query is a range query.
 func query(ref, expr, legend string) *prometheus.DataqueryBuilder {
-	return withLegend(promQuery(ref, expr).Range(), legend)
+	return promQuery(ref, expr).Range().LegendFormat(legend)
 }
 
 // instant is an instant query in table format, for table panels.
@@ -158,7 +119,11 @@ func instant(ref, expr string) *prometheus.DataqueryBuilder {
 
 // statQuery is an instant query for a stat panel; legend may be empty.
 func statQuery(ref, expr, legend string) *prometheus.DataqueryBuilder {
-	return withLegend(promQuery(ref, expr).Instant(), legend)
+	q := promQuery(ref, expr).Instant()
+	if legend != "" {
+		q.LegendFormat(legend)
+	}
+	return q
 }
 
 // Grafana's named colours.
@@ -285,17 +250,6 @@ func labelVariable(name, label, query, description string) *dashboard.QueryVaria
 		Sort(dashboard.VariableSortAlphabeticalCaseInsensitiveAsc)
 }
 
-// links offers the project's other dashboards, keeping the time range and
-// the variables.
-func links() *dashboard.DashboardLinkBuilder {
-	return dashboard.NewDashboardLinkBuilder("Ironic conductors").
-		Type(dashboard.DashboardLinkTypeDashboards).
-		Tags([]string{Tag}).
-		AsDropdown(true).
-		IncludeVars(true).
-		KeepTime(true)
-}
-
 // conductorURL is the drill-down for the conductor named by a Grafana
 // interpolation (e.g. ${__value.raw}), keeping the time range, the data
 // source, job and instance.
@@ -315,7 +269,14 @@ func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 		Refresh("1m").
 		Time("now-6h", "now").
 		Timezone("browser").
-		Link(links()).
+		// The project's other dashboards, keeping the time range and the
+		// variables.
+		Link(dashboard.NewDashboardLinkBuilder("Ironic conductors").
+			Type(dashboard.DashboardLinkTypeDashboards).
+			Tags([]string{Tag}).
+			AsDropdown(true).
+			IncludeVars(true).
+			KeepTime(true)).
 		Annotation(dashboard.NewAnnotationQueryBuilder().
 			Name("Annotations & Alerts").
 			Datasource(common.DataSourceRef{Type: cog.ToPtr("grafana"), Uid: cog.ToPtr("-- Grafana --")}).
@@ -416,9 +377,8 @@ func build(b *dashboard.DashboardBuilder) (dashboard.Dashboard, error) {
 	for i := range d.Links {
 		d.Links[i].Placement = nil
 	}
-	var id uint32
-	for _, p := range d.Panels {
-		id++
+	for i, p := range d.Panels {
+		id := uint32(i + 1)
 		switch {
 		case p.Panel != nil:
 			p.Panel.Id = cog.ToPtr(id)

@@ -34,12 +34,10 @@ func Conductor() (dashboard.Dashboard, error) {
 			Mappings(valueMappings(states...)).
 			TextMode(common.BigValueTextModeValue).
 			GridPos(gridPos(4, 5))).
-		WithPanel(newStat().
+		WithPanel(newCountStat().
 			Title("Conductor group").
 			Description("The conductor's conductor_group; (default) is Ironic's default group, the empty string.").
 			WithTarget(statQuery("A", defaultGroup("max by (conductor_group) ("+sel("ironic_conductor_online", matchHost)+")"), "{{conductor_group}}")).
-			ColorScheme(fixedColor(text)).
-			Thresholds(thresholds(text)).
 			ColorMode(common.BigValueColorModeNone).
 			GraphMode(common.BigValueGraphModeNone).
 			TextMode(common.BigValueTextModeName).
@@ -71,18 +69,15 @@ func Conductor() (dashboard.Dashboard, error) {
 			WithTarget(query("A", "max("+sel("ironic_conductor_nodes", matchHost)+")", "nodes")).
 			Decimals(0).
 			GridPos(gridPos(3, 5))).
-		WithPanel(newStat().
+		WithPanel(newThresholdStat(text).
 			Title("Reserved nodes").
 			Description("Nodes whose reservation (lock) names this host (ironic_conductor_reserved_nodes). Red when the "+
 				"host is not running (neither alive nor draining): those locks are stuck until a conductor of this name starts again.").
 			WithTarget(statQuery("A", zeroWhenUp("max("+sel("ironic_conductor_reserved_nodes", matchHost)+")"), "reserved")).
 			WithTarget(statQuery("B", zeroWhenUp(stuck), "stuck")).
 			Decimals(0).
-			ColorScheme(thresholdColor()).
-			Thresholds(thresholds(text)).
 			OverrideByName("stuck", []dashboard.DynamicConfigValue{propThresholds(green, step{1, red})}).
 			ColorMode(common.BigValueColorModeValue).
-			GraphMode(common.BigValueGraphModeNone).
 			TextMode(common.BigValueTextModeValueAndName).
 			GridPos(gridPos(4, 5))).
 		WithPanel(statetimeline.NewPanelBuilder().

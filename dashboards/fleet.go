@@ -107,13 +107,12 @@ func Fleet() (dashboard.Dashboard, error) {
 			GridPos(gridPos(4, 5)))
 
 	// Conductors.
-	by := " by (hostname, conductor_group) "
 	b = b.WithRow(dashboard.NewRowBuilder("Conductors")).
 		WithPanel(newTable().
 			Title("Conductors").
 			Description("Every conductor: its state, the age of its last heartbeat, the nodes the hash rings map to it and "+
 				"the nodes it holds locked. Click a hostname for its own dashboard.").
-			WithTarget(instant("A", defaultGroup(stateNumber(by)))).
+			WithTarget(instant("A", defaultGroup(stateNumber(" by (hostname, conductor_group) ")))).
 			WithTarget(instant("B", defaultGroup("time() - max by (hostname, conductor_group) ("+sel("ironic_conductor_heartbeat_timestamp_seconds")+")"))).
 			WithTarget(instant("C", defaultGroup("max by (hostname, conductor_group) ("+sel("ironic_conductor_nodes")+")"))).
 			WithTarget(instant("D", defaultGroup(

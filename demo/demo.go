@@ -21,11 +21,11 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -82,12 +82,8 @@ var Release = rules.MustRelease("24.1")
 // and algorithm as package rules fills them in.
 func (o Options) settings() topology.Settings {
 	s := o.Settings
-	if s.HeartbeatTimeout == 0 {
-		s.HeartbeatTimeout = HeartbeatTimeout / time.Duration(o.Speed)
-	}
-	if s.Release.IsZero() {
-		s.Release = Release
-	}
+	s.HeartbeatTimeout = cmp.Or(s.HeartbeatTimeout, HeartbeatTimeout/time.Duration(o.Speed))
+	s.Release = cmp.Or(s.Release, Release)
 	ironic := rules.New(s.Release, rules.MySQL, rules.Settings{PartitionExponent: s.PartitionExponent,
 		Algorithm: s.Algorithm}).Settings()
 	s.PartitionExponent, s.Algorithm = ironic.PartitionExponent, ironic.Algorithm
@@ -129,18 +125,12 @@ func Start(opts Options) (*Demo, error) {
 // create is Start without the simulator's loop: the database with its fleet,
 // and the simulator, on the clock now, for the caller to drive (tests).
 func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err error) {
-	if opts.Speed == 0 {
-		opts.Speed = 1
-	}
+	opts.Speed = cmp.Or(opts.Speed, 1)
 	if opts.Speed < 1 || opts.Speed > MaxSpeed {
 		return nil, nil, fmt.Errorf("demo speed %d: want 1 to %d", opts.Speed, MaxSpeed)
 	}
-	if opts.Seed == 0 {
-		opts.Seed = 1
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.Seed = cmp.Or(opts.Seed, 1)
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	d := &Demo{speed: opts.Speed, settings: opts.settings(), log: opts.Logger, cancel: func() {}, done: make(chan struct{})}
 	close(d.done) // no loop until Start runs one
 	if opts.Path == "" {
@@ -184,7 +174,7 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 			_ = d.closeDBs()
 		}
 	}()
-	if _, err := d.db.ExecContext(ctx, Schema()); err != nil {
+	if _, err := d.db.ExecContext(ctx, schemaSQL); err != nil {
 		return nil, nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
 	}
 	// The simulator's view of the fleet is read as the exporter reads it.
@@ -276,16 +266,14 @@ func (d *Demo) Close() error {
 	return d.closeErr
 }
 
-// closeDBs closes the simulator's connections.
+// closeDBs closes the simulator's connections (the reader may not be open
+// yet when create fails).
 func (d *Demo) closeDBs() error {
-	var errs []error
+	err := d.db.Close()
 	if d.reader != nil {
-		errs = append(errs, d.reader.Close())
+		err = errors.Join(d.reader.Close(), err)
 	}
-	if d.db != nil {
-		errs = append(errs, d.db.Close())
-	}
-	return errors.Join(errs...)
+	return err
 }
 
 func (d *Demo) removeFiles() error {

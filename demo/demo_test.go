@@ -52,7 +52,7 @@ func TestSchema(t *testing.T) {
 	}
 	defer d.Close()
 	d.SetMaxOpenConns(1)
-	if _, err := d.Exec(Schema()); err != nil {
+	if _, err := d.Exec(schemaSQL); err != nil {
 		t.Fatalf("executing the schema: %v", err)
 	}
 	for _, q := range []string{db.SQLConductors, db.SQLHardwareTypes, db.SQLNodes} {

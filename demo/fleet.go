@@ -152,14 +152,9 @@ func pickDriver(rng *rand.Rand, ds []weighted) string {
 	return ds[len(ds)-1].driver
 }
 
-// sqlExecer is a *sql.Tx or a *sql.DB.
-type sqlExecer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
 // registerInterfaces writes the hardware interface rows of a conductor, as
 // objects.Conductor.register_hardware_interfaces does at start-up.
-func registerInterfaces(ctx context.Context, tx sqlExecer, conductorID int64, hardwareTypes []string, now time.Time) error {
+func registerInterfaces(ctx context.Context, tx *sql.Tx, conductorID int64, hardwareTypes []string, now time.Time) error {
 	for _, ht := range hardwareTypes {
 		for _, f := range append(append([]iface(nil), hardwareInterfaces[ht]...), commonInterfaces...) {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO conductor_hardware_interfaces
@@ -172,15 +167,11 @@ VALUES (?, ?, ?, ?, ?, ?)`, sqlaTime(now), conductorID, ht, f.typ, f.name, f.dfl
 	return nil
 }
 
-// newNode is a node as the simulator knows it.
-type newNode struct {
-	uuid, name, group, driver string
-}
-
-// insertNode writes one node row. enrolled: a node just created through the
-// API (provision state enroll, no power state, no timestamps but created_at);
-// otherwise a node that has been in service for a while.
-func insertNode(ctx context.Context, tx sqlExecer, rng *rand.Rand, n newNode, rc string, now time.Time, enrolled bool) (int64, string, error) {
+// insertNode writes node n, named name, and sets its id and provision state.
+// enrolled: a node just created through the API (provision state enroll, no
+// power state, no timestamps but created_at); otherwise a node that has been
+// in service for a while.
+func insertNode(ctx context.Context, tx *sql.Tx, rng *rand.Rand, n *simNode, name, rc string, now time.Time, enrolled bool) error {
 	var (
 		created               = now
 		updated, provUpdated  any
@@ -219,10 +210,6 @@ func insertNode(ctx context.Context, tx sqlExecer, rng *rand.Rand, n newNode, rc
 			powerIface, mgmtIface = hw[0].name, hw[1].name
 		}
 	}
-	var name any
-	if n.name != "" {
-		name = n.name
-	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO nodes
   (created_at, updated_at, version, uuid, instance_uuid, name, power_state, provision_state, provision_updated_at,
    instance_info, properties, driver, driver_info, driver_internal_info, clean_step, deploy_step,
@@ -232,8 +219,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, '{}', '{}', '{}', '{}', ?, '{}', 
 		sqlaTime(created), updated, nodeObjectVersion, n.uuid, instance, name, power, provision, provUpdated,
 		properties, n.driver, rc, n.group, maintenance, maintenanceReason, powerIface, mgmtIface)
 	if err != nil {
-		return 0, "", fmt.Errorf("inserting node %s: %w", n.uuid, err)
+		return fmt.Errorf("inserting node %s: %w", n.uuid, err)
 	}
-	id, err := res.LastInsertId()
-	return id, provision, err
+	n.state = provision
+	n.id, err = res.LastInsertId()
+	return err
 }

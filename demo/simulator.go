@@ -294,7 +294,7 @@ func (s *simulator) prepareBootEnvironments(ctx context.Context, tx *sql.Tx) err
 	return s.touchAll(ctx, tx)
 }
 
-func (s *simulator) setAffinity(ctx context.Context, tx sqlExecer, n *simNode, id int64) error {
+func (s *simulator) setAffinity(ctx context.Context, tx *sql.Tx, n *simNode, id int64) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET conductor_affinity=? WHERE id=?`, id, n.id); err != nil {
 		return fmt.Errorf("setting conductor_affinity of %s: %w", n.uuid, err)
 	}
@@ -306,7 +306,7 @@ func (s *simulator) setAffinity(ctx context.Context, tx sqlExecer, n *simNode, i
 // over the active, unlocked nodes the view's rings map to it whose boot
 // environment another conductor prepared, and rebuilds it
 // (_do_takeover sets conductor_affinity).
-func (s *simulator) takeOver(ctx context.Context, tx sqlExecer) (int, error) {
+func (s *simulator) takeOver(ctx context.Context, tx *sql.Tx) (int, error) {
 	moved := 0
 	for _, n := range s.nodes {
 		if n.state != "active" || n.reservation != "" {
@@ -324,23 +324,22 @@ func (s *simulator) takeOver(ctx context.Context, tx sqlExecer) (int, error) {
 	return moved, nil
 }
 
-func (s *simulator) addNode(ctx context.Context, tx sqlExecer, g groupSpec, now time.Time, enrolled bool) error {
+func (s *simulator) addNode(ctx context.Context, tx *sql.Tx, g groupSpec, now time.Time, enrolled bool) error {
 	s.names[g.prefix]++
-	n := newNode{uuid: newUUID(s.rng), name: fmt.Sprintf("%s-%04d", g.prefix, s.names[g.prefix]),
-		group: g.group, driver: pickDriver(s.rng, g.drivers)}
-	id, state, err := insertNode(ctx, tx, s.rng, n, g.resourceClass, now, enrolled)
-	if err != nil {
+	n := &simNode{uuid: newUUID(s.rng), group: g.group, driver: pickDriver(s.rng, g.drivers)}
+	name := fmt.Sprintf("%s-%04d", g.prefix, s.names[g.prefix])
+	if err := insertNode(ctx, tx, s.rng, n, name, g.resourceClass, now, enrolled); err != nil {
 		return err
 	}
-	s.nodes[id] = &simNode{id: id, uuid: n.uuid, group: n.group, driver: n.driver, state: state}
+	s.nodes[n.id] = n
 	if enrolled {
-		s.enrolled = append(s.enrolled, id)
+		s.enrolled = append(s.enrolled, n.id)
 	}
 	return nil
 }
 
 // deleteNode is `baremetal node delete`.
-func (s *simulator) deleteNode(ctx context.Context, tx sqlExecer, id int64) error {
+func (s *simulator) deleteNode(ctx context.Context, tx *sql.Tx, id int64) error {
 	n := s.nodes[id]
 	if _, err := tx.ExecContext(ctx, `DELETE FROM nodes WHERE id=?`, id); err != nil {
 		return fmt.Errorf("deleting node %s: %w", n.uuid, err)
@@ -350,23 +349,6 @@ func (s *simulator) deleteNode(ctx context.Context, tx sqlExecer, id int64) erro
 	}
 	delete(s.nodes, id)
 	return nil
-}
-
-// event is one scripted step of a cycle.
-type event struct {
-	at time.Duration
-	do func(ctx context.Context, cycle int) error
-}
-
-func (s *simulator) events() []event {
-	return []event{
-		{atDrain, s.drain},
-		{atCrash, s.crash},
-		{atDrainDone, s.drainDone},
-		{atEnroll, s.enroll},
-		{atCrashBack, s.crashBack},
-		{atDrainRestart, s.drainRestart},
-	}
 }
 
 // run heartbeats and plays the events until ctx ends. The view is judged
@@ -379,7 +361,18 @@ func (s *simulator) events() []event {
 func (s *simulator) run(ctx context.Context) {
 	hb := time.NewTicker(s.scale(HeartbeatInterval))
 	defer hb.Stop()
-	events := s.events()
+	// The scripted steps of a cycle.
+	events := []struct {
+		at time.Duration
+		do func(ctx context.Context, cycle int) error
+	}{
+		{atDrain, s.drain},
+		{atCrash, s.crash},
+		{atDrainDone, s.drainDone},
+		{atEnroll, s.enroll},
+		{atCrashBack, s.crashBack},
+		{atDrainRestart, s.drainRestart},
+	}
 	start := time.Now()
 	cycle, next := 0, 0
 	timer := time.NewTimer(time.Until(start.Add(s.scale(events[0].at))))
@@ -435,15 +428,12 @@ func (s *simulator) tick(ctx context.Context) error {
 	now := s.heartbeatTime()
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, c := range s.cond {
-			if !c.beating {
-				continue
+			if c.beating {
+				if _, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=?, online=? WHERE hostname=?`,
+					sqlaTime(now), c.online, c.host); err != nil {
+					return err
+				}
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=?, online=? WHERE hostname=?`,
-				sqlaTime(now), c.online, c.host); err != nil {
-				return err
-			}
-		}
-		for _, c := range s.cond {
 			if !c.working {
 				continue
 			}
@@ -452,9 +442,13 @@ func (s *simulator) tick(ctx context.Context) error {
 					c.locks[id] = left - 1
 					continue
 				}
-				if err := s.release(ctx, tx, c, id, now); err != nil {
+				// release_node
+				if _, err := tx.ExecContext(ctx, `UPDATE nodes SET reservation=NULL, updated_at=? WHERE id=? AND reservation=?`,
+					sqlaTime(now), id, c.host); err != nil {
 					return err
 				}
+				s.nodes[id].reservation = ""
+				delete(c.locks, id)
 			}
 			if s.rng.IntN(10) < 3 {
 				if err := s.lockOne(ctx, tx, c, 2+s.rng.IntN(7), now); err != nil {
@@ -486,16 +480,6 @@ func (s *simulator) lockOne(ctx context.Context, tx *sql.Tx, c *simConductor, ho
 		c.locks[n.id] = hold
 		return nil
 	}
-	return nil
-}
-
-func (s *simulator) release(ctx context.Context, tx *sql.Tx, c *simConductor, id int64, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET reservation=NULL, updated_at=? WHERE id=? AND reservation=?`,
-		sqlaTime(now), id, c.host); err != nil {
-		return err
-	}
-	s.nodes[id].reservation = ""
-	delete(c.locks, id)
 	return nil
 }
 

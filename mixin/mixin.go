@@ -14,6 +14,7 @@ package mixin
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -49,13 +50,10 @@ const (
 
 // Config is the part of _config the Go side reads back.
 type Config struct {
-	JobName        string            `json:"jobName"`
-	Selector       string            `json:"selector"`
-	ClusterLabel   string            `json:"clusterLabel"`
-	ReplicaLabels  []string          `json:"replicaLabels"`
-	RunbookURLBase string            `json:"runbookURLBase"`
-	ExporterPort   int               `json:"exporterPort"`
-	For            map[string]string `json:"for"`
+	JobName       string   `json:"jobName"`
+	ClusterLabel  string   `json:"clusterLabel"`
+	ReplicaLabels []string `json:"replicaLabels"`
+	ExporterPort  int      `json:"exporterPort"`
 }
 
 // Rendered is the mixin evaluated with one _config.
@@ -104,11 +102,8 @@ func (im importer) Import(importedFrom, importedPath string) (jsonnet.Contents, 
 func Render(root, override string) (*Rendered, error) {
 	vm := jsonnet.MakeVM()
 	vm.Importer(importer{root: root})
-	if override == "" {
-		override = "{}"
-	}
 	src := fmt.Sprintf(`local m = (import 'mixin.libsonnet') + { _config+:: %s };
-{ config: m._config, alerts: m.prometheusAlerts, dashboards: m.grafanaDashboards }`, override)
+{ config: m._config, alerts: m.prometheusAlerts, dashboards: m.grafanaDashboards }`, cmp.Or(override, "{}"))
 	out, err := vm.EvaluateAnonymousSnippet("render.jsonnet", src)
 	if err != nil {
 		return nil, fmt.Errorf("jsonnet: %w", err)
@@ -144,10 +139,7 @@ func (r *Rendered) RulesYAML() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	fmt.Fprintf(&out, header, r.Config.JobName, strings.Join(r.Config.ReplicaLabels, ", "))
-	out.Write(body)
-	return out.Bytes(), nil
+	return append(fmt.Appendf(nil, header, r.Config.JobName, strings.Join(r.Config.ReplicaLabels, ", ")), body...), nil
 }
 
 // KollaRules renders the rules file for Kolla-Ansible and Kayobe:
@@ -165,14 +157,12 @@ func (r *Rendered) KollaRules() ([]byte, error) {
 	if bytes.Contains(rules, []byte("{% endraw")) {
 		return nil, fmt.Errorf("the rules contain {%% endraw: cannot be wrapped for Jinja")
 	}
-	var out bytes.Buffer
-	out.WriteString("# Kolla-Ansible / Kayobe: place as /etc/kolla/config/prometheus/ironic-conductor-exporter.rules\n")
-	out.WriteString("# (Kayobe: $KAYOBE_CONFIG_PATH/kolla/config/prometheus/). The raw tags keep Kayobe's\n")
-	out.WriteString("# Jinja2 templating off the Prometheus templates; un-templated they are comments.\n")
-	out.WriteString("# {% raw %}\n\n")
-	out.Write(rules)
-	out.WriteString("# {% endraw %}\n\n")
-	return out.Bytes(), nil
+	return slices.Concat([]byte(`# Kolla-Ansible / Kayobe: place as /etc/kolla/config/prometheus/ironic-conductor-exporter.rules
+# (Kayobe: $KAYOBE_CONFIG_PATH/kolla/config/prometheus/). The raw tags keep Kayobe's
+# Jinja2 templating off the Prometheus templates; un-templated they are comments.
+# {% raw %}
+
+`), rules, []byte("# {% endraw %}\n\n")), nil
 }
 
 // KollaScrape renders the prometheus.yml.d snippet: Kolla-Ansible merges it
@@ -219,9 +209,6 @@ func (r *Rendered) KayobeScrape() []byte {
 	return append([]byte("# Kayobe: $KAYOBE_CONFIG_PATH/kolla/config/prometheus/prometheus.yml.d/. Kayobe templates it first\n# (the raw tags keep Kolla's expression for Kolla-Ansible).\n"), b...)
 }
 
-// DashboardNames lists the dashboards, sorted.
-func (r *Rendered) DashboardNames() []string { return slices.Sorted(maps.Keys(r.Dashboards)) }
-
 // File is one generated file.
 type File struct {
 	Path string // relative to the repository root
@@ -250,7 +237,7 @@ func Files(root string) ([]File, error) {
 		{KayobeRulesPath, kolla},
 		{KayobeScrapePath, r.KayobeScrape()},
 	}
-	for _, name := range r.DashboardNames() {
+	for _, name := range slices.Sorted(maps.Keys(r.Dashboards)) {
 		// Kolla copies them as they are; the JSON of dashboards/, with the
 		// default _config, is what the mixin renders.
 		b, err := os.ReadFile(filepath.Join(root, "dashboards", name))

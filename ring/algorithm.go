@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"crypto"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -38,61 +39,24 @@ const (
 	BLAKE2s  Algorithm = "blake2s"  // hashlib's default: 32-byte digest, no key
 )
 
-// algID selects the hash in the lookup hot path with a switch: a direct call
-// of a fixed-size Sum function keeps the digest on the stack, where a call
-// through a function value would move it to the heap.
-type algID uint8
-
-const (
-	idMD5 algID = iota
-	idSHA1
-	idSHA224
-	idSHA256
-	idSHA384
-	idSHA512
-	idSHA3_224
-	idSHA3_256
-	idSHA3_384
-	idSHA3_512
-	idBLAKE2b
-	idBLAKE2s
-)
-
 // maxDigest is the widest digest of any supported algorithm, in bytes.
 const maxDigest = 64
 
-type algSpec struct {
-	id   algID
-	size int
-	// newHash returns a fresh streaming hash; used only by New.
-	newHash func() hash.Hash
-}
-
-var algorithms = map[Algorithm]algSpec{
-	MD5:      {idMD5, md5.Size, md5.New},
-	SHA1:     {idSHA1, sha1.Size, sha1.New},
-	SHA224:   {idSHA224, sha256.Size224, sha256.New224},
-	SHA256:   {idSHA256, sha256.Size, sha256.New},
-	SHA384:   {idSHA384, sha512.Size384, sha512.New384},
-	SHA512:   {idSHA512, sha512.Size, sha512.New},
-	SHA3_224: {idSHA3_224, 28, func() hash.Hash { return sha3.New224() }},
-	SHA3_256: {idSHA3_256, 32, func() hash.Hash { return sha3.New256() }},
-	SHA3_384: {idSHA3_384, 48, func() hash.Hash { return sha3.New384() }},
-	SHA3_512: {idSHA3_512, 64, func() hash.Hash { return sha3.New512() }},
-	BLAKE2b:  {idBLAKE2b, blake2b.Size, mustHash(blake2b.New512)},
-	BLAKE2s:  {idBLAKE2s, blake2s.Size, mustHash(blake2s.New256)},
-}
-
-// mustHash adapts the keyed constructors of x/crypto/blake2; with a nil key
-// they cannot fail.
-func mustHash(f func(key []byte) (hash.Hash, error)) func() hash.Hash {
-	return func() hash.Hash {
-		h, err := f(nil)
-		if err != nil {
-			panic(err)
-		}
-		return h
-	}
+// algorithms are the streaming hashes New builds partitions with, as the
+// packages sum calls register them; lookups hash with sum.
+var algorithms = map[Algorithm]func() hash.Hash{
+	MD5:      crypto.MD5.New,
+	SHA1:     crypto.SHA1.New,
+	SHA224:   crypto.SHA224.New,
+	SHA256:   crypto.SHA256.New,
+	SHA384:   crypto.SHA384.New,
+	SHA512:   crypto.SHA512.New,
+	SHA3_224: crypto.SHA3_224.New,
+	SHA3_256: crypto.SHA3_256.New,
+	SHA3_384: crypto.SHA3_384.New,
+	SHA3_512: crypto.SHA3_512.New,
+	BLAKE2b:  crypto.BLAKE2b_512.New,
+	BLAKE2s:  crypto.BLAKE2s_256.New,
 }
 
 // Algorithms returns the valid algorithm names, sorted.
@@ -127,45 +91,47 @@ func unknownAlgorithm(name string) error {
 }
 
 // sum writes the digest of key into d and returns its size. It is a switch
-// of direct calls so that nothing escapes and Get does not allocate.
-func sum(id algID, key []byte, d *[maxDigest]byte) int {
-	switch id {
-	case idMD5:
+// of direct calls of fixed-size Sum functions so that the digest stays on
+// the stack and Get does not allocate (a call through a function value
+// would move it to the heap).
+func sum(alg Algorithm, key []byte, d *[maxDigest]byte) int {
+	switch alg {
+	case MD5:
 		s := md5.Sum(key)
 		return copy(d[:], s[:])
-	case idSHA1:
+	case SHA1:
 		s := sha1.Sum(key)
 		return copy(d[:], s[:])
-	case idSHA224:
+	case SHA224:
 		s := sha256.Sum224(key)
 		return copy(d[:], s[:])
-	case idSHA256:
+	case SHA256:
 		s := sha256.Sum256(key)
 		return copy(d[:], s[:])
-	case idSHA384:
+	case SHA384:
 		s := sha512.Sum384(key)
 		return copy(d[:], s[:])
-	case idSHA512:
+	case SHA512:
 		s := sha512.Sum512(key)
 		return copy(d[:], s[:])
-	case idSHA3_224:
+	case SHA3_224:
 		s := sha3.Sum224(key)
 		return copy(d[:], s[:])
-	case idSHA3_256:
+	case SHA3_256:
 		s := sha3.Sum256(key)
 		return copy(d[:], s[:])
-	case idSHA3_384:
+	case SHA3_384:
 		s := sha3.Sum384(key)
 		return copy(d[:], s[:])
-	case idSHA3_512:
+	case SHA3_512:
 		s := sha3.Sum512(key)
 		return copy(d[:], s[:])
-	case idBLAKE2b:
+	case BLAKE2b:
 		s := blake2b.Sum512(key)
 		return copy(d[:], s[:])
-	case idBLAKE2s:
+	case BLAKE2s:
 		s := blake2s.Sum256(key)
 		return copy(d[:], s[:])
 	}
-	panic("ring: unreachable algorithm id")
+	panic("ring: unknown algorithm " + string(alg))
 }

@@ -18,7 +18,7 @@ const MaxPartitionExponent = 16
 // Ring is a tooz-compatible consistent hash ring. It is immutable after New
 // and safe for concurrent use.
 type Ring struct {
-	alg  algID
+	alg  Algorithm
 	size int // digest length in bytes
 
 	hosts []string // sorted, unique
@@ -39,24 +39,11 @@ type Ring struct {
 // It fails for an algorithm not listed by Algorithms and for a partition
 // exponent outside 0..MaxPartitionExponent.
 func New(hosts []string, partitionExponent int, alg Algorithm) (*Ring, error) {
-	spec, err := ringSpec(partitionExponent, alg)
+	c, err := NewHostCache(partitionExponent, alg)
 	if err != nil {
 		return nil, err
 	}
-	return newRing(hosts, spec, partitionExponent, nil)
-}
-
-// ringSpec checks a ring's partition exponent and returns its algorithm.
-func ringSpec(partitionExponent int, alg Algorithm) (algSpec, error) {
-	spec, ok := algorithms[alg]
-	if !ok {
-		return algSpec{}, unknownAlgorithm(string(alg))
-	}
-	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
-		return algSpec{}, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
-			partitionExponent, MaxPartitionExponent)
-	}
-	return spec, nil
+	return c.New(hosts)
 }
 
 // HostCache remembers the partition digests of hosts for one partition
@@ -66,27 +53,25 @@ func ringSpec(partitionExponent int, alg Algorithm) (algSpec, error) {
 // hashes each host once, and so does building them again on the next
 // refresh. It is safe for concurrent use.
 type HostCache struct {
-	spec algSpec
-	exp  int
-	mu   sync.Mutex
+	alg Algorithm
+	exp int
+	mu  sync.Mutex
 	// digests of a host: its 2**exp partition digests, concatenated.
 	digests map[string][]byte
 }
 
 // NewHostCache returns an empty cache for rings of partitionExponent and
-// alg; it fails as New does for a bad exponent or algorithm.
+// alg; it fails for an algorithm not listed by Algorithms and for a
+// partition exponent outside 0..MaxPartitionExponent.
 func NewHostCache(partitionExponent int, alg Algorithm) (*HostCache, error) {
-	spec, err := ringSpec(partitionExponent, alg)
-	if err != nil {
-		return nil, err
+	if _, ok := algorithms[alg]; !ok {
+		return nil, unknownAlgorithm(string(alg))
 	}
-	return &HostCache{spec: spec, exp: partitionExponent, digests: map[string][]byte{}}, nil
-}
-
-// New builds the ring New(hosts, exponent, algorithm) builds, reusing and
-// remembering the hosts' partition digests.
-func (c *HostCache) New(hosts []string) (*Ring, error) {
-	return newRing(hosts, c.spec, c.exp, c)
+	if partitionExponent < 0 || partitionExponent > MaxPartitionExponent {
+		return nil, fmt.Errorf("ring: partition exponent %d out of range 0..%d",
+			partitionExponent, MaxPartitionExponent)
+	}
+	return &HostCache{alg: alg, exp: partitionExponent, digests: map[string][]byte{}}, nil
 }
 
 // Retain forgets every host for which keep is false, so that a long-lived
@@ -100,43 +85,40 @@ func (c *HostCache) Retain(keep func(host string) bool) {
 // hostDigests returns the concatenated partition digests of host: tooz's
 // key_hash = hashlib.new(alg, key), then per partition
 // key_hash.update(key) and hexdigest() (Sum does not reset the state).
-func (c *HostCache) hostDigests(host string, spec algSpec, parts int) []byte {
-	if c != nil {
-		c.mu.Lock()
-		d, ok := c.digests[host]
-		c.mu.Unlock()
-		if ok {
-			return d
-		}
+func (c *HostCache) hostDigests(host string, parts int) []byte {
+	c.mu.Lock()
+	d, ok := c.digests[host]
+	c.mu.Unlock()
+	if ok {
+		return d
 	}
-	size := spec.size
-	d := make([]byte, 0, parts*size)
+	st := algorithms[c.alg]()
+	d = make([]byte, 0, parts*st.Size())
 	key := []byte(host)
-	st := spec.newHash()
 	st.Write(key)
 	for range parts {
 		st.Write(key)
 		d = st.Sum(d)
 	}
-	if c != nil {
-		c.mu.Lock()
-		c.digests[host] = d
-		c.mu.Unlock()
-	}
+	c.mu.Lock()
+	c.digests[host] = d
+	c.mu.Unlock()
 	return d
 }
 
-func newRing(hosts []string, spec algSpec, partitionExponent int, cache *HostCache) (*Ring, error) {
+// New builds the ring New(hosts, exponent, algorithm) builds, reusing and
+// remembering the hosts' partition digests.
+func (c *HostCache) New(hosts []string) (*Ring, error) {
 	uniq := slices.Clone(hosts)
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 
-	size := spec.size
-	parts := 1 << partitionExponent
+	size := algorithms[c.alg]().Size()
+	parts := 1 << c.exp
 	total := len(uniq) * parts
 	if total > math.MaxInt32 {
 		return nil, fmt.Errorf("ring: %d hosts x 2**%d partitions is too many",
-			len(uniq), partitionExponent)
+			len(uniq), c.exp)
 	}
 	raw := make([]byte, total*size)
 
@@ -147,7 +129,7 @@ func newRing(hosts []string, spec algSpec, partitionExponent int, cache *HostCac
 	}
 	entries := make([]entry, 0, total)
 	for hi, h := range uniq {
-		copy(raw[len(entries)*size:], cache.hostDigests(h, spec, parts))
+		copy(raw[len(entries)*size:], c.hostDigests(h, parts))
 		for range parts {
 			pos := len(entries)
 			entries = append(entries, entry{binary.BigEndian.Uint64(raw[pos*size:]), int32(hi), int32(pos)})
@@ -161,26 +143,18 @@ func newRing(hosts []string, spec algSpec, partitionExponent int, cache *HostCac
 		if c := bytes.Compare(digest(a.pos), digest(b.pos)); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.host, b.host)
+		return cmp.Compare(b.host, a.host)
 	})
 
 	// Equal digests are one partition, as in tooz's dict. Entries with equal
-	// digests are adjacent and ordered by host, so the last one of a run is
-	// the host that sorts last: tooz with hosts inserted in sorted order.
-	r := &Ring{alg: spec.id, size: size, hosts: uniq}
-	n := 0
-	for i := range entries {
-		if i+1 < len(entries) && entries[i+1].first == entries[i].first &&
-			bytes.Equal(digest(entries[i+1].pos), digest(entries[i].pos)) {
-			continue
-		}
-		entries[n] = entries[i]
-		n++
-	}
-	entries = entries[:n]
-	r.first = make([]uint64, n)
-	r.digests = make([]byte, n*size)
-	r.owner = make([]int32, n)
+	// digests are adjacent and ordered by host, last first, so the one kept
+	// is the host that sorts last: tooz with hosts inserted in sorted order.
+	entries = slices.CompactFunc(entries, func(a, b entry) bool {
+		return a.first == b.first && bytes.Equal(digest(a.pos), digest(b.pos))
+	})
+	n := len(entries)
+	r := &Ring{alg: c.alg, size: size, hosts: uniq,
+		first: make([]uint64, n), digests: make([]byte, n*size), owner: make([]int32, n)}
 	for i, e := range entries {
 		r.first[i] = e.first
 		copy(r.digests[i*size:], digest(e.pos))

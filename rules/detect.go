@@ -1,9 +1,11 @@
 package rules
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -52,7 +54,7 @@ func init() {
 			objVersions[f[2]] = append(objVersions[f[2]], r)
 		}
 	}
-	sort.Slice(knownReleases, func(i, j int) bool { return knownReleases[i].Before(knownReleases[j]) })
+	slices.SortFunc(knownReleases, Release.Compare)
 	Newest = knownReleases[len(knownReleases)-1]
 }
 
@@ -110,14 +112,9 @@ func Detect(schemaRevision string, conductorVersions []string) (Detection, error
 		}
 		from = append(from, "alembic_version")
 	}
-	seen := map[string]bool{}
-	for _, v := range conductorVersions {
-		if v != "" && !seen[v] {
-			seen[v] = true
-			d.ConductorVersions = append(d.ConductorVersions, v)
-		}
-	}
-	sort.Strings(d.ConductorVersions)
+	versions := slices.DeleteFunc(slices.Clone(conductorVersions), func(v string) bool { return v == "" })
+	slices.Sort(versions)
+	d.ConductorVersions = slices.Compact(versions)
 	if len(d.ConductorVersions) > 0 {
 		from = append(from, "conductors.version")
 		if len(d.ConductorVersions) > 1 {
@@ -128,7 +125,7 @@ func Detect(schemaRevision string, conductorVersions []string) (Detection, error
 		newest := d.ConductorVersions[len(d.ConductorVersions)-1]
 		rels, ok := objVersions[newest]
 		switch {
-		case !ok && versionLess(newestObjVersion(), newest):
+		case !ok && compareVersions(newest, slices.MaxFunc(slices.Collect(maps.Keys(objVersions)), compareVersions)) > 0:
 			d.Warnings = append(d.Warnings, fmt.Sprintf(
 				"unknown Conductor object version %s: using the rules of %s", newest, Newest))
 			d.Min = Newest
@@ -190,38 +187,23 @@ func hasConductorGroup(rev string) bool {
 	return false
 }
 
-// releaseBefore is the newest known release older than r.
+// releaseBefore is the newest known release older than r (the oldest known
+// when there is none).
 func releaseBefore(r Release) Release {
-	prev := knownReleases[0]
-	for _, k := range knownReleases {
-		if !k.Before(r) {
-			break
-		}
-		prev = k
-	}
-	return prev
+	i, _ := slices.BinarySearchFunc(knownReleases, r, Release.Compare)
+	return knownReleases[max(i-1, 0)]
 }
 
-func newestObjVersion() string {
-	best := ""
-	for v := range objVersions {
-		if best == "" || versionLess(best, v) {
-			best = v
-		}
-	}
-	return best
-}
-
-// versionLess orders dotted object versions numerically ("1.10" > "1.9").
-func versionLess(a, b string) bool {
+// compareVersions orders dotted object versions numerically ("1.10" >
+// "1.9"); a part that is not a number orders as 0.
+func compareVersions(a, b string) int {
 	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(as) && i < len(bs); i++ {
-		// a part that is not a number orders as 0
+	for i := range min(len(as), len(bs)) {
 		x, _ := strconv.Atoi(as[i])
 		y, _ := strconv.Atoi(bs[i])
-		if x != y {
-			return x < y
+		if c := cmp.Compare(x, y); c != 0 {
+			return c
 		}
 	}
-	return len(as) < len(bs)
+	return cmp.Compare(len(as), len(bs))
 }

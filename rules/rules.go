@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -68,38 +69,16 @@ type Rules struct {
 	s       Settings
 }
 
-// Release points where a rule changed; Detect warns when a detected range
-// straddles one of them.
+// Release points that rules share with changes; the doc of each rule cites
+// its commit, as it does for the release points written in the rule itself.
 var (
-	// commit 9189b4bb2 "Add an option to choose the hash ring algorithm"
-	algorithmSince = Release{15, 2}
-	// commit f5589de02 "Remove compatibility with conductors that do not
-	// support groups": 16.1 drops use_groups
-	ungroupedUntil = Release{16, 0}
-	// commit e9540f5d2 "Removes hash_distribution_replicas configuration option"
-	replicasUntil = Release{12, 1}
-	// commit 0099d1812 "Don't actually heartbeat with sqlite"
-	sqliteSince = Release{22, 1}
-	// commit 3f9151163 "Introduce conductor touch while offline"
-	drainSince = Release{23, 1}
-	// commit e67f71606 "Fix GET for conductors with a port or IPv6 address"
-	hostPortSince = Release{24, 0}
-	// commit 435932355 "Disable legacy RBAC policy by default."
-	secureRBACSince = Release{24, 0}
-	// commit 4a9a7949c "Improve clarity of exception message"
-	noValidHostSince = Release{24, 1}
-	// commit 161374f76 "Expose conductor online boolean for accurate alive"
-	onlineAliveSince = Release{25, 0}
-	// commit b19507d64 "Add microversion headers to root ('/') endpoint"
-	rootVersionSince = Release{26, 1}
-	// commit 4393baf91 "api: Add schema for conductors API"
-	// (validation.api_version on the conductor resources)
-	conductorsValidationSince = Release{38, 0}
-	// unicodeCISince: the MySQL/MariaDB tables converted to utf8mb4 with
-	// utf8mb4_unicode_ci (commit abf2e577a, 35.0).
-	unicodeCISince = Release{35, 0}
+	algorithmSince   = Release{15, 2} // commit 9189b4bb2: EffectiveAlgorithm
+	sqliteSince      = Release{22, 1} // commit 0099d1812: RingMember, Heartbeats, RingsCachedForProcess
+	onlineAliveSince = Release{25, 0} // commit 161374f76: Alive
 )
 
+// changes are the release points where a rule changed; Detect warns when a
+// detected range straddles one of them.
 var changes = []struct {
 	since Release
 	what  string
@@ -108,12 +87,11 @@ var changes = []struct {
 	{algorithmSince, "hash_ring_algorithm (honoured)"},
 	{Release{16, 1}, "pin_release_version's ungrouped rings (removed)"},
 	{sqliteSince, "SQLite heartbeats and ring membership"},
-	{drainSince, "the drain on stop (online=false while heartbeating)"},
-	{hostPortSince, "host:port conductor names in the API"},
-	{noValidHostSince, "the NoValidHost reason"},
+	{Release{23, 1}, "the drain on stop (online=false while heartbeating)"},
 	{onlineAliveSince, "the API's alive (online and a fresh heartbeat)"},
-	// (not rootVersionSince: headers on GET / alone are not worth a
-	// warning about a straddled range)
+	// (not the root's version headers (26.1), alone not worth a warning,
+	// nor host:port names (24.0) or the NoValidHost reason (24.1), which
+	// the API answers alike on every release: api/doc.go)
 }
 
 // New builds the rules of release on backend with settings s. Zero
@@ -121,15 +99,9 @@ var changes = []struct {
 // HeartbeatTimeout: Ironic accepts 0 (and rings then ignore heartbeats from
 // 22.1), so the caller gives it (Ironic's default is 60s).
 func New(release Release, backend Backend, s Settings) Rules {
-	if s.PartitionExponent == 0 {
-		s.PartitionExponent = 5
-	}
-	if s.Algorithm == "" {
-		s.Algorithm = ring.MD5
-	}
-	if s.HashDistributionReplicas == 0 {
-		s.HashDistributionReplicas = 1
-	}
+	s.PartitionExponent = cmp.Or(s.PartitionExponent, 5)
+	s.Algorithm = cmp.Or(s.Algorithm, ring.MD5)
+	s.HashDistributionReplicas = cmp.Or(s.HashDistributionReplicas, 1)
 	sqlite := backend == SQLite
 	if s.Connection != "" {
 		sqlite = IronicUsesSQLite(s.Connection)
@@ -245,7 +217,7 @@ func (r Rules) State(online bool, updatedAt, now time.Time) State {
 // commit 26fd55f7d, 11.1.0; pins of 11.0 and older are RPC 1.44 or less);
 // 16.1 removed it (commit f5589de02).
 func (r Rules) UngroupedRings() bool {
-	if r.s.PinReleaseVersion == "" || r.release.Compare(ungroupedUntil) > 0 {
+	if r.s.PinReleaseVersion == "" || r.release.AtLeast(Release{16, 1}) {
 		return false
 	}
 	pin, err := ParseRelease(r.s.PinReleaseVersion)
@@ -286,7 +258,7 @@ func (r Rules) PartitionExponent() int { return r.s.PartitionExponent }
 // converts the tables (commit abf2e577a). It changes the order of
 // ?sort_key=hostname and the like; equality stays case-insensitive.
 func (r Rules) MySQLUnicodeCollation() bool {
-	return r.backend == MySQL && r.release.AtLeast(unicodeCISince)
+	return r.backend == MySQL && r.release.AtLeast(Release{35, 0})
 }
 
 // RootVersionHeaders reports whether GET / negotiates the microversion and
@@ -294,7 +266,7 @@ func (r Rules) MySQLUnicodeCollation() bool {
 // (ironic/api/controllers/root.py RootController.index calls
 // V1.add_version_attributes(), 26.1+, commit b19507d64 "Add microversion
 // headers to root ('/') endpoint"); older releases send none there.
-func (r Rules) RootVersionHeaders() bool { return r.release.AtLeast(rootVersionSince) }
+func (r Rules) RootVersionHeaders() bool { return r.release.AtLeast(Release{26, 1}) }
 
 // SecureRBACDefaults reports whether Ironic release r enforces scope and
 // only the new policy defaults unless ironic.conf says otherwise: from 24.0
@@ -304,7 +276,7 @@ func (r Rules) RootVersionHeaders() bool { return r.release.AtLeast(rootVersionS
 // oslo.policy 4.4 defaults to the same, with no change in behaviour). The
 // zero (unknown) release is the newest's. A Release method, not a Rules one:
 // the policy is needed before the first topology is read.
-func (r Release) SecureRBACDefaults() bool { return r.IsZero() || r.AtLeast(secureRBACSince) }
+func (r Release) SecureRBACDefaults() bool { return r.IsZero() || r.AtLeast(Release{24, 0}) }
 
 // ConductorsVersionMessage is the message of the 404 that GET
 // /v1/conductors and /v1/conductors/{hostname} answer below microversion
@@ -313,7 +285,7 @@ func (r Release) SecureRBACDefaults() bool { return r.IsZero() || r.AtLeast(secu
 // this version" (commit 4393baf91 "api: Add schema for conductors API");
 // "" before.
 func (r Rules) ConductorsVersionMessage() string {
-	if r.release.AtLeast(conductorsValidationSince) {
+	if r.release.AtLeast(Release{38, 0}) {
 		return "The API is not supported for this version"
 	}
 	return ""
@@ -330,12 +302,12 @@ func (r Rules) RingsCachedForProcess() bool {
 }
 
 // Exact lists why the exporter's answers may not be Ironic's under these
-// rules (empty when they are exact): replicas above 1 before 12.2
-// (get_conductor_for pops an arbitrary member of a set of replicas), rings
-// cached for the process life on SQLite.
+// rules (empty when they are exact): replicas above 1 before 12.2 (commit
+// e9540f5d2 removed the option; get_conductor_for pops an arbitrary member
+// of a set of replicas), rings cached for the process life on SQLite.
 func (r Rules) Exact() []string {
 	var c []string
-	if r.s.HashDistributionReplicas > 1 && r.release.Compare(replicasUntil) <= 0 {
+	if r.s.HashDistributionReplicas > 1 && r.release.Before(Release{12, 2}) {
 		c = append(c, fmt.Sprintf("hash_distribution_replicas = %d: Ironic %s picks an arbitrary one of the replicas (a Python set's pop); the exporter names the first",
 			r.s.HashDistributionReplicas, r.release))
 	}

@@ -35,12 +35,7 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 	},
 	"conductorURL": func(host string) string { return "/?conductor=" + url.QueryEscape(host) },
 	"nodeURL":      func(ident string) string { return "/?node=" + url.QueryEscape(ident) },
-	"groupName": func(g string) string {
-		if g == "" {
-			return "(default)"
-		}
-		return g
-	},
+	"groupName":    func(g string) string { return cmp.Or(g, "(default)") },
 }).ParseFS(templates, "page.html.tmpl"))
 
 // Options configures the status page.
@@ -61,12 +56,8 @@ type Options struct {
 // NewHandler returns the status page handler. GET / renders the page; the
 // query parameter "node" (a UUID or name) adds a lookup result.
 func NewHandler(cache *topology.Cache, opts Options) http.Handler {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.MetricsPath == "" {
-		opts.MetricsPath = "/metrics"
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.MetricsPath = cmp.Or(opts.MetricsPath, "/metrics")
 	if opts.RefreshSeconds <= 0 {
 		opts.RefreshSeconds = 30
 	}
@@ -137,7 +128,7 @@ type pageData struct {
 
 	Summary        summary
 	Stranded       []strandedRow
-	StuckNodes     []stuckNodeRow
+	StuckNodes     []nodeRow
 	Conductor      *conductorData
 	NoRefresh      bool
 	RefreshSeconds int
@@ -160,10 +151,6 @@ type strandedRow struct {
 	HostState               rules.State
 	Gone                    bool
 	Conductor               string
-}
-
-type stuckNodeRow struct {
-	UUID, Name, State, Reservation, Conductor, Why string
 }
 
 type conductorRow struct {
@@ -207,7 +194,6 @@ type lookupResult struct {
 	Maintenance          bool
 	AffinityHost         string
 	AffinityState        rules.State
-	Affinity             topology.Affinity
 	AffinityText         string // where the boot files are, in words
 	StuckText            string
 }
@@ -302,17 +288,14 @@ func ringRows(t *topology.Topology) []ringRow {
 	for i := range t.Rings {
 		r := &t.Rings[i]
 		hosts := r.Ring.Hosts()
-		row := ringRow{Group: r.ConductorGroup, HardwareType: r.HardwareType, Members: len(hosts), Nodes: r.Nodes}
+		row := ringRow{Group: r.ConductorGroup, HardwareType: r.HardwareType, Members: len(hosts), Nodes: r.Nodes, Spread: "—"}
+		served := make([]int, len(hosts))
 		for j, h := range hosts {
-			c := perMember[key{r.ConductorGroup, r.HardwareType, h}]
-			if j == 0 || c < row.Min {
-				row.Min = c
-			}
-			if c > row.Max {
-				row.Max = c
-			}
+			served[j] = perMember[key{r.ConductorGroup, r.HardwareType, h}]
 		}
-		row.Spread = "—"
+		if len(hosts) > 0 {
+			row.Min, row.Max = slices.Min(served), slices.Max(served)
+		}
 		if r.Nodes > 0 && len(hosts) > 0 {
 			ideal := float64(r.Nodes) / float64(len(hosts))
 			row.Spread = strconv.FormatFloat(float64(row.Max)/ideal, 'f', 2, 64) + "× ideal"
@@ -333,8 +316,7 @@ func lookup(t *topology.Topology, ident string) *lookupResult {
 	}
 	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
 		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost,
-		Affinity: n.Affinity}
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true

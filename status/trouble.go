@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -31,7 +32,7 @@ func provision(n *topology.NodeInfo) string {
 
 // nodeTrouble lists the nodes whose boot files are on a conductor that is
 // not running, and the stuck nodes, each at most maxNodeRows.
-func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []stuckNodeRow) {
+func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []nodeRow) {
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
 		if (n.Affinity == topology.AffinityNotAlive || n.Affinity == topology.AffinityMissing) && len(stranded) < maxNodeRows {
@@ -43,8 +44,7 @@ func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []stuckNod
 			stranded = append(stranded, r)
 		}
 		if n.Stuck != topology.NotStuck && len(stuck) < maxNodeRows {
-			stuck = append(stuck, stuckNodeRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n),
-				Reservation: deref(n.Reservation), Conductor: n.Conductor, Why: stuckText(n)})
+			stuck = append(stuck, newNodeRow(n))
 		}
 	}
 	return stranded, stuck
@@ -122,10 +122,7 @@ func groupsWithoutRunning(t *topology.Topology) []string {
 	var out []string
 	for g := range has {
 		if !live[g] {
-			if g == "" {
-				g = "(default)"
-			}
-			out = append(out, g)
+			out = append(out, cmp.Or(g, "(default)"))
 		}
 	}
 	slices.Sort(out)
@@ -203,7 +200,13 @@ type historyRow struct {
 type nodeRow struct {
 	UUID, Name, State, Reservation, Conductor string
 	Maintenance                               bool
-	Stuck                                     string
+	Stuck                                     string // why the node is stuck, "" when it is not
+}
+
+// newNodeRow is a node's row in the page's node tables.
+func newNodeRow(n *topology.NodeInfo) nodeRow {
+	return nodeRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Reservation: deref(n.Reservation),
+		Conductor: n.Conductor, Maintenance: n.Maintenance, Stuck: stuckText(n)}
 }
 
 func conductorPage(t *topology.Topology, host string, h *History) *conductorData {
@@ -234,11 +237,6 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 			d.Rings = append(d.Rings, r.Key())
 		}
 	}
-	row := func(i int) nodeRow {
-		n := &t.Nodes[i]
-		return nodeRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Reservation: deref(n.Reservation),
-			Conductor: n.Conductor, Maintenance: n.Maintenance, Stuck: stuckText(n)}
-	}
 	list := func(idx []int) (rows []nodeRow, more int) {
 		// Trouble first: stuck, then locked, then the rest in id order.
 		sorted := slices.Clone(idx)
@@ -247,7 +245,7 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 			if j == maxNodeRows {
 				return rows, len(sorted) - j
 			}
-			rows = append(rows, row(i))
+			rows = append(rows, newNodeRow(&t.Nodes[i]))
 		}
 		return rows, 0
 	}

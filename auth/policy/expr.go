@@ -71,7 +71,8 @@ func (r roleCheck) eval(_ *Enforcer, t, c Values, _ int) bool {
 	if !ok {
 		return false
 	}
-	return slices.ContainsFunc(c.list("roles"), func(role string) bool { return strings.EqualFold(role, m) })
+	roles, _ := c["roles"].([]string)
+	return slices.ContainsFunc(roles, func(role string) bool { return strings.EqualFold(role, m) })
 }
 
 func (g genericCheck) eval(_ *Enforcer, t, c Values, _ int) bool {

@@ -20,11 +20,6 @@ import (
 // target. Values are string, nil (Python None), bool or []string (roles).
 type Values map[string]any
 
-func (v Values) list(k string) []string {
-	l, _ := v[k].([]string)
-	return l
-}
-
 // Release names a set of default rules.
 type Release string
 

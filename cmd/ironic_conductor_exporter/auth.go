@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,15 +69,11 @@ type apiAuth struct {
 	// is the one --auth.policy-release names, "" to follow the release.
 	enforcers map[policy.Release]*policy.Enforcer
 	fixed     policy.Release
-	// release, set by bindRelease, is the Ironic release the rules follow
-	// (ok false while none is known).
+	// release, when set, is the Ironic release the rules follow (ok false
+	// while none is known): with --auth.policy-release=detected the policy
+	// takes policy.ForRelease of it, the newest defaults while it is unknown.
 	release func() (rules.Release, bool)
 }
-
-// bindRelease makes the policy's defaults follow release (with
-// --auth.policy-release=detected): policy.ForRelease of it, the newest
-// defaults while it is unknown.
-func (a *apiAuth) bindRelease(release func() (rules.Release, bool)) { a.release = release }
 
 // enforcer is the policy a request is judged by now.
 func (a *apiAuth) enforcer() *policy.Enforcer {
@@ -113,13 +111,8 @@ func setupAuth(c authConfig, conf *ironicconf.Config, listen []string, maxReques
 		}
 		return a, nil
 	case auth.ModeHTTPBasic:
-		file := c.basicFile
-		if file == "" {
-			file, _ = opt("DEFAULT.http_basic_auth_user_file")
-		}
-		if file == "" {
-			file = "/etc/ironic/htpasswd" // Ironic's default
-		}
+		confFile, _ := opt("DEFAULT.http_basic_auth_user_file")
+		file := cmp.Or(c.basicFile, confFile, "/etc/ironic/htpasswd") // the last: Ironic's default
 		b, err := auth.NewBasic(file, 0, logger)
 		if err != nil {
 			return nil, err
@@ -274,22 +267,11 @@ func findPolicyFile(conf *ironicconf.Config) string {
 
 // beyondLoopback lists the listen addresses reachable from other hosts.
 func beyondLoopback(listen []string) []string {
-	var out []string
-	for _, l := range listen {
+	return slices.DeleteFunc(slices.Clone(listen), func(l string) bool {
 		host, _, err := net.SplitHostPort(l)
-		if err != nil {
-			out = append(out, l)
-			continue
-		}
-		if host == "localhost" {
-			continue
-		}
-		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-			continue
-		}
-		out = append(out, l)
-	}
-	return out
+		ip := net.ParseIP(host)
+		return err == nil && (host == "localhost" || ip != nil && ip.IsLoopback())
+	})
 }
 
 // guardStatusPage authenticates the status page (not a public route, unlike

@@ -77,7 +77,7 @@ func TestPolicyFollowsRelease(t *testing.T) {
 		release string
 		want    bool
 	}{{"21.4", true}, {"23.1", true}, {"24.0", false}, {"2025.1", false}} {
-		a.bindRelease(func() (rules.Release, bool) { return rules.MustRelease(tc.release), true })
+		a.release = func() (rules.Release, bool) { return rules.MustRelease(tc.release), true }
 		if got := canGet(a); got != tc.want {
 			t.Errorf("release %s: project admin reads conductors = %v, want %v", tc.release, got, tc.want)
 		}
@@ -86,7 +86,7 @@ func TestPolicyFollowsRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixed.bindRelease(func() (rules.Release, bool) { return rules.MustRelease("29.0"), true })
+	fixed.release = func() (rules.Release, bool) { return rules.MustRelease("29.0"), true }
 	if !canGet(fixed) {
 		t.Error("--auth.policy-release=21.4 on a 29.0 database: the 21.4 defaults must apply")
 	}

@@ -378,7 +378,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	metrics := onlyGetHead(limit.Renders(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders"))
 	// The policy's defaults follow the Ironic release: the flag's, else the
 	// one the served topology was judged by.
-	authn.bindRelease(func() (rules.Release, bool) {
+	authn.release = func() (rules.Release, bool) {
 		if release := a.settings.Release; !release.IsZero() {
 			return release, true
 		}
@@ -386,7 +386,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 			return v.Topology.Rules.Release(), true
 		}
 		return rules.Release{}, false
-	})
+	}
 	apiHandler := api.NewHandler(a.cache, api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access})
 	statusPage := status.NewHandler(a.cache, status.Options{Logger: a.logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath, History: a.history})
@@ -419,13 +419,8 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	if err != nil {
 		panic(err) // only a broken embedded template fails
 	}
-	webDoor = a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		onlyGetHead(landing).ServeHTTP(w, r)
-	})})
+	// "/{$}": the landing page at / only; other paths are the mux's 404.
+	webDoor = a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/{$}": onlyGetHead(landing)})
 	return webDoor, a.probeMux(map[string]http.Handler{"/": root})
 }
 
@@ -471,9 +466,7 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 	defer cancel()
 	var errs []error
 	for _, s := range servers {
-		if err := s.Shutdown(sctx); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, s.Shutdown(sctx)) // errors.Join drops the nils
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,10 +159,8 @@ func checkDoors(cfg config, flags *web.FlagConfig, mode string, logger *slog.Log
 		return nil
 	}
 	for _, a := range cfg.apiListen {
-		for _, w := range *flags.WebListenAddresses {
-			if a == w {
-				return fmt.Errorf("--api.listen-address=%s is also a --web.listen-address", a)
-			}
+		if slices.Contains(*flags.WebListenAddresses, a) {
+			return fmt.Errorf("--api.listen-address=%s is also a --web.listen-address", a)
 		}
 		if a == cfg.probeListenAddress {
 			return fmt.Errorf("--api.listen-address=%s is also --web.probe-listen-address", a)
@@ -234,15 +233,10 @@ type quietWriter struct {
 }
 
 func (q *quietWriter) Write(p []byte) (int, error) {
-	if q.err != nil {
-		return len(p), nil
+	if q.err == nil {
+		_, q.err = q.ResponseWriter.Write(p)
 	}
-	n, err := q.ResponseWriter.Write(p)
-	if err != nil {
-		q.err = err
-		return len(p), nil
-	}
-	return n, nil
+	return len(p), nil
 }
 
 // Flush keeps http.Flusher working through the wrapper.

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/mixin"
 )
@@ -33,15 +32,11 @@ const (
 	DashboardsDir = "dashboards"
 )
 
-// File is one file the chart keeps a copy of: a generated file as the
-// mixin's are.
-type File = mixin.File
-
 // Files renders the chart's copies from the repository at root: the rule
 // file as the mixin renders it with its default _config (not read from
 // alerts/, so the copy never lags the mixin), and every dashboards/*.json as
 // it is.
-func Files(root string) ([]File, error) {
+func Files(root string) ([]mixin.File, error) {
 	r, err := mixin.Render(root, "")
 	if err != nil {
 		return nil, fmt.Errorf("rendering the mixin: %w", err)
@@ -50,7 +45,7 @@ func Files(root string) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering the rule file: %w", err)
 	}
-	files := []File{{Path: RulesCopy, Data: rules}}
+	files := []mixin.File{{Path: RulesCopy, Data: rules}}
 	dashboards, err := filepath.Glob(filepath.Join(root, DashboardsDir, "*.json"))
 	if err != nil {
 		return nil, err
@@ -58,13 +53,12 @@ func Files(root string) ([]File, error) {
 	if len(dashboards) == 0 {
 		return nil, fmt.Errorf("no dashboard in %s", filepath.Join(root, DashboardsDir))
 	}
-	slices.Sort(dashboards)
 	for _, d := range dashboards {
 		b, err := os.ReadFile(d)
 		if err != nil {
 			return nil, fmt.Errorf("reading a dashboard: %w", err)
 		}
-		files = append(files, File{Path: path.Join(DashboardsCopyDir, filepath.Base(d)), Data: b})
+		files = append(files, mixin.File{Path: path.Join(DashboardsCopyDir, filepath.Base(d)), Data: b})
 	}
 	return files, nil
 }

@@ -95,12 +95,10 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("generating the dashboards: %w", err)
 	}
-	var files []mixin.File
 	for _, name := range slices.Sorted(maps.Keys(boards)) {
-		files = append(files, mixin.File{Path: path.Join(helm.DashboardsDir, name), Data: boards[name]})
-	}
-	if err := w.writeAll(files); err != nil {
-		return err
+		if err := w.write(path.Join(helm.DashboardsDir, name), boards[name]); err != nil {
+			return err
+		}
 	}
 	// Before anything copies them.
 	if err := w.prune(path.Join(helm.DashboardsDir, "*.json")); err != nil {
@@ -108,7 +106,7 @@ func run() error {
 	}
 
 	// 2. The mixin's files, among them the rule file of alerts/.
-	files, err = mixin.Files(root)
+	files, err := mixin.Files(root)
 	if err != nil {
 		return fmt.Errorf("rendering the mixin: %w", err)
 	}
