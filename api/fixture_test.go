@@ -50,7 +50,7 @@ func testSnapshot(backend db.Backend) *db.Snapshot {
 				CreatedAt: testNow.Add(-5 * time.Hour), UpdatedAt: testNow.Add(-time.Second),
 				Drivers: []string{"fake-hardware"}, HardwareTypes: []string{"fake-hardware"}},
 		},
-		Nodes: []db.Node{
+		Nodes: []*db.Node{
 			{ID: 1, UUID: uuidN(1), Name: sp("node-1"), Driver: "ipmi", ProvisionState: sp("active"),
 				PowerState: sp("power on"), InstanceUUID: sp("22222222-2222-4222-8222-222222222222"),
 				ResourceClass: sp("baremetal"), CreatedAt: testNow.Add(-time.Hour), UpdatedAt: testNow.Add(-time.Minute),

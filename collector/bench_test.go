@@ -37,9 +37,10 @@ func benchSnapshot(n int) *db.Snapshot {
 			UpdatedAt: fixture.Ago(time.Duration(rng.IntN(30)) * time.Second), HardwareTypes: types})
 	}
 	power, active, bm := fixture.Ptr("power on"), fixture.Ptr("active"), fixture.Ptr("baremetal")
-	snap.Nodes = make([]db.Node, n)
+	snap.Nodes = make([]*db.Node, n)
 	for i := range snap.Nodes {
-		nd := &snap.Nodes[i]
+		nd := new(db.Node) // one allocation a node, as db's reads do
+		snap.Nodes[i] = nd
 		nd.ID = int64(i + 1)
 		nd.UUID = fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.Uint32()&0xffff,
 			rng.Uint32()&0xfff, rng.Uint32()&0xfff, rng.Uint64()&0xffffffffffff)

@@ -12,7 +12,7 @@ import (
 // "other"), maintenance, affinity, stranded boot environments and stuck
 // nodes, with bounded labels.
 func TestLifecycleMetrics(t *testing.T) {
-	n := func(id int64, uuid, group, state string, affinity int64, reservation string) db.Node {
+	n := func(id int64, uuid, group, state string, affinity int64, reservation string) *db.Node {
 		x := fixture.Node(id, uuid, group, "ipmi")
 		x.ProvisionState, x.ConductorAffinity = fixture.Ptr(state), fixture.ID(affinity)
 		if reservation != "" {
@@ -25,7 +25,7 @@ func TestLifecycleMetrics(t *testing.T) {
 	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
 		fixture.Conductor(1, "c-up", "", true, fixture.Ago(5*time.Second), "ipmi"),
 		fixture.Conductor(2, "c-dead", "", true, fixture.Ago(time.Hour), "ipmi"),
-	}, Nodes: []db.Node{n1, n(2, "a2", "", "clean wait", 1, "c-dead"), n(3, "a3", "", "Some Free Text", 7, ""),
+	}, Nodes: []*db.Node{n1, n(2, "a2", "", "clean wait", 1, "c-dead"), n(3, "a3", "", "Some Free Text", 7, ""),
 		n(4, "a4", "rack9", "wait call-back", 0, "")}}
 	cache := newTestCache(t, fixture.NewSource(snap), time.Minute)
 	h := metricsHandler(cache, ExporterOptions{})

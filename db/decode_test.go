@@ -11,7 +11,7 @@ import (
 // and has its own where they differ or the node is new.
 func TestDecoderKeepsLastStrings(t *testing.T) {
 	name, inst := "node-1", "inst-1"
-	prev := []Node{{ID: 1, UUID: "u-1", Name: &name, InstanceUUID: &inst}, {ID: 3, UUID: "u-3"}}
+	prev := []*Node{{ID: 1, UUID: "u-1", Name: &name, InstanceUUID: &inst}, {ID: 3, UUID: "u-3"}}
 	row := func(id int64, uuid, name, inst string) *nodeRow {
 		r := &nodeRow{id: id}
 		r.text[colUUID], r.text[colGroup] = sql.RawBytes(uuid), sql.RawBytes("")
@@ -45,3 +45,39 @@ func TestDecoderKeepsLastStrings(t *testing.T) {
 
 // unsafeData is where s's bytes are, to tell a shared string from an equal one.
 func unsafeData(s string) *byte { return unsafe.StringData(s) }
+
+// TestDecoderKeepsUnchangedNodes: a row equal in every column to the node
+// the last read returned is that *Node; a row that differs in any column
+// (here its power state, or its affinity) is a new Node, and the last
+// read's node is not written.
+func TestDecoderKeepsUnchangedNodes(t *testing.T) {
+	row := func(id int64, power string, affinity int64) *nodeRow {
+		r := &nodeRow{id: id}
+		r.text[colUUID], r.text[colGroup], r.text[colDriver] = sql.RawBytes("u"), sql.RawBytes("g"), sql.RawBytes("ipmi")
+		r.text[colName], r.text[colPower], r.text[colProvision] = sql.RawBytes("name"), sql.RawBytes(power), sql.RawBytes("active")
+		r.affinity = sql.NullInt64{Int64: affinity, Valid: true}
+		r.maintenance = true
+		return r
+	}
+	first := newNodeDecoder(3)
+	for id := range int64(3) {
+		first.add(row(id+1, "power on", 7))
+	}
+	prev := first.out
+	kept := *prev[1]
+	dec := newNodeDecoder(3)
+	dec.prev = prev
+	dec.add(row(1, "power on", 7))
+	dec.add(row(2, "power off", 7))
+	dec.add(row(3, "power on", 8))
+	got := dec.out
+	if got[0] != prev[0] {
+		t.Errorf("node 1, unchanged, is a new Node: %+v", got[0])
+	}
+	if got[1] == prev[1] || *got[1].PowerState != "power off" || *prev[1] != kept {
+		t.Errorf("node 2, powered off: %+v (the last read's: %+v)", got[1], prev[1])
+	}
+	if got[2] == prev[2] || *got[2].ConductorAffinity != 8 || got[2].Name != prev[2].Name {
+		t.Errorf("node 3, another affinity: %+v, want a new Node sharing its name", got[2])
+	}
+}

@@ -37,7 +37,7 @@ type Known struct {
 	Probe NodeProbe
 	// Nodes are the earlier snapshot's nodes (after its own merge, for a
 	// delta snapshot).
-	Nodes []Node
+	Nodes []*Node
 	// Window widens the rows read by a delta: writes with an updated_at or
 	// created_at down to Window before the probe's Latest are read again
 	// (the cache passes its ProbeWindow). Negative is zero.
@@ -117,7 +117,7 @@ func changedSince(known *Known) (string, bool) {
 // known.Nodes (see SnapshotChanges); probe is the probe of tx. false (and
 // no error) when the delta cannot be proven exact: the caller then reads
 // every node in the same transaction.
-func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, known *Known, probe NodeProbe) ([]Node, bool, error) {
+func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, known *Known, probe NodeProbe) ([]*Node, bool, error) {
 	from, ok := changedSince(known)
 	if last := d.lastNodeRead.Load(); !ok || last == nil || last.probe != known.Probe || len(last.warnings) > 0 {
 		return nil, false, nil
@@ -157,10 +157,10 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 // mergeNodes returns prev with the rows of changed in place of those of
 // the same id, and the others inserted by id; both are ordered by id, and
 // so is the result. prev is not written.
-func mergeNodes(prev, changed []Node) []Node {
-	out := make([]Node, 0, len(prev)+len(changed))
+func mergeNodes(prev, changed []*Node) []*Node {
+	out := make([]*Node, 0, len(prev)+len(changed))
 	for _, c := range changed {
-		i, found := slices.BinarySearchFunc(prev, c.ID, func(n Node, id int64) int { return cmp.Compare(n.ID, id) })
+		i, found := slices.BinarySearchFunc(prev, c.ID, func(n *Node, id int64) int { return cmp.Compare(n.ID, id) })
 		out = append(out, prev[:i]...)
 		out = append(out, c)
 		if found {
@@ -173,8 +173,8 @@ func mergeNodes(prev, changed []Node) []Node {
 
 // keepIDs drops, in place, the nodes whose id is not in ids; both are
 // ordered by id.
-func keepIDs(nodes []Node, ids []int64) []Node {
-	return slices.DeleteFunc(nodes, func(n Node) bool { // in order; clears the tail
+func keepIDs(nodes []*Node, ids []int64) []*Node {
+	return slices.DeleteFunc(nodes, func(n *Node) bool { // in order; clears the tail
 		for len(ids) > 0 && ids[0] < n.ID {
 			ids = ids[1:]
 		}
@@ -186,7 +186,7 @@ func keepIDs(nodes []Node, ids []int64) []Node {
 // ordered by id up to its max(id), as many locks, the same latest updated_at
 // and created_at. A merge that missed a row, or kept one that is gone,
 // fails one of these (unless another miss makes up for it exactly).
-func agrees(nodes []Node, probe NodeProbe) bool {
+func agrees(nodes []*Node, probe NodeProbe) bool {
 	if int64(len(nodes)) != probe.Count {
 		return false
 	}
@@ -194,8 +194,7 @@ func agrees(nodes []Node, probe NodeProbe) bool {
 		last, reserved   int64
 		updated, created time.Time
 	)
-	for i := range nodes {
-		n := &nodes[i]
+	for i, n := range nodes {
 		if i > 0 && n.ID <= last {
 			return false
 		}

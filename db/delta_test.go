@@ -403,11 +403,11 @@ VALUES (1, '00000001-0000-4000-8000-000000000000', 'ipmi', '', `+old+`, `+old+`)
 // new ones, never writes the known nodes; keepIDs drops the ids gone;
 // agrees checks the merged nodes against a probe.
 func TestMergeNodes(t *testing.T) {
-	n := func(id int64, driver string) Node { return Node{ID: id, UUID: fmt.Sprint(id), Driver: driver} }
-	prev := []Node{n(2, "a"), n(4, "a"), n(6, "a"), n(8, "a")}
+	n := func(id int64, driver string) *Node { return &Node{ID: id, UUID: fmt.Sprint(id), Driver: driver} }
+	prev := []*Node{n(2, "a"), n(4, "a"), n(6, "a"), n(8, "a")}
 	keep := slices.Clone(prev)
-	got := mergeNodes(prev, []Node{n(1, "b"), n(4, "b"), n(5, "b"), n(8, "b"), n(9, "b")})
-	want := []Node{n(1, "b"), n(2, "a"), n(4, "b"), n(5, "b"), n(6, "a"), n(8, "b"), n(9, "b")}
+	got := mergeNodes(prev, []*Node{n(1, "b"), n(4, "b"), n(5, "b"), n(8, "b"), n(9, "b")})
+	want := []*Node{n(1, "b"), n(2, "a"), n(4, "b"), n(5, "b"), n(6, "a"), n(8, "b"), n(9, "b")}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("merge (-want +got):\n%s", diff)
 	}
@@ -428,7 +428,7 @@ func TestMergeNodes(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	lock := "c1"
-	nodes := []Node{{ID: 1, CreatedAt: now}, {ID: 3, UpdatedAt: now.Add(time.Second), Reservation: &lock}}
+	nodes := []*Node{{ID: 1, CreatedAt: now}, {ID: 3, UpdatedAt: now.Add(time.Second), Reservation: &lock}}
 	probe := NodeProbe{Count: 2, MaxID: 3, MaxUpdatedAt: now.Add(time.Second), Reserved: 1, MaxCreatedAt: now}
 	if !agrees(nodes, probe) {
 		t.Error("agrees: false for the probe of the nodes")
@@ -444,7 +444,7 @@ func TestMergeNodes(t *testing.T) {
 			t.Errorf("agrees: true for a probe with another %s", name)
 		}
 	}
-	if agrees([]Node{nodes[1], nodes[0]}, probe) {
+	if agrees([]*Node{nodes[1], nodes[0]}, probe) {
 		t.Error("agrees: true for nodes out of id order")
 	}
 	for _, tc := range []struct {

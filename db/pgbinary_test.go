@@ -25,9 +25,9 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	fillAwkwardNodes(t, admin)
 
 	d := openTest(t, testDSN, Options{})
-	read := func(query string, binary bool) ([]Node, []string, []WarningCount) {
+	read := func(query string, binary bool) ([]*Node, []string, []WarningCount) {
 		t.Helper()
-		r := readInTx(t, d, func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error) {
+		r := readInTx(t, d, func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]*Node, error) {
 			return d.readNodes(ctx, noWatch, tx, query, binary, NodeProbe{}, w)
 		})
 		return r.nodes, r.lines, r.counts
@@ -143,13 +143,13 @@ func TestPostgresSQLASCIINodes(t *testing.T) {
 // nodesRead is what a node read in a test gives: the nodes and the
 // warnings.
 type nodesRead struct {
-	nodes  []Node
+	nodes  []*Node
 	lines  []string
 	counts []WarningCount
 }
 
 // readInTx runs read in a transaction of d, rolled back after it.
-func readInTx(t testing.TB, d *DB, read func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]Node, error)) nodesRead {
+func readInTx(t testing.TB, d *DB, read func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]*Node, error)) nodesRead {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := d.db.BeginTxx(ctx, &d.dialect.tx)

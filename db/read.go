@@ -467,7 +467,7 @@ func (d *DB) readHardwareTypes(ctx context.Context, watch func(context.Context) 
 // own buffer, neither copied nor parsed, and the timestamps as eight bytes.
 // probe, the one in the same transaction, sizes the nodes and is kept with
 // the rows' problems (DB.lastNodeRead).
-func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, probe NodeProbe, w *warner) ([]Node, error) {
+func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, probe NodeProbe, w *warner) ([]*Node, error) {
 	out, nw, err := d.decodeNodes(ctx, watch, tx, "reading nodes", query, binary, int(probe.Count))
 	if err != nil {
 		return nil, err
@@ -481,7 +481,7 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 
 // decodeNodes reads the nodes query returns (given args), as one step,
 // into a slice of capacity size, and tells their problems.
-func (d *DB) decodeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string, binary bool, size int, args ...any) ([]Node, []nodeWarning, error) {
+func (d *DB) decodeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, step, query string, binary bool, size int, args ...any) ([]*Node, []nodeWarning, error) {
 	dec := newNodeDecoder(size)
 	if last := d.lastNodeRead.Load(); last != nil {
 		dec.prev = last.nodes
@@ -575,16 +575,15 @@ type nodeRow struct {
 // nodeDecoder turns node rows into Nodes, the values of low-cardinality
 // columns shared. It tallies the rows' problems for warnings.
 type nodeDecoder struct {
-	out []Node
+	out []*Node
 	in  interner
 	// prev are the nodes of the last read, ordered by id, and next the
 	// index in prev of the next row's id or above: a row of a node read
-	// before keeps the strings of its UUID, name and instance when they
-	// did not change. A refresh then holds its new nodes' strings only
-	// where they changed, beside the nodes it replaces (at 1M nodes, 76 MB
-	// less at the peak of a full read, which peak RSS must hold within
-	// twice the live heap).
-	prev           []Node
+	// before is that *Node when no column changed, and keeps the strings
+	// that did not change otherwise. A refresh then holds new values only
+	// for the nodes that changed, beside the nodes it replaces: peak RSS,
+	// a refresh included, within twice the live heap.
+	prev           []*Node
 	next           int
 	badTimes       int
 	firstBad       string
@@ -593,7 +592,7 @@ type nodeDecoder struct {
 
 // newNodeDecoder returns a decoder sized for n nodes.
 func newNodeDecoder(n int) *nodeDecoder {
-	return &nodeDecoder{out: make([]Node, 0, n), in: interner{}}
+	return &nodeDecoder{out: make([]*Node, 0, n), in: interner{}}
 }
 
 // add decodes one row; r's text may be rewritten (invalid UTF-8 replaced).
@@ -620,42 +619,54 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		dec.next++
 	}
 	if dec.next < len(dec.prev) && dec.prev[dec.next].ID == r.id {
-		old = &dec.prev[dec.next]
+		old = dec.prev[dec.next]
 	}
 	uuid := old.UUID
 	if uuid != string(t[colUUID]) {
 		uuid = string(t[colUUID]) // NULL (never in practice) reads as ""
 	}
-	dec.out = append(dec.out, Node{
+	n := Node{
 		ID:                   r.id,
 		UUID:                 uuid,
 		Name:                 ptrOf(t[colName], old.Name),
 		Driver:               dec.in.str(t[colDriver]),
 		ConductorGroup:       dec.in.str(t[colGroup]),
-		Reservation:          dec.in.ptr(t[colReservation]),
+		Reservation:          dec.in.keep(t[colReservation], old.Reservation),
 		InstanceUUID:         ptrOf(t[colInstance], old.InstanceUUID),
-		PowerState:           dec.in.ptr(t[colPower]),
-		ProvisionState:       dec.in.ptr(t[colProvision]),
+		PowerState:           dec.in.keep(t[colPower], old.PowerState),
+		ProvisionState:       dec.in.keep(t[colProvision], old.ProvisionState),
 		Maintenance:          bool(r.maintenance),
-		ResourceClass:        dec.in.ptr(t[colResourceClass]),
+		ResourceClass:        dec.in.keep(t[colResourceClass], old.ResourceClass),
 		CreatedAt:            r.created.t,
 		UpdatedAt:            r.updated.t,
-		TargetProvisionState: dec.in.ptr(t[colTarget]),
-		Owner:                dec.in.ptr(t[colOwner]),
-		Lessee:               dec.in.ptr(t[colLessee]),
-		ConductorAffinity:    affinity(r.affinity),
-	})
+		TargetProvisionState: dec.in.keep(t[colTarget], old.TargetProvisionState),
+		Owner:                dec.in.keep(t[colOwner], old.Owner),
+		Lessee:               dec.in.keep(t[colLessee], old.Lessee),
+		ConductorAffinity:    affinity(r.affinity, old.ConductorAffinity),
+	}
+	if old != &unread && n == *old {
+		dec.out = append(dec.out, old) // every pointer is old's: the same values
+		return
+	}
+	p := new(Node) // not &n: n would then be allocated for every row
+	*p = n
+	dec.out = append(dec.out, p)
 }
 
 // unread is the previous node of a row that no read had.
 var unread Node
 
-// affinity is conductor_affinity, nil for NULL.
-func affinity(v sql.NullInt64) *int64 {
-	if !v.Valid {
+// affinity is conductor_affinity, nil for NULL: old when it has that value.
+func affinity(v sql.NullInt64, old *int64) *int64 {
+	switch {
+	case !v.Valid:
 		return nil
+	case old != nil && *old == v.Int64:
+		return old
 	}
-	return &v.Int64
+	p := new(int64) // not &v.Int64: v would then be allocated for every row
+	*p = v.Int64
+	return p
 }
 
 // warnings describes the problems of the rows added.
@@ -730,7 +741,7 @@ type nodeRead struct {
 	warnings []nodeWarning
 	// nodes are the nodes it returned (those the cache holds), whose
 	// strings the next read reuses (nodeDecoder.prev).
-	nodes []Node
+	nodes []*Node
 }
 
 // nodeWarning is one kind of problem of the nodes of a read.
@@ -1001,6 +1012,14 @@ func (in interner) ptr(b sql.RawBytes) *string {
 	s := string(b)
 	in[s] = &s
 	return &s
+}
+
+// keep is ptr, but old when it has b's text.
+func (in interner) keep(b sql.RawBytes, old *string) *string {
+	if b != nil && old != nil && *old == string(b) {
+		return old
+	}
+	return in.ptr(b)
 }
 
 // str is ptr for a column read as "" when NULL.

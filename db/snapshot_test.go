@@ -86,7 +86,7 @@ var fixtureWant = &Snapshot{
 			CreatedAt: ts("2024-07-01 12:00:00"), UpdatedAt: ts("2024-07-01 12:00:00"),
 			Drivers: []string{}, HardwareTypes: []string{"idrac"}},
 	},
-	Nodes: []Node{
+	Nodes: []*Node{
 		{ID: 1, UUID: "1be26c0b-03f2-4d2e-ae87-c02d7f33c123", Name: sp("node-1"), Driver: "ipmi",
 			ConductorGroup: "", Reservation: sp("cond-a.example.com"),
 			InstanceUUID: sp("8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11"), PowerState: sp("power on"),
@@ -170,7 +170,11 @@ var schemaHeads = struct {
 func cloneSnapshot(s *Snapshot) *Snapshot {
 	c := *s
 	c.Conductors = slices.Clone(s.Conductors)
-	c.Nodes = slices.Clone(s.Nodes)
+	c.Nodes = make([]*Node, len(s.Nodes)) // wantFor writes them
+	for i, n := range s.Nodes {
+		nc := *n
+		c.Nodes[i] = &nc
+	}
 	c.Warnings = slices.Clone(s.Warnings)
 	c.WarningCounts = slices.Clone(s.WarningCounts)
 	return &c
@@ -517,7 +521,7 @@ func TestSteinSchema(t *testing.T) {
 		Conductors: []Conductor{{ID: 1, Hostname: "old", ConductorGroup: "g", Online: true,
 			CreatedAt: ts("2019-04-10 10:00:00"), UpdatedAt: ts("2019-04-10 10:00:10"),
 			Drivers: []string{"ipmi"}, HardwareTypes: []string{"ipmi"}}},
-		Nodes: []Node{{ID: 1, UUID: "u1", Driver: "ipmi", ConductorGroup: "g",
+		Nodes: []*Node{{ID: 1, UUID: "u1", Driver: "ipmi", ConductorGroup: "g",
 			ResourceClass: sp("bm"), ProvisionState: sp("available")}},
 		SchemaRevision: steinRevision,
 		NodeRead:       NodeReadFull,

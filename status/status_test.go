@@ -28,7 +28,7 @@ func testSnapshot() *db.Snapshot {
 	return &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
 		{ID: 1, Hostname: "cond-a.example.com:6385", Online: true, UpdatedAt: now.Add(-5 * time.Second), HardwareTypes: []string{"ipmi"}},
 		{ID: 2, Hostname: "cond-b", ConductorGroup: "rack1", Online: true, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"redfish"}},
-	}, Nodes: []db.Node{
+	}, Nodes: []*db.Node{
 		{ID: 1, UUID: "11111111-1111-4111-8111-111111111111", Name: strp("web-1"), Driver: "ipmi", PowerState: strp("power on")},
 		{ID: 2, UUID: "22222222-2222-4222-8222-222222222222", Name: strp("<b>x</b>"), Driver: "redfish", ConductorGroup: "rack1",
 			Reservation: strp("gone-host")},
@@ -181,7 +181,7 @@ func TestStuckLocksFollowRunning(t *testing.T) {
 			}
 			snap := &db.Snapshot{Backend: tc.backend, Conductors: tc.conds}
 			for i, c := range tc.conds {
-				snap.Nodes = append(snap.Nodes, db.Node{ID: int64(i + 1), UUID: fmt.Sprintf("%08d-1111-4111-8111-111111111111", i),
+				snap.Nodes = append(snap.Nodes, &db.Node{ID: int64(i + 1), UUID: fmt.Sprintf("%08d-1111-4111-8111-111111111111", i),
 					Driver: "ipmi", Reservation: strp(c.Hostname)})
 			}
 			topo, err := topology.Build(snap, topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}, Release: rel}, now, nil)

@@ -154,7 +154,7 @@ type cacheState struct {
 	// nodes are what the served topology's nodes came from, with their
 	// probe, when the refresh that read them took it; what a refresh
 	// whose probe is unchanged reuses.
-	nodes    []db.Node
+	nodes    []*db.Node
 	probe    *db.NodeProbe
 	probedAt time.Time
 	readAt   time.Time // when the nodes were last read

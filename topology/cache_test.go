@@ -417,7 +417,7 @@ func (s *deltaSource) read(known *db.Known, delta bool) *db.Snapshot {
 	case known != nil && !known.Recent && known.Probe == s.probe:
 		snap.Nodes, snap.NodesUnchanged, snap.NodeRead = nil, true, db.NodeReadSkipped
 	case known != nil && delta:
-		byID := map[int64]db.Node{}
+		byID := map[int64]*db.Node{}
 		for _, n := range known.Nodes {
 			byID[n.ID] = n
 		}
@@ -439,11 +439,11 @@ func (s *deltaSource) read(known *db.Known, delta bool) *db.Snapshot {
 
 // write changes the fleet by f, which returns the ids it wrote, and moves
 // the probe on.
-func (s *deltaSource) write(f func(nodes []db.Node) ([]db.Node, []int64)) {
+func (s *deltaSource) write(f func(nodes []*db.Node) ([]*db.Node, []int64)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []int64
-	s.fleet.Nodes, ids = f(slices.Clone(s.fleet.Nodes))
+	s.fleet.Nodes, ids = f(copyNodes(s.fleet.Nodes)) // f writes them: the snapshots read before keep theirs
 	for _, id := range ids {
 		s.changed[id] = true
 	}
@@ -524,7 +524,7 @@ func TestCacheDeltaRefresh(t *testing.T) {
 		return v.Topology
 	}
 	first := refresh("first", 0)
-	src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+	src.write(func(nodes []*db.Node) ([]*db.Node, []int64) {
 		nodes[10].Driver, nodes[11].ConductorGroup, nodes[12].Reservation = "redfish", "", nil
 		nodes = slices.Delete(nodes, 20, 21) // node 21
 		nodes = append(nodes, fixture.Node(301, "00000301-0000-4000-8000-000000000000", "rack2", "ipmi"))
@@ -532,10 +532,10 @@ func TestCacheDeltaRefresh(t *testing.T) {
 	})
 	refresh("a delta", time.Second)
 	if k := src.known[len(src.known)-1]; k == nil || k.Window != DefaultProbeWindow || k.Probe.Count != 300 ||
-		len(k.Nodes) != 300 || &k.Nodes[0] != first.Nodes[0].Node {
+		len(k.Nodes) != 300 || k.Nodes[0] != first.Nodes[0].Node {
 		t.Errorf("the delta read was given %+v, want the first read's probe and nodes and the probe window", k)
 	}
-	src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+	src.write(func(nodes []*db.Node) ([]*db.Node, []int64) {
 		nodes[0].ConductorGroup = "rack2"
 		return nodes, []int64{1}
 	})
@@ -546,7 +546,7 @@ func TestCacheDeltaRefresh(t *testing.T) {
 	// since it as a delta rather than trust it, and so on until the probe
 	// is old enough to spare the read.
 	writeAt := func(id int64, at time.Time) {
-		src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+		src.write(func(nodes []*db.Node) ([]*db.Node, []int64) {
 			nodes[id-1].Driver = map[string]string{"ipmi": "redfish", "redfish": "ipmi"}[nodes[id-1].Driver]
 			return nodes, []int64{id}
 		})
@@ -561,7 +561,7 @@ func TestCacheDeltaRefresh(t *testing.T) {
 	}
 	refresh("nothing written since a recent probe", time.Second)
 	refresh("the probe is old enough", time.Second)
-	src.write(func(nodes []db.Node) ([]db.Node, []int64) {
+	src.write(func(nodes []*db.Node) ([]*db.Node, []int64) {
 		nodes[5].Driver = "ipmi"
 		return nodes, []int64{6}
 	})

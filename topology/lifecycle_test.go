@@ -14,7 +14,7 @@ import (
 // was id 9 and its row is deleted. Nodes prepared by each, in states that
 // are stuck or not.
 func lifecycleSnapshot() *db.Snapshot {
-	mk := func(id int64, uuid, group, driver, state string, affinity int64, reservation string, maint bool) db.Node {
+	mk := func(id int64, uuid, group, driver, state string, affinity int64, reservation string, maint bool) *db.Node {
 		n := node(id, uuid, group, driver)
 		if state != "" {
 			n.ProvisionState = ptr(state)
@@ -30,7 +30,7 @@ func lifecycleSnapshot() *db.Snapshot {
 		cond(1, "c-up", "", true, ago(5*time.Second), "ipmi"),
 		cond(2, "c-down", "", true, ago(time.Hour), "ipmi"),
 		cond(3, "c-drain", "", false, ago(5*time.Second), "ipmi"),
-	}, Nodes: []db.Node{
+	}, Nodes: []*db.Node{
 		mk(1, "11111111-0000-4000-8000-000000000001", "", "ipmi", "active", 1, "", false),
 		mk(2, "11111111-0000-4000-8000-000000000002", "", "ipmi", "active", 2, "", false),
 		mk(3, "11111111-0000-4000-8000-000000000003", "", "ipmi", "wait call-back", 2, "c-down", false),

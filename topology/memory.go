@@ -10,15 +10,19 @@ import (
 
 // refreshHeadroom is how much of the live heap a refresh may allocate above
 // what the process holds when it starts, before the garbage collector works
-// to stay under it: a refresh that reads or merges the nodes makes a new
-// node slice (192 B a node) and builds a topology beside the one it
-// replaces (about 60 B a node), together about 0.7 of the live heap (370 B
-// a node). At 1M nodes peak RSS is then 1.93x the live heap in make bench,
-// and every 0.05 more of headroom about 0.05x more.
-const refreshHeadroom = 0.8
+// to stay under it. A refresh that reads nodes shares every node that did
+// not change (db.Snapshot.Nodes) and builds a topology beside the one it
+// replaces (about 70 B a node of the 370 B a node of the live heap): 0.35
+// leaves room for that and for the scrapes between refreshes. Peak RSS, a
+// refresh included, is then within twice the live heap in make bench at
+// 100k and 1M nodes.
+const refreshHeadroom = 0.35
 
-// minHeadroom is the least headroom of the memory limit (memoryLimit).
-const minHeadroom = 64 << 20
+// minHeadroom is the least headroom of the memory limit (memoryLimit): at
+// 100k nodes it is the headroom, and peak RSS (the binary's own 15 MB of
+// file-backed pages included) is 2x the live heap with 16 MiB; every MiB
+// more of it is about 0.03x more.
+const minHeadroom = 16 << 20
 
 // settledLive is the live heap the last settleMemory found.
 var settledLive atomic.Uint64
@@ -56,10 +60,5 @@ func memoryLimit(live, held, last uint64) int64 {
 	if last != 0 && last < live {
 		held, live = held-(live-last), last
 	}
-	// At least 64 MiB: the runtime counts freed pages not yet returned to
-	// the OS against the limit, so that a tighter one made the collector
-	// run without pause during a full read at 100k nodes (15 collections
-	// in half a second; the sidecar's CPU 2.6% of a core in make bench's
-	// unchanged phase, where it was 1.2-1.4%).
 	return int64(held) + max(int64(refreshHeadroom*float64(live)), minHeadroom)
 }

@@ -11,9 +11,9 @@ func TestMemoryLimit(t *testing.T) {
 		live, held, last uint64
 		want             int64
 	}{
-		{live: 400 * mb, held: 430 * mb, last: 0, want: 430*mb + 320*mb},
-		{live: 400 * mb, held: 430 * mb, last: 380 * mb, want: 410*mb + 304*mb},
-		{live: 400 * mb, held: 430 * mb, last: 600 * mb, want: 430*mb + 320*mb},
+		{live: 400 * mb, held: 430 * mb, last: 0, want: 430*mb + 140*mb},
+		{live: 400 * mb, held: 430 * mb, last: 380 * mb, want: 410*mb + 133*mb},
+		{live: 400 * mb, held: 430 * mb, last: 600 * mb, want: 430*mb + 140*mb},
 		{live: 10 * mb, held: 20 * mb, last: 10 * mb, want: 20*mb + minHeadroom},
 	} {
 		if got := memoryLimit(c.live, c.held, c.last); got != c.want {

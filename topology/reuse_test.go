@@ -71,12 +71,22 @@ func withConductors(snap *db.Snapshot) *db.Snapshot {
 	return &next
 }
 
-// copiedNodes is snap with a copy of its node slice: the same rows, which
+// copiedNodes is snap with a copy of its nodes: the same rows, which
 // Build cannot know are unchanged, so it takes the full path.
 func copiedNodes(snap *db.Snapshot) *db.Snapshot {
 	next := *snap
-	next.Nodes = slices.Clone(snap.Nodes)
+	next.Nodes = copyNodes(snap.Nodes)
 	return &next
+}
+
+// copyNodes is a copy of nodes and of each node, which a test may write.
+func copyNodes(nodes []*db.Node) []*db.Node {
+	out := make([]*db.Node, len(nodes))
+	for i, n := range nodes {
+		c := *n
+		out[i] = &c
+	}
+	return out
 }
 
 // sharesNodes reports whether b's nodes are a's (Build's reuse path).
@@ -312,7 +322,7 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 			}, true}}},
 		{name: "nodes changed", steps: []step{
 			{"a new node slice, one driver changed", func(_ *testing.T, in *reuseInputs) {
-				in.snap.Nodes = slices.Clone(in.snap.Nodes)
+				in.snap.Nodes = copyNodes(in.snap.Nodes)
 				in.snap.Nodes[3].Driver = "redfish"
 			}, false},
 			{"a shorter slice of the same array", func(_ *testing.T, in *reuseInputs) {

@@ -190,10 +190,10 @@ type Topology struct {
 	// nodesFrom is the snapshot's node slice Nodes were built from: a
 	// rebuild over the very same slice may reuse every node-derived result
 	// (see reusableNodes).
-	nodesFrom []db.Node
-	// idx is the UUID and name lookup of Nodes, built on first use and
-	// shared by the topologies that share Nodes; indexOnce sets it for a
-	// Topology that Build did not make.
+	nodesFrom []*db.Node
+	// idx is the UUID and name lookup of Nodes, built once (see index) and
+	// shared by the topologies whose nodes have the same UUIDs and names in
+	// the same order.
 	indexOnce sync.Once
 	idx       *nodeIndex
 	// remapGroups are the groups mapNodes gives a Remapped entry (those of
@@ -291,10 +291,10 @@ func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topol
 		t.reuseNodes(reuse)
 		return t, nil
 	}
-	t.idx = &nodeIndex{}
 	t.assignNodes(t.mapNodes(snap.Nodes, reuse, unchanged))
 	t.lifecycle()
 	t.compare(prev)
+	t.index() // here, not on the first lookup: a lookup is never held by it
 	return t, nil
 }
 
@@ -341,7 +341,7 @@ func (t *Topology) reusableNodes(prev *Topology, unchanged []bool) bool {
 // length and backing array, from the same element. Empty node lists take
 // Build's full path, which costs O(conductors) for them anyway (and a
 // Topology Build did not make has no nodesFrom).
-func sameSlice(a, b []db.Node) bool {
+func sameSlice(a, b []*db.Node) bool {
 	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
@@ -496,15 +496,14 @@ func (t *Topology) buildRings(members map[string]*ringMembers, reuse *Topology) 
 // whose ring is unchanged from reuse's keep reuse's answer; the others are
 // hashed in one sequential pass and then located ring by ring, so that each
 // ring's tables stay in cache.
-func (t *Topology) mapNodes(nodes []db.Node, reuse *Topology, unchanged []bool) []int32 {
+func (t *Topology) mapNodes(nodes []*db.Node, reuse *Topology, unchanged []bool) []int32 {
 	t.Nodes = make([]NodeInfo, 0, len(nodes))
 	owner := make([]int32, 0, len(nodes))
 	var todo []pendingNode // not sized for every node: most keep reuse's answer
 	var key []byte         // reused: converting each UUID to []byte would allocate
 	shift := 0             // of reuse.nodeAt
 	ungrouped := t.Rules.UngroupedRings()
-	for i := range nodes {
-		n := &nodes[i]
+	for i, n := range nodes {
 		if i > 0 && n.ID == nodes[i-1].ID {
 			continue // rows come ordered by id: a repeated row is adjacent
 		}
@@ -581,11 +580,13 @@ func (t *Topology) assignNodes(owner []int32) {
 }
 
 // compare is the last phase of Build: the nodes that moved since prev
-// (Remapped), and the node generation, carried over from prev while every
-// node keeps its labels in the same order.
+// (Remapped), the node generation, carried over from prev while every node
+// keeps its labels in the same order, and the lookups, shared with prev
+// while every node keeps its UUID and name in the same order.
 func (t *Topology) compare(prev *Topology) {
 	if prev != nil {
-		sameLabels := len(prev.Nodes) == len(t.Nodes)
+		sameIdents := len(prev.Nodes) == len(t.Nodes)
+		sameLabels := sameIdents
 		shift := 0
 		for i := range t.Nodes {
 			n := &t.Nodes[i]
@@ -593,14 +594,14 @@ func (t *Topology) compare(prev *Topology) {
 			if old != nil && old.Conductor != n.Conductor {
 				t.Remapped[n.ConductorGroup]++
 			}
-			sameLabels = sameLabels && old == &prev.Nodes[i] && old.Conductor == n.Conductor &&
-				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver && old.NameOrEmpty() == n.NameOrEmpty()
+			sameIdents = sameIdents && old == &prev.Nodes[i] && old.NameOrEmpty() == n.NameOrEmpty()
+			sameLabels = sameLabels && sameIdents && old.Conductor == n.Conductor &&
+				old.ConductorGroup == n.ConductorGroup && old.Driver == n.Driver
 		}
 		if sameLabels {
 			t.NodeGeneration = prev.NodeGeneration
-			// The same UUIDs and names at the same indexes: the same
-			// lookups, shared (built once for both: a lookup after a
-			// refresh does not build them again).
+		}
+		if sameIdents {
 			t.idx = prev.idx
 		}
 	}
@@ -712,8 +713,7 @@ func (t *Topology) locate(todo []pendingNode, owner []int32) {
 	}
 }
 
-// nodeIndex is the UUID and name lookup of one node list, built once: the
-// indexes of the nodes sorted by UUID, and of the named nodes by name, each
+// nodeIndex is the UUID and name lookup of one node list: the indexes of the nodes sorted by UUID, and of the named nodes by name, each
 // then by index (the first node of a value is found first). 8 bytes a node
 // where two maps took 120 at 1M nodes, a fifth of the live heap target
 // (600 B/node); and since it holds positions, not strings, a later
@@ -721,24 +721,21 @@ func (t *Topology) locate(todo []pendingNode, owner []int32) {
 // string of the snapshot it was built from alive beside its own (64 B a
 // node more at 1M).
 type nodeIndex struct {
-	once           sync.Once
 	byUUID, byName []int32
 }
 
-// index returns the node lookups, built on first use: metrics never need
-// them, and building them costs more than the mapping itself.
+// index returns the node lookups, built once: Build builds them (unless
+// they are prev's), so that no lookup waits for their build (at 100k nodes
+// 40-55 ms, ten times that at 1M, against the 50 ms a lookup may be held);
+// a Topology Build did not make builds them on first use.
 func (t *Topology) index() *nodeIndex {
 	t.indexOnce.Do(func() {
 		if t.idx == nil {
-			t.idx = &nodeIndex{} // a Topology Build did not make
+			t.idx = &nodeIndex{byUUID: sortedBy(t.Nodes, nodeUUID, false),
+				byName: sortedBy(t.Nodes, (*NodeInfo).NameOrEmpty, true)}
 		}
 	})
-	x := t.idx
-	x.once.Do(func() {
-		x.byUUID = sortedBy(t.Nodes, nodeUUID, false)
-		x.byName = sortedBy(t.Nodes, (*NodeInfo).NameOrEmpty, true)
-	})
-	return x
+	return t.idx
 }
 
 // sortedBy returns the indexes of the nodes (with named, only those whose

@@ -25,7 +25,7 @@ func benchFleet(n int) *db.Snapshot {
 		})
 	}
 	for i := 0; i < n; i++ {
-		snap.Nodes = append(snap.Nodes, db.Node{
+		snap.Nodes = append(snap.Nodes, &db.Node{
 			ID: int64(i + 1), UUID: benchUUID(rng),
 			ConductorGroup: groups[rng.IntN(len(groups))], Driver: types[rng.IntN(len(types))],
 		})

@@ -312,10 +312,10 @@ func TestRebuildReusesUnchangedRings(t *testing.T) {
 }
 
 // TestNodeLookupsCarriedOver: a topology whose nodes keep their UUIDs and
-// names in the same order (the node generation carries over) shares the
-// node lookups its predecessor built, so that the first lookup after a
-// refresh builds nothing; once a node changes, they are built anew and find
-// the new names.
+// names in the same order shares the node lookups its predecessor built,
+// whether or not the node generation carries over (a node moved to another
+// conductor); once a node is renamed, they are built anew, by Build, and
+// find the new names.
 func TestNodeLookupsCarriedOver(t *testing.T) {
 	fresh := ago(5 * time.Second)
 	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
@@ -342,7 +342,7 @@ func TestNodeLookupsCarriedOver(t *testing.T) {
 	changed := *snap
 	changed.Conductors = slices.Clone(snap.Conductors)
 	changed.Conductors[1].UpdatedAt = ago(time.Second)
-	changed.Nodes = slices.Clone(snap.Nodes)
+	changed.Nodes = copyNodes(snap.Nodes)
 	again := mustBuild(t, &changed, testSettings, first)
 	if again.NodeGeneration != first.NodeGeneration || again.idx != first.idx {
 		t.Fatal("the lookups of unchanged nodes were not carried over")
@@ -351,17 +351,31 @@ func TestNodeLookupsCarriedOver(t *testing.T) {
 	lookup(again, "n9", snap.Nodes[9].UUID)
 	// A node renamed: new lookups.
 	renamed := changed
-	renamed.Nodes = slices.Clone(snap.Nodes)
+	renamed.Nodes = copyNodes(snap.Nodes)
 	renamed.Nodes[9].Name = ptr("renamed")
 	third := mustBuild(t, &renamed, testSettings, again)
 	if third.NodeGeneration == again.NodeGeneration || third.idx == again.idx {
 		t.Fatal("lookups carried over across a rename")
+	}
+	if third.idx == nil || third.idx.byName == nil {
+		t.Fatal("Build left the new lookups to the first lookup")
 	}
 	lookup(third, "renamed", snap.Nodes[9].UUID)
 	if _, ok := third.Node("n9"); ok {
 		t.Error("the old name is still found")
 	}
 	lookup(again, "n9", snap.Nodes[9].UUID)
+	// Conductor b dies: nodes move (a new node generation), their UUIDs and
+	// names stay: the same lookups.
+	moved := renamed
+	moved.Conductors = slices.Clone(renamed.Conductors)
+	moved.Conductors[1].UpdatedAt = ago(time.Hour)
+	fourth := mustBuild(t, &moved, testSettings, third)
+	if fourth.NodeGeneration == third.NodeGeneration || fourth.idx != third.idx {
+		t.Errorf("conductor b dead: generation %d (was %d), lookups shared %v; want a new generation, shared lookups",
+			fourth.NodeGeneration, third.NodeGeneration, fourth.idx == third.idx)
+	}
+	lookup(fourth, "renamed", snap.Nodes[9].UUID)
 }
 
 // TestDuplicatesAndReservations checks that rows a join could repeat are
@@ -377,7 +391,7 @@ func TestDuplicatesAndReservations(t *testing.T) {
 	snap := &db.Snapshot{Conductors: []db.Conductor{
 		cond(1, "a", "", true, fresh, "ipmi"),
 		cond(1, "a", "", true, fresh, "ipmi"),
-	}, Nodes: []db.Node{n1, n1, n2}}
+	}, Nodes: []*db.Node{n1, n1, n2}}
 	topo := mustBuild(t, snap, testSettings, nil)
 	if len(topo.Conductors) != 1 || len(topo.Nodes) != 2 {
 		t.Fatalf("got %d conductors and %d nodes, want 1 and 2", len(topo.Conductors), len(topo.Nodes))
@@ -460,7 +474,7 @@ func TestRulesByRelease(t *testing.T) {
 	} {
 		snap := &db.Snapshot{Backend: c.backend, SchemaRevision: c.rev,
 			Conductors: []db.Conductor{cond(1, "c1", "g", c.online, ago(c.age), "ipmi")},
-			Nodes:      []db.Node{node(1, "u1", "g", "ipmi")}}
+			Nodes:      []*db.Node{node(1, "u1", "g", "ipmi")}}
 		snap.Conductors[0].Version = c.version
 		ss := s
 		ss.PinReleaseVersion = c.pin
@@ -474,7 +488,7 @@ func TestRulesByRelease(t *testing.T) {
 	// pin_release_version 11.0 on 16.0: one ring for groups g and h
 	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, SchemaRevision: "cf1a80fdb352",
 		Conductors: []db.Conductor{cond(1, "c1", "g", true, ago(time.Second), "ipmi")},
-		Nodes:      []db.Node{node(1, "u1", "h", "ipmi")}}
+		Nodes:      []*db.Node{node(1, "u1", "h", "ipmi")}}
 	ss := s
 	ss.PinReleaseVersion = "11.0"
 	if topo := mustBuild(t, snap, ss, nil); topo.Nodes[0].Conductor != "c1" || len(topo.Rings) != 1 {
@@ -496,7 +510,7 @@ func TestRulesByRelease(t *testing.T) {
 // conductor of the topology: the nodes the ring hands to it have no
 // conductor and count as without conductor, and one warning names the row.
 func TestEmptyHostname(t *testing.T) {
-	var nodes []db.Node
+	var nodes []*db.Node
 	for i := range 64 {
 		nodes = append(nodes, node(int64(i+1), fmt.Sprintf("%08x-1111-4111-8111-111111111111", i), "", "ipmi"))
 	}
@@ -552,7 +566,7 @@ func TestRemappedHasEveryGroupUngrouped(t *testing.T) {
 	s.PinReleaseVersion = "11.0"
 	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
 		cond(1, "a", "rack1", true, ago(5*time.Second), "ipmi")}}
-	snap.Nodes = []db.Node{node(1, "n1", "rack1", "ipmi"), node(2, "n2", "rack2", "ipmi"), node(3, "n3", "", "redfish")}
+	snap.Nodes = []*db.Node{node(1, "n1", "rack1", "ipmi"), node(2, "n2", "rack2", "ipmi"), node(3, "n3", "", "redfish")}
 	topo := mustBuild(t, snap, s, nil)
 	if !topo.Rules.UngroupedRings() {
 		t.Fatal("the settings do not give ungrouped rings")
