@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -318,11 +317,10 @@ func (rq *request) base() string {
 
 // Headers of JSON answers rendered from a stale topology: the last refresh
 // failed, or the data is older than the cache's MinInterval allows (plus
-// staleSlack, the time a refresh itself may take).
+// topology.RefreshGrace, the time a refresh itself may take).
 const (
 	hdrStale   = "X-Ironic-Exporter-Stale"
 	hdrDataAge = "X-Ironic-Exporter-Data-Age"
-	staleSlack = time.Second
 )
 
 // topology returns the cached topology, or the 503 to answer while none was
@@ -340,7 +338,7 @@ func (rq *request) topology() (*topology.Topology, *apiError) {
 			msg: "The exporter has not read Ironic's database yet; retry later."}
 	}
 	age := rq.h.cache.Now().Sub(v.LastSuccess)
-	if v.Err != nil || age > rq.h.cache.MinInterval()+staleSlack {
+	if v.Err != nil || age > rq.h.cache.MinInterval()+topology.RefreshGrace {
 		hdr := rq.w.Header()
 		hdr[hdrStale] = []string{"true"}
 		hdr[hdrDataAge] = []string{strconv.FormatFloat(max(age.Seconds(), 0), 'f', 1, 64)}

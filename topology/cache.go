@@ -375,18 +375,18 @@ func nodeRead(snap *db.Snapshot) db.NodeRead {
 // request refreshes it (CacheConfig.MinInterval).
 func (c *Cache) MinInterval() time.Duration { return c.cfg.MinInterval }
 
-// aheadGrace is how much older than MinInterval a view may be and still
+// RefreshGrace is how much older than MinInterval a view may be and still
 // be served without waiting while the refresh it started runs: a lookup
 // is not held over 50 ms by a running refresh (the performance contract).
 // The first reader past MinInterval starts the refresh (at 10 lookups a
 // second, within 100 ms), which lands in 25-360 ms at 100k nodes (the
 // probe alone to a full read). It is also the second the API allows
 // before marking an answer stale.
-const aheadGrace = time.Second
+const RefreshGrace = time.Second
 
 // MaxAge is the oldest view Get returns without waiting for a refresh:
 // MinInterval plus a second, or twice MinInterval when that is shorter
 // (MinInterval 0: every Get waits for its refresh).
 func (c *Cache) MaxAge() time.Duration {
-	return c.cfg.MinInterval + min(c.cfg.MinInterval, aheadGrace)
+	return c.cfg.MinInterval + min(c.cfg.MinInterval, RefreshGrace)
 }
