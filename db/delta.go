@@ -150,6 +150,7 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	if !agrees(nodes, probe) {
 		return nil, false, nil
 	}
+	nodes = sameAs(nodes, known.Nodes)
 	d.lastNodeRead.Store(&nodeRead{probe: probe, nodes: nodes})
 	return nodes, true, nil
 }

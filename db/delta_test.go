@@ -461,3 +461,49 @@ func TestMergeNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsShareUnchangedNodes: a full read of an unchanged table returns
+// the very node slice of the read before (so that the topology built from
+// it is reused whole); after one row changed, a read shares every other
+// node with the read before and has a new Node for that row only.
+func TestReadsShareUnchangedNodes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *testBackend) {
+		conn := b.admin(t)
+		b.reset(t, conn)
+		var seq int
+		clock := time.Now()
+		randomWrites(t, b, conn, rand.New(rand.NewPCG(1, 2)), &clock, nil, 20, &seq)
+		d := openTest(t, b.dsn, Options{})
+		ctx := context.Background()
+		first, err := d.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := d.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first.Nodes) < 2 || &again.Nodes[0] != &first.Nodes[0] || len(again.Nodes) != len(first.Nodes) {
+			t.Fatalf("a read of an unchanged table: %d nodes, not the slice of the read before (%d nodes)", len(again.Nodes), len(first.Nodes))
+		}
+		changed := first.Nodes[1]
+		if _, err := conn.Exec(fmt.Sprintf("UPDATE nodes SET power_state = 'test power' WHERE id = %d", changed.ID)); err != nil {
+			t.Fatal(err)
+		}
+		after, err := d.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after.Nodes) != len(first.Nodes) || &after.Nodes[0] == &first.Nodes[0] {
+			t.Fatalf("after one update: %d nodes, the slice of the read before %v", len(after.Nodes), &after.Nodes[0] == &first.Nodes[0])
+		}
+		for i, n := range after.Nodes {
+			if shared := n == first.Nodes[i]; shared != (n.ID != changed.ID) {
+				t.Errorf("node %d: shared with the read before %v", n.ID, shared)
+			}
+		}
+		if p := after.Nodes[1].PowerState; p == nil || *p != "test power" || (changed.PowerState != nil && *changed.PowerState == "test power") {
+			t.Errorf("the updated node: %v; the read before's: %v", p, changed.PowerState)
+		}
+	})
+}

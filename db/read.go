@@ -472,11 +472,25 @@ func (d *DB) readNodes(ctx context.Context, watch func(context.Context) func() b
 	if err != nil {
 		return nil, err
 	}
+	if last := d.lastNodeRead.Load(); last != nil {
+		out = sameAs(out, last.nodes)
+	}
 	// Kept for the refreshes whose probe says the nodes did not change: the
 	// rows, and so their problems, are the same.
 	d.lastNodeRead.Store(&nodeRead{probe: probe, warnings: nw, nodes: out})
 	w.addNodes(nw)
 	return out, nil
+}
+
+// sameAs returns last when nodes are its very nodes (no row changed), so
+// that a topology built from last is reused whole (topology.Build: at 100k
+// nodes, a build over every node and 5 MB of garbage spared per full read
+// of an unchanged fleet); nodes otherwise.
+func sameAs(nodes, last []*Node) []*Node {
+	if slices.Equal(nodes, last) {
+		return last
+	}
+	return nodes
 }
 
 // decodeNodes reads the nodes query returns (given args), as one step,
