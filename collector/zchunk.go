@@ -42,8 +42,8 @@ type zwriter struct {
 
 // newFlate returns a deflate compressor at level (a valid flate level). A
 // compressor is over a megabyte, whatever the level: one serves all the
-// chunks of a rendering (Reset between them) and is dropped with it, none
-// is pooled, so that none outlives the rendering in the live heap.
+// chunks of a rendering (Reset between them); the node family's is dropped
+// with its rendering, the views' is kept (rendered.fw).
 func newFlate(level int) *flate.Writer {
 	fw, err := flate.NewWriter(io.Discard, level)
 	if err != nil {
