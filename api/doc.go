@@ -65,6 +65,9 @@
 //   - fields=...,conductor works on node lists (Ironic 21.4: 500).
 //   - /v1/nodes/{node_ident}/conductor exists (the spec's endpoint; Ironic
 //     21.4 routes it to the node with fields=conductor).
+//   - Its 404 for a node no conductor can serve has 21.4's NoValidHost
+//     reason on every release (Ironic 24.1 appends "Ensure the driver is
+//     valid and enabled.", commit 4a9a7949c).
 //   - The conductor filter applies before pagination (Ironic filters a page
 //     already cut to limit, so pages come out short), and next links keep
 //     the filters (Ironic drops all but associated, maintenance and retired
