@@ -2,6 +2,7 @@ package collector
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -15,17 +16,18 @@ import (
 // generation.
 //
 // The sort is over keys made in one pass in node order, the few (conductor,
-// group, driver) triples replaced by their rank: a comparison then reads
-// the key and, for nodes of one triple, the names' bytes, not a node and
-// its row from all over the heap. That cuts the sort at 1M nodes from 1.6
-// to 1.0 s of CPU, of a cold gzip scrape whose target is 5 s.
+// group, driver) triples replaced by their rank and the names by their
+// first 16 bytes: a comparison reads the key alone unless two names share
+// those, and the keys hold no pointer, so that swapping them costs no write
+// barrier while a collection runs. That keeps the cold gzip scrape at 1M
+// nodes within its 5 s target (5.1-5.8 s with keys holding the strings).
 func nodeInfoOrder(t *topology.Topology) []int32 {
 	type triple struct{ conductor, group, driver string }
 	rank := map[triple]int32{}
 	triples := []triple{}
 	type key struct {
-		name, uuid string
-		rank, i    int32
+		name    [2]uint64 // the name's first 16 bytes, big-endian, zero-padded
+		rank, i int32
 	}
 	keys := make([]key, len(t.Nodes))
 	for i := range t.Nodes {
@@ -37,7 +39,9 @@ func nodeInfoOrder(t *topology.Topology) []int32 {
 			rank[tr] = r
 			triples = append(triples, tr)
 		}
-		keys[i] = key{name: n.NameOrEmpty(), uuid: n.UUID, rank: r, i: int32(i)}
+		var b [16]byte
+		copy(b[:], n.NameOrEmpty())
+		keys[i] = key{name: [2]uint64{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}, rank: r, i: int32(i)}
 	}
 	perm := make([]int32, len(triples))
 	for r := range perm {
@@ -53,8 +57,12 @@ func nodeInfoOrder(t *topology.Topology) []int32 {
 		byLabels[r] = int32(place)
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(byLabels[a.rank], byLabels[b.rank]), strings.Compare(a.name, b.name),
-			strings.Compare(a.uuid, b.uuid))
+		if c := cmp.Or(cmp.Compare(byLabels[a.rank], byLabels[b.rank]), cmp.Compare(a.name[0], b.name[0]),
+			cmp.Compare(a.name[1], b.name[1])); c != 0 {
+			return c
+		}
+		x, y := &t.Nodes[a.i], &t.Nodes[b.i]
+		return cmp.Or(strings.Compare(x.NameOrEmpty(), y.NameOrEmpty()), strings.Compare(x.UUID, y.UUID))
 	})
 	order := make([]int32, len(keys))
 	for k := range keys {
