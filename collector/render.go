@@ -96,10 +96,11 @@ type rendered struct {
 	mu    sync.Mutex
 	view  *viewPieces
 	nodes *nodePieces
-	// fw compresses the views, one after the other. Kept (a megabyte), where
-	// a compressor a view was a megabyte of garbage every refresh: the
-	// garbage collections it caused were a fifth of the sidecar's CPU at
-	// 100k nodes in make bench's steady state.
+	// fw compresses the views, one after the other. Kept (a megabyte):
+	// with a compressor and a text buffer per render, the renders made
+	// about a sixth of the sidecar's garbage at 100k nodes in make bench's
+	// steady state, and the garbage paces the collections (the sidecar's
+	// CPU target).
 	fw *flate.Writer
 }
 
