@@ -753,8 +753,9 @@ func (d *DB) inStep(ctx context.Context, watch func(context.Context) func() bool
 type nodeRead struct {
 	probe    NodeProbe
 	warnings []nodeWarning
-	// nodes are the nodes it returned (those the cache holds), whose
-	// strings the next read reuses (nodeDecoder.prev).
+	// nodes are the nodes it returned (those the cache holds), which the
+	// next read reuses where a row did not change, and their strings where
+	// a column did not (nodeDecoder.prev, sameAs).
 	nodes []*Node
 }
 

@@ -249,7 +249,8 @@ func (t *Topology) ringOf(gd GroupDriver) GroupDriver {
 // unchanged snapshot hashes nothing. prev also yields Remapped.
 //
 // When snap.Nodes is the very slice prev was built from (the cache's
-// refresh whose change probe vouched for the nodes) and the conductors are
+// refresh whose change probe vouched for the nodes, or a read in which no
+// row changed: db.Snapshot.Nodes) and the conductors are
 // judged alike in everything the node-derived results depend on (see
 // reusableNodes), those results are prev's, shared: the rebuild costs
 // O(conductors), not O(nodes), and liveness is still judged afresh. It
