@@ -238,5 +238,9 @@ func TestHostileExpositionPromtool(t *testing.T) {
 // nodeInfoCollector emits ironic_node_conductor_info of one topology.
 type nodeInfoCollector struct{ t *topology.Topology }
 
-func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoDesc }
-func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) { collectNodeInfo(ch, c.t) }
+func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoFamily.desc }
+func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) {
+	collectNodeInfo(func(f *family, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(f.desc, f.typ, v, labels...)
+	}, c.t)
+}

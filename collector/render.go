@@ -14,8 +14,6 @@ import (
 	"time"
 	"weak"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -34,18 +32,15 @@ import (
 //     than the steady-state CPU target by itself. Its plain text (about 180
 //     bytes a node, a third of the live heap target) is not kept: a plain
 //     scrape writes it into the response as it goes;
-//   - every other family of collectView, rendered once per view (topology
-//     and refresh outcome), plain and gzip;
+//   - the families of collectShared, written by textFamilies (text.go)
+//     once per view (topology and refresh outcome), plain and gzip;
 //   - what changes between scrapes of one view, rendered per scrape: the
-//     families named in perScrapeFamilies (from collectPerScrape) and the
-//     process-wide Gatherer's (build info, Go runtime, refresh histogram),
-//     in stored deflate blocks for a gzip scrape (zchunk.go).
+//     families of collectPerScrape and the process-wide Gatherer's (build
+//     info, Go runtime, refresh histogram), in stored deflate blocks for a
+//     gzip scrape (zchunk.go).
 //
-// Any other negotiated format (protobuf) takes promhttp's path.
-
-// perScrapeFamilies are the families of collectView whose value depends on
-// the scrape's clock, not only on the view: collectPerScrape emits them.
-var perScrapeFamilies = map[string]bool{"ironic_exporter_data_age_seconds": true}
+// Any other negotiated format (protobuf) takes promhttp's path, with
+// viewCollector.
 
 // piece is one metric family's exposition, plain and as a gzip chunk.
 type piece struct {
@@ -77,7 +72,7 @@ func keyOf(v topology.View) viewKey {
 type viewPieces struct {
 	key    viewKey
 	pieces []*piece
-	err    error // from gathering; the pieces hold what was gathered
+	err    error // from compressing; pieces holds every family
 }
 
 // nodePieces is the node family of one node generation: its order (the
@@ -114,27 +109,16 @@ func (h *handler) viewOf(v topology.View) *viewPieces {
 		return vp
 	}
 	vp := &viewPieces{key: key}
-	reg := prometheus.NewRegistry()
-	opts := h.opts.ExporterOptions
-	opts.NodeInfo = false // see nodesOf
-	reg.MustRegister(viewCollector{view: v, now: h.cache.Now(), opts: opts})
-	mfs, err := reg.Gather()
-	vp.err = err
+	tf := textFamilies{}
+	collectShared(tf.add, v)
 	if h.rendered.fw == nil {
 		h.rendered.fw = newFlate(flate.BestSpeed) // once per refresh: the steady-state CPU target
 	}
-	var text bytes.Buffer // each family's, in turn
-	for _, mf := range mfs {
-		if perScrapeFamilies[mf.GetName()] {
-			continue
-		}
-		p, err := renderPiece(mf, h.rendered.fw, &text)
-		if err != nil {
-			vp.err = errors.Join(vp.err, err)
-			continue
-		}
+	tf.each(func(name string, text []byte) {
+		p, err := newPiece(name, text, h.rendered.fw)
+		vp.err = errors.Join(vp.err, err)
 		vp.pieces = append(vp.pieces, p)
-	}
+	})
 	h.rendered.view = vp
 	return vp
 }
@@ -182,14 +166,10 @@ func (np *nodePieces) writeText(w io.Writer, t *topology.Topology) error {
 	return writeNodeFamily(w, t, np.orderOf(t))
 }
 
-// renderPiece encodes one family as text (in b, reset first) and, when fw
-// is not nil, as a gzip chunk compressed by fw.
-func renderPiece(mf *dto.MetricFamily, fw *flate.Writer, b *bytes.Buffer) (*piece, error) {
-	b.Reset()
-	if _, err := expfmt.MetricFamilyToText(b, mf); err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", mf.GetName(), err)
-	}
-	p := &piece{name: mf.GetName(), plain: bytes.Clone(b.Bytes())}
+// newPiece is the piece of a family whose text is text (copied) and, when
+// fw is not nil, its gzip chunk compressed by fw.
+func newPiece(name string, text []byte, fw *flate.Writer) (*piece, error) {
+	p := &piece{name: name, plain: bytes.Clone(text)}
 	if fw == nil {
 		return p, nil
 	}
@@ -198,18 +178,6 @@ func renderPiece(mf *dto.MetricFamily, fw *flate.Writer, b *bytes.Buffer) (*piec
 	var err error
 	p.z, err = z.finish()
 	return p, err
-}
-
-// perScrapeCollector emits the families of a view that change with the
-// scrape's clock.
-type perScrapeCollector struct {
-	view topology.View
-	now  time.Time
-}
-
-func (c perScrapeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dataAgeDesc }
-func (c perScrapeCollector) Collect(ch chan<- prometheus.Metric) {
-	collectPerScrape(ch, c.view, c.now)
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding allows gzip
@@ -236,35 +204,38 @@ func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v top
 	vp := h.viewOf(v)
 	errs := []error{vp.err}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(perScrapeCollector{view: v, now: h.cache.Now()})
-	gatherers := prometheus.Gatherers{reg}
-	if h.opts.Gatherer != nil {
-		gatherers = append(gatherers, h.opts.Gatherer)
-	}
-	mfs, err := gatherers.Gather()
-	errs = append(errs, err)
 	gz := acceptsGzip(r)
 	pieces := slices.Clone(vp.pieces)
-	have := make(map[string]bool, len(pieces)+len(mfs)+1)
-	for _, p := range pieces {
-		have[p.name] = true
-	}
-	var text bytes.Buffer
-	for _, mf := range mfs {
-		if have[mf.GetName()] {
-			errs = append(errs, fmt.Errorf("family %s gathered twice; the process-wide one dropped", mf.GetName()))
-			continue
-		}
-		p, err := renderPiece(mf, nil, &text)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	add := func(name string, text []byte) {
+		p, _ := newPiece(name, text, nil)
 		if gz {
 			p.z = storedChunk(p.plain)
 		}
 		pieces = append(pieces, p)
+	}
+	tf := textFamilies{}
+	collectPerScrape(tf.add, v, h.cache.Now())
+	tf.each(add)
+	if h.opts.Gatherer != nil {
+		mfs, err := h.opts.Gatherer.Gather()
+		errs = append(errs, err)
+		have := make(map[string]bool, len(pieces))
+		for _, p := range pieces {
+			have[p.name] = true
+		}
+		var text bytes.Buffer
+		for _, mf := range mfs {
+			if have[mf.GetName()] {
+				errs = append(errs, fmt.Errorf("family %s gathered twice; the process-wide one dropped", mf.GetName()))
+				continue
+			}
+			text.Reset()
+			if _, err := expfmt.MetricFamilyToText(&text, mf); err != nil {
+				errs = append(errs, fmt.Errorf("encoding %s: %w", mf.GetName(), err))
+				continue
+			}
+			add(mf.GetName(), text.Bytes())
+		}
 	}
 	var np *nodePieces
 	if h.opts.NodeInfo && v.Topology != nil {
