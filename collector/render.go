@@ -72,7 +72,6 @@ func keyOf(v topology.View) viewKey {
 type viewPieces struct {
 	key    viewKey
 	pieces []*piece
-	err    error // from compressing; pieces holds every family
 }
 
 // nodePieces is the node family of one node generation: its order (the
@@ -81,9 +80,8 @@ type nodePieces struct {
 	gen       uint64
 	orderOnce sync.Once
 	order     []int32
-	mu        sync.Mutex
-	z         *zchunk
-	err       error
+	zOnce     sync.Once
+	z         zchunk
 }
 
 // rendered holds the latest view's pieces and the latest node generation's.
@@ -91,11 +89,9 @@ type rendered struct {
 	mu    sync.Mutex
 	view  *viewPieces
 	nodes *nodePieces
-	// fw compresses the views, one after the other. Kept (a megabyte):
-	// with a compressor and a text buffer per render, the renders made
-	// about a sixth of the sidecar's garbage at 100k nodes in make bench's
-	// steady state, and the garbage paces the collections (the sidecar's
-	// CPU target).
+	// fw compresses the views, one after the other. Kept: a compressor is
+	// 1.2 MB, more than the garbage of the view it would compress, and the
+	// garbage paces the collections (the sidecar's CPU target).
 	fw *flate.Writer
 }
 
@@ -114,11 +110,7 @@ func (h *handler) viewOf(v topology.View) *viewPieces {
 	if h.rendered.fw == nil {
 		h.rendered.fw = newFlate(flate.BestSpeed) // once per refresh: the steady-state CPU target
 	}
-	tf.each(func(name string, text []byte) {
-		p, err := newPiece(name, text, h.rendered.fw)
-		vp.err = errors.Join(vp.err, err)
-		vp.pieces = append(vp.pieces, p)
-	})
+	tf.each(func(name string, text []byte) { vp.pieces = append(vp.pieces, newPiece(name, text, h.rendered.fw)) })
 	h.rendered.view = vp
 	return vp
 }
@@ -146,19 +138,14 @@ func (np *nodePieces) orderOf(t *topology.Topology) []int32 {
 // first use. BestSpeed: at 1M nodes it compresses the family in about
 // 1.2 s of CPU, the default level in about three times that, of a cold
 // scrape whose target is 5 s; 28.7 bytes a node are sent instead of 27.
-func (np *nodePieces) gzipped(t *topology.Topology) (*zchunk, error) {
+func (np *nodePieces) gzipped(t *topology.Topology) *zchunk {
 	order := np.orderOf(t)
-	np.mu.Lock()
-	defer np.mu.Unlock()
-	if np.z == nil && np.err == nil {
+	np.zOnce.Do(func() {
 		z := newZwriter(newFlate(flate.BestSpeed))
-		err := writeNodeFamily(z, t, order)
-		c, ferr := z.finish()
-		if np.err = errors.Join(err, ferr); np.err == nil {
-			np.z = &c
-		}
-	}
-	return np.z, np.err
+		_ = writeNodeFamily(z, t, order) // into memory: no error
+		np.z = z.finish()
+	})
+	return &np.z
 }
 
 // writeText writes the node family of t to w as plain text.
@@ -168,16 +155,14 @@ func (np *nodePieces) writeText(w io.Writer, t *topology.Topology) error {
 
 // newPiece is the piece of a family whose text is text (copied) and, when
 // fw is not nil, its gzip chunk compressed by fw.
-func newPiece(name string, text []byte, fw *flate.Writer) (*piece, error) {
+func newPiece(name string, text []byte, fw *flate.Writer) *piece {
 	p := &piece{name: name, plain: bytes.Clone(text)}
-	if fw == nil {
-		return p, nil
+	if fw != nil {
+		z := newZwriter(fw)
+		_, _ = z.Write(p.plain)
+		p.z = z.finish()
 	}
-	z := newZwriter(fw)
-	_, _ = z.Write(p.plain) // a bytes.Buffer underneath: no error
-	var err error
-	p.z, err = z.finish()
-	return p, err
+	return p
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding allows gzip
@@ -202,12 +187,12 @@ func acceptsGzip(r *http.Request) bool {
 // servePrerendered writes the text exposition of v from its pieces.
 func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v topology.View, format expfmt.Format) {
 	vp := h.viewOf(v)
-	errs := []error{vp.err}
+	var errs []error
 
 	gz := acceptsGzip(r)
 	pieces := slices.Clone(vp.pieces)
 	add := func(name string, text []byte) {
-		p, _ := newPiece(name, text, nil)
+		p := newPiece(name, text, nil)
 		if gz {
 			p.z = storedChunk(p.plain)
 		}
@@ -252,15 +237,10 @@ func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v top
 		g := newGzipStream(w)
 		for _, p := range pieces {
 			if p.name == nodeInfoName && np != nil {
-				z, err := np.gzipped(v.Topology)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				g.chunk(z)
-				continue
+				g.chunk(np.gzipped(v.Topology))
+			} else {
+				g.chunk(&p.z)
 			}
-			g.chunk(&p.z)
 		}
 		errs = append(errs, g.close())
 	} else {

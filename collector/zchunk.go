@@ -32,7 +32,8 @@ type zchunk struct {
 	shift crcOperator // appending size zero bytes, for crcCombine
 }
 
-// zwriter compresses plain text into a zchunk.
+// zwriter compresses plain text into a zchunk, in memory: its writes do
+// not fail.
 type zwriter struct {
 	buf  bytes.Buffer
 	fw   *flate.Writer
@@ -66,11 +67,11 @@ func (z *zwriter) Write(p []byte) (int, error) {
 }
 
 // finish ends the chunk with a sync flush.
-func (z *zwriter) finish() (zchunk, error) {
-	err := z.fw.Flush()
+func (z *zwriter) finish() zchunk {
+	_ = z.fw.Flush() // into memory: no error
 	z.fw.Reset(io.Discard)
 	data := bytes.Clone(z.buf.Bytes()) // exact size: it is kept
-	return zchunk{data: data, crc: z.crc, size: z.size, shift: zeroesOperator(z.size)}, err
+	return zchunk{data: data, crc: z.crc, size: z.size, shift: zeroesOperator(z.size)}
 }
 
 // storedChunk returns plain as a chunk of stored (uncompressed) deflate
