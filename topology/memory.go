@@ -35,12 +35,12 @@ var settledLive atomic.Uint64
 // where the default pacing lets the heap grow to twice what a collection
 // during a refresh marked live (3-4 times the live heap). The collection
 // it starts takes the place of the one the refresh's garbage would start.
-// The limit is left as it was when a refresh started meanwhile (idle false
-// after the collection: its nodes were counted live), and when the
-// operator set GOMEMLIMIT.
+// When a refresh started meanwhile (idle false after the collection: its
+// nodes were counted live), the limit is only raised, if the process holds
+// more than it allows; it is left alone when the operator set GOMEMLIMIT.
 func settleMemory(idle func() bool) {
 	runtime.GC()
-	if os.Getenv("GOMEMLIMIT") != "" || !idle() {
+	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
@@ -48,17 +48,24 @@ func settleMemory(idle func() bool) {
 	metrics.Read(s)
 	live := s[0].Value.Uint64()
 	held := s[1].Value.Uint64() - s[2].Value.Uint64() - s[3].Value.Uint64() // the heap's spans, the runtime's own memory
-	debug.SetMemoryLimit(memoryLimit(live, held, settledLive.Swap(live)))
+	if idle() {
+		debug.SetMemoryLimit(memoryLimit(live, held, settledLive.Swap(live)))
+	} else if limit := memoryLimit(live, held, settledLive.Load()); limit > debug.SetMemoryLimit(-1) {
+		debug.SetMemoryLimit(limit)
+	}
 }
 
 // memoryLimit is the soft memory limit for a process holding held bytes,
 // live of them the heap a collection marked, the last collection of
 // settleMemory having marked last (0: none). A reader still holding the
 // topology replaced (a scrape rendering it) makes one collection find more
-// live: the less of the last two counts.
+// live: the headroom is of the less of the last two. The limit is never
+// below what the process holds plus that headroom: under the live heap, the
+// collector runs without pause on a core (its CPU limiter's 50% of
+// GOMAXPROCS) until a limit is raised.
 func memoryLimit(live, held, last uint64) int64 {
 	if last != 0 && last < live {
-		held, live = held-(live-last), last
+		live = last
 	}
 	return int64(held) + max(int64(refreshHeadroom*float64(live)), minHeadroom)
 }
