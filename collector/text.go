@@ -28,8 +28,8 @@ func (tf textFamilies) add(f *family, v float64, labels ...string) {
 	tf[f] = append(tf[f], series{labels, v})
 }
 
-// each calls fn with each family's name and text, in name order; b holds
-// the text until the next call.
+// each calls fn with each family's name and text, in name order; text is
+// reused once fn returns.
 func (tf textFamilies) each(fn func(name string, text []byte)) {
 	var b []byte
 	for _, f := range slices.SortedFunc(maps.Keys(tf), func(a, b *family) int { return cmp.Compare(a.name, b.name) }) {
