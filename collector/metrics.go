@@ -5,7 +5,6 @@
 package collector
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -169,8 +168,8 @@ func (c viewCollector) Collect(ch chan<- prometheus.Metric) {
 // writes its own way (nodetext.go).
 func collectShared(emit emitFunc, v topology.View) {
 	emit(upFamily, boolValue(v.Up()))
-	for _, g := range slices.Sorted(maps.Keys(v.Remapped)) {
-		emit(changesFamily, v.Remapped[g], g)
+	for g, n := range v.Remapped {
+		emit(changesFamily, n, g)
 	}
 	t := v.Topology
 	if t == nil {

@@ -29,10 +29,6 @@ const nodeInfoName = "ironic_node_conductor_info"
 
 const nodeInfoHelp = "1 per node; conductor is the hostname the hash ring maps it to, empty when no conductor can serve it."
 
-// nodeFamilyHead is the HELP and TYPE lines of the node family.
-var nodeFamilyHead = "# HELP " + nodeInfoName + " " + helpEscaper.Replace(nodeInfoHelp) + "\n" +
-	"# TYPE " + nodeInfoName + " gauge\n"
-
 // helpEscaper escapes a HELP text as expfmt does.
 var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 
@@ -48,7 +44,7 @@ func writeNodeFamily(w io.Writer, t *topology.Topology, order []int32) error {
 		return nil
 	}
 	b := make([]byte, 0, nodeTextFlush+1024)
-	b = append(b, nodeFamilyHead...)
+	b = appendHead(b, nodeInfoFamily)
 	var prefix []byte
 	var last *topology.NodeInfo
 	for _, i := range order {

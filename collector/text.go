@@ -35,14 +35,7 @@ func (tf textFamilies) each(fn func(name string, text []byte)) {
 	for _, f := range slices.SortedFunc(maps.Keys(tf), func(a, b *family) int { return cmp.Compare(a.name, b.name) }) {
 		ss := tf[f]
 		slices.SortFunc(ss, func(a, b series) int { return slices.Compare(a.labels, b.labels) })
-		b = append(b[:0], "# HELP "+f.name+" "...)
-		b = append(b, helpEscaper.Replace(f.help)...)
-		b = append(b, "\n# TYPE "+f.name...)
-		if f.typ == prometheus.CounterValue {
-			b = append(b, " counter\n"...)
-		} else {
-			b = append(b, " gauge\n"...)
-		}
+		b = appendHead(b[:0], f)
 		for _, s := range ss {
 			b = append(b, f.name...)
 			for i, name := range f.labels {
@@ -65,6 +58,17 @@ func (tf textFamilies) each(fn func(name string, text []byte)) {
 		}
 		fn(f.name, b)
 	}
+}
+
+// appendHead appends f's HELP and TYPE lines as expfmt writes them.
+func appendHead(b []byte, f *family) []byte {
+	b = append(b, "# HELP "+f.name+" "...)
+	b = append(b, helpEscaper.Replace(f.help)...)
+	b = append(b, "\n# TYPE "+f.name...)
+	if f.typ == prometheus.CounterValue {
+		return append(b, " counter\n"...)
+	}
+	return append(b, " gauge\n"...)
 }
 
 // appendFloat appends v as expfmt writes a sample value.
