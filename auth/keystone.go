@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
 )
 
@@ -76,12 +78,14 @@ type Keystone struct {
 	cfg  KeystoneConfig
 	base string
 
-	mu       sync.Mutex
-	svc      string
-	svcTo    time.Time
-	valid    *lru[[32]byte, cached]
-	invalid  *lru[[32]byte, time.Time]
-	inflight map[[32]byte]*validation
+	mu      sync.Mutex
+	svc     string
+	svcTo   time.Time
+	valid   *lru[[32]byte, cached]
+	invalid *lru[[32]byte, time.Time]
+	// inflight holds one validation per token: the other requests with it
+	// wait for that answer.
+	inflight singleflight.Group
 
 	// svcMu is held while the service token is fetched.
 	svcMu sync.Mutex
@@ -94,10 +98,8 @@ type cached struct {
 	until time.Time
 }
 
-// validation is one token's validation in flight; done is closed when its
-// result is set.
+// validation is the outcome of one token's validation.
 type validation struct {
-	done  chan struct{}
 	creds *Credentials
 	fail  *Failure
 }
@@ -133,8 +135,7 @@ func NewKeystone(cfg KeystoneConfig) (*Keystone, error) {
 	}
 	cfg.WWWAuthenticateURI = cmp.Or(cfg.WWWAuthenticateURI, cfg.AuthURL)
 	return &Keystone{cfg: cfg, base: base, valid: newLRU[[32]byte, cached](cfg.CacheSize),
-		invalid: newLRU[[32]byte, time.Time](cfg.CacheSize), inflight: map[[32]byte]*validation{},
-		slots: make(chan struct{}, cfg.MaxValidations)}, nil
+		invalid: newLRU[[32]byte, time.Time](cfg.CacheSize), slots: make(chan struct{}, cfg.MaxValidations)}, nil
 }
 
 // unauthorized is auth_token's 401 body and header.
@@ -180,26 +181,18 @@ func (k *Keystone) Authenticate(r *http.Request) (*Credentials, *Failure) {
 		}
 		k.invalid.remove(key)
 	}
-	v, follower := k.inflight[key]
-	if !follower {
-		v = &validation{done: make(chan struct{})}
-		k.inflight[key] = v
-	}
 	k.mu.Unlock()
-	if follower {
-		select {
-		case <-v.done:
-			return v.creds, v.fail
-		case <-r.Context().Done():
-			return nil, unavailable()
-		}
+	ch := k.inflight.DoChan(string(key[:]), func() (any, error) {
+		creds, fail := k.lead(r.Context(), key, tok)
+		return validation{creds, fail}, nil
+	})
+	select {
+	case res := <-ch:
+		v := res.Val.(validation)
+		return v.creds, v.fail
+	case <-r.Context().Done():
+		return nil, unavailable()
 	}
-	v.creds, v.fail = k.lead(r.Context(), key, tok)
-	k.mu.Lock()
-	delete(k.inflight, key)
-	k.mu.Unlock()
-	close(v.done)
-	return v.creds, v.fail
 }
 
 // lead validates tok for every request waiting for it, within a slot, and
