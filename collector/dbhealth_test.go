@@ -70,7 +70,7 @@ func (p *probing) SnapshotChanges(ctx context.Context, k *db.Known) (*db.Snapsho
 		return snap, err
 	}
 	unchanged := *snap
-	unchanged.Nodes, unchanged.NodesUnchanged = nil, true
+	unchanged.Nodes, unchanged.NodeRead = nil, db.NodeReadSkipped
 	return &unchanged, nil
 }
 

@@ -25,7 +25,7 @@ const (
 	// probe were read and merged into the known nodes (SnapshotChanges).
 	NodeReadDelta NodeRead = "delta"
 	// NodeReadSkipped: the probe equalled the known one and no node was
-	// read (Snapshot.NodesUnchanged).
+	// read (Snapshot.Nodes is empty).
 	NodeReadSkipped NodeRead = "skipped"
 )
 
@@ -53,7 +53,7 @@ type Known struct {
 // SnapshotChanges is Snapshot, sparing what it can of the node read: when
 // known is not nil and not Recent, and the nodes table still probes as
 // known.Probe (SQLNodeProbe, in the same transaction as the conductors), no
-// node is read (Snapshot.NodesUnchanged); when the probe differs, only the
+// node is read (NodeReadSkipped); when the probe differs, only the
 // rows that may have changed since known.Probe are read, in the same
 // transaction, and merged by id into known.Nodes (Snapshot.NodeRead says
 // NodeReadDelta); when the delta cannot be proven to give the nodes a full

@@ -43,7 +43,7 @@ func readDeltaAndFull(t *testing.T, d *DB, known *Known, what string) deltaRead 
 		t.Fatalf("%s: %v", what, err)
 	}
 	testHook = noHook
-	if r.snap.NodesUnchanged {
+	if r.snap.NodeRead == NodeReadSkipped {
 		// The cache's part: the known nodes stand.
 		unchanged := *r.snap
 		unchanged.Nodes = known.Nodes

@@ -195,7 +195,7 @@ func (d *DB) snapshotOwnerFallback(ctx context.Context, known since) (*Snapshot,
 		d.ownerCols.Store(ownerColsMissing)
 		s, err = d.snapshot(ctx, known)
 	}
-	if err == nil && !s.NodesUnchanged {
+	if err == nil && s.NodeRead != NodeReadSkipped {
 		d.ownerCols.CompareAndSwap(ownerColsUnknown, ownerColsPresent)
 	}
 	return s, err
@@ -283,7 +283,7 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 		return nil, notIronic(err)
 	}
 	snap.NodeRead = NodeReadFull
-	if snap.NodesUnchanged = known.probe != nil && *known.probe == snap.NodeProbe; snap.NodesUnchanged {
+	if known.probe != nil && *known.probe == snap.NodeProbe {
 		snap.NodeRead = NodeReadSkipped
 		// The probe does not see a column renamed or dropped under the
 		// exporter: the node read itself, with no row, proves it would

@@ -28,7 +28,7 @@ type Snapshot struct {
 	// Conductors are the rows of the conductors table, ordered by id.
 	Conductors []Conductor
 	// Nodes are the rows of the nodes table, ordered by id; none when
-	// NodesUnchanged. A read shares the *Node of each row that did not
+	// NodeRead is NodeReadSkipped. A read shares the *Node of each row that did not
 	// change since the last read (after a delta read, every row not read
 	// again): a refresh then holds new values only for the nodes that
 	// changed. Nodes are never written once read.
@@ -36,12 +36,10 @@ type Snapshot struct {
 	// NodeProbe is what SQLNodeProbe said of the nodes table, in the same
 	// transaction.
 	NodeProbe NodeProbe
-	// NodesUnchanged is set by SnapshotChanges when the probe equalled
-	// the known one and the nodes were not read.
-	NodesUnchanged bool
 	// NodeRead says how the nodes were read: NodeReadFull,
 	// NodeReadDelta (SnapshotChanges: Nodes are complete all the same) or
-	// NodeReadSkipped (NodesUnchanged).
+	// NodeReadSkipped (SnapshotChanges: the probe equalled the known one
+	// and no node was read).
 	NodeRead NodeRead
 	// Warnings describe rows that could not be fully decoded and were kept
 	// with the undecodable value left empty (e.g. a conductor whose drivers

@@ -17,7 +17,7 @@ import (
 
 // Source yields database snapshots; *db.DB is the production one. known
 // (nil: none) is what the cache holds: the source may then leave the nodes
-// out when their probe is unchanged (Snapshot.NodesUnchanged), or read only
+// out when their probe is unchanged (db.NodeReadSkipped), or read only
 // those that changed and merge them into known's (db.DB.SnapshotChanges);
 // a source may also ignore it and read every node.
 type Source interface {
@@ -342,7 +342,7 @@ func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading snapshot: %w", err)
 	}
-	if snap.NodesUnchanged {
+	if snap.NodeRead == db.NodeReadSkipped {
 		unchanged := *snap // the Source's snapshot is its own
 		unchanged.Nodes = prev.nodes
 		snap = &unchanged
@@ -362,10 +362,7 @@ func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time
 // nodeRead is how snap read its nodes; a Source that does not say read
 // them all.
 func nodeRead(snap *db.Snapshot) db.NodeRead {
-	switch {
-	case snap.NodesUnchanged:
-		return db.NodeReadSkipped
-	case snap.NodeRead == "":
+	if snap.NodeRead == "" {
 		return db.NodeReadFull
 	}
 	return snap.NodeRead

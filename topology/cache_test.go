@@ -95,7 +95,7 @@ func (p *probingSource) SnapshotSince(_ context.Context, known *db.NodeProbe) (*
 	s := *p.snap
 	s.NodeProbe = p.probe
 	if known != nil && *known == p.probe {
-		s.Nodes, s.NodesUnchanged = nil, true
+		s.Nodes, s.NodeRead = nil, db.NodeReadSkipped
 		return &s, nil
 	}
 	p.nodeReads++
@@ -415,7 +415,7 @@ func (s *deltaSource) read(known *db.Known, delta bool) *db.Snapshot {
 	snap.NodeProbe = s.probe
 	switch {
 	case known != nil && !known.Recent && known.Probe == s.probe:
-		snap.Nodes, snap.NodesUnchanged, snap.NodeRead = nil, true, db.NodeReadSkipped
+		snap.Nodes, snap.NodeRead = nil, db.NodeReadSkipped
 	case known != nil && delta:
 		byID := map[int64]*db.Node{}
 		for _, n := range known.Nodes {
@@ -431,7 +431,7 @@ func (s *deltaSource) read(known *db.Known, delta bool) *db.Snapshot {
 	default:
 		snap.Nodes, snap.NodeRead = slices.Clone(s.fleet.Nodes), db.NodeReadFull
 	}
-	if !snap.NodesUnchanged {
+	if snap.NodeRead != db.NodeReadSkipped {
 		s.changed = map[int64]bool{}
 	}
 	return &snap
