@@ -229,12 +229,7 @@ func conductorPage(t *topology.Topology, a *conductorListArgs, marker *topology.
 func (rq *request) appendConductorList(b []byte, a *conductorListArgs, items []*topology.ConductorInfo) []byte {
 	base := rq.base()
 	b = append(b, `{"conductors": [`...)
-	for i, c := range items {
-		if i > 0 {
-			b = append(b, ',', ' ')
-		}
-		b = appendConductor(b, base, c, a.mask)
-	}
+	b = appendList(b, items, func(b []byte, c *topology.ConductorInfo) []byte { return appendConductor(b, base, c, a.mask) })
 	b = append(b, ']')
 	if len(items) > 0 && len(items) == a.limit {
 		params := a.appendDetailFields([][2]string{{"sort_key", a.sortKey}, {"sort_dir", a.sortDir}})

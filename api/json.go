@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -101,6 +102,24 @@ func appendTime(b []byte, t time.Time) []byte {
 		b = b[:len(b)-len(".000000")]
 	}
 	return append(b, "+00:00\""...)
+}
+
+// appendList appends the items rendered by item, ", " between them. The
+// first item's size reserves room for all: one allocation for a page, where
+// growing by doubling made three times the page in garbage (GET
+// /v1/conductors at 300 conductors: the >= 50x real Ironic target).
+func appendList[T any](b []byte, items []T, item func([]byte, T) []byte) []byte {
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',', ' ')
+		}
+		start := len(b)
+		b = item(b, it)
+		if i == 0 {
+			b = slices.Grow(b, (len(b)-start+2)*(len(items)-1))
+		}
+	}
+	return b
 }
 
 // appendLinks appends Ironic's "links" value for a resource (a collection

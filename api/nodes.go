@@ -422,12 +422,7 @@ func pageInIDOrder(a *nodeListArgs, n int, at func(int) *topology.NodeInfo, mark
 func (rq *request) appendNodeList(b []byte, a *nodeListArgs, items []*topology.NodeInfo, list []*nodeField) []byte {
 	base := rq.base()
 	b = append(b, `{"nodes": [`...)
-	for i, n := range items {
-		if i > 0 {
-			b = append(b, ',', ' ')
-		}
-		b = rq.appendNode(b, base, n, list)
-	}
+	b = appendList(b, items, func(b []byte, n *topology.NodeInfo) []byte { return rq.appendNode(b, base, n, list) })
 	b = append(b, ']')
 	nextLimit := a.limit
 	if a.filter("instance_uuid") != nil {
