@@ -28,9 +28,9 @@ type Snapshot struct {
 	// Conductors are the rows of the conductors table, ordered by id.
 	Conductors []Conductor
 	// Nodes are the rows of the nodes table, ordered by id; none when
-	// NodeRead is NodeReadSkipped. A read shares the *Node of each row that did not
-	// change since the last read (after a delta read, every row not read
-	// again): a refresh then holds new values only for the nodes that
+	// NodeRead is NodeReadSkipped. A read shares the *Node of each row that
+	// did not change since the last read (after a delta read, every row not
+	// read again): a refresh then holds new values only for the nodes that
 	// changed. Nodes are never written once read.
 	Nodes []*Node
 	// NodeProbe is what SQLNodeProbe said of the nodes table, in the same
