@@ -262,7 +262,7 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # sys_ticks PID: system CPU of PID (page faults, madvise, I/O), in clock ticks.
 sys_ticks() { awk '{ print $15 }' "/proc/$1/stat"; }
 # gc_cycles LOG: the garbage collections the exporter's trace has logged.
-gc_cycles() { grep -c '^gc ' "$1"; }
+gc_cycles() { grep -c '^gc ' "$1" || true; }
 
 # steady N: the steady state on an N-node fleet; the lookup rows at 100k.
 steady() {
