@@ -263,6 +263,23 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 sys_ticks() { awk '{ print $15 }' "/proc/$1/stat"; }
 # gc_cycles LOG: the garbage collections the exporter's trace has logged.
 gc_cycles() { grep -c '^gc ' "$1" || true; }
+# pct TICKS SECONDS: CPU ticks over a phase as a percentage of one core.
+pct() { awk -v c="$1" -v t="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", 100 * c / hz / t }'; }
+# hot_stacks PID TICKS0 T0 LIMIT: when the phase that began at TICKS0 and T0
+# took more than LIMIT% of a core, five samples of the exporter's threads'
+# stacks (gdb; the process goes on), while its load still runs: for whoever
+# reads why.
+hot_stacks() {
+	local p
+	p=$(pct "$(($(cpu_ticks "$1") - $2))" "$((SECONDS - $3))")
+	[[ $(meets "$p" '<=' "$4") == met ]] && return
+	command -v gdb >/dev/null || { echo "bench: $p% of a core; no gdb for the exporter's stacks" >&2; return; }
+	echo "bench: $p% of a core; the exporter's threads, five samples:" >&2
+	for _ in 1 2 3 4 5; do
+		gdb -p "$1" -batch -ex 'thread apply all bt 25' 2>/dev/null | grep -E '^Thread|^#' >&2
+		sleep 0.5
+	done
+}
 
 # steady N: the steady state on an N-node fleet; the lookup rows at 100k.
 steady() {
@@ -292,9 +309,9 @@ steady() {
 			done) &
 		bg+=($!)
 	done
-	hz=$(getconf CLK_TCK)
 	reads() { curl -fs --compressed "$base/metrics" | awk '/^ironic_exporter_node_reads_total/ { printf "%s ", $0 }'; }
-	local log=$out/exporter.${base##*:}.log gc0 gc1 gc2 s0 s1 s2 n0 n1 n2
+	local log=$out/exporter.${base##*:}.log gc0 gc1 gc2 s0 s1 s2 n0 n1 n2 limit=2 target="<= 2% of one core"
+	[[ $n == 1000000 ]] && limit=20 target="<= 20% of one core"
 	phase "steady state, $n nodes: the database unchanged for ${STEADY_SECONDS} s, 10 lookups/s"
 	sleep 20 # past the first scrapes of the new fleet
 	t0=$SECONDS c0=$(cpu_ticks "$pid") s0=$(sys_ticks "$pid") gc0=$(wc -l <"$log") n0=$(gc_cycles "$log")
@@ -305,6 +322,7 @@ steady() {
 	wrk_at "$lookup" "$STEADY_SECONDS" 1 100
 	wait "$hz_pid"
 	t1=$SECONDS c1=$(cpu_ticks "$pid") s1=$(sys_ticks "$pid") gc1=$(wc -l <"$log") n1=$(gc_cycles "$log")
+	hot_stacks "$pid" "$c0" "$t0" "$limit"
 	quiet_max=$(wrk_ms Max) quiet_p99=$(wrk_ms 99%) quiet_hz=$(wrk_ms Max "$out/healthz.txt")
 	phase "steady state, $n nodes: 1% of the nodes changing per minute for ${STEADY_SECONDS} s, 10 lookups/s"
 	reads_before=$(reads)
@@ -323,19 +341,16 @@ steady() {
 	wrk_at "$lookup" "$STEADY_SECONDS" 1 100
 	wait "$hz_pid"
 	t2=$SECONDS c2=$(cpu_ticks "$pid") s2=$(sys_ticks "$pid") gc2=$(wc -l <"$log") n2=$(gc_cycles "$log")
+	hot_stacks "$pid" "$c1" "$t1" "$limit"
 	change_max=$(wrk_ms Max) change_p99=$(wrk_ms 99%) change_hz=$(wrk_ms Max "$out/healthz.txt")
 	reads_after=$(reads)
 	kill "${bg[@]}" 2>/dev/null || true
 	wait "${bg[@]}" 2>/dev/null || true
 	assert_fresh "$base" 300
 	grep -q fail "$out/scrapes" && { echo "bench: a scrape failed" >&2; exit 1; }
-	local cpu_quiet cpu_change limit target rss live scrape_max
-	# pct TICKS SECONDS: CPU ticks over a phase as a percentage of one core.
-	pct() { awk -v c="$1" -v t="$2" -v hz="$hz" 'BEGIN { printf "%.2f", 100 * c / hz / t }'; }
+	local cpu_quiet cpu_change rss live scrape_max
 	cpu_quiet=$(pct "$((c1 - c0))" "$((t1 - t0))")
 	cpu_change=$(pct "$((c2 - c1))" "$((t2 - t1))")
-	limit=2 target="<= 2% of one core"
-	[[ $n == 1000000 ]] && limit=20 target="<= 20% of one core"
 	row "sidecar CPU, steady state, $n nodes: database unchanged ($((t1 - t0)) s)" "$target" \
 		"${cpu_quiet}% (system $(pct "$((s1 - s0))" "$((t1 - t0))")%; $((n1 - n0)) GC cycles)" "$(meets "$cpu_quiet" '<=' "$limit")"
 	row "sidecar CPU, steady state, $n nodes: 1% of the nodes changing per minute ($((t2 - t1)) s)" "$target" \
