@@ -226,15 +226,24 @@ assert_ironic_fresh() {
 	alive=$(grep -o '"alive": *true' "$out/conductors.json" | wc -l)
 	[[ $alive == "$2" ]] || { echo "bench: Ironic at $1: $alive of $2 conductors alive: stale fleet" >&2; exit 1; }
 }
-# wrk_at URL SECONDS CONNS DELAY_MS: wrk on URL, each connection waiting
-# DELAY_MS between requests (a rate of CONNS*1000/DELAY_MS a second);
-# its report in $out/wrk.txt. A non-2xx answer ends the script.
+# wrk_at URL SECONDS CONNS DELAY_MS [REPORT]: wrk on URL, each connection
+# waiting DELAY_MS between requests (a rate of CONNS*1000/DELAY_MS a
+# second); its report in REPORT ($out/wrk.txt). Its Lua script is its own
+# (REPORT.lua): two wrk started at once on one file could read it
+# truncated, and a script without delay() runs flat out. A non-2xx answer,
+# or a rate over the one asked, ends the script.
 wrk_at() {
-	local report=${5:-$out/wrk.txt}
-	printf 'function delay() return %d end\n' "$4" >"$out/delay.$4.lua"
-	wrk -t1 -c"$3" -d"$2s" --timeout 10s --latency -s "$out/delay.$4.lua" -H 'X-OpenStack-Ironic-API-Version: 1.49' "$1" >"$report"
+	local report=${5:-$out/wrk.txt} rate
+	printf 'function delay() return %d end\n' "$4" >"$report.lua"
+	wrk -t1 -c"$3" -d"$2s" --timeout 10s --latency -s "$report.lua" -H 'X-OpenStack-Ironic-API-Version: 1.49' "$1" >"$report"
 	if grep -q 'Non-2xx\|Socket errors' "$report"; then
 		echo "bench: wrk $1 got errors:" >&2
+		cat "$report" >&2
+		exit 1
+	fi
+	rate=$(awk '/Requests\/sec/ { print $2 }' "$report")
+	if [[ $(meets "$rate" '<=' "$(($3 * 1200 / $4))") != met ]]; then
+		echo "bench: wrk $1 ran at $rate requests/s, asked $(($3 * 1000 / $4)): the figures would measure another load" >&2
 		cat "$report" >&2
 		exit 1
 	fi
@@ -265,22 +274,6 @@ sys_ticks() { awk '{ print $15 }' "/proc/$1/stat"; }
 gc_cycles() { grep -c '^gc ' "$1" || true; }
 # pct TICKS SECONDS: CPU ticks over a phase as a percentage of one core.
 pct() { awk -v c="$1" -v t="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", 100 * c / hz / t }'; }
-# hot_stacks PID TICKS0 T0 LIMIT: when the phase that began at TICKS0 and T0
-# took more than LIMIT% of a core, five samples of the exporter's threads'
-# stacks (gdb; the process goes on), while its load still runs: for whoever
-# reads why.
-hot_stacks() {
-	local p
-	p=$(pct "$(($(cpu_ticks "$1") - $2))" "$((SECONDS - $3))")
-	[[ $(meets "$p" '<=' "$4") == met ]] && return
-	command -v gdb >/dev/null || { echo "bench: $p% of a core; no gdb for the exporter's stacks" >&2; return; }
-	echo "bench: $p% of a core; the exporter's threads, five samples:" >&2
-	for _ in 1 2 3 4 5; do
-		gdb -p "$1" -batch -ex 'thread apply all bt 25' 2>/dev/null | grep -E '^Thread|^#' >&2
-		sleep 0.5
-	done
-}
-
 # steady N: the steady state on an N-node fleet; the lookup rows at 100k.
 steady() {
 	local n=$1 db=ice_bench_steady_$$_$1 base pid bg=() hz t0 c0 t1 c1 t2 c2 i
@@ -322,7 +315,6 @@ steady() {
 	wrk_at "$lookup" "$STEADY_SECONDS" 1 100
 	wait "$hz_pid"
 	t1=$SECONDS c1=$(cpu_ticks "$pid") s1=$(sys_ticks "$pid") gc1=$(wc -l <"$log") n1=$(gc_cycles "$log")
-	hot_stacks "$pid" "$c0" "$t0" "$limit"
 	quiet_max=$(wrk_ms Max) quiet_p99=$(wrk_ms 99%) quiet_hz=$(wrk_ms Max "$out/healthz.txt")
 	phase "steady state, $n nodes: 1% of the nodes changing per minute for ${STEADY_SECONDS} s, 10 lookups/s"
 	reads_before=$(reads)
@@ -341,7 +333,6 @@ steady() {
 	wrk_at "$lookup" "$STEADY_SECONDS" 1 100
 	wait "$hz_pid"
 	t2=$SECONDS c2=$(cpu_ticks "$pid") s2=$(sys_ticks "$pid") gc2=$(wc -l <"$log") n2=$(gc_cycles "$log")
-	hot_stacks "$pid" "$c1" "$t1" "$limit"
 	change_max=$(wrk_ms Max) change_p99=$(wrk_ms 99%) change_hz=$(wrk_ms Max "$out/healthz.txt")
 	reads_after=$(reads)
 	kill "${bg[@]}" 2>/dev/null || true
