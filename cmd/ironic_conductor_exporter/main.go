@@ -150,7 +150,7 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 	app.Flag("refresh.min-interval", "A scrape or lookup reads the database only when the cached topology is older than this.").
 		Default("5s").DurationVar(&cfg.minInterval)
 	app.Flag("refresh.full-interval", "A refresh reads the nodes only when a probe of the nodes table changed, and then only the rows that changed, merged into the previous ones; every node is read when they were all last read this long ago; 0 reads them all at every refresh.").
-		Default("1m").DurationVar(&cfg.fullInterval)
+		Default("10m").DurationVar(&cfg.fullInterval)
 	app.Flag("refresh.timeout", "Deadline of one refresh (all queries and the topology).").Default("30s").DurationVar(&cfg.refreshTimeout)
 	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
 		Default("true").BoolVar(&cfg.nodeInfo)
