@@ -360,7 +360,7 @@ steady() {
 	row "node reads while 1% of $n nodes change per minute ($((t2 - t1)) s; --refresh.full-interval 10m)" \
 		"the delta; at most one full read per full-interval" \
 		"before: ${reads_before//ironic_exporter_node_reads_total/}; after: ${reads_after//ironic_exporter_node_reads_total/}" \
-		"$(meets "$((full - full0))" "<=" "$(((t2 - t1) / 600 + 1))")"
+		"$(meets "$((full - full0))" '<=' "$(((t2 - t1) / 600 + 1))")"
 	rss=$(awk '/VmHWM/ { print $2 * 1024 }' "/proc/$pid/status")
 	# The live heap: the least a GC cycle of the unchanged phase marked
 	# ("A->B->C MB": C), one that no refresh's transient garbage swelled

@@ -295,7 +295,7 @@ func (c *Cache) refresh(done chan struct{}) {
 	c.inflight = nil
 	c.mu.Unlock()
 	close(done)
-	if err == nil && !sameSlice(next.nodes, prev.nodes) {
+	if err == nil && nodeRead(snap) != db.NodeReadSkipped && !sameSlice(next.nodes, prev.nodes) {
 		settleMemory(c.idle)
 	}
 }
