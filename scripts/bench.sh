@@ -276,7 +276,7 @@ gc_cycles() { grep -c '^gc ' "$1" || true; }
 pct() { awk -v c="$1" -v t="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", 100 * c / hz / t }'; }
 # steady N: the steady state on an N-node fleet; the lookup rows at 100k.
 steady() {
-	local n=$1 db=ice_bench_steady_$$_$1 base pid bg=() hz t0 c0 t1 c1 t2 c2 i
+	local n=$1 db=ice_bench_steady_$$_$1 base pid bg=() t0 c0 t1 c1 t2 c2 i
 	phase "steady state, $n nodes: filling the fleet (the binary was built first)"
 	newdb "$db" "$n"
 	start_exporter base "$db"
