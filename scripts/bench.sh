@@ -12,7 +12,8 @@
 #     BenchmarkFirstScrape, BenchmarkLiveHeap) at 100k and 1M nodes;
 #   - steady: the binary on a real PostgreSQL fleet of 100k, then 1M nodes,
 #     built before the fleet is filled: two "Prometheus replicas" scraping
-#     gzip every 15 s, 10 lookups a second, the conductors heartbeating
+#     gzip every 15 s, 10 lookups a second (and /healthz once a second, as
+#     a kubelet probes), the conductors heartbeating
 #     every 10 s; the nodes unchanged for STEADY_SECONDS, then 1% of them
 #     changing per minute (a sixth of that every 10 s) for as long. The
 #     sidecar's CPU comes from /proc/PID/stat over each phase, its peak RSS
@@ -242,7 +243,7 @@ wrk_at() {
 		exit 1
 	fi
 	rate=$(awk '/Requests\/sec/ { print $2 }' "$report")
-	if [[ $(meets "$rate" '<=' "$(($3 * 1200 / $4))") != met ]]; then
+	if [[ $(meets "$rate" '<=' "$(awk -v c="$3" -v d="$4" 'BEGIN { print c * 1200 / d }')") != met ]]; then
 		echo "bench: wrk $1 ran at $rate requests/s, asked $(($3 * 1000 / $4)): the figures would measure another load" >&2
 		cat "$report" >&2
 		exit 1
@@ -308,9 +309,11 @@ steady() {
 	phase "steady state, $n nodes: the database unchanged for ${STEADY_SECONDS} s, 10 lookups/s"
 	sleep 20 # past the first scrapes of the new fleet
 	t0=$SECONDS c0=$(cpu_ticks "$pid") s0=$(sys_ticks "$pid") gc0=$(wc -l <"$log") n0=$(gc_cycles "$log")
-	# /healthz at the same rate beside the lookups: the same server's
-	# latency without the topology, what the machine's load alone costs.
-	wrk_at "$base/healthz" "$STEADY_SECONDS" 1 100 "$out/healthz.txt" &
+	# /healthz once a second beside the lookups, as a kubelet probes (every
+	# 10 s by default): the same server's latency without the topology, what
+	# the machine's load alone costs. The load is the contract's: 10
+	# lookups a second.
+	wrk_at "$base/healthz" "$STEADY_SECONDS" 1 1000 "$out/healthz.txt" &
 	hz_pid=$!
 	wrk_at "$lookup" "$STEADY_SECONDS" 1 100
 	wait "$hz_pid"
@@ -328,7 +331,7 @@ steady() {
 			sleep 10
 		done) &
 	bg+=($!)
-	wrk_at "$base/healthz" "$STEADY_SECONDS" 1 100 "$out/healthz.txt" &
+	wrk_at "$base/healthz" "$STEADY_SECONDS" 1 1000 "$out/healthz.txt" &
 	hz_pid=$!
 	wrk_at "$lookup" "$STEADY_SECONDS" 1 100
 	wait "$hz_pid"
@@ -371,7 +374,7 @@ steady() {
 		"live heap <= 600 B/node; peak RSS <= 2x the live heap" \
 		"live $(awk -v l="$live" -v n="$n" 'BEGIN { printf "%.0f MB, %.0f B/node", l / 1048576, l / n }'); peak RSS $(awk -v r="$rss" -v l="$live" 'BEGIN { printf "%.0f MB, %.2fx", r / 1048576, r / l }')" \
 		"$(awk -v l="$live" -v r="$rss" -v n="$n" 'BEGIN { print (l / n <= 600 && r <= 2 * l) ? "met" : "NOT met" }')"
-	row "lookup held by a running refresh, $n nodes (10 lookups/s; the slowest of each phase, and the slowest /healthz at 10/s beside it)" "none over 50 ms" \
+	row "lookup held by a running refresh, $n nodes (10 lookups/s; the slowest of each phase, and the slowest /healthz at 1/s beside it)" "none over 50 ms" \
 		"unchanged: slowest ${quiet_max} ms (p99 ${quiet_p99}, /healthz slowest ${quiet_hz}); changing: slowest ${change_max} ms (p99 ${change_p99}, /healthz slowest ${change_hz})" \
 		"$(meets "$(printf '%s\n%s\n' "$quiet_max" "$change_max" | sort -g | tail -1)" '<' 50)"
 	if [[ $n == 100000 ]]; then
