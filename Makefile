@@ -11,7 +11,7 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: release-check all build image run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
+.PHONY: provision release-check all build image run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
 
 # The pinned tools are built from the Go module proxy on first use into a
 # cache outside the checkout, one directory per version, so that CI's fresh
@@ -67,8 +67,16 @@ image: build
 run: build
 	./$(BIN) demo $(ARGS)
 
-## test: everything CI runs: lint, unit tests with the race detector, conformance, the release archives.
-test: lint unit conformance conformance-auth release-test release-check
+## provision: what the tests need on a Debian machine (scripts/provision.sh): Debian packages,
+## podman's settings, PostgreSQL and MariaDB started, the Ironic chroots, Go modules. Idempotent:
+## seconds when everything is there.
+provision:
+	./scripts/provision.sh
+
+## test: everything CI runs, on a machine `make provision` sets up first: lint, unit tests with
+## the race detector, conformance, the release archives.
+test: provision
+	$(MAKE) lint unit conformance conformance-auth release-test release-check
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)

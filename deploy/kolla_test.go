@@ -33,7 +33,7 @@ func TestKollaPrometheus(t *testing.T) {
 	}
 	prometheusBin, err := exec.LookPath("prometheus")
 	if err != nil {
-		t.Fatal("prometheus not found in PATH: install Debian's prometheus package (.ci/run does)")
+		t.Fatal("prometheus not found in PATH: install Debian's prometheus package (make provision does)")
 	}
 	rendered, err := mixin.Render(root, "")
 	if err != nil {

@@ -62,13 +62,13 @@ var (
 
 // needPodman skips t (fails it under ICE_TEST_REQUIRE_ALL=1) without
 // podman or without root: the pods are played as root, which owns their
-// volumes as the kubelet does (.ci/run runs as root).
+// volumes as the kubelet does (make test runs as root).
 func needPodman(t *testing.T) {
 	t.Helper()
 	testenv.Need(t, testenv.Podman)
 	if os.Geteuid() != 0 {
 		if testenv.RequireAll() {
-			t.Fatal("the podman tests run as root (.ci/run does)")
+			t.Fatal("the podman tests run as root (make provision does)")
 		}
 		t.Skip("the podman tests run as root")
 	}

@@ -76,7 +76,7 @@ func TestPrometheusRuleMatchesAlerts(t *testing.T) {
 
 // TestPrometheusRuleIsValidRuleFile: the spec of the PrometheusRule, written
 // back as a rule file, passes promtool (when installed: Debian's prometheus
-// package, which .ci/run installs).
+// package, which make provision installs).
 func TestPrometheusRuleIsValidRuleFile(t *testing.T) {
 	ruleFilesOrSkip(t)
 	testenv.Need(t, testenv.Promtool)

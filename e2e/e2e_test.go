@@ -9,7 +9,7 @@
 // Needs: PostgreSQL on 127.0.0.1:5432 with trust authentication (or
 // ICE_TEST_PG / ICE_TEST_PG_URL), Debian's python3-ironic and
 // python3-psycopg2 (the schema), prometheus and prometheus-alertmanager.
-// .ci/run installs them. Missing tools fail the test; it never skips.
+// make provision installs them. Missing tools fail the test; it never skips.
 package e2e
 
 import (
@@ -67,12 +67,12 @@ func testMain(m *testing.M) int {
 	}
 	var err error
 	if prometheusBin, err = exec.LookPath("prometheus"); err != nil {
-		return fail("prometheus not found in PATH: install Debian's prometheus package (.ci/run does)")
+		return fail("prometheus not found in PATH: install Debian's prometheus package (make provision does)")
 	}
 	// Debian names the binary prometheus-alertmanager; upstream alertmanager.
 	if alertmanagerBin, err = exec.LookPath("prometheus-alertmanager"); err != nil {
 		if alertmanagerBin, err = exec.LookPath("alertmanager"); err != nil {
-			return fail("alertmanager not found in PATH: install Debian's prometheus-alertmanager package (.ci/run does)")
+			return fail("alertmanager not found in PATH: install Debian's prometheus-alertmanager package (make provision does)")
 		}
 	}
 

@@ -31,7 +31,7 @@ func promtool(t *testing.T) string {
 	testenv.Need(t, testenv.Promtool)
 	p, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Fatal("promtool not found in PATH: install Debian's prometheus package (.ci/run does)")
+		t.Fatal("promtool not found in PATH: install Debian's prometheus package (make provision does)")
 	}
 	return p
 }

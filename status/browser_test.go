@@ -36,7 +36,7 @@ func startChromium(t *testing.T, timeout time.Duration) *chromium {
 	testenv.Need(t, testenv.Chromium)
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")
+		t.Fatal("chromium not found: install Debian's chromium package (make provision does)")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
 		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true),

@@ -377,7 +377,7 @@ func TestMetricsPromtool(t *testing.T) {
 	testenv.Need(t, testenv.Promtool)
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Fatal("promtool not found: install Debian's prometheus package (.ci/run does)")
+		t.Fatal("promtool not found: install Debian's prometheus package (make provision does)")
 	}
 	fixture(t, testIronicDB.DB(t))
 	p := start(t, dsnFor("127.0.0.1:5432"))

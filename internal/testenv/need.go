@@ -123,7 +123,7 @@ func findPython() (string, error) {
 }
 
 // The dependencies of the tests. Each names the Debian packages that
-// provide it (.ci/run installs them all).
+// provide it (make provision installs them all).
 var (
 	// PostgreSQL is the server of ICE_TEST_PG.
 	PostgreSQL = dep("PostgreSQL", "apt-get install postgresql, or set ICE_TEST_PG to a superuser DSN",
@@ -158,9 +158,9 @@ var (
 	// SystemdAnalyze checks the systemd unit.
 	SystemdAnalyze = dep("systemd-analyze", "apt-get install systemd", tool("systemd-analyze"))
 	// Podman builds and runs the image and the rendered pods (podman kube
-	// play), as root with the vfs driver and runc (.ci/run writes
+	// play), as root with the vfs driver and runc (scripts/provision.sh writes
 	// /etc/containers/containers.conf and storage.conf).
-	Podman = dep("podman", "apt-get install podman runc, and the containers.conf and storage.conf .ci/run writes",
+	Podman = dep("podman", "apt-get install podman runc, and the containers.conf and storage.conf scripts/provision.sh writes",
 		podmanWorks)
 )
 
