@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	testfixture "github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -908,7 +909,7 @@ func TestNotIronicsDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	d, err := db.Open("sqlite:///"+path, db.Options{})
+	d, err := db.Open("sqlite:///"+path, dbconn.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -21,7 +22,7 @@ var (
 )
 
 // errorKinds are the values of the kind label, all always exported.
-var errorKinds = []string{db.KindTimeout, db.KindConnection, db.KindAuth, db.KindSchema, db.KindQuery, db.KindOther}
+var errorKinds = []string{dbconn.KindTimeout, dbconn.KindConnection, dbconn.KindAuth, dbconn.KindSchema, dbconn.KindQuery, dbconn.KindOther}
 
 // DatabaseHealth exports what the refreshes say about the database: the
 // kind of the latest error and the row warnings of the latest snapshot read
@@ -50,7 +51,7 @@ func NewDatabaseHealth(logger *slog.Logger) *DatabaseHealth {
 func (h *DatabaseHealth) Observe(r topology.Refresh) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.kind = db.ErrorKind(r.Err)
+	h.kind = dbconn.ErrorKind(r.Err)
 	if r.Snapshot() {
 		h.snapshot(r)
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"testing"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // BenchmarkSnapshot reads 20 conductors (5 hardware types each, 4 interface
@@ -19,7 +21,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			fillBenchNodes(b, conn, n)
 			b.Cleanup(func() { resetTables(b, conn) })
 
-			d := openTest(b, testDSN, Options{})
+			d := openTest(b, testDSN, dbconn.Options{})
 			ctx := context.Background()
 			if s, err := d.Snapshot(ctx); err != nil || len(s.Nodes) != n || len(s.Conductors[0].HardwareTypes) != 5 {
 				b.Fatalf("warm-up snapshot: %v", err)

@@ -1,67 +1,30 @@
 package db
 
 import (
-	"cmp"
 	"context"
-	"database/sql"
-	"database/sql/driver"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"slices"
-	"strings"
 	"sync/atomic"
-	"syscall"
-	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
-// Options tune the connection pool and the query deadlines. The zero value
-// gives the defaults.
-type Options struct {
-	// QueryTimeout is the deadline of each query of a snapshot and of
-	// getting a connection. Default 10s.
-	QueryTimeout time.Duration
-	// MaxOpenConns caps the pool; as many stay open between refreshes.
-	// Default 2.
-	MaxOpenConns int
-}
+// Backend names the kind of SQL server behind Ironic's [database]connection
+// (see dbconn.Backend).
+type Backend = dbconn.Backend
 
-// Defaults of Options.
+// The backends the exporter knows.
 const (
-	DefaultQueryTimeout = 10 * time.Second
-	DefaultMaxOpenConns = 2
+	BackendPostgreSQL = dbconn.BackendPostgreSQL
+	BackendMySQL      = dbconn.BackendMySQL
+	BackendSQLite     = dbconn.BackendSQLite
 )
 
-// The pool's lifetimes: connections are recycled so that a fail-over or a
-// DNS change is picked up, and a pooled connection unused for a minute is
-// closed before a server's own idle timeout (PostgreSQL
-// idle_session_timeout, MySQL wait_timeout) or a firewall drops it.
-const (
-	connMaxLifetime = 5 * time.Minute
-	connMaxIdleTime = time.Minute
-)
-
-func (o Options) withDefaults() (Options, error) {
-	if o.QueryTimeout < 0 || o.MaxOpenConns < 0 {
-		return o, fmt.Errorf("invalid database options: negative QueryTimeout or MaxOpenConns (%+v)", o)
-	}
-	o.QueryTimeout = cmp.Or(o.QueryTimeout, DefaultQueryTimeout)
-	o.MaxOpenConns = cmp.Or(o.MaxOpenConns, DefaultMaxOpenConns)
-	return o, nil
-}
-
-// DB is the exporter's one connection pool to Ironic's database. It is safe
-// for concurrent use and lives as long as the process.
+// DB reads snapshots of Ironic's database through the exporter's one
+// connection pool to it (dbconn.Pool). It is safe for concurrent use and
+// lives as long as the process.
 type DB struct {
-	db       *sqlx.DB
-	dialect  *dialectBase
-	opts     Options
-	redacted string
+	pool *dbconn.Pool
 	// rawText: read PostgreSQL text columns as bytes (a SQL_ASCII
 	// database with non-UTF-8 text, see Snapshot).
 	rawText atomic.Bool
@@ -73,196 +36,42 @@ type DB struct {
 	// ownerCols says whether nodes has owner and lessee (ownerColsUnknown,
 	// ownerColsPresent, ownerColsMissing).
 	ownerCols atomic.Int32
+	// hook, when a test sets it, runs inside the snapshot transaction after
+	// BEGIN ("begin") and after each query ("conductors", "hardware types",
+	// "nodes", "changed nodes", "node ids"). An error from it aborts the
+	// snapshot.
+	hook func(ctx context.Context, stage string, tx *sqlx.Tx) error
 }
 
-// Open parses dsn (Ironic's [database]connection: a SQLAlchemy URL for
-// PostgreSQL, MySQL/MariaDB or SQLite, a libpq URL or a libpq key=value
-// string) and sets up the pool. It does not connect: a database that is
-// down when the exporter starts shows up in Snapshot errors.
-// Errors never contain the password.
-func Open(dsn string, opts Options) (*DB, error) {
-	opts, err := opts.withDefaults()
+// Open parses dsn (Ironic's [database]connection, see dbconn.Open) and sets
+// up the pool. It does not connect: a database that is down when the
+// exporter starts shows up in Snapshot errors. Errors never contain the
+// password.
+func Open(dsn string, opts dbconn.Options) (*DB, error) {
+	pool, err := dbconn.Open(dsn, opts)
 	if err != nil {
 		return nil, err
 	}
-	d, err := parseDSN(dsn)
-	if err != nil {
-		return nil, scrub(err, passwordsIn(dsn))
-	}
-	sdb := sql.OpenDB(d.connector(opts))
-	sdb.SetMaxOpenConns(opts.MaxOpenConns)
-	sdb.SetMaxIdleConns(opts.MaxOpenConns)
-	sdb.SetConnMaxLifetime(connMaxLifetime)
-	sdb.SetConnMaxIdleTime(connMaxIdleTime)
-	return &DB{
-		db:       sqlx.NewDb(sdb, d.facts().driver),
-		dialect:  d.facts(),
-		opts:     opts,
-		redacted: Redact(dsn),
-	}, nil
+	return &DB{pool: pool}, nil
 }
 
 // String is the DSN with its password replaced by "xxxxx".
-func (d *DB) String() string { return d.redacted }
+func (d *DB) String() string { return d.pool.String() }
 
 // Backend is the kind of database server.
-func (d *DB) Backend() Backend { return d.dialect.kind }
+func (d *DB) Backend() Backend { return d.pool.Backend() }
 
-// IgnoredOptions are the names of the DSN options that the Go driver has no
-// use for and that Open dropped (e.g. client_encoding, plugin, keepalives,
-// charset, ssl_cipher), for a startup log line.
-func (d *DB) IgnoredOptions() []string { return slices.Clone(d.dialect.dropped) }
+// IgnoredOptions are the DSN options the Go driver has no use for
+// (dbconn.Pool.IgnoredOptions), for a startup log line.
+func (d *DB) IgnoredOptions() []string { return d.pool.IgnoredOptions() }
 
 // Close closes the pool.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error { return d.pool.Close() }
 
-func (d *DB) scrub(err error) error { return scrub(err, d.dialect.secret) }
-
-// scrub replaces any secret (of 4 bytes or more: shorter ones would mangle
-// the message and tell little) in err's message, keeping err in the chain
-// for errors.Is and errors.As.
-func scrub(err error, secrets []string) error {
-	if err == nil {
+// runHook runs the test hook at stage, if one is set.
+func (d *DB) runHook(s *dbconn.Session, stage string) error {
+	if d.hook == nil {
 		return nil
 	}
-	msg := err.Error()
-	changed := false
-	for _, s := range secrets {
-		if len(s) >= 4 && strings.Contains(msg, s) {
-			msg = strings.ReplaceAll(msg, s, redactedPassword)
-			changed = true
-		}
-	}
-	if !changed {
-		return err
-	}
-	return &scrubbedError{msg: msg, err: err}
-}
-
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-// passwordsIn extracts what looks like a password from a DSN that could not
-// be parsed, to scrub the parse error.
-func passwordsIn(dsn string) []string {
-	var out []string
-	if m := sqlaUserinfo.FindStringSubmatch(dsn); m != nil && m[3] != "" {
-		out = append(out, m[3], pyUnquote(m[3], false))
-	}
-	if u, err := parseSQLAlchemyURL(dsn); err == nil {
-		for _, q := range u.Query {
-			if secretOptions[strings.ToLower(q.Key)] {
-				out = append(out, q.Value)
-			}
-		}
-		return out
-	}
-	pairs, _ := parseConninfo(dsn)
-	for _, p := range pairs {
-		if secretOptions[strings.ToLower(p.Key)] {
-			out = append(out, p.Value)
-		}
-	}
-	return out
-}
-
-// retryable reports whether err says the connection, not the query, failed:
-// the server or the network closed it (typically while it sat idle in the
-// pool), so that the same snapshot on a new connection may well work. A
-// step that overran its deadline is not retried: the refresh's time is up.
-func retryable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, mysql.ErrInvalidConn) {
-		return true
-	}
-	var pqErr *pq.Error
-	if errors.As(err, &pqErr) {
-		// Class 57, operator intervention: admin_shutdown (57P01,
-		// pg_terminate_backend), crash_shutdown, cannot_connect_now,
-		// idle_session_timeout (57P05); and 25P03
-		// idle_in_transaction_session_timeout.
-		return strings.HasPrefix(string(pqErr.Code), "57P") || pqErr.Code == "25P03"
-	}
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) {
-		// ER_CONNECTION_KILLED, ER_SERVER_SHUTDOWN; CR_SERVER_GONE_ERROR,
-		// CR_SERVER_LOST (client-side codes, from MariaDB's connector).
-		switch myErr.Number {
-		case 1927, 1053, 2006, 2013, 4031:
-			return true
-		}
-	}
-	return false
-}
-
-// Error kinds of ErrorKind: bounded values for a metric label.
-const (
-	KindTimeout    = "timeout"
-	KindConnection = "connection"
-	KindAuth       = "auth"
-	KindSchema     = "schema"
-	KindQuery      = "query"
-	KindOther      = "other"
-)
-
-// ErrorKind classifies an error of Snapshot into one of the Kind
-// constants, for a metric label or a generic public message; the details
-// (addresses, user names) belong in logs only.
-func ErrorKind(err error) string {
-	if err == nil {
-		return ""
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return KindTimeout
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return KindTimeout
-	}
-	var pqErr *pq.Error
-	if errors.As(err, &pqErr) {
-		switch c := string(pqErr.Code); {
-		case strings.HasPrefix(c, "28"): // invalid authorization
-			return KindAuth
-		case c == "3D000" || c == "42P01" || c == "42703" || c == "42883": // no database, table, column
-			return KindSchema
-		case c == "55P03" || c == "57014": // lock_not_available, query_canceled
-			return KindTimeout
-		case strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P"):
-			return KindConnection
-		}
-		return KindQuery
-	}
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) {
-		switch myErr.Number {
-		case 1044, 1045, 1698: // access denied
-			return KindAuth
-		case 1049, 1146, 1054: // unknown database, table, column
-			return KindSchema
-		case 1205, 3024, 1969: // lock wait timeout, max_execution_time, max_statement_time
-			return KindTimeout
-		}
-		return KindQuery
-	}
-	var opErr *net.OpError
-	if retryable(err) || errors.As(err, &opErr) || errors.Is(err, syscall.ECONNREFUSED) {
-		return KindConnection
-	}
-	if m := err.Error(); strings.Contains(m, "no such table") || strings.Contains(m, "no such column") {
-		return KindSchema // SQLite
-	}
-	if m := err.Error(); strings.Contains(m, "database is locked") || strings.Contains(m, "SQLITE_BUSY") {
-		return KindTimeout
-	}
-	return KindOther
+	return d.hook(s.Context(), stage, s.Tx())
 }

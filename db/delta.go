@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -117,17 +118,17 @@ func changedSince(known *Known) (string, bool) {
 // known.Nodes (see SnapshotChanges); probe is the probe of tx. false (and
 // no error) when the delta cannot be proven exact: the caller then reads
 // every node in the same transaction.
-func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string, binary bool, known *Known, probe NodeProbe) ([]*Node, bool, error) {
+func (d *DB) readDelta(s *dbconn.Session, query string, binary bool, known *Known, probe NodeProbe) ([]*Node, bool, error) {
 	from, ok := changedSince(known)
 	if last := d.lastNodeRead.Load(); !ok || last == nil || last.probe != known.Probe || len(last.warnings) > 0 {
 		return nil, false, nil
 	}
-	changed, nw, err := d.decodeNodes(ctx, watch, tx, "reading nodes changed since the last read", query, binary, 16,
+	changed, nw, err := d.decodeNodes(s, "reading nodes changed since the last read", query, binary, 16,
 		known.Probe.MaxID, from, from)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := testHook(ctx, "changed nodes", tx); err != nil {
+	if err := d.runHook(s, "changed nodes"); err != nil {
 		return nil, false, err
 	}
 	if len(nw) > 0 {
@@ -136,13 +137,13 @@ func (d *DB) readDelta(ctx context.Context, watch func(context.Context) func() b
 	nodes := mergeNodes(known.Nodes, changed)
 	if int64(len(nodes)) > probe.Count {
 		ids := make([]int64, 0, probe.Count)
-		err := d.inStep(ctx, watch, "reading node ids", func(ctx context.Context) error {
+		err := s.Step("reading node ids", func(ctx context.Context, tx *sqlx.Tx) error {
 			return tx.SelectContext(ctx, &ids, SQLNodeIDs)
 		})
 		if err != nil {
 			return nil, false, err
 		}
-		if err := testHook(ctx, "node ids", tx); err != nil {
+		if err := d.runHook(s, "node ids"); err != nil {
 			return nil, false, err
 		}
 		nodes = keepIDs(nodes, ids)

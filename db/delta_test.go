@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -34,7 +35,7 @@ func readDeltaAndFull(t *testing.T, d *DB, known *Known, what string) deltaRead 
 	t.Helper()
 	ctx := context.Background()
 	var r deltaRead
-	setHook(t, func(_ context.Context, stage string, _ *sqlx.Tx) error {
+	setHook(d, func(_ context.Context, stage string, _ *sqlx.Tx) error {
 		r.stages = append(r.stages, stage)
 		return nil
 	})
@@ -42,7 +43,7 @@ func readDeltaAndFull(t *testing.T, d *DB, known *Known, what string) deltaRead 
 	if r.snap, err = d.SnapshotChanges(ctx, known); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	testHook = noHook
+	d.hook = nil
 	if r.snap.NodeRead == NodeReadSkipped {
 		// The cache's part: the known nodes stand.
 		unchanged := *r.snap
@@ -84,7 +85,7 @@ func TestDeltaSeesIronicWrites(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *testBackend) {
 		conn := b.admin(t)
 		b.reset(t, conn)
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		w := startIronicWriter(t, b.dsn)
 		ctx := context.Background()
 		for i, step := range ironicSteps {
@@ -202,7 +203,7 @@ func TestDeltaRandomized(t *testing.T) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 12))
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		var seq int
 		clock := time.Now()
 		ids := randomWrites(t, b, conn, rng, &clock, nil, 20, &seq)
@@ -248,7 +249,7 @@ func TestDeltaRandomized(t *testing.T) {
 func TestDeltaFallsBack(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *testBackend) {
 		conn := b.admin(t)
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		ctx := context.Background()
 		hourAgo := time.Now().Add(-time.Hour)
 		old := sqlTime(hourAgo.Add(-time.Hour))
@@ -353,7 +354,7 @@ func TestDeltaAfterARecentProbe(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *testBackend) {
 		conn := b.admin(t)
 		b.reset(t, conn)
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		at := sqlTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 		for i := 1; i <= 3; i++ {
 			b.exec(t, conn, fmt.Sprintf(`INSERT INTO nodes (id, uuid, driver, conductor_group, created_at, updated_at)
@@ -383,7 +384,7 @@ func TestDeltaIDClause(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *testBackend) {
 		conn := b.admin(t)
 		b.reset(t, conn)
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		old := sqlTime(time.Now().Add(-time.Hour))
 		b.exec(t, conn, `INSERT INTO nodes (id, uuid, driver, conductor_group, created_at, updated_at)
 VALUES (1, '00000001-0000-4000-8000-000000000000', 'ipmi', '', `+old+`, `+old+`)`)
@@ -473,7 +474,7 @@ func TestReadsShareUnchangedNodes(t *testing.T) {
 		var seq int
 		clock := time.Now()
 		randomWrites(t, b, conn, rand.New(rand.NewPCG(1, 2)), &clock, nil, 20, &seq)
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		ctx := context.Background()
 		first, err := d.Snapshot(ctx)
 		if err != nil {

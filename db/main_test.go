@@ -17,6 +17,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	_ "modernc.org/sqlite"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
@@ -73,21 +74,9 @@ var (
 	goTZ   = "America/New_York"
 )
 
-// Ping checks that the database answers, within QueryTimeout, as a
-// snapshot connects (the tests' way to try a DSN).
-func (d *DB) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
-	defer cancel()
-	// A pooled connection the server closed fails the first try.
-	err := d.db.PingContext(ctx)
-	if err != nil && ctx.Err() == nil && retryable(err) {
-		err = d.db.PingContext(ctx)
-	}
-	if err != nil {
-		return d.scrub(fmt.Errorf("pinging database: %w", err))
-	}
-	return nil
-}
+// Ping checks that the database answers, as a snapshot connects (the
+// tests' way to try a DSN).
+func (d *DB) Ping(ctx context.Context) error { return d.pool.Ping(ctx) }
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -131,7 +120,7 @@ func testMain(m *testing.M) int {
 	if pgGate.Err == nil {
 		admin, err := sql.Open("postgres", adminDSN)
 		if err != nil {
-			return fail("opening %s: %v", Redact(adminDSN), err)
+			return fail("opening %s: %v", dbconn.Redact(adminDSN), err)
 		}
 		defer func() { _ = admin.Close() }()
 		testDBName, steinDBName = "ice_db_test_"+suffix, "ice_db_stein_"+suffix
@@ -244,7 +233,7 @@ func ironicSchema(url, revision string) error {
 		if len(tail) > 4000 {
 			tail = tail[len(tail)-4000:]
 		}
-		return fmt.Errorf("scripts/ironic-schema.sh %s %s: %w\n%s", Redact(url), revision, err, tail)
+		return fmt.Errorf("scripts/ironic-schema.sh %s %s: %w\n%s", dbconn.Redact(url), revision, err, tail)
 	}
 }
 
@@ -261,17 +250,9 @@ func testDBConn(t testing.TB, name string) *sql.DB {
 	return conn
 }
 
-func adminDSNFor(name string) string {
-	pairs, _ := parseConninfo(adminDSN)
-	var b strings.Builder
-	for _, p := range pairs {
-		if p.Key == "dbname" {
-			continue
-		}
-		fmt.Fprintf(&b, "%s=%s ", p.Key, quoteConninfo(p.Value))
-	}
-	return b.String() + "dbname=" + name
-}
+// adminDSNFor is adminDSN on database name (a later key wins, in lib/pq as
+// in libpq).
+func adminDSNFor(name string) string { return adminDSN + " dbname=" + name }
 
 func mustExec(t testing.TB, conn *sql.DB, stmts ...string) {
 	t.Helper()
@@ -288,11 +269,11 @@ func resetTables(t testing.TB, conn *sql.DB) {
 	mustExec(t, conn, `TRUNCATE conductor_hardware_interfaces, nodes, conductors RESTART IDENTITY CASCADE`)
 }
 
-func openTest(t testing.TB, dsn string, opts Options) *DB {
+func openTest(t testing.TB, dsn string, opts dbconn.Options) *DB {
 	t.Helper()
 	d, err := Open(dsn, opts)
 	if err != nil {
-		t.Fatalf("Open(%s): %v", Redact(dsn), err)
+		t.Fatalf("Open(%s): %v", dbconn.Redact(dsn), err)
 	}
 	t.Cleanup(func() { d.Close() })
 	return d

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/bench"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkNodeRead(b *testing.B) {
 	fillBenchNodes(b, conn, n)
 	b.Cleanup(func() { resetTables(b, conn) })
 	ctx := context.Background()
-	lib := openTest(b, testDSN+"?sslmode=disable", Options{})
+	lib := openTest(b, testDSN+"?sslmode=disable", dbconn.Options{})
 	for range bench.Rounds(0) {
 		b.Run(fmt.Sprintf("libpq/nodes=%d", n), func(b *testing.B) {
 			for b.Loop() {

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"testing"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // TestSnapshotWithoutOwnerColumns: a schema older than nodes.lessee
@@ -16,7 +18,7 @@ func TestSnapshotWithoutOwnerColumns(t *testing.T) {
 				conn := b.admin(t)
 				b.exec(t, conn, `ALTER TABLE nodes RENAME COLUMN `+col+` TO `+col+`_away`)
 				t.Cleanup(func() { b.exec(t, conn, `ALTER TABLE nodes RENAME COLUMN `+col+`_away TO `+col) })
-				d := openTest(t, b.dsn, Options{})
+				d := openTest(t, b.dsn, dbconn.Options{})
 				for i := range 2 {
 					got, err := d.Snapshot(context.Background())
 					if err != nil {
@@ -43,7 +45,7 @@ func TestSnapshotWithoutOwnerColumns(t *testing.T) {
 // snapshot settles that owner and lessee are read.
 func TestSnapshotOwnerColumnsPresent(t *testing.T) {
 	loadFixture(t)
-	d := openTest(t, testDSN, Options{})
+	d := openTest(t, testDSN, dbconn.Options{})
 	got, err := d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jmoiron/sqlx"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
@@ -24,11 +24,11 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	t.Cleanup(func() { resetTables(t, admin) })
 	fillAwkwardNodes(t, admin)
 
-	d := openTest(t, testDSN, Options{})
+	d := openTest(t, testDSN, dbconn.Options{})
 	read := func(query string, binary bool) ([]*Node, []string, []WarningCount) {
 		t.Helper()
-		r := readInTx(t, d, func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]*Node, error) {
-			return d.readNodes(ctx, noWatch, tx, query, binary, NodeProbe{}, w)
+		r := readInTx(t, d, func(s *dbconn.Session, w *warner) ([]*Node, error) {
+			return d.readNodes(s, query, binary, NodeProbe{}, w)
 		})
 		return r.nodes, r.lines, r.counts
 	}
@@ -122,7 +122,7 @@ func TestPostgresSQLASCIINodes(t *testing.T) {
 		`INSERT INTO conductor_hardware_interfaces VALUES (1, 'ipmi')`,
 		`INSERT INTO nodes (uuid, name, driver, conductor_group, created_at, updated_at, lessee)
 			VALUES ('11111111-1111-4111-8111-111111111111', E'n\xe91', 'ipmi', '', '2024-01-02 03:04:05.000006', NULL, E'l\xff')`)
-	d := openTest(t, adminURL+"/"+name+"?sslmode=disable", Options{})
+	d := openTest(t, adminURL+"/"+name+"?sslmode=disable", dbconn.Options{})
 	s, err := d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -149,16 +149,15 @@ type nodesRead struct {
 }
 
 // readInTx runs read in a transaction of d, rolled back after it.
-func readInTx(t testing.TB, d *DB, read func(ctx context.Context, tx *sqlx.Tx, w *warner) ([]*Node, error)) nodesRead {
+func readInTx(t testing.TB, d *DB, read func(s *dbconn.Session, w *warner) ([]*Node, error)) nodesRead {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := d.db.BeginTxx(ctx, &d.dialect.tx)
+	s, err := d.pool.Begin(context.Background(), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer s.End(false)
 	w := &warner{}
-	nodes, err := read(ctx, tx, w)
+	nodes, err := read(s, w)
 	if err != nil {
 		t.Fatal(err)
 	}

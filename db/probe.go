@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -63,12 +64,12 @@ func (p NodeProbe) Latest() time.Time {
 }
 
 // probeNodes runs SQLNodeProbe, as the dialect words it, in tx.
-func (d *DB) probeNodes(ctx context.Context, watch func(context.Context) func() bool, tx *sqlx.Tx, query string) (NodeProbe, error) {
+func (d *DB) probeNodes(s *dbconn.Session, query string) (NodeProbe, error) {
 	var (
 		updated, created       dbTime
 		count, maxID, reserved sql.NullInt64
 	)
-	err := d.inStep(ctx, watch, "probing nodes", func(ctx context.Context) error {
+	err := s.Step("probing nodes", func(ctx context.Context, tx *sqlx.Tx) error {
 		return tx.QueryRowContext(ctx, query).Scan(&count, &maxID, &updated, &reserved, &created)
 	})
 	if err != nil {

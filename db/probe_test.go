@@ -1,6 +1,7 @@
 package db
 
 import (
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 
 	"bufio"
@@ -119,7 +120,7 @@ func TestProbeSeesIronicWrites(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *testBackend) {
 		conn := b.admin(t)
 		b.reset(t, conn)
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		w := startIronicWriter(t, b.dsn)
 		ctx := context.Background()
 		before, err := d.SnapshotSince(ctx, nil)

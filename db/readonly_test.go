@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // Proof that the exporter never writes: on PostgreSQL and MariaDB it works
@@ -48,7 +50,7 @@ func readStatementsOnly(t *testing.T, stmts []string) {
 // deleted the newest node (the delta statement and the id list).
 func exerciseReader(t *testing.T, dsn string, kind Backend, admin *sql.DB) {
 	t.Helper()
-	d := openTest(t, dsn, Options{QueryTimeout: 5 * time.Second})
+	d := openTest(t, dsn, dbconn.Options{QueryTimeout: 5 * time.Second})
 	ctx := context.Background()
 	if err := d.Ping(ctx); err != nil {
 		t.Fatal(err)
@@ -208,7 +210,9 @@ func TestMySQLStatementsAreReads(t *testing.T) {
 	}
 	t.Logf("%d statements on %d connections logged by MariaDB for %s: %q", len(stmts), len(threads), user, stmts)
 	readStatementsOnly(t, stmts)
-	for _, want := range []string{mysqlSessionSQL, mysqlBeginSQL} {
+	// The statements dbconn's MySQL sessions send (dbconn/mysql.go).
+	for _, want := range []string{"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+		"START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"} {
 		found := false
 		for _, s := range stmts {
 			found = found || s == want

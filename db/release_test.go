@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // TestSnapshotReleaseData reads what tells the Ironic release, on the real
@@ -18,7 +20,7 @@ func TestSnapshotReleaseData(t *testing.T) {
 		conn := b.admin(t)
 		b.exec(t, conn, `UPDATE conductors SET version = '1.3' WHERE id = 1`,
 			`UPDATE conductors SET version = '1.10' WHERE id = 7`)
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		got, err := d.Snapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -66,9 +68,9 @@ func TestSnapshotAlembicNotGranted(t *testing.T) {
 	})
 	dsn := strings.Replace(testDSN, "postgres@", role+"@", 1)
 	if dsn == testDSN {
-		t.Fatalf("cannot put the role into %s", Redact(testDSN))
+		t.Fatalf("cannot put the role into %s", dbconn.Redact(testDSN))
 	}
-	d := openTest(t, dsn, Options{})
+	d := openTest(t, dsn, dbconn.Options{})
 	got, err := d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -2,23 +2,14 @@
 // exporter needs (conductors, conductor_hardware_interfaces and nodes).
 //
 // The package knows nothing about Prometheus, HTTP or the hash ring: it turns
-// rows into plain values. Timestamps are naive UTC in every backend, exactly
+// rows into plain values. Connections, read-only sessions, deadlines and
+// error kinds are dbconn's; this package holds Ironic's statements (queries.go,
+// columns.go), the readers of its tables (tables.go, noderows.go, probe.go,
+// delta.go) and the decoding of their values (scan.go, warnings.go). Timestamps are naive UTC in every backend, exactly
 // as Ironic stores them, and are returned as time.Time values in time.UTC.
 package db
 
 import "time"
-
-// Backend names the kind of SQL server behind Ironic's [database]connection.
-// It matters beyond the driver: Ironic drops the heartbeat check from ring
-// membership when it runs on SQLite.
-type Backend string
-
-// The backends the exporter knows.
-const (
-	BackendPostgreSQL Backend = "postgresql"
-	BackendMySQL      Backend = "mysql"
-	BackendSQLite     Backend = "sqlite"
-)
 
 // Snapshot is everything one refresh reads, taken in a single read-only
 // transaction so that conductors, their hardware types and nodes agree.

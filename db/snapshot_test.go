@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"github.com/lib/pq/pqerror"
@@ -214,7 +215,7 @@ func TestSnapshot(t *testing.T) { forEachBackend(t, testSnapshot) }
 
 func testSnapshot(t *testing.T, b *testBackend) {
 	loadFixtureOn(t, b)
-	d := openTest(t, b.dsn, Options{})
+	d := openTest(t, b.dsn, dbconn.Options{})
 	got := snapshotIsFixture(t, d, b.kind)
 	// Every timestamp is in time.UTC, the zero value included.
 	for _, c := range got.Conductors {
@@ -241,7 +242,7 @@ func testSnapshot(t *testing.T, b *testBackend) {
 func TestSnapshotEmpty(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *testBackend) {
 		b.reset(t, b.admin(t))
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		got, err := d.Snapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -266,7 +267,8 @@ func TestSnapshotTimeZones(t *testing.T) {
 		{"negative offset", testDSN + "?options=-c+TimeZone%3DAmerica/St_Johns", "America/St_Johns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+			d := openTest(t, tc.dsn, dbconn.Options{})
+			setHook(d, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
 				if stage != "begin" {
 					return nil
 				}
@@ -279,24 +281,20 @@ func TestSnapshotTimeZones(t *testing.T) {
 				}
 				return nil
 			})
-			d := openTest(t, tc.dsn, Options{})
 			snapshotIsFixture(t, d, BackendPostgreSQL)
 		})
 	}
 }
 
-func setHook(t *testing.T, h func(ctx context.Context, stage string, tx *sqlx.Tx) error) {
-	t.Helper()
-	testHook = h
-	t.Cleanup(func() { testHook = noHook })
-}
+// setHook makes h run inside d's snapshot transactions (DB.hook).
+func setHook(d *DB, h func(ctx context.Context, stage string, tx *sqlx.Tx) error) { d.hook = h }
 
 func TestSnapshotReadOnlyRepeatableRead(t *testing.T) {
 	needPG(t)
 	loadFixture(t)
-	d := openTest(t, testDSN, Options{})
+	d := openTest(t, testDSN, dbconn.Options{})
 	var checked bool
-	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+	setHook(d, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
 		if stage != "begin" {
 			return nil
 		}
@@ -364,8 +362,8 @@ func TestSnapshotConsistent(t *testing.T) {
 func testSnapshotConsistent(t *testing.T, b *testBackend) {
 	loadFixtureOn(t, b)
 	admin := b.admin(t)
-	d := openTest(t, b.dsn, Options{})
-	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+	d := openTest(t, b.dsn, dbconn.Options{})
+	setHook(d, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
 		if stage == "conductors" {
 			b.exec(t, admin,
 				`INSERT INTO conductor_hardware_interfaces (conductor_id, hardware_type, interface_type, interface_name, "default")
@@ -382,7 +380,7 @@ func testSnapshotConsistent(t *testing.T, b *testBackend) {
 	if diff := cmp.Diff(wantFor(b.kind), got, timeCmp); diff != "" {
 		t.Errorf("snapshot saw changes committed after it started (-want +got):\n%s", diff)
 	}
-	testHook = noHook
+	d.hook = nil
 	got, err = d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +398,7 @@ func TestSnapshotQueryTimeout(t *testing.T) {
 	loadFixture(t)
 	admin := testDBConn(t, testDBName)
 	const timeout = 300 * time.Millisecond
-	d := openTest(t, testDSN, Options{QueryTimeout: timeout})
+	d := openTest(t, testDSN, dbconn.Options{QueryTimeout: timeout})
 	for _, tc := range []struct{ table, want string }{
 		{"nodes", "probing nodes: timed out after 300ms"}, // the probe is the first to wait for the table
 		{"conductors", "reading conductors: timed out after 300ms"},
@@ -429,7 +427,7 @@ func TestSnapshotQueryTimeout(t *testing.T) {
 func TestSnapshotCanceled(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *testBackend) {
 		loadFixtureOn(t, b)
-		d := openTest(t, b.dsn, Options{})
+		d := openTest(t, b.dsn, dbconn.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, err := d.Snapshot(ctx); !errors.Is(err, context.Canceled) {
@@ -464,7 +462,7 @@ func TestServerDown(t *testing.T) {
 func testServerDown(t *testing.T, dsn string) {
 	const password = "s3cr3t-PW/with@chars"
 	start := time.Now()
-	d := openTest(t, dsn, Options{QueryTimeout: 2 * time.Second})
+	d := openTest(t, dsn, dbconn.Options{QueryTimeout: 2 * time.Second})
 	if time.Since(start) > 100*time.Millisecond {
 		t.Errorf("Open took %s: it must not connect", time.Since(start))
 	}
@@ -511,7 +509,7 @@ func TestSteinSchema(t *testing.T) {
 		 VALUES (1, 'ipmi', 'power', 'ipmitool', true), (1, 'ipmi', 'boot', 'pxe', true)`,
 		`INSERT INTO nodes (id, uuid, driver, conductor_group, maintenance, resource_class, provision_state)
 		 VALUES (1, 'u1', 'ipmi', 'g', false, 'bm', 'available')`)
-	d := openTest(t, steinDSN, Options{})
+	d := openTest(t, steinDSN, dbconn.Options{})
 	got, err := d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -557,8 +555,8 @@ func TestConnectForms(t *testing.T) {
 		"host=/var/run/postgresql dbname=" + testDBName + " user='" + role + "' password='p@ss:w/rd%'",
 		"host=127.0.0.1 port=5432 dbname=" + testDBName + " user='" + role + "' sslmode=require",
 	} {
-		t.Run(Redact(dsn), func(t *testing.T) {
-			d := openTest(t, dsn, Options{QueryTimeout: 5 * time.Second})
+		t.Run(dbconn.Redact(dsn), func(t *testing.T) {
+			d := openTest(t, dsn, dbconn.Options{QueryTimeout: 5 * time.Second})
 			snapshotIsFixture(t, d, BackendPostgreSQL)
 		})
 	}
@@ -608,14 +606,14 @@ func TestSnapshotNotIronic(t *testing.T) {
 			conn := b.admin(t)
 			b.reset(t, conn)
 			b.exec(t, conn, "ALTER TABLE "+table+" RENAME TO "+table+"_elsewhere")
-			_, err := openTest(t, b.dsn, Options{}).Snapshot(context.Background())
+			_, err := openTest(t, b.dsn, dbconn.Options{}).Snapshot(context.Background())
 			b.exec(t, conn, "ALTER TABLE "+table+"_elsewhere RENAME TO "+table)
 			if !errors.Is(err, ErrNotIronic) || !strings.Contains(err.Error(), "is this Ironic's database") {
 				t.Errorf("no %s table: %v, want ErrNotIronic", table, err)
 			}
 		}
 	})
-	d := openTest(t, "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2", Options{QueryTimeout: 2 * time.Second})
+	d := openTest(t, "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2", dbconn.Options{QueryTimeout: 2 * time.Second})
 	if _, err := d.Snapshot(context.Background()); err == nil || errors.Is(err, ErrNotIronic) {
 		t.Errorf("server down: %v, want a transient error", err)
 	}

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 
 	"bytes"
@@ -45,58 +46,6 @@ func sqliteWALBackend(t *testing.T) *testBackend {
 	return &b
 }
 
-func TestParseSQLiteDSN(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		dsn, path string
-		ignored   []string
-	}{
-		{"sqlite:////var/lib/ironic/ironic.sqlite", "/var/lib/ironic/ironic.sqlite", nil},
-		{"sqlite:///ironic.sqlite", filepath.Join(wd, "ironic.sqlite"), nil},
-		{"sqlite:///../state/ironic.db?timeout=30&check_same_thread=false", filepath.Join(wd, "../state/ironic.db"), []string{"timeout", "check_same_thread"}},
-		{"sqlite:////tmp/a%20b/ironic.sqlite", "/tmp/a b/ironic.sqlite", nil},
-		{"SQLite+pysqlite:////x.db", "/x.db", nil},
-	} {
-		t.Run(tc.dsn, func(t *testing.T) {
-			d, err := parseDSN(tc.dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := d.(*sqliteDialect)
-			if s.path != tc.path {
-				t.Errorf("path %q, want %q", s.path, tc.path)
-			}
-			if diff := cmp.Diff(tc.ignored, s.dropped); diff != "" {
-				t.Errorf("ignored (-want +got):\n%s", diff)
-			}
-			dsn := s.dsn(Options{QueryTimeout: 2 * time.Second})
-			for _, want := range []string{"mode=ro", "busy_timeout%282000%29", "query_only%281%29"} {
-				if !strings.Contains(dsn, want) {
-					t.Errorf("driver DSN %q lacks %q", dsn, want)
-				}
-			}
-		})
-	}
-	for _, tc := range []struct{ dsn, want string }{
-		{"sqlite://", "must name the database file"},
-		{"sqlite:///:memory:", "in-memory"},
-		{"sqlite://host/x.db", "not a host"},
-		{"sqlite:///x.db?uri=true", `"uri" is not supported`},
-		{"sqlite:///x.db?foo=1", `unknown database option "foo"`},
-	} {
-		if _, err := Open(tc.dsn, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Open(%q) = %v, want an error containing %q", tc.dsn, err, tc.want)
-		}
-	}
-}
-
-// TestSQLiteReadOnly: a write inside the snapshot fails, and snapshots
-// neither change the file nor leave a journal behind, in rollback-journal
-// and WAL mode (no other process has the WAL database open: SQLite then
-// needs to make the -shm index, which a read-only connection may do).
 func TestSQLiteReadOnly(t *testing.T) {
 	for _, mode := range []string{"delete", "wal"} {
 		t.Run(mode, func(t *testing.T) { testSQLiteReadOnly(t, mode) })
@@ -118,9 +67,9 @@ func testSQLiteReadOnly(t *testing.T, mode string) {
 	}
 	before := sum()
 	st, _ := os.Stat(path)
-	d := openTest(t, b.dsn, Options{})
+	d := openTest(t, b.dsn, dbconn.Options{})
 	var checked bool
-	setHook(t, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+	setHook(d, func(ctx context.Context, stage string, tx *sqlx.Tx) error {
 		if stage != "begin" {
 			return nil
 		}
@@ -171,7 +120,7 @@ func closeAll(t *testing.T, path string) {
 
 func TestSQLiteMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.sqlite")
-	d := openTest(t, "sqlite:///"+path, Options{})
+	d := openTest(t, "sqlite:///"+path, dbconn.Options{})
 	_, err := d.Snapshot(context.Background())
 	if err == nil || !strings.HasPrefix(err.Error(), "connecting to database: ") {
 		t.Errorf("snapshot of a missing file: %v", err)
@@ -195,7 +144,7 @@ func TestSQLiteRelativePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := openTest(t, "sqlite:///"+rel+"?timeout=30", Options{})
+	d := openTest(t, "sqlite:///"+rel+"?timeout=30", dbconn.Options{})
 	snapshotIsFixture(t, d, BackendSQLite)
 }
 
@@ -214,7 +163,7 @@ func TestSQLiteTimestamps(t *testing.T) {
 		`INSERT INTO nodes (id, uuid, driver, created_at, updated_at) VALUES
 		 (1, 'u1', 'ipmi', '2024-01-01 00:00:00.000001', 'garbage'),
 		 (2, 'u2', 'ipmi', 'x', 'y')`)
-	d := openTest(t, sqliteDSN, Options{})
+	d := openTest(t, sqliteDSN, dbconn.Options{})
 	got, err := d.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +207,7 @@ func TestSQLiteLocked(t *testing.T) {
 	b.dsn, b.admin = "sqlite:///"+path, func(t testing.TB) *sql.DB { return sqliteConn(t, path) }
 	loadFixtureOn(t, &b)
 	const timeout = 300 * time.Millisecond
-	d := openTest(t, b.dsn, Options{QueryTimeout: timeout})
+	d := openTest(t, b.dsn, dbconn.Options{QueryTimeout: timeout})
 	writer := sqliteConn(t, path)
 	ctx := context.Background()
 	wc, err := writer.Conn(ctx)
@@ -359,7 +308,7 @@ func TestSQLiteConcurrentWriter(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			d := openTest(t, "sqlite:///"+path, Options{QueryTimeout: 5 * time.Second})
+			d := openTest(t, "sqlite:///"+path, dbconn.Options{QueryTimeout: 5 * time.Second})
 			var snaps, failed int
 			var maxDur time.Duration
 			done := make(chan error, 1)

@@ -38,6 +38,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -178,7 +179,7 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 		return nil, nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
 	}
 	// The simulator's view of the fleet is read as the exporter reads it.
-	if d.reader, err = db.Open(d.DSN(), db.Options{}); err != nil {
+	if d.reader, err = db.Open(d.DSN(), dbconn.Options{}); err != nil {
 		return nil, nil, fmt.Errorf("demo database: %w", err)
 	}
 	sim := newSimulator(d, opts.Seed, now)

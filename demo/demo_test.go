@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -101,7 +102,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func open(t *testing.T, d *Demo) *db.DB {
 	t.Helper()
-	r, err := db.Open(d.DSN(), db.Options{})
+	r, err := db.Open(d.DSN(), dbconn.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // Source yields database snapshots; *db.DB is the production one. known
@@ -126,9 +127,9 @@ const DefaultMaxWait = 500 * time.Millisecond
 // will not fix: the database is not Ironic's (db.ErrNotIronic).
 func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
 
-// ErrKind is the kind of the latest refresh's error (db.ErrorKind: timeout,
+// ErrKind is the kind of the latest refresh's error (dbconn.ErrorKind: timeout,
 // connection, auth, schema, query or other), "" when it succeeded.
-func (v View) ErrKind() string { return db.ErrorKind(v.Err) }
+func (v View) ErrKind() string { return dbconn.ErrorKind(v.Err) }
 
 // ErrNoData is returned while no refresh has ever succeeded.
 var ErrNoData = errors.New("no topology read from the database yet")

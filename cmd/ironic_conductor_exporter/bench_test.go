@@ -17,6 +17,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/bench"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
@@ -45,7 +46,7 @@ func BenchmarkRefresh(b *testing.B) {
 	needDB(b)
 	for _, n := range []int{10_000, 100_000} {
 		benchFleet(b, n)
-		database, err := db.Open(dsnFor("127.0.0.1:5432"), db.Options{})
+		database, err := db.Open(dsnFor("127.0.0.1:5432"), dbconn.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -133,7 +134,7 @@ func BenchmarkRefreshFloors(b *testing.B) {
 	benchFleet(b, n)
 	admin := testIronicDB.DB(b)
 	ctx := context.Background()
-	database, err := db.Open(dsnFor("127.0.0.1:5432"), db.Options{})
+	database, err := db.Open(dsnFor("127.0.0.1:5432"), dbconn.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/collector"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
@@ -263,7 +264,7 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if err := checkDoors(cfg, toolkitFlags, authn.mode, logger); err != nil {
 		return err
 	}
-	database, err := db.Open(dsn, db.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns})
+	database, err := db.Open(dsn, dbconn.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns})
 	if err != nil {
 		return fmt.Errorf("%s: %w", src.dsn, err)
 	}

@@ -1,4 +1,4 @@
-package db
+package dbconn
 
 import (
 	"database/sql"
@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// This file turns the string an operator copies from ironic.conf
-// ([database]connection, a SQLAlchemy URL) into a dialect: the Go driver and
+// This file turns the string an operator copies from a service's configuration
+// (ironic.conf [database]connection, a SQLAlchemy URL) into a dialect: the Go driver and
 // its configuration. The SQLAlchemy URL grammar is shared by every backend;
 // what the parts mean (query options, default host, ...) belongs to the
 // dialect, one file per backend (postgres.go, mysql.go, sqlite.go).
@@ -38,8 +38,6 @@ type dialectBase struct {
 	driver string
 	// tx are the options of the snapshot transaction.
 	tx sql.TxOptions
-	// q are the snapshot's SQL statements.
-	q *queries
 	// secret are the values that must never appear in an error or a log
 	// line (password, key passphrase).
 	secret []string

@@ -1,4 +1,4 @@
-package db
+package dbconn
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func newSQLiteFromURL(u *sqlaURL) (dialect, error) {
 	if !u.HasDatabase || u.Database == ":memory:" {
 		return nil, errors.New("database URL: a SQLite URL must name the database file Ironic uses (sqlite:////absolute/path or sqlite:///relative/path); an in-memory database has nothing to read")
 	}
-	d := &sqliteDialect{dialectBase: dialectBase{kind: BackendSQLite, driver: "sqlite", q: &sqliteQueries, tx: sql.TxOptions{ReadOnly: true}}}
+	d := &sqliteDialect{dialectBase: dialectBase{kind: BackendSQLite, driver: "sqlite", tx: sql.TxOptions{ReadOnly: true}}}
 	for _, q := range u.Query {
 		switch {
 		case q.Key == "uri":
@@ -114,12 +114,3 @@ func (c *sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	return conn, nil
 }
-
-// sqliteQueries read timestamps as text (sqliteWording).
-var sqliteQueries = func() queries {
-	q := sqliteWording.queries(questionParam)
-	q.probe = `SELECT count(*), coalesce(max(id), 0), CAST(max(updated_at) AS TEXT), count(reservation),
-       CAST(max(created_at) AS TEXT)
-FROM nodes`
-	return q
-}()

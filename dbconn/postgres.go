@@ -1,4 +1,4 @@
-package db
+package dbconn
 
 import (
 	"cmp"
@@ -238,7 +238,7 @@ func finishPostgres(p *pgParams) (dialect, error) {
 	if _, err := pq.NewConnectorConfig(cfg); err != nil {
 		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
 	}
-	return &postgres{dialectBase: dialectBase{kind: BackendPostgreSQL, driver: "postgres", q: &pgQueries, tx: repeatableReadOnly,
+	return &postgres{dialectBase: dialectBase{kind: BackendPostgreSQL, driver: "postgres", tx: repeatableReadOnly,
 		secret: secrets, dropped: p.dropped}, params: p.vals, conn: &pgConnector{cfg: cfg, userTimeout: p.userTimeout}}, nil
 }
 
@@ -263,22 +263,3 @@ func defaultSocketDir(port string) string {
 }
 
 func (d *postgres) connector(Options) driver.Connector { return d.conn }
-
-// pgQueries are standardQueries with the nodes (all, and the delta read's)
-// read in binary: each text
-// column through textsend (bytea of the text in the client's encoding,
-// which PostgreSQL checks as it does for text), each timestamp through
-// timestamp_send (its microseconds), id and conductor_affinity as integers,
-// maintenance as text. Prepared, lib/pq asks for bytea and integers in
-// binary and hands them over without a copy or a parse, where text
-// columns cost it a string and a conversion each, and a timestamp a
-// parse: about half the client's work per row, which keeps the full read
-// inside 2x the COPY of the same rows.
-var pgQueries = func() queries {
-	q := standardQueries
-	binary := pgBinaryWording.queries(dollarParam)
-	q.nodes, q.nodesWithoutOwner = binary.nodes, binary.nodesWithoutOwner
-	q.changedNodes, q.changedNodesWithoutOwner = binary.changedNodes, binary.changedNodesWithoutOwner
-	q.binaryNodes = true
-	return q
-}()
