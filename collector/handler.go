@@ -27,9 +27,11 @@ type HandlerOptions struct {
 	Logger *slog.Logger
 }
 
-// NewHandler returns the /metrics handler. Each scrape builds a registry
-// holding an Exporter bound to the scrape's deadline, taken from the
-// X-Prometheus-Scrape-Timeout-Seconds header.
+// NewHandler returns the /metrics handler. Each scrape takes the cache's
+// view within the scrape's deadline (the X-Prometheus-Scrape-Timeout-Seconds
+// header, less ScrapeTimeoutOffset) and writes it: the text format from the
+// pieces kept per view and node generation (render.go), any other format
+// through a registry holding a viewCollector.
 func NewHandler(cache *topology.Cache, opts HandlerOptions) http.Handler {
 	if opts.ScrapeTimeoutOffset == 0 {
 		opts.ScrapeTimeoutOffset = 500 * time.Millisecond

@@ -1,7 +1,8 @@
 // Package collector renders the cached Ironic topology (package topology)
 // as Prometheus metrics: the /metrics handler, and the cache's refresh
 // metrics. It computes nothing of Ironic's: every value comes from the
-// Topology.
+// Topology. It declares the families; writing the text format fast is
+// package internal/exposition's job.
 package collector
 
 import (
@@ -11,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/exposition"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -100,13 +102,11 @@ type ExporterOptions struct {
 }
 
 // family is one metric family of a view: its Desc for client_golang's
-// registry (the protobuf exposition) and what the text writer (text.go)
-// needs to write it without one.
+// registry (the protobuf exposition) and what the text writer
+// (exposition.Families) needs to write it without one.
 type family struct {
-	name, help string
-	labels     []string // in name order, as the exposition orders them
-	typ        prometheus.ValueType
-	desc       *prometheus.Desc
+	exposition.Family
+	desc *prometheus.Desc
 }
 
 // families are every family newFamily made, for Describe.
@@ -120,10 +120,10 @@ func newFamily(name, help string, labels ...string) *family {
 	if !slices.IsSorted(labels) {
 		panic("collector: labels of " + name + " not in name order")
 	}
-	f := &family{name: name, help: help, labels: labels, typ: prometheus.GaugeValue,
+	f := &family{Family: exposition.Family{Name: name, Help: help, Labels: labels, Type: prometheus.GaugeValue},
 		desc: prometheus.NewDesc(name, help, labels, nil)}
 	if strings.HasSuffix(name, "_total") {
-		f.typ = prometheus.CounterValue
+		f.Type = prometheus.CounterValue
 	}
 	families = append(families, f)
 	return f
@@ -132,6 +132,11 @@ func newFamily(name, help string, labels ...string) *family {
 // emitFunc receives one series of a family: its value and its label
 // values, in the order of its label names. It may keep labels.
 type emitFunc func(f *family, v float64, labels ...string)
+
+// textEmit emits into tf, for the text exposition.
+func textEmit(tf exposition.Families) emitFunc {
+	return func(f *family, v float64, labels ...string) { tf.Add(&f.Family, v, labels...) }
+}
 
 // viewCollector renders a view already taken from the cache, for a
 // registry: the protobuf exposition, and the reference the text writer is
@@ -154,7 +159,7 @@ func (c viewCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c viewCollector) Collect(ch chan<- prometheus.Metric) {
 	emit := func(f *family, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(f.desc, f.typ, v, labels...)
+		ch <- prometheus.MustNewConstMetric(f.desc, f.Type, v, labels...)
 	}
 	collectShared(emit, c.view)
 	collectPerScrape(emit, c.view, c.now)

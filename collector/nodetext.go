@@ -2,8 +2,8 @@ package collector
 
 import (
 	"io"
-	"strings"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/exposition"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -29,9 +29,6 @@ const nodeInfoName = "ironic_node_conductor_info"
 
 const nodeInfoHelp = "1 per node; conductor is the hostname the hash ring maps it to, empty when no conductor can serve it."
 
-// helpEscaper escapes a HELP text as expfmt does.
-var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-
 // nodeTextFlush is how many bytes of node lines are buffered before they
 // are written out, each write a chunk of the response and a write(2). At
 // most --web.max-renders renders hold one at a time.
@@ -44,7 +41,7 @@ func writeNodeFamily(w io.Writer, t *topology.Topology, order []int32) error {
 		return nil
 	}
 	b := make([]byte, 0, nodeTextFlush+1024)
-	b = appendHead(b, nodeInfoFamily)
+	b = exposition.AppendHead(b, &nodeInfoFamily.Family)
 	var prefix []byte
 	var last *topology.NodeInfo
 	for _, i := range order {
@@ -54,18 +51,18 @@ func writeNodeFamily(w io.Writer, t *topology.Topology, order []int32) error {
 		if last == nil || n.Conductor != last.Conductor || n.ConductorGroup != last.ConductorGroup ||
 			n.Driver != last.Driver {
 			prefix = append(prefix[:0], nodeInfoName+`{conductor="`...)
-			prefix = appendLabelValue(prefix, n.Conductor)
+			prefix = exposition.AppendLabelValue(prefix, n.Conductor)
 			prefix = append(prefix, `",conductor_group="`...)
-			prefix = appendLabelValue(prefix, n.ConductorGroup)
+			prefix = exposition.AppendLabelValue(prefix, n.ConductorGroup)
 			prefix = append(prefix, `",driver="`...)
-			prefix = appendLabelValue(prefix, n.Driver)
+			prefix = exposition.AppendLabelValue(prefix, n.Driver)
 			prefix = append(prefix, `",node_name="`...)
 		}
 		last = n
 		b = append(b, prefix...)
-		b = appendLabelValue(b, n.NameOrEmpty())
+		b = exposition.AppendLabelValue(b, n.NameOrEmpty())
 		b = append(b, `",node_uuid="`...)
-		b = appendLabelValue(b, n.UUID)
+		b = exposition.AppendLabelValue(b, n.UUID)
 		b = append(b, "\"} 1\n"...)
 		if len(b) >= nodeTextFlush {
 			if _, err := w.Write(b); err != nil {
@@ -76,28 +73,4 @@ func writeNodeFamily(w io.Writer, t *topology.Topology, order []int32) error {
 	}
 	_, err := w.Write(b)
 	return err
-}
-
-// needsEscape marks the bytes expfmt escapes in a label value.
-var needsEscape = [256]bool{'\\': true, '"': true, '\n': true}
-
-// appendLabelValue appends s escaped as expfmt escapes a label value:
-// \ as \\, " as \", newline as \n.
-func appendLabelValue(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !needsEscape[c] {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '\n':
-			b = append(b, `\n`...)
-		default:
-			b = append(b, '\\', c)
-		}
-		start = i + 1
-	}
-	return append(b, s[start:]...)
 }

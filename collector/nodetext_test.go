@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/exposition"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -197,7 +198,8 @@ func TestHelpEscaper(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, _, _ := strings.Cut(b.String(), "\n# TYPE")
-		if got := "# HELP x " + helpEscaper.Replace(help); got != want {
+		f := exposition.Family{Name: "x", Help: help, Type: prometheus.GaugeValue}
+		if got := strings.TrimSuffix(string(exposition.AppendHead(nil, &f)), "\n# TYPE x gauge\n"); got != want {
 			t.Errorf("help %q escaped as %q, expfmt writes %q", help, got, want)
 		}
 	}
@@ -241,6 +243,6 @@ type nodeInfoCollector struct{ t *topology.Topology }
 func (c nodeInfoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeInfoFamily.desc }
 func (c nodeInfoCollector) Collect(ch chan<- prometheus.Metric) {
 	collectNodeInfo(func(f *family, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(f.desc, f.typ, v, labels...)
+		ch <- prometheus.MustNewConstMetric(f.desc, f.Type, v, labels...)
 	}, c.t)
 }

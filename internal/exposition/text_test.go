@@ -1,4 +1,4 @@
-package collector
+package exposition
 
 import (
 	"bytes"
@@ -11,42 +11,41 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// TestTextFamiliesIsClientGolang: random series of a counter and gauges
+// TestFamiliesIsClientGolang: random series of a counter and gauges
 // with zero to three labels, label values with the bytes
 // expfmt escapes and values that sort before the closing quote, and the
 // values expfmt writes specially, are written as a registry and expfmt
 // write them.
-func TestTextFamiliesIsClientGolang(t *testing.T) {
-	defer func(n int) { families = families[:n] }(len(families))
-	fams := []*family{
-		newFamily("test_b_plain", "no labels"),
-		newFamily("test_a_total", `help with \ and`+"\nnewline", "zone"),
-		newFamily("test_c_info", "three labels", "alpha", "mid", "zeta"),
+func TestFamiliesIsClientGolang(t *testing.T) {
+	fams := []*Family{
+		{Name: "test_b_plain", Help: "no labels", Type: prometheus.GaugeValue},
+		{Name: "test_a_total", Help: `help with \ and` + "\nnewline", Labels: []string{"zone"}, Type: prometheus.CounterValue},
+		{Name: "test_c_info", Help: "three labels", Labels: []string{"alpha", "mid", "zeta"}, Type: prometheus.GaugeValue},
 	}
 	parts := []string{"", "a", "b", " ", `"`, `\`, "\n", "é", "a b", "!", "~"}
 	values := []float64{0, 1, -1, math.NaN(), math.Inf(1), math.Inf(-1), 1e-9, 1.5e9, 1764662400.123456, 42, 0.1}
 	rng := rand.New(rand.NewPCG(7, 8))
 	for round := 0; round < 200; round++ {
-		tf := textFamilies{}
+		tf := Families{}
 		reg := prometheus.NewRegistry()
 		seen := map[string]bool{}
 		var metrics []prometheus.Metric
 		for range rng.IntN(20) {
 			f := fams[rng.IntN(len(fams))]
-			labels := make([]string, len(f.labels))
+			labels := make([]string, len(f.Labels))
 			for i := range labels {
 				for range rng.IntN(3) {
 					labels[i] += parts[rng.IntN(len(parts))]
 				}
 			}
-			key := f.name + "\xff" + strings.Join(labels, "\xff")
+			key := f.Name + "\xff" + strings.Join(labels, "\xff")
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
 			v := values[rng.IntN(len(values))]
-			tf.add(f, v, labels...)
-			metrics = append(metrics, prometheus.MustNewConstMetric(f.desc, f.typ, v, labels...))
+			tf.Add(f, v, labels...)
+			metrics = append(metrics, prometheus.MustNewConstMetric(prometheus.NewDesc(f.Name, f.Help, f.Labels, nil), f.Type, v, labels...))
 		}
 		reg.MustRegister(metricsCollector(metrics))
 		mfs, err := reg.Gather()
@@ -59,7 +58,7 @@ func TestTextFamiliesIsClientGolang(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tf.each(func(_ string, text []byte) { got.Write(text) })
+		tf.Each(func(_ string, text []byte) { got.Write(text) })
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {
 			t.Fatalf("round %d: written\n%s\nclient_golang writes\n%s", round, got.Bytes(), want.Bytes())
 		}

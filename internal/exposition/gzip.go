@@ -1,4 +1,4 @@
-package collector
+package exposition
 
 import (
 	"bytes"
@@ -8,10 +8,10 @@ import (
 	"io"
 )
 
-// A gzip response is spliced from pieces compressed at different times: the
-// per-node family once per node generation, the rest of the topology once
-// per view; the exporter's own metrics, rendered per scrape, go in stored
-// (uncompressed) blocks. Each piece is a run of non-final deflate blocks
+// A gzip response is spliced from pieces compressed at different times (a
+// large family once when it changes, the families of a view once per view)
+// or not at all (what a scrape renders for itself goes in stored,
+// uncompressed, blocks). Each piece is a run of non-final deflate blocks
 // ending on a byte boundary (a sync flush, RFC 1951 3.2.4 stored block of
 // length 0, or a stored block's end), whose back-references stay inside the
 // piece; such runs concatenate into one valid deflate stream, which one
@@ -19,33 +19,32 @@ import (
 // combined from the pieces' CRCs (the GF(2) operator of appending n zero
 // bytes, as zlib's crc32_combine), so a cached piece needs no plain copy.
 // What it buys: a gzip scrape of an unchanged fleet compresses nothing of
-// the node family (the steady-state CPU target, 20% of a core at 1M nodes,
+// its node family (the steady-state CPU target, 20% of a core at 1M nodes,
 // could not pay for compressing 180 MB per scrape), and the family's plain
 // text, a third of the live heap target, is not kept.
 
-// zchunk is one piece of a gzip response: deflate blocks and what the
+// Chunk is one piece of a gzip response: deflate blocks and what the
 // trailer needs of the plain text they hold.
-type zchunk struct {
+type Chunk struct {
 	data  []byte      // non-final deflate blocks, byte-aligned
 	crc   uint32      // CRC-32 (IEEE) of the plain text
 	size  int64       // length of the plain text
 	shift crcOperator // appending size zero bytes, for crcCombine
 }
 
-// zwriter compresses plain text into a zchunk, in memory: its writes do
+// Compressor compresses plain text into a Chunk, in memory: its writes do
 // not fail.
-type zwriter struct {
+type Compressor struct {
 	buf  bytes.Buffer
 	fw   *flate.Writer
 	crc  uint32
 	size int64
 }
 
-// newFlate returns a deflate compressor at level (a valid flate level). A
+// NewFlate returns a deflate compressor at level (a valid flate level). A
 // compressor is over a megabyte, whatever the level: one serves all the
-// chunks of a rendering (Reset between them); the node family's is dropped
-// with its rendering, the views' is kept (rendered.fw).
-func newFlate(level int) *flate.Writer {
+// chunks of a rendering (NewCompressor resets it).
+func NewFlate(level int) *flate.Writer {
 	fw, err := flate.NewWriter(io.Discard, level)
 	if err != nil {
 		panic(err) // only for an invalid level
@@ -53,33 +52,35 @@ func newFlate(level int) *flate.Writer {
 	return fw
 }
 
-// newZwriter starts a chunk compressed by fw.
-func newZwriter(fw *flate.Writer) *zwriter {
-	z := &zwriter{fw: fw}
+// NewCompressor starts a chunk compressed by fw.
+func NewCompressor(fw *flate.Writer) *Compressor {
+	z := &Compressor{fw: fw}
 	z.fw.Reset(&z.buf)
 	return z
 }
 
-func (z *zwriter) Write(p []byte) (int, error) {
+// Write compresses p into the chunk.
+func (z *Compressor) Write(p []byte) (int, error) {
 	z.crc = crc32.Update(z.crc, crc32.IEEETable, p)
 	z.size += int64(len(p))
 	return z.fw.Write(p)
 }
 
-// finish ends the chunk with a sync flush.
-func (z *zwriter) finish() zchunk {
+// Finish ends the chunk with a sync flush.
+func (z *Compressor) Finish() Chunk {
 	_ = z.fw.Flush() // into memory: no error
 	z.fw.Reset(io.Discard)
 	data := bytes.Clone(z.buf.Bytes()) // exact size: it is kept
-	return zchunk{data: data, crc: z.crc, size: z.size, shift: zeroesOperator(z.size)}
+	return Chunk{data: data, crc: z.crc, size: z.size, shift: zeroesOperator(z.size)}
 }
 
-// storedChunk returns plain as a chunk of stored (uncompressed) deflate
+// StoredChunk returns plain as a chunk of stored (uncompressed) deflate
 // blocks (RFC 1951 3.2.4: starting on a byte boundary, a header byte 0 for
 // BFINAL=0 BTYPE=00 and its padding, LEN and NLEN, then at most 65,535
 // bytes): what a scrape renders for itself (a few kilobytes of the
-// exporter's own metrics) is not worth a compressor.
-func storedChunk(plain []byte) zchunk {
+// exporter's own metrics) is not worth a compressor, 1.2 MB of garbage per
+// scrape, whose collections the steady-state CPU target pays for.
+func StoredChunk(plain []byte) Chunk {
 	const maxStored = 65535
 	data := make([]byte, 0, len(plain)+5*(len(plain)/maxStored+1))
 	for rest := plain; len(rest) > 0; {
@@ -89,7 +90,7 @@ func storedChunk(plain []byte) zchunk {
 		rest = rest[n:]
 	}
 	size := int64(len(plain))
-	return zchunk{data: data, crc: crc32.ChecksumIEEE(plain), size: size, shift: zeroesOperator(size)}
+	return Chunk{data: data, crc: crc32.ChecksumIEEE(plain), size: size, shift: zeroesOperator(size)}
 }
 
 // gzipStream writes one gzip member from chunks.
@@ -108,7 +109,7 @@ func newGzipStream(w io.Writer) *gzipStream {
 	return g
 }
 
-func (g *gzipStream) chunk(c *zchunk) {
+func (g *gzipStream) chunk(c *Chunk) {
 	if g.err != nil {
 		return
 	}
