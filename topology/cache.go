@@ -72,6 +72,12 @@ type CacheConfig struct {
 	// (the collector turns it into the refresh histogram and error counter).
 	// It runs on the refreshing goroutine and must not block.
 	OnRefresh func(Refresh)
+	// NodesReplaced, when set, runs after a refresh whose read replaced
+	// the cached nodes, once the cache no longer holds the nodes and
+	// topology it replaced (the binary's memory policy, internal/memlimit,
+	// collects them then). idle reports whether no refresh runs. It runs on
+	// the refreshing goroutine.
+	NodesReplaced func(idle func() bool)
 }
 
 // Refresh is the outcome of one refresh, as reported to
@@ -296,8 +302,8 @@ func (c *Cache) refresh(done chan struct{}) {
 	c.inflight = nil
 	c.mu.Unlock()
 	close(done)
-	if err == nil && nodeRead(snap) != db.NodeReadSkipped && !sameSlice(next.nodes, prev.nodes) {
-		settleMemory(c.idle)
+	if c.cfg.NodesReplaced != nil && err == nil && nodeRead(snap) != db.NodeReadSkipped && !sameSlice(next.nodes, prev.nodes) {
+		c.cfg.NodesReplaced(c.idle)
 	}
 }
 

@@ -1,11 +1,12 @@
 package topology
 
 import (
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 )

@@ -35,6 +35,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/memlimit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
@@ -323,6 +324,7 @@ func newExporter(cfg config, settings topology.Settings, database *db.DB, logger
 			health.Observe(r)
 			a.history.Observe(r)
 		},
+		NodesReplaced: memlimit.Settle,
 	})
 	return a, err
 }

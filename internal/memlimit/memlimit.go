@@ -1,4 +1,10 @@
-package topology
+// Package memlimit is the binary's memory policy: after a refresh that
+// replaced the cached nodes, collect what it replaced and set the soft
+// memory limit so that peak RSS, a refresh included, stays within twice the
+// live heap (the performance contract). The cache calls it through
+// topology.CacheConfig.NodesReplaced; nothing else in the process sets the
+// limit.
+package memlimit
 
 import (
 	"os"
@@ -24,10 +30,10 @@ const refreshHeadroom = 0.35
 // more of it is about 0.03x more.
 const minHeadroom = 16 << 20
 
-// settledLive is the live heap the last settleMemory found.
+// settledLive is the live heap the last Settle found.
 var settledLive atomic.Uint64
 
-// settleMemory runs after a refresh whose read changed the nodes, once the
+// Settle runs after a refresh whose read changed the nodes, once the
 // cache no longer holds the nodes and topology it replaced: it collects
 // them, and sets the process's soft memory limit (debug.SetMemoryLimit) to
 // what it then holds plus refreshHeadroom of its live heap. That keeps peak
@@ -42,7 +48,7 @@ var settledLive atomic.Uint64
 // false after the collection: its nodes were counted live), the limit is
 // only raised, if the process holds more than it allows; it is left alone
 // when the operator set GOMEMLIMIT.
-func settleMemory(idle func() bool) {
+func Settle(idle func() bool) {
 	runtime.GC()
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
@@ -61,7 +67,7 @@ func settleMemory(idle func() bool) {
 
 // memoryLimit is the soft memory limit for a process holding held bytes,
 // live of them the heap a collection marked, the last collection of
-// settleMemory having marked last (0: none). A reader still holding the
+// Settle having marked last (0: none). A reader still holding the
 // topology replaced (a scrape rendering it) makes one collection find more
 // live: the headroom is of the less of the last two. The limit is never
 // below what the process holds plus that headroom: under the live heap, the
