@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -142,8 +143,7 @@ func (rq *request) front() ([]string, bool) {
 	}
 	hdr := rq.w.Header()
 	hdr[hdrRequestID] = newRequestID()
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		hdr["Allow"] = []string{"GET, HEAD"}
+	if !methods.Allowed(rq.w, r) {
 		rq.fail(readOnly(r.Method))
 		return nil, false
 	}

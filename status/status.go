@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -61,12 +62,7 @@ func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 	if opts.RefreshSeconds <= 0 {
 		opts.RefreshSeconds = 30
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
+	return methods.GetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := cache.Get(r.Context())
 		q := r.URL.Query()
 		data := build(v, time.Now(), strings.TrimSpace(q.Get("node")), opts)
@@ -93,7 +89,7 @@ func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 			w.WriteHeader(http.StatusNotFound)
 		}
 		_, _ = w.Write(buf.Bytes())
-	})
+	}))
 }
 
 // WantsHTML reports whether a request for / comes from a browser: it

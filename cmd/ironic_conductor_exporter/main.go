@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
@@ -36,6 +37,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/memlimit"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
@@ -332,10 +334,10 @@ func newExporter(cfg config, settings topology.Settings, database *db.DB, logger
 // probeMux serves /healthz and /readyz, and routes: every door has the
 // probes.
 func (a *exporter) probeMux(routes map[string]http.Handler) http.Handler {
-	healthz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	healthz := methods.GetHead(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintln(w, "ok")
 	}))
-	readyz := onlyGetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	readyz := methods.GetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Ready once a topology was read. Until then a probe starts a
 		// refresh (a not-ready pod may get no scrape to do it) and waits
 		// for it briefly; once ready it never touches the database.
@@ -378,7 +380,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 		Gatherer:        a.reg,
 		Logger:          a.logger,
 	})
-	metrics := onlyGetHead(limit.Renders(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders"))
+	metrics := methods.GetHead(limit.Renders(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders"))
 	// The policy's defaults follow the Ironic release: the flag's, else the
 	// one the served topology was judged by.
 	authn.release = func() (rules.Release, bool) {
@@ -423,29 +425,35 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 		panic(err) // only a broken embedded template fails
 	}
 	// "/{$}": the landing page at / only; other paths are the mux's 404.
-	webDoor = a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/{$}": onlyGetHead(landing)})
+	webDoor = a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/{$}": methods.GetHead(landing)})
 	return webDoor, a.probeMux(map[string]http.Handler{"/": root})
 }
 
-// run serves until SIGTERM or an interrupt, then shuts down gracefully.
+// run serves until SIGTERM or an interrupt, or until a listener fails, then
+// shuts every server down gracefully. The listeners share one lifecycle
+// (an errgroup, as kube-state-metrics runs its two): the first to fail
+// stops the others, and its error is run's.
 func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth, externalURL string) error {
 	webHandler, apiHandler := a.routes(cfg, authn, externalURL)
-	srv := newServer(webHandler, cfg.web, a.logger)
-	servers := []*http.Server{srv}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go a.cache.Get(ctx) // warm the cache; failures are logged and exported
-	errc := make(chan error, 3)
+	var servers []*http.Server
+	var serves []func() error
 	if cfg.probeListenAddress != "" {
-		probeSrv, err := a.serveProbes(cfg, errc)
+		// No TLS, no authentication: /healthz and /readyz only.
+		probeSrv := &http.Server{Handler: a.probeMux(nil), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10,
+			ReadTimeout: cfg.web.readTimeout, WriteTimeout: cfg.web.writeTimeout, IdleTimeout: cfg.web.idleTimeout}
+		l, err := net.Listen("tcp", cfg.probeListenAddress)
 		if err != nil {
-			return err
+			return fmt.Errorf("--web.probe-listen-address: %w", err)
 		}
-		defer func() { _ = probeSrv.Close() }()
+		a.logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String())
+		servers = append(servers, probeSrv)
+		serves = append(serves, func() error { return probeSrv.Serve(l) })
 	}
 	if apiHandler != nil {
 		apiSrv := newServer(apiHandler, cfg.web, a.logger)
-		servers = append(servers, apiSrv)
 		noSocket := false
 		apiFlags := &web.FlagConfig{WebListenAddresses: &cfg.apiListen, WebSystemdSocket: &noSocket, WebConfigFile: &cfg.apiConfigFile}
 		ls, err := listen(cfg.apiListen, cfg.web.maxConns)
@@ -453,42 +461,39 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 			return fmt.Errorf("--api.listen-address: %w", err)
 		}
 		a.logger.Info("listening for the JSON API and the status page", "addresses", strings.Join(cfg.apiListen, ","), "auth_strategy", authn.mode)
-		go func() { errc <- web.ServeMultiple(ls, apiSrv, apiFlags, a.logger) }()
+		servers = append(servers, apiSrv)
+		serves = append(serves, func() error { return web.ServeMultiple(ls, apiSrv, apiFlags, a.logger) })
 	}
-	go func() { errc <- listenAndServe(srv, toolkitFlags, cfg.web.maxConns, a.logger) }()
-	select {
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	case <-ctx.Done():
-	}
-	a.logger.Info("shutting down", "grace_period", cfg.shutdownGracePeriod)
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
-	defer cancel()
-	var errs []error
-	for _, s := range servers {
-		errs = append(errs, s.Shutdown(sctx)) // errors.Join drops the nils
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("graceful shutdown: %w", err)
-	}
-	return nil
-}
+	srv := newServer(webHandler, cfg.web, a.logger)
+	servers = append(servers, srv)
+	serves = append(serves, func() error { return listenAndServe(srv, toolkitFlags, cfg.web.maxConns, a.logger) })
 
-// serveProbes serves /healthz and /readyz on --web.probe-listen-address
-// (no TLS, no authentication), sending Serve's error to errc.
-func (a *exporter) serveProbes(cfg config, errc chan<- error) (*http.Server, error) {
-	probeSrv := &http.Server{Handler: a.probeMux(nil), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10,
-		ReadTimeout: cfg.web.readTimeout, WriteTimeout: cfg.web.writeTimeout, IdleTimeout: cfg.web.idleTimeout}
-	l, err := net.Listen("tcp", cfg.probeListenAddress)
-	if err != nil {
-		return nil, fmt.Errorf("--web.probe-listen-address: %w", err)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, serve := range serves {
+		g.Go(func() error {
+			if err := serve(); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
 	}
-	a.logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String())
-	go func() { errc <- probeSrv.Serve(l) }()
-	return probeSrv, nil
+	g.Go(func() error {
+		<-gctx.Done()
+		if ctx.Err() != nil {
+			a.logger.Info("shutting down", "grace_period", cfg.shutdownGracePeriod)
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGracePeriod)
+		defer cancel()
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.Shutdown(sctx)) // errors.Join drops the nils
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("graceful shutdown: %w", err)
+		}
+		return nil
+	})
+	return g.Wait()
 }
 
 // topologySettings are the Ironic settings the topology is computed with,

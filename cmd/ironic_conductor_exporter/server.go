@@ -19,11 +19,9 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 )
 
-// The bounds of the HTTP server: a silent database, a slow or
-// idle client, or many of them, never hold the process' memory or file
-// descriptors.
-
-// webLimits are the flags bounding the HTTP server.
+// webLimits are the flags bounding the HTTP servers, so that a silent
+// database, a slow or idle client, or many of them, never hold the
+// process' memory or file descriptors.
 type webLimits struct {
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	maxRequests, maxRenders, maxConns      int
@@ -199,18 +197,6 @@ func basicAuthUsers(file string) (int, error) {
 		return 0, fmt.Errorf("%s: %w", file, err)
 	}
 	return len(c.Users), nil
-}
-
-// onlyGetHead answers 405 to methods other than GET and HEAD.
-func onlyGetHead(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // quietOnDisconnect hides write errors from h after the first one: a
