@@ -30,8 +30,10 @@ const nodeInfoName = "ironic_node_conductor_info"
 const nodeInfoHelp = "1 per node; conductor is the hostname the hash ring maps it to, empty when no conductor can serve it."
 
 // nodeTextFlush is how many bytes of node lines are buffered before they
-// are written out, each write a chunk of the response and a write(2). At
-// most --web.max-renders renders hold one at a time.
+// are written out, each write a chunk of the response and a write(2): a
+// plain scrape holds 512 kB of the family at a time, not the family (180 MB
+// at 1M nodes, a third of the live heap target), at most --web.max-renders
+// of them at once.
 const nodeTextFlush = 512 << 10
 
 // writeNodeFamily writes the node family of t to w, the nodes in order (t's

@@ -1,8 +1,10 @@
 // Package topology turns database snapshots into Ironic's conductor topology
 // (liveness, hash rings, node-to-conductor mapping) and caches it with its
-// refresh policy. It is pure: it knows nothing of Prometheus or HTTP; the
-// metrics (collector), the JSON API (api) and the status page (status) are
-// all rendered from the Topology it builds.
+// refresh policy. Build is pure (no I/O, no clock: now is given); the Cache
+// reads through the Source it is given and keeps the latest topology. It
+// knows nothing of Prometheus or HTTP; the metrics (collector), the JSON
+// API (api) and the status page (status) are all rendered from the
+// Topology it builds.
 package topology
 
 import (
