@@ -342,6 +342,35 @@ func TestSIGTERM(t *testing.T) {
 	}
 }
 
+// TestListenerFailureStopsAll: the listeners share one lifecycle: when the
+// web door cannot listen (its port is taken), the probe server already
+// serving is shut down too and the process exits non-zero, naming the
+// cause, instead of serving probes that say all is well.
+func TestListenerFailureStopsAll(t *testing.T) {
+	needDB(t)
+	fixture(t, testIronicDB.DB(t))
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	probes := testenv.FreeAddr(t)
+	p := testenv.Start(t, "exporter", binary, []string{"IRONIC_EXPORTER_DB_DSN=" + dsnFor("127.0.0.1:5432")},
+		"--web.listen-address="+taken.Addr().String(), "--web.probe-listen-address="+probes)
+	select {
+	case <-p.Done():
+		if p.Err() == nil || !strings.Contains(p.Logs(), "address already in use") {
+			t.Errorf("exit %v with the web door's port taken, want a failure naming it:\n%s", p.Err(), p.Logs())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("still running 15s after its web door failed:\n%s", p.Logs())
+	}
+	if resp, err := http.Get("http://" + probes + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Error("the probe server still answers after the process exited")
+	}
+}
+
 // TestBadFlags: start-up errors are clear and exit non-zero, without
 // echoing secrets.
 func TestBadFlags(t *testing.T) {
