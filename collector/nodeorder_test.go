@@ -48,7 +48,7 @@ func TestNodeInfoOrder(t *testing.T) {
 		groups := []string{"", "g", "G", "g\x00"}[:1+rng.IntN(4)]
 		drivers := []string{"ipmi", "redfish"}[:1+rng.IntN(2)]
 		n := 1 + rng.IntN(3000)
-		topo := &topology.Topology{Nodes: make([]topology.NodeInfo, n)}
+		topo := &topology.Topology{NodeResults: topology.NodeResults{Nodes: make([]topology.NodeInfo, n)}}
 		for i := range topo.Nodes {
 			var name *string
 			if k := rng.IntN(len(names) + 1); k < len(names) {

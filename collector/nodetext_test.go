@@ -70,7 +70,7 @@ func (w *writesRecorder) Write(p []byte) (int, error) {
 // conductor, group, driver, name (nil: none) and UUID, which is all the
 // node family reads.
 func nodesTopology(nodes ...[5]*string) *topology.Topology {
-	t := &topology.Topology{Nodes: make([]topology.NodeInfo, len(nodes))}
+	t := &topology.Topology{NodeResults: topology.NodeResults{Nodes: make([]topology.NodeInfo, len(nodes))}}
 	for i, n := range nodes {
 		t.Nodes[i] = topology.NodeInfo{Conductor: *n[0],
 			Node: &db.Node{ID: int64(i + 1), ConductorGroup: *n[1], Driver: *n[2], Name: n[3], UUID: *n[4]}}

@@ -84,6 +84,14 @@ type Conductor struct {
 
 // Node is one row of the nodes table, limited to the columns the exporter
 // uses. Nullable text columns are *string: nil is SQL NULL.
+//
+// A Node is frozen: nothing writes it, or what its pointers point to, once
+// a read has returned it. A read shares an unchanged row's *Node (and its
+// strings) with the read before, and topology.Build reuses the results of
+// the very same nodes (the slice's identity is its key), so a write would
+// change what earlier snapshots and topologies say. TestNodesAreFrozen
+// (cmd/ironic_conductor_exporter) drives every consumer as production wires
+// them and checks that none does.
 type Node struct {
 	// ID is the primary key; Ironic's default sort order for nodes.
 	ID int64

@@ -104,28 +104,36 @@ func sharesNodes(a, b *Topology) bool {
 func diffTopologies(a, b, prev *Topology) []string {
 	a.index()
 	b.index()
-	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	var diffs []string
 	if ca, cb := a.NodeGeneration == prev.NodeGeneration, b.NodeGeneration == prev.NodeGeneration; ca != cb {
 		diffs = append(diffs, fmt.Sprintf("NodeGeneration carried over %v, want %v", ca, cb))
 	}
-	for i := range va.NumField() {
-		f := va.Type().Field(i)
-		switch f.Name {
-		case "NodeGeneration":
-			continue
-		case "hostCache": // holds a func, which DeepEqual never finds equal
-			if (a.hostCache == prev.hostCache) != (b.hostCache == prev.hostCache) {
-				diffs = append(diffs, "hostCache: one carried over, the other not")
+	// Every field, exported or not, of the Topology and of its embedded
+	// NodeResults.
+	var fields func(va, vb reflect.Value, prefix string)
+	fields = func(va, vb reflect.Value, prefix string) {
+		for i := range va.NumField() {
+			f := va.Type().Field(i)
+			switch f.Name {
+			case "NodeGeneration":
+				continue
+			case "NodeResults":
+				fields(va.Field(i), vb.Field(i), "NodeResults.")
+				continue
+			case "hostCache": // holds a func, which DeepEqual never finds equal
+				if (a.hostCache == prev.hostCache) != (b.hostCache == prev.hostCache) {
+					diffs = append(diffs, "hostCache: one carried over, the other not")
+				}
+				continue
 			}
-			continue
-		}
-		x := reflect.NewAt(f.Type, unsafe.Pointer(va.Field(i).UnsafeAddr())).Elem().Interface()
-		y := reflect.NewAt(f.Type, unsafe.Pointer(vb.Field(i).UnsafeAddr())).Elem().Interface()
-		if !reflect.DeepEqual(x, y) {
-			diffs = append(diffs, fmt.Sprintf("%s: %s", f.Name, firstDifference(x, y)))
+			x := reflect.NewAt(f.Type, unsafe.Pointer(va.Field(i).UnsafeAddr())).Elem().Interface()
+			y := reflect.NewAt(f.Type, unsafe.Pointer(vb.Field(i).UnsafeAddr())).Elem().Interface()
+			if !reflect.DeepEqual(x, y) {
+				diffs = append(diffs, fmt.Sprintf("%s%s: %s", prefix, f.Name, firstDifference(x, y)))
+			}
 		}
 	}
+	fields(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem(), "")
 	for i := range a.Nodes {
 		n := a.Nodes[i].Node
 		for _, ident := range []string{n.UUID, a.Nodes[i].NameOrEmpty()} {

@@ -77,6 +77,15 @@ type ConductorInfo struct {
 	Active bool
 	// State is the derived operational state.
 	State rules.State
+	// ConductorNodes are what the conductor's nodes say of it.
+	ConductorNodes
+}
+
+// ConductorNodes are a conductor's node-derived results. A rebuild that
+// reuses the previous topology's node results (reuseNodes) carries them
+// over whole: a result derived from the nodes belongs here, so that it
+// cannot be left stale.
+type ConductorNodes struct {
 	// Nodes are indexes into Topology.Nodes of the nodes mapped here, in
 	// node id order.
 	Nodes []int
@@ -124,6 +133,13 @@ type RingInfo struct {
 	ConductorGroup, HardwareType string
 	// Ring holds the active conductors registered for the key.
 	Ring *ring.Ring
+	// RingNodes are what the nodes say of the ring, carried over whole as
+	// ConductorNodes are.
+	RingNodes
+}
+
+// RingNodes are a ring's node-derived results.
+type RingNodes struct {
 	// Nodes is the number of nodes the ring serves.
 	Nodes int
 }
@@ -159,27 +175,15 @@ type Topology struct {
 	Now time.Time
 	// Conductors in id order.
 	Conductors []ConductorInfo
-	// Nodes in id order, each UUID once.
-	Nodes []NodeInfo
 	// Rings sorted by key.
 	Rings []RingInfo
-	// Orphans counts nodes no ring can serve, by group and driver.
-	Orphans map[GroupDriver]int
-	// Reservations counts nodes locked by each reservation hostname, whether
-	// or not a conductor of that name exists.
-	Reservations map[string]int
+	// NodeResults are the nodes and what Build derives from them.
+	NodeResults
 	// Remapped counts, per node conductor group, the nodes present in the
 	// previous topology whose conductor changed in this one. Every group
 	// that has nodes is present, with 0 when nothing moved, so that the
 	// counter built from it starts at 0 and increase() sees its first move.
 	Remapped map[string]int
-	// AffinityUnavailable counts nodes whose boot environment was prepared
-	// by a conductor that is not running or no longer exists, among the
-	// nodes that need it (deployed, rescued, held or in progress).
-	AffinityUnavailable map[AffinityKey]int
-	// Stuck counts nodes in progress that cannot move on, by group,
-	// provision state and reason.
-	Stuck map[StuckKey]int
 	// Warnings are the topology's own row warnings (see emptyHostname),
 	// one line each, and WarningCounts count them by table and reason as
 	// db.Snapshot.WarningCounts does; both nil when there are none.
@@ -193,16 +197,36 @@ type Topology struct {
 	// rebuild over the very same slice may reuse every node-derived result
 	// (see reusableNodes).
 	nodesFrom []*db.Node
-	// idx is the UUID and name lookup of Nodes, built once (see index) and
-	// shared by the topologies whose nodes have the same UUIDs and names in
-	// the same order.
+	// indexOnce builds NodeResults.idx on first use when Build did not
+	// (see index).
 	indexOnce sync.Once
-	idx       *nodeIndex
-	// remapGroups are the groups mapNodes gives a Remapped entry (those of
-	// the rings and of the nodes no ring serves), before compare counts
-	// the nodes that moved.
-	remapGroups []string
 
+	// hostCache holds the active conductors' partition digests, shared by
+	// the rings of a group and carried to the next topology.
+	hostCache *ring.HostCache
+}
+
+// NodeResults are the topology's nodes and what Build derives from them
+// (mapNodes, assignNodes, lifecycle, compare, index), beside the
+// per-conductor and per-ring results (ConductorNodes, RingNodes). A rebuild
+// over the very nodes of the previous topology, its rings and conductors
+// alike (reusableNodes), carries them over whole (reuseNodes): a result
+// derived from the nodes belongs here, so that it cannot be left stale.
+type NodeResults struct {
+	// Nodes in id order, each UUID once.
+	Nodes []NodeInfo
+	// Orphans counts nodes no ring can serve, by group and driver.
+	Orphans map[GroupDriver]int
+	// Reservations counts nodes locked by each reservation hostname, whether
+	// or not a conductor of that name exists.
+	Reservations map[string]int
+	// AffinityUnavailable counts nodes whose boot environment was prepared
+	// by a conductor that is not running or no longer exists, among the
+	// nodes that need it (deployed, rescued, held or in progress).
+	AffinityUnavailable map[AffinityKey]int
+	// Stuck counts nodes in progress that cannot move on, by group,
+	// provision state and reason.
+	Stuck map[StuckKey]int
 	// NodeGeneration identifies the nodes' labels: it is carried over from
 	// the previous topology while every node keeps its UUID, name, group,
 	// driver and conductor in the same order, and is new otherwise. Renderers
@@ -210,9 +234,14 @@ type Topology struct {
 	// family) by it, so that it is computed once per change, not per build.
 	NodeGeneration uint64
 
-	// hostCache holds the active conductors' partition digests, shared by
-	// the rings of a group and carried to the next topology.
-	hostCache *ring.HostCache
+	// idx is the UUID and name lookup of Nodes, built once (see index) and
+	// shared by the topologies whose nodes have the same UUIDs and names in
+	// the same order.
+	idx *nodeIndex
+	// remapGroups are the groups mapNodes gives a Remapped entry (those of
+	// the rings and of the nodes no ring serves), before compare counts
+	// the nodes that moved.
+	remapGroups []string
 }
 
 // nodeGenerations hands out NodeGeneration values, unique in the process.
@@ -354,18 +383,13 @@ func sameSlice(a, b []*db.Node) bool {
 // gave an entry, as compare finds when no node moved (prev's own Remapped
 // may also hold groups whose nodes moved in prev).
 func (t *Topology) reuseNodes(prev *Topology) {
-	t.Nodes, t.idx, t.NodeGeneration = prev.Nodes, prev.idx, prev.NodeGeneration
-	t.Orphans, t.Reservations = prev.Orphans, prev.Reservations
-	t.AffinityUnavailable, t.Stuck = prev.AffinityUnavailable, prev.Stuck
+	t.NodeResults = prev.NodeResults
 	for i := range t.Conductors {
-		c, p := &t.Conductors[i], &prev.Conductors[i]
-		c.Nodes, c.Prepared, c.ProvisionStates = p.Nodes, p.Prepared, p.ProvisionStates
-		c.Maintenance, c.AffinityElsewhere = p.Maintenance, p.AffinityElsewhere
+		t.Conductors[i].ConductorNodes = prev.Conductors[i].ConductorNodes
 	}
 	for i := range t.Rings {
-		t.Rings[i].Nodes = prev.Rings[i].Nodes
+		t.Rings[i].RingNodes = prev.Rings[i].RingNodes
 	}
-	t.remapGroups = prev.remapGroups
 	for _, g := range t.remapGroups {
 		t.Remapped[g] = 0
 	}
@@ -382,13 +406,12 @@ func newTopology(snap *db.Snapshot, s Settings, rs rules.Rules, det rules.Detect
 		Collation: Collation{FoldCase: snap.Backend == db.BackendMySQL,
 			UnicodeCI: rs.MySQLUnicodeCollation(),
 			NullsLast: snap.Backend == db.BackendPostgreSQL},
-		Now:          now,
-		Conductors:   make([]ConductorInfo, 0, len(snap.Conductors)),
-		Orphans:      map[GroupDriver]int{},
-		Reservations: map[string]int{},
-		Remapped:     map[string]int{},
-		byHost:       make(map[string]int, len(snap.Conductors)),
-		byRing:       map[GroupDriver]int{},
+		Now:         now,
+		Conductors:  make([]ConductorInfo, 0, len(snap.Conductors)),
+		NodeResults: NodeResults{Orphans: map[GroupDriver]int{}, Reservations: map[string]int{}},
+		Remapped:    map[string]int{},
+		byHost:      make(map[string]int, len(snap.Conductors)),
+		byRing:      map[GroupDriver]int{},
 	}
 }
 
