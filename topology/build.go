@@ -1,0 +1,236 @@
+package topology
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+)
+
+// Build and its first phases: the conductors judged, the rings built.
+
+// Build computes the topology of snap at now. When prev is not nil, rings
+// whose membership and settings are unchanged are reused, and so is the
+// conductor of every node whose ring is unchanged: a rebuild over an
+// unchanged snapshot hashes nothing. prev also yields Remapped.
+//
+// When snap.Nodes is the very slice prev was built from (the cache's
+// refresh whose change probe vouched for the nodes, or a read in which no
+// row changed: db.Snapshot.Nodes) and the conductors are
+// judged alike in everything the node-derived results depend on (see
+// reusableNodes), those results are prev's, shared: the rebuild costs
+// O(conductors), not O(nodes), and liveness is still judged afresh. It
+// keeps the sidecar's steady-state CPU inside its target (2% of a core at
+// 100k nodes, 20% at 1M): a refresh every --refresh.min-interval over
+// unchanged nodes would otherwise walk them all (at 100k nodes, 0.3% of a
+// core more in make bench's unchanged phase; ten times the walk at 1M). TestRebuildOverUnchangedNodes compares
+// every field, exported or not, with Build's full path. The
+// topology points into snap.Nodes (NodeInfo.Node), so a snapshot's nodes
+// must not be written once a topology is built from them; Build never
+// writes them.
+func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topology, error) {
+	if snap == nil {
+		return nil, fmt.Errorf("building topology: nil snapshot")
+	}
+	rs, det, err := Rules(snap, s)
+	if err != nil {
+		return nil, err
+	}
+	t := newTopology(snap, s, rs, det, now)
+	reuse := prev // what prev's rings and digests can give, under the same settings
+	if prev != nil && (prev.Settings != s || prev.Rules != rs) {
+		reuse = nil
+	}
+	members, emptyActive := t.judgeConductors(snap.Conductors)
+	unchanged, err := t.buildRings(members, reuse)
+	if err != nil {
+		return nil, err
+	}
+	t.hostCache.Retain(func(host string) bool {
+		if host == "" {
+			return emptyActive
+		}
+		c, ok := t.Conductor(host)
+		return ok && c.Active
+	})
+	t.nodesFrom = snap.Nodes
+	if reuse != nil && t.reusableNodes(reuse, unchanged) {
+		t.reuseNodes(reuse)
+		return t, nil
+	}
+	t.assignNodes(t.mapNodes(snap.Nodes, reuse, unchanged))
+	t.lifecycle()
+	t.compare(prev)
+	t.index() // here, not on the first lookup: a lookup is never held by it
+	return t, nil
+}
+
+// newTopology is the empty topology of snap under rs, judged at now.
+func newTopology(snap *db.Snapshot, s Settings, rs rules.Rules, det rules.Detection, now time.Time) *Topology {
+	return &Topology{
+		Settings:   s,
+		Backend:    snap.Backend,
+		Rules:      rs,
+		Detection:  det,
+		Heartbeats: rs.Heartbeats(),
+		Collation: Collation{FoldCase: snap.Backend == db.BackendMySQL,
+			UnicodeCI: rs.MySQLUnicodeCollation(),
+			NullsLast: snap.Backend == db.BackendPostgreSQL},
+		Now:         now,
+		Conductors:  make([]ConductorInfo, 0, len(snap.Conductors)),
+		NodeResults: NodeResults{Orphans: map[GroupDriver]int{}, Reservations: map[string]int{}},
+		Remapped:    map[string]int{},
+		byHost:      make(map[string]int, len(snap.Conductors)),
+		byRing:      map[GroupDriver]int{},
+	}
+}
+
+// ringMembers are the hosts of one ring, "group:hardware_type".
+type ringMembers struct {
+	group, hw string
+	hosts     []string
+}
+
+// judgeConductors is the first phase of Build: each conductor's liveness
+// and state, and ring membership as get_active_hardware_type_dict builds it
+// (every (active conductor, hardware type) pair adds the hostname to the set
+// for "group:hardware_type"). emptyActive tells whether the unusable ""
+// conductor is a member of some ring.
+func (t *Topology) judgeConductors(conductors []db.Conductor) (members map[string]*ringMembers, emptyActive bool) {
+	rs, now := t.Rules, t.Now
+	members = map[string]*ringMembers{}
+	byPair := map[GroupDriver]*ringMembers{} // RingKey's string made once per pair, not per conductor
+	for _, c := range conductors {
+		if _, dup := t.byHost[c.Hostname]; dup {
+			continue // hostname is unique in Ironic's schema; never trust a join
+		}
+		ci := ConductorInfo{Conductor: c}
+		ci.HardwareTypes = nil
+		if len(c.HardwareTypes) > 0 { // sorted, each once, in a slice of its own
+			ci.HardwareTypes = slices.Clone(c.HardwareTypes)
+			slices.Sort(ci.HardwareTypes)
+			ci.HardwareTypes = slices.Compact(ci.HardwareTypes)
+		}
+		ci.Alive = rs.Alive(c.Online, c.UpdatedAt, now)
+		ci.Active = rs.RingMember(c.Online, c.UpdatedAt, now)
+		ci.State = rs.State(c.Online, c.UpdatedAt, now)
+		if c.Hostname == "" {
+			t.emptyHostname(c, ci.Active)
+			emptyActive = emptyActive || ci.Active
+		} else {
+			t.byHost[c.Hostname] = len(t.Conductors)
+			t.Conductors = append(t.Conductors, ci)
+		}
+		if !ci.Active {
+			continue
+		}
+		group := c.ConductorGroup
+		if rs.UngroupedRings() {
+			group = "" // one ring per hardware type, whatever the group
+		}
+		for _, hw := range ci.HardwareTypes {
+			m := byPair[GroupDriver{group, hw}]
+			if m == nil {
+				k := rs.RingKey(group, hw)
+				if m = members[k]; m == nil {
+					m = &ringMembers{group: group, hw: hw}
+					members[k] = m
+				}
+				byPair[GroupDriver{group, hw}] = m
+			}
+			m.hosts = append(m.hosts, c.Hostname)
+		}
+	}
+	return members, emptyActive
+}
+
+// buildRings is the second phase of Build: the rings of members, sorted by
+// key. Rings with the same members are the same ring (a ring depends only
+// on its hosts, the exponent and the algorithm): the rings of a group whose
+// conductors all enable the same hardware types are built once. reuse, when
+// not nil, is a topology built under the same settings and rules: its
+// digests are carried over, and so is each ring whose members did not
+// change; unchanged tells those rings, by index in t.Rings.
+func (t *Topology) buildRings(members map[string]*ringMembers, reuse *Topology) (unchanged []bool, err error) {
+	keys := slices.Sorted(maps.Keys(members))
+	unchanged = make([]bool, len(keys))
+	if reuse != nil && reuse.hostCache != nil {
+		t.hostCache = reuse.hostCache
+	} else if t.hostCache, err = ring.NewHostCache(t.Rules.PartitionExponent(), t.Rules.EffectiveAlgorithm()); err != nil {
+		return nil, fmt.Errorf("building hash rings: %w", err)
+	}
+	byMembers := map[string]*ring.Ring{}
+	for _, k := range keys {
+		m := members[k]
+		slices.Sort(m.hosts)
+		hosts := slices.Compact(m.hosts)
+		membersKey := strings.Join(hosts, "\x00")
+		r := byMembers[membersKey]
+		if reuse != nil {
+			if i, ok := reuse.byRing[GroupDriver{m.group, m.hw}]; ok && slices.Equal(reuse.Rings[i].Ring.Hosts(), hosts) {
+				r = reuse.Rings[i].Ring
+				unchanged[len(t.Rings)] = true
+			}
+		}
+		if r == nil {
+			if r, err = t.hostCache.New(hosts); err != nil {
+				return nil, fmt.Errorf("building hash ring %q: %w", k, err)
+			}
+		}
+		byMembers[membersKey] = r
+		t.byRing[GroupDriver{m.group, m.hw}] = len(t.Rings)
+		t.Rings = append(t.Rings, RingInfo{ConductorGroup: m.group, HardwareType: m.hw, Ring: r})
+	}
+	return unchanged, nil
+}
+
+// emptyHostname records a conductor row whose hostname is "". It is not
+// exported as a conductor (no per-conductor series, not in the JSON list or
+// on the page), but stays in the rings Ironic builds, and the nodes those
+// rings hand to it have no conductor: conductor="" in
+// ironic_node_conductor_info, null in the JSON, counted in
+// ironic_nodes_without_conductor. One warning per row, counted in
+// ironic_exporter_snapshot_warnings{table="conductors",reason="empty_hostname"}.
+//
+// Why, from Ironic (checked on 21.4.4, unchanged on master):
+//   - Ironic can write such a row: [DEFAULT]host is a cfg.StrOpt
+//     (ironic/conf/default.py service_opts), so "host =" in ironic.conf is
+//     accepted; BaseConductorManager.__init__ (ironic/conductor/
+//     base_manager.py) falls back to CONF.host, also "", and
+//     _register_and_validate_hardware_interfaces registers it.
+//   - Ironic's rings take it as any other member
+//     (dbapi.get_active_hardware_type_dict; hash_ring.HashRingManager adds
+//     every hostname to tooz's HashRing), and get_conductor_for
+//     (ironic/conductor/rpcapi.py) returns "" for the nodes it owns: the
+//     API shows "conductor": "" for them. Keeping it in the rings keeps
+//     every other node where Ironic puts it.
+//   - But such a conductor cannot be used: get_topic_for builds the RPC
+//     topic "ironic.conductor_manager." with no host (json-rpc then has no
+//     host to call), /v1/conductors/{hostname} cannot name it, and Ironic's
+//     own GET /v1/conductors answers 500 "'Conductor' object has no
+//     attribute 'uuid'" while the row exists (api/controllers/v1/utils.py
+//     object_to_dict falls back to obj.uuid when link_resource_args, the
+//     hostname, is falsy; measured on 21.4.4).
+//   - The metric contract uses ironic_node_conductor_info{conductor=""} for
+//     "no conductor": a conductor named "" would be indistinguishable from
+//     none, so it is not exported as one.
+func (t *Topology) emptyHostname(c db.Conductor, active bool) {
+	w := fmt.Sprintf("conductor id %d has an empty hostname ([DEFAULT]host = \"\"): not exported as a conductor", c.ID)
+	if active {
+		w += "; the nodes Ironic's rings map to it are counted as without conductor"
+	}
+	t.Warnings = append(t.Warnings, w)
+	if len(t.WarningCounts) == 0 {
+		t.WarningCounts = []db.WarningCount{{Table: "conductors", Reason: ReasonEmptyHostname}}
+	}
+	t.WarningCounts[0].Rows++
+}
+
+// ReasonEmptyHostname is the snapshot-warning reason of a conductor row
+// whose hostname is "" (see Topology.Warnings).
+const ReasonEmptyHostname = "empty_hostname"
