@@ -44,24 +44,15 @@ func writeNodeFamily(w io.Writer, t *topology.Topology, order []int32) error {
 	}
 	b := make([]byte, 0, nodeTextFlush+1024)
 	b = exposition.AppendHead(b, &nodeInfoFamily.Family)
-	var prefix []byte
-	var last *topology.NodeInfo
 	for _, i := range order {
 		n := &t.Nodes[i]
-		// The line up to node_name's value is the same for a run of nodes
-		// of one conductor, group and driver.
-		if last == nil || n.Conductor != last.Conductor || n.ConductorGroup != last.ConductorGroup ||
-			n.Driver != last.Driver {
-			prefix = append(prefix[:0], nodeInfoName+`{conductor="`...)
-			prefix = exposition.AppendLabelValue(prefix, n.Conductor)
-			prefix = append(prefix, `",conductor_group="`...)
-			prefix = exposition.AppendLabelValue(prefix, n.ConductorGroup)
-			prefix = append(prefix, `",driver="`...)
-			prefix = exposition.AppendLabelValue(prefix, n.Driver)
-			prefix = append(prefix, `",node_name="`...)
-		}
-		last = n
-		b = append(b, prefix...)
+		b = append(b, nodeInfoName+`{conductor="`...)
+		b = exposition.AppendLabelValue(b, n.Conductor)
+		b = append(b, `",conductor_group="`...)
+		b = exposition.AppendLabelValue(b, n.ConductorGroup)
+		b = append(b, `",driver="`...)
+		b = exposition.AppendLabelValue(b, n.Driver)
+		b = append(b, `",node_name="`...)
 		b = exposition.AppendLabelValue(b, n.NameOrEmpty())
 		b = append(b, `",node_uuid="`...)
 		b = exposition.AppendLabelValue(b, n.UUID)
