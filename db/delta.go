@@ -6,8 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // SQLNodeIDs lists the ids of the nodes, for a delta read whose merged

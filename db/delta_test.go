@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // testWindow is the delta reads' Window in these tests: the cache's

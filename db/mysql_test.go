@@ -12,8 +12,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/google/go-cmp/cmp"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 func TestMySQLSession(t *testing.T) {

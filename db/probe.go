@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // SQLNodeProbe asks whether the nodes table may have changed, at the cost

@@ -1,9 +1,6 @@
 package db
 
 import (
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
-
 	"bufio"
 	"context"
 	"encoding/json"
@@ -11,6 +8,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 // SnapshotSince is Snapshot, except that when known is not nil and the

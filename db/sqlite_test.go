@@ -1,9 +1,6 @@
 package db
 
 import (
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
-
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -18,6 +15,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 // sqliteCopy makes a private copy of the freshly made SQLite schema, in

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
 // The readers of the small tables of a snapshot: conductors, their hardware

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
-
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 )
 
 // lifecycleSnapshot: c-up (alive) and c-down (dead) serve group ""; c-gone

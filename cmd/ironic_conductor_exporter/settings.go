@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// Ironic's settings, from the flags and Ironic's own configuration files.
+
+// topologySettings are the Ironic settings the topology is computed with,
+// from the flags and Ironic's configuration; src names them in errors.
+func topologySettings(cfg config, src sources) (topology.Settings, error) {
+	alg, err := ring.ParseAlgorithm(cfg.algorithm)
+	if err != nil {
+		return topology.Settings{}, fmt.Errorf("%s: %w", src.algorithm, err)
+	}
+	if _, err := ring.New(nil, cfg.partitionExponent, alg); err != nil {
+		return topology.Settings{}, fmt.Errorf("%s: %w", src.partitionExponent, err)
+	}
+	var release rules.Release
+	if cfg.release != "" {
+		if release, err = rules.ParseRelease(cfg.release); err != nil {
+			return topology.Settings{}, fmt.Errorf("--ironic.release: %w", err)
+		}
+	}
+	return topology.Settings{Settings: rules.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
+		PartitionExponent: cfg.partitionExponent, Algorithm: alg,
+		PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
+		Connection: cfg.ironicConnection},
+		Release: release}, nil
+}
+
+// flagSources are the sources of settings given by flags alone.
+var flagSources = sources{dsn: "--db.dsn", partitionExponent: "--ironic.hash-partition-exponent",
+	algorithm: "--ironic.hash-ring-algorithm"}
+
+// sources says where each setting came from, for errors: a flag name, or
+// the option and file in Ironic's configuration.
+type sources struct {
+	dsn, partitionExponent, algorithm string
+}
+
+// applyIronicConfig reads --ironic.config-file and --ironic.config-dir and
+// fills every setting that no flag gave explicitly: the database (when
+// neither --db.dsn, IRONIC_EXPORTER_DB_DSN nor --db.dsn-file is given), the
+// heartbeat timeout, the partition exponent and the algorithm.
+func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
+	src := flagSources
+	if cfg.dsn == "" && cfg.dsnFile != "" {
+		src.dsn = "--db.dsn-file"
+	}
+	if len(cfg.ironicConfigFiles) == 0 && len(cfg.ironicConfigDirs) == 0 {
+		return src, nil
+	}
+	conf, err := ironicconf.Load(cfg.ironicConfigFiles, cfg.ironicConfigDirs)
+	if err != nil {
+		return src, err
+	}
+	cfg.ironicConf = conf
+	var from []any
+	note := func(setting string, o interface{ Where() string }) { from = append(from, setting, o.Where()) }
+	if cfg.dsn == "" && cfg.dsnFile == "" && conf.Connection.Set {
+		cfg.dsn = conf.Connection.Value
+		src.dsn = conf.Connection.Where()
+		note("database", conf.Connection)
+	}
+	if !givenBy(cfg.heartbeatSet, "ironic.heartbeat-timeout") && conf.HeartbeatTimeout.Set {
+		cfg.heartbeatTimeout = conf.HeartbeatTimeout.Value
+		note("heartbeat_timeout", conf.HeartbeatTimeout)
+	}
+	if !givenBy(cfg.partitionExponentSet, "ironic.hash-partition-exponent") && conf.HashPartitionExponent.Set {
+		cfg.partitionExponent = conf.HashPartitionExponent.Value
+		src.partitionExponent = conf.HashPartitionExponent.Where()
+		note("hash_partition_exponent", conf.HashPartitionExponent)
+	}
+	if !givenBy(cfg.algorithmSet, "ironic.hash-ring-algorithm") && conf.HashRingAlgorithm.Set {
+		cfg.algorithm = conf.HashRingAlgorithm.Value
+		src.algorithm = conf.HashRingAlgorithm.Where()
+		note("hash_ring_algorithm", conf.HashRingAlgorithm)
+	}
+	cfg.ironicConnection = conf.Connection.Value
+	if conf.PinReleaseVersion.Set {
+		cfg.pinReleaseVersion = conf.PinReleaseVersion.Value
+		note("pin_release_version", conf.PinReleaseVersion)
+	}
+	if conf.HashDistributionReplicas.Set {
+		cfg.hashDistributionReplicas = conf.HashDistributionReplicas.Value
+		note("hash_distribution_replicas", conf.HashDistributionReplicas)
+	}
+	logger.Info("read Ironic's configuration", append([]any{"files", strings.Join(conf.Files, ",")}, from...)...)
+	return src, nil
+}
+
+// resolveDSN picks the connection string from the flag (or its environment
+// variable) or the file; exactly one must be given.
+func resolveDSN(dsn, file string) (string, error) {
+	switch {
+	case dsn != "" && file != "":
+		return "", errors.New("give --db.dsn (or IRONIC_EXPORTER_DB_DSN) or --db.dsn-file, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--db.dsn-file: %w", err)
+		}
+		dsn = strings.TrimSpace(string(b))
+		if dsn == "" {
+			return "", fmt.Errorf("--db.dsn-file: %s is empty", file)
+		}
+		return dsn, nil
+	case dsn == "":
+		return "", errors.New("no database: set --db.dsn, IRONIC_EXPORTER_DB_DSN or --db.dsn-file, or point --ironic.config-file at an ironic.conf with [database]connection")
+	}
+	return dsn, nil
+}
