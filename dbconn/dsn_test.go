@@ -1,6 +1,7 @@
 package dbconn
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -272,4 +273,15 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// Ping checks that the database answers within QueryTimeout, as a session
+// connects (the tests' way to try a DSN).
+func (p *Pool) Ping(ctx context.Context) error {
+	s, err := p.Begin(ctx, 1)
+	if err != nil {
+		return p.Scrub(err)
+	}
+	s.End(false)
+	return nil
 }

@@ -125,21 +125,6 @@ func (p *Pool) Close() error { return p.db.Close() }
 // message, keeping err in the chain.
 func (p *Pool) Scrub(err error) error { return scrub(err, p.dialect.secret) }
 
-// Ping checks that the database answers within QueryTimeout, as a session
-// connects, retrying once on a pooled connection the server closed.
-func (p *Pool) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.QueryTimeout)
-	defer cancel()
-	err := p.db.PingContext(ctx)
-	if err != nil && ctx.Err() == nil && Retryable(err) {
-		err = p.db.PingContext(ctx)
-	}
-	if err != nil {
-		return p.Scrub(fmt.Errorf("pinging database: %w", err))
-	}
-	return nil
-}
-
 // Session is one read-only transaction on one connection of the pool: a
 // consistent view of the database (REPEATABLE READ, MySQL's consistent
 // snapshot, SQLite's deferred read transaction) whose steps each have a
