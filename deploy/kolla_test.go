@@ -172,8 +172,8 @@ func runKollaPrometheus(t *testing.T, prometheusBin, out, promAddr, port string,
 // code instead of render.py: deploy/kolla/test/render.yml runs kolla-ansible's
 // tasks of roles/prometheus/tasks/config.yml with its merge_yaml plugin,
 // address filters, prometheus.yml.j2, group_vars and role defaults, through
-// Debian's ansible-playbook; render-kayobe.yml first runs Kayobe's
-// kolla-openstack custom config tasks (kolla_custom_config_info's rules,
+// Debian's ansible-playbook; render-kayobe.yml first includes Kayobe's own
+// roles/kolla-openstack/tasks/config.yml (kolla_custom_config_info's rules,
 // Kayobe's templating, copy and merge_yaml) on deploy/kolla/kayobe as
 // docs/operators.md places it, the dashboards' copy rule included. Then
 // Prometheus must load every rule and scrape the job, as in
