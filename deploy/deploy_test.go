@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -674,9 +675,7 @@ func TestMetal3Sidecars(t *testing.T) {
 				t.Fatal("no PodMonitor")
 			}
 			pm := b.podMonitors[0]
-			if s, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector); err != nil || !s.Matches(labels.Set(d.Spec.Template.Labels)) {
-				t.Error("the PodMonitor does not select Ironic's pod")
-			}
+			checkMetal3Monitoring(t, d, pm, b.rules)
 			for _, e := range pm.Spec.PodMetricsEndpoints {
 				if e.Port == nil || !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == *e.Port }) {
 					t.Error("PodMonitor endpoint port is no port of the exporter container")
@@ -693,6 +692,117 @@ func TestMetal3Sidecars(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkMetal3Monitoring: the sidecar patch reached baremetal-operator's
+// Deployment under its prefix and namespace (the stand-in is layered as
+// ironic-deployment/default at 02aa5059: baremetal-operator-ironic in
+// baremetal-operator-system); the PodMonitor and the PrometheusRule, which
+// the components add at the top level, are in Ironic's namespace, and the
+// PodMonitor selects Ironic's pod there.
+func checkMetal3Monitoring(t *testing.T, d *appsv1.Deployment, pm *monitoringv1.PodMonitor, rules []*monitoringv1.PrometheusRule) {
+	t.Helper()
+	if d.Namespace == "" || !strings.HasPrefix(d.Name, "baremetal-operator-") {
+		t.Errorf("Ironic's Deployment is %s/%s, not baremetal-operator's prefixed, namespaced one", d.Namespace, d.Name)
+	}
+	if _, native := exporterOf(&d.Spec.Template.Spec); native || !slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == exporterContainer }) {
+		t.Error("the sidecar patch did not reach Ironic's Deployment")
+	}
+	if pm.Namespace != d.Namespace {
+		t.Errorf("PodMonitor in namespace %q, Ironic in %q: it selects no pod", pm.Namespace, d.Namespace)
+	}
+	if ns := pm.Spec.NamespaceSelector; !ns.Any && !slices.Contains(ns.MatchNames, d.Namespace) {
+		t.Errorf("PodMonitor namespaceSelector %v does not include Ironic's namespace %q", ns.MatchNames, d.Namespace)
+	}
+	for _, r := range rules {
+		if r.Namespace != d.Namespace {
+			t.Errorf("PrometheusRule in namespace %q, Ironic in %q", r.Namespace, d.Namespace)
+		}
+	}
+	if s, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector); err != nil || !s.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Error("the PodMonitor does not select Ironic's pod")
+	}
+}
+
+// TestMetal3TopLevel builds the kustomization a user writes, baremetal-operator's
+// ironic-deployment as a resource and our components, with and without the
+// top-level namespace: with it everything is in Ironic's namespace; without
+// it the PodMonitor and PrometheusRule get none (kubectl's namespace at
+// apply time), and the PodMonitor's namespaceSelector still finds Ironic.
+// The resource is the stand-in, and baremetal-operator's own
+// ironic-deployment/default when ICE_BMO names a baremetal-operator tree
+// (it is not in this repository).
+func TestMetal3TopLevel(t *testing.T) {
+	bases := map[string]string{"stand-in": filepath.Join(kubeDir(), "examples", "metal3-ironic")}
+	if bmo := os.Getenv("ICE_BMO"); bmo != "" {
+		bases["baremetal-operator"] = filepath.Join(bmo, "ironic-deployment", "default")
+	}
+	for name, base := range bases {
+		for _, withNS := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/namespace=%v", name, withNS), func(t *testing.T) {
+				dir := t.TempDir()
+				k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+				if withNS {
+					k += "namespace: baremetal-operator-system\n"
+				}
+				rel := func(p string) string { // kustomize takes no absolute root
+					r, err := filepath.Rel(dir, p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return r
+				}
+				k += "resources:\n  - " + rel(base) + "\ncomponents:\n  - " + rel(filepath.Join(kubeDir(), "components", "sidecar-sqlite")) +
+					"\n  - " + rel(filepath.Join(kubeDir(), "components", "prometheus-rules")) + "\n"
+				if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				opts := krusty.MakeDefaultOptions()
+				opts.LoadRestrictions = types.LoadRestrictionsNone
+				rm, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d *appsv1.Deployment
+				var pm *monitoringv1.PodMonitor
+				var rules []*monitoringv1.PrometheusRule
+				for _, res := range rm.Resources() {
+					y, err := res.AsYAML()
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch res.GetKind() {
+					case "Deployment":
+						d = &appsv1.Deployment{}
+						err = yaml.Unmarshal(y, d)
+					case "PodMonitor":
+						pm = &monitoringv1.PodMonitor{}
+						err = yaml.Unmarshal(y, pm)
+					case "PrometheusRule":
+						r := &monitoringv1.PrometheusRule{}
+						err = yaml.Unmarshal(y, r)
+						rules = append(rules, r)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if d == nil || pm == nil || len(rules) != 1 {
+					t.Fatal("no Deployment, PodMonitor or PrometheusRule")
+				}
+				if withNS {
+					checkMetal3Monitoring(t, d, pm, rules)
+					return
+				}
+				if pm.Namespace != "" || rules[0].Namespace != "" {
+					t.Errorf("without the top-level namespace: PodMonitor in %q, rule in %q", pm.Namespace, rules[0].Namespace)
+				}
+				if !slices.Contains(pm.Spec.NamespaceSelector.MatchNames, d.Namespace) {
+					t.Errorf("PodMonitor namespaceSelector %v, Ironic in %q", pm.Spec.NamespaceSelector.MatchNames, d.Namespace)
+				}
+			})
+		}
 	}
 }
 

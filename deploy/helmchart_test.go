@@ -765,3 +765,155 @@ func mixinRuleGroups(t *testing.T, override string) []monitoringv1.RuleGroup {
 	}
 	return rf.Groups
 }
+
+// TestHelmChartCommunityValues renders testdata/helm/prometheus-community-values.yaml:
+// the values of prometheus-community's exporter charts, under their names,
+// each reaching the object it names.
+func TestHelmChartCommunityValues(t *testing.T) {
+	vals, err := chartutil.ReadValuesFile(filepath.Join(root, "deploy", "testdata", "helm", "prometheus-community-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := renderChart(loadChart(t), vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "ironic-monitoring"
+	var d *appsv1.Deployment
+	var sm *monitoringv1.ServiceMonitor
+	var pr *monitoringv1.PrometheusRule
+	extra := 0
+	for n, s := range out {
+		if !strings.HasSuffix(n, ".yaml") {
+			continue
+		}
+		for _, obj := range decodeDocs(t, n, []byte(s)) {
+			// extraManifests are the user's, as written.
+			if m, ok := obj.(metav1.Object); ok && m.GetNamespace() != ns && n != "ironic-conductor-exporter/templates/extra-objects.yaml" {
+				t.Errorf("%s %s in namespace %q, namespaceOverride %q", obj.GetObjectKind().GroupVersionKind().Kind, m.GetName(), m.GetNamespace(), ns)
+			}
+			switch o := obj.(type) {
+			case *appsv1.Deployment:
+				d = o
+			case *monitoringv1.ServiceMonitor:
+				sm = o
+			case *monitoringv1.PrometheusRule:
+				pr = o
+			case *corev1.ConfigMap:
+				if o.Name == helmRelease+"-extra" {
+					extra++
+				}
+			}
+		}
+	}
+	if d == nil || sm == nil || pr == nil {
+		t.Fatal("no Deployment, ServiceMonitor or PrometheusRule")
+	}
+	pod := &d.Spec.Template.Spec
+	c := container(t, pod, exporterContainer)
+	if want := "ghcr.io/ironic-conductor-exporter/ironic-conductor-exporter@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"; c.Image != want {
+		t.Errorf("image %s, want %s", c.Image, want)
+	}
+	side := container(t, pod, "sidecar")
+	if !slices.Equal(side.Args, []string{"--release=" + helmRelease}) {
+		t.Errorf("extraContainers not templated: %v", side.Args)
+	}
+	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Name != "init" {
+		t.Error("initContainers not rendered")
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "IRONIC_EXPORTER_REFRESH_MIN_INTERVAL" }) ||
+		!slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "IRONIC_EXPORTER_DB_DSN" }) {
+		t.Error("extraEnvs not beside the DSN")
+	}
+	if extra != 1 {
+		t.Errorf("%d extraManifests objects, want 1", extra)
+	}
+	if !slices.Equal(sm.Spec.TargetLabels, []string{"app.kubernetes.io/instance"}) {
+		t.Errorf("serviceMonitor.targetLabels: %v", sm.Spec.TargetLabels)
+	}
+	if !slices.Contains(sm.Spec.NamespaceSelector.MatchNames, ns) {
+		t.Errorf("the ServiceMonitor looks in %v, the Service is in %s", sm.Spec.NamespaceSelector.MatchNames, ns)
+	}
+	if pr.Labels["release"] != "prometheus" {
+		t.Error("prometheusRule.additionalLabels not on the PrometheusRule")
+	}
+	rendered, err := mixin.Render(root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, g := range rendered.Alerts.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" && r.Alert != "IronicExporterAbsent" {
+				want = append(want, r.Alert)
+			}
+		}
+	}
+	want = append(want, "IronicExporterAbsentLong")
+	var got []string
+	for _, g := range pr.Spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				got = append(got, r.Alert)
+			}
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("alerts %v, want %v (one disabled, one added)", got, want)
+	}
+}
+
+// TestHelmChartOldNames: the chart's own value names keep working beside
+// prometheus-community's (extraEnv and extraEnvs, extraObjects and
+// extraManifests, prometheusRule.labels and additionalLabels), and
+// image.repository alone names the image as before.
+func TestHelmChartOldNames(t *testing.T) {
+	vals := map[string]any{
+		"extraEnv":       []any{map[string]any{"name": "A", "value": "1"}},
+		"extraEnvs":      []any{map[string]any{"name": "B", "value": "2"}},
+		"extraObjects":   []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "one"}}},
+		"extraManifests": []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "two"}}},
+		"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"a": "1"}, "additionalLabels": map[string]any{"b": "2"}},
+	}
+	out, _, err := renderChart(loadChart(t), vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	var env []string
+	var image string
+	var rl map[string]string
+	for n, s := range out {
+		if !strings.HasSuffix(n, ".yaml") {
+			continue
+		}
+		for _, obj := range decodeDocs(t, n, []byte(s)) {
+			switch o := obj.(type) {
+			case *corev1.ConfigMap:
+				names[o.Name] = true
+			case *appsv1.Deployment:
+				c := container(t, &o.Spec.Template.Spec, exporterContainer)
+				image = c.Image
+				for _, e := range c.Env {
+					env = append(env, e.Name)
+				}
+			case *monitoringv1.PrometheusRule:
+				rl = o.Labels
+			}
+		}
+	}
+	if !names["one"] || !names["two"] {
+		t.Errorf("extraObjects and extraManifests: %v", names)
+	}
+	if !slices.Contains(env, "A") || !slices.Contains(env, "B") {
+		t.Errorf("extraEnv and extraEnvs: %v", env)
+	}
+	if rl["a"] != "1" || rl["b"] != "2" {
+		t.Errorf("prometheusRule labels and additionalLabels: %v", rl)
+	}
+	if want := "ghcr.io/ironic-conductor-exporter/ironic-conductor-exporter:v" + loadChart(t).Metadata.AppVersion; image != want {
+		t.Errorf("image %s, want %s", image, want)
+	}
+}

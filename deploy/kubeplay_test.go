@@ -59,7 +59,11 @@ type playEnv struct {
 //     writes them; an emptyDir becomes a hostPath directory (the test plays
 //     the containers that write into it), root:fsGroup, 2777;
 //  7. the exporter's image becomes the image built by make image, and the
-//     other containers (Ironic's, whose images are not here) are removed.
+//     other containers and init containers (Ironic's, whose images are not
+//     here) are removed;
+//  8. a native sidecar (an init container with restartPolicy Always, which
+//     the kubelet runs beside the containers) becomes a container: podman
+//     4.3 runs every init container to its end first.
 func playable(docs []byte, env playEnv) ([]byte, []string, error) {
 	var out [][]byte
 	changes := map[string]bool{}
@@ -93,6 +97,16 @@ func playable(docs []byte, env playEnv) ([]byte, []string, error) {
 			pod.HostNetwork = true
 			note("3: hostNetwork")
 		}
+		for _, c := range pod.InitContainers {
+			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+				c.RestartPolicy = nil
+				pod.Containers = append(pod.Containers, c)
+				note("8: native sidecar " + c.Name + " to container")
+			} else {
+				note("7: removed init container " + c.Name)
+			}
+		}
+		pod.InitContainers = nil
 		var kept []corev1.Container
 		for _, c := range pod.Containers {
 			if c.Name != exporterContainer {
@@ -431,8 +445,9 @@ func kustomizeBuild(t *testing.T, dir string) []byte {
 }
 
 // TestKubePlayKustomize runs the kustomize base and the standalone overlay
-// against PostgreSQL and MariaDB, and the Metal3 MariaDB sidecar against
-// MariaDB. Pods run one after another: on the host network they share ports.
+// against PostgreSQL and MariaDB, and the Metal3 MariaDB sidecar and the
+// exporter beside ironic-standalone-operator's Ironic against MariaDB. Pods
+// run one after another: on the host network they share ports.
 func TestKubePlayKustomize(t *testing.T) {
 	needPodman(t)
 	dbs := ironicDBs(t)
@@ -444,6 +459,7 @@ func TestKubePlayKustomize(t *testing.T) {
 		{"base", "mariadb"},
 		{"overlays/standalone", "postgresql"},
 		{"overlays/metal3-mariadb", "mariadb"},
+		{"overlays/ironic-standalone-operator", "mariadb"},
 	} {
 		t.Run(strings.ReplaceAll(c.dir, "/", "-")+"-"+c.backend, func(t *testing.T) {
 			docs := kustomizeBuild(t, filepath.Join(kubeDir(), c.dir))

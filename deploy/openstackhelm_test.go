@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/relabel"
 	yamlv2 "go.yaml.in/yaml/v2"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -210,4 +212,187 @@ func promName(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// The Secrets (and keys) openstack-helm's ironic chart makes with its
+// default values, as read at the commits named: our two openstack-helm
+// profiles read one of them each. Followed by hand (the chart is not in
+// this repository): templates/secret-db.yaml ranges over the oslo_db user
+// classes of secrets.oslo_db ("admin" and "ironic" before 11592d607, which
+// removed the non-admin ones: "admin" only), each a Secret with
+// DB_CONNECTION; templates/configmap-etc.yaml writes the Secret ironic-etc
+// with ironic.conf, whose [database]connection it generates from
+// endpoints.oslo_db unless conf.ironic.database.connection is null
+// (mariadb-operator: the DSN then comes from an ironic.conf.d snippet our
+// chart does not mount). TestOpenstackHelmChartSecrets checks this table
+// against the chart itself when its trees are given.
+var openstackHelmSecrets = map[string][]string{
+	// master, openstack/openstack-helm 0ee5adeffcae.
+	"0ee5adeffcae": {"ironic-db-admin/DB_CONNECTION", "ironic-etc/ironic.conf"},
+	// 50c697fc3cb4, the parent of 11592d607 (2026-07-23).
+	"50c697fc3cb4": {"ironic-db-admin/DB_CONNECTION", "ironic-db-user/DB_CONNECTION", "ironic-etc/ironic.conf"},
+}
+
+// openstackHelmProfiles: the commits each profile of ci/ works with.
+var openstackHelmProfiles = map[string][]string{
+	"openstack-helm-ironic-etc-values.yaml": {"0ee5adeffcae", "50c697fc3cb4"},
+	"openstack-helm-values.yaml":            {"50c697fc3cb4"},
+}
+
+// profileSecret is the Secret and key the chart's Deployment reads its DSN
+// (or ironic.conf) from under a profile.
+func profileSecret(t *testing.T, file string) string {
+	t.Helper()
+	out, _, err := renderChartAs(loadChart(t), profileValues(t, file), "ironic-conductor-exporter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for n, s := range out {
+		if !strings.HasSuffix(n, ".yaml") {
+			continue
+		}
+		for _, o := range decodeDocs(t, n, []byte(s)) {
+			d, ok := o.(*appsv1.Deployment)
+			if !ok {
+				continue
+			}
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Secret == nil {
+					continue
+				}
+				for _, it := range v.Secret.Items {
+					refs = append(refs, v.Secret.SecretName+"/"+it.Key)
+				}
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				for _, e := range c.Env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+						refs = append(refs, e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key)
+					}
+				}
+			}
+		}
+	}
+	if len(refs) != 1 {
+		t.Fatalf("%s: the Deployment reads Secrets %v, want one", file, refs)
+	}
+	return refs[0]
+}
+
+// TestOpenstackHelmProfiles: each openstack-helm profile reads a Secret
+// the ironic chart makes at every commit the profile claims, and the
+// master profile reads one master still makes.
+func TestOpenstackHelmProfiles(t *testing.T) {
+	for file, commits := range openstackHelmProfiles {
+		ref := profileSecret(t, file)
+		for _, c := range commits {
+			if !slices.Contains(openstackHelmSecrets[c], ref) {
+				t.Errorf("%s reads %s, which openstack-helm's ironic chart does not make at %s", file, ref, c)
+			}
+		}
+		for c, made := range openstackHelmSecrets {
+			if !slices.Contains(commits, c) && slices.Contains(made, ref) {
+				t.Errorf("%s works at %s too: claim it", file, c)
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(chartDir(), "ci", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(commits, "0ee5adeffcae") && !strings.Contains(string(b), "11592d607") {
+			t.Errorf("%s does not say that openstack-helm master (since 11592d607) no longer makes %s", file, ref)
+		}
+	}
+}
+
+// TestOpenstackHelmChartSecrets renders openstack-helm's ironic chart (with
+// its helm-toolkit) as helm would, with its default values, and compares
+// the Secrets it makes with openstackHelmSecrets; with
+// conf.ironic.database.connection null, ironic.conf must have no
+// connection (what docs/operators.md says of mariadb-operator).
+// ICE_OPENSTACK_HELM names, per commit, a directory holding that commit's
+// ironic/ and helm-toolkit/ ("0ee5adeffcae=/path,50c697fc3cb4=/path"); the
+// chart is not in this repository, so it is skipped without.
+func TestOpenstackHelmChartSecrets(t *testing.T) {
+	env := os.Getenv("ICE_OPENSTACK_HELM")
+	if env == "" {
+		t.Skip("ICE_OPENSTACK_HELM unset: no openstack-helm tree to render")
+	}
+	for _, kv := range strings.Split(env, ",") {
+		commit, dir, _ := strings.Cut(kv, "=")
+		want, ok := openstackHelmSecrets[commit]
+		if !ok {
+			t.Fatalf("ICE_OPENSTACK_HELM: no recorded Secrets for %q", commit)
+		}
+		t.Run(commit, func(t *testing.T) {
+			secrets := renderOpenstackHelmIronic(t, dir, nil)
+			var got []string
+			for name, keys := range secrets {
+				for k := range keys {
+					got = append(got, name+"/"+k)
+				}
+			}
+			slices.Sort(got)
+			var gotDSN []string
+			for _, g := range got {
+				if strings.HasSuffix(g, "/DB_CONNECTION") || g == "ironic-etc/ironic.conf" {
+					gotDSN = append(gotDSN, g)
+				}
+			}
+			if !slices.Equal(gotDSN, want) {
+				t.Errorf("the chart makes %v, recorded %v", gotDSN, want)
+			}
+			if !strings.Contains(secrets["ironic-etc"]["ironic.conf"], "connection = mysql+pymysql://") {
+				t.Error("ironic-etc's ironic.conf has no MySQL [database]connection")
+			}
+			null := renderOpenstackHelmIronic(t, dir, map[string]any{"conf": map[string]any{"ironic": map[string]any{"database": map[string]any{"connection": nil}}}})
+			if strings.Contains(null["ironic-etc"]["ironic.conf"], "connection = mysql") {
+				t.Error("with conf.ironic.database.connection null, ironic.conf still has the connection")
+			}
+		})
+	}
+}
+
+// renderOpenstackHelmIronic renders dir/ironic with dir/helm-toolkit as its
+// dependency and returns its Secrets: name -> key -> decoded value.
+func renderOpenstackHelmIronic(t *testing.T, dir string, vals map[string]any) map[string]map[string]string {
+	t.Helper()
+	ch, err := loader.Load(filepath.Join(dir, "ironic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ht, err := loader.Load(filepath.Join(dir, "helm-toolkit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.SetDependencies(ht)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	out, _, err := renderChartAs(ch, vals, "ironic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]map[string]string{}
+	for n, s := range out {
+		if !strings.HasSuffix(n, ".yaml") {
+			continue
+		}
+		for _, doc := range splitDocs([]byte(s)) {
+			var sec corev1.Secret
+			if err := yaml.Unmarshal(doc, &sec); err != nil || sec.Kind != "Secret" {
+				continue
+			}
+			m := map[string]string{}
+			for k, v := range sec.Data {
+				m[k] = string(v)
+			}
+			for k, v := range sec.StringData {
+				m[k] = v
+			}
+			secrets[sec.Name] = m
+		}
+	}
+	return secrets
 }

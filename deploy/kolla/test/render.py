@@ -17,8 +17,18 @@ Kayobe's context: its own variables and groups, none of Kolla's filters. With
 --kayobe-merge, the *.yml files then go through Kayobe's merge_yaml, as when
 a Kayobe environment holds the same path (kayobe
 ansible/roles/kolla-openstack/action_plugins/kolla_custom_config_info.py at
-1d2d03b76afd: merge_yaml with two sources or more, else template): each
-source templated, yaml.safe_load, merged, and dumped as YAML.
+720683bc: merge_yaml with two sources or more, else template): each
+source templated, yaml.safe_load, merged and dumped as YAML, with Kayobe's
+default extend_lists false (kayobe/plugins/action/merge_yaml.py at 720683bc
+line 130; ansible/roles/kolla-openstack/tasks/config.yml passes none), so a
+later source's list replaces an earlier one's.
+
+Not Ansible's own code: plain Jinja2 with trim_blocks, kolla_address and
+put_address_in_context stubbed (the API address is 127.0.0.1), and Kolla's
+prometheus.yml.j2 (roles/prometheus/templates/, kolla-ansible 1a681814)
+trimmed to the parts that matter here (global, rule_files, the prometheus
+job without its basic_auth). kolla-ansible's and Kayobe's plugins are not
+in this repository.
 
 usage: render.py [--kayobe|--kayobe-merge] CUSTOM_CONFIG OUT_DIR EXPORTER_PORT
 """
@@ -101,7 +111,7 @@ def main(argv):
         text = kayobe_env().from_string(text).render(**kayobe_variables)
         if merge and path.endswith(".yml"):
             # merge_yaml: the second source is an empty override.
-            text = yaml.safe_dump(update_nested_conf(yaml.safe_load(text), {}, True), default_flow_style=False)
+            text = yaml.safe_dump(update_nested_conf(yaml.safe_load(text), {}, False), default_flow_style=False)
         return text
 
     prom = os.path.join(custom, "prometheus")

@@ -82,3 +82,25 @@ app.kubernetes.io/component: exporter
 {{- $job := .Values.serviceMonitor.jobName -}}
 {{- $rules | replace "job=\"ironic-conductor-exporter\"" (printf "job=%q" $job) -}}
 {{- end -}}
+
+{{/* The namespace of the release's objects: namespaceOverride, else the
+release's (prometheus-community charts' namespaceOverride). */}}
+{{- define "ice.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The image: [registry/]repository, then @digest when given, else :tag
+(default "v" + appVersion), as prometheus-community's exporter charts
+build it. */}}
+{{- define "ice.image" -}}
+{{- $img := .Values.image -}}
+{{- $repo := $img.repository -}}
+{{- if $img.registry -}}
+{{- $repo = printf "%s/%s" $img.registry $img.repository -}}
+{{- end -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo ($img.tag | default (printf "v%s" .Chart.AppVersion)) -}}
+{{- end -}}
+{{- end -}}
