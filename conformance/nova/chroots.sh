@@ -8,11 +8,13 @@
 #
 # Each chroot is made with `debootstrap --variant=minbase` from the Debian
 # mirror the machine is configured with (/etc/apt/sources.list*) and gets
-# python3-nova, python3-psycopg2 and python3-pymysql. The chroots live
+# python3-nova, python3-psycopg2, python3-pymysql and python3-ironicclient
+# (Nova 26's IronicDriver imports it). The chroots live
 # OUTSIDE the clone, in $NOVA_CHROOT_CACHE (default
 # /var/cache/ironic-conductor-exporter/nova-chroots), one directory per
 # suite; a chroot is rebuilt only when its stamp file is missing (an
-# interrupted build leaves none, and is started again from scratch).
+# interrupted build leaves none, and is started again from scratch); a
+# ready chroot missing one of the packages (added here later) gets it.
 #
 # Unlike conformance/chroots.sh the suites are built ONE AT A TIME: the
 # machine is shared, and python3-nova's dependencies are many.
@@ -26,7 +28,7 @@ set -euo pipefail
 CACHE="${NOVA_CHROOT_CACHE:-/var/cache/ironic-conductor-exporter/nova-chroots}"
 SUITES=("$@")
 ((${#SUITES[@]})) || SUITES=(bookworm trixie sid)
-PKGS="python3-nova python3-psycopg2 python3-pymysql"
+PKGS="python3-nova python3-psycopg2 python3-pymysql python3-ironicclient"
 
 # mirror: the first Debian (non-security) URI of the machine's apt sources,
 # deb822 (URIs:) or one-line (deb URI suite ...) format
@@ -50,13 +52,26 @@ build() {
     local suite="$1" dir="$CACHE/$1" stamp="$CACHE/$1/.nova-conformance-ready"
     local log="$CACHE/$1.debootstrap.log" t0 apt_opts=()
     t0=$(date +%s)
+    # sid's Release file is often past its Valid-Until on mirrors
+    [[ "$suite" == sid ]] && apt_opts=(-o Acquire::Check-Valid-Until=false)
     if [[ -f "$stamp" ]]; then
-        echo "$suite $dir $(cat "$stamp") 0"
+        local p missing=()
+        for p in $PKGS; do
+            chroot "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+        done
+        if ((${#missing[@]})); then
+            chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" -qq update >>"$log" 2>&1
+            chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" -y -qq \
+                --no-install-recommends install "${missing[@]}" >>"$log" 2>&1 || {
+                echo "!! apt-get install ${missing[*]} in $suite failed, see $log" >&2
+                return 1
+            }
+            chroot "$dir" apt-get clean
+        fi
+        echo "$suite $dir $(cat "$stamp") $(( $(date +%s) - t0 ))"
         return
     fi
     rm -rf "$dir"
-    # sid's Release file is often past its Valid-Until on mirrors
-    [[ "$suite" == sid ]] && apt_opts=(-o Acquire::Check-Valid-Until=false)
     debootstrap --variant=minbase "$suite" "$dir" "$MIRROR" >"$log" 2>&1 || {
         echo "!! debootstrap $suite failed, see $log" >&2
         tail -20 "$log" >&2
