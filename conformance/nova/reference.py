@@ -242,8 +242,8 @@ def main():
         return out
 
     def write(cctxt, cell, now):
-        later = []
-        for s in cell.get("services", []):
+        later, cn_ids = [], {}
+        for s in cell.get("services") or []:
             timeutils.set_time_override(ts(s.get("created_at")) or now)
             svc = objects.Service(cctxt, host=s["host"], binary=s.get("binary", "nova-compute"), topic="compute",
                                   disabled=bool(s.get("disabled")), forced_down=bool(s.get("forced_down")),
@@ -255,24 +255,28 @@ def main():
                 svc.save()
             if s.get("deleted"):
                 later.append(svc)
-        for n in cell.get("compute_nodes", []):
+        for n in cell.get("compute_nodes") or []:
             timeutils.set_time_override(now)
             cn = objects.ComputeNode(cctxt, host=n["host"], uuid=n["uuid"], hypervisor_hostname=n["uuid"],
                                      hypervisor_type=n.get("hypervisor_type", "ironic"), hypervisor_version=1,
                                      cpu_info="", vcpus=1, memory_mb=1, local_gb=1, vcpus_used=0,
                                      memory_mb_used=0, local_gb_used=0)
             cn.create()
+            cn_ids[n["uuid"]] = cn.id
             if n.get("deleted"):
                 later.append(cn)
-        for i in cell.get("instances", []):
+        for i in cell.get("instances") or []:
             timeutils.set_time_override(now)
+            kw = {}
+            if "compute_id" in objects.Instance.fields:  # 28.0+: node needs compute_id
+                kw["compute_id"] = cn_ids.get(i.get("node"))
             inst = objects.Instance(cctxt, uuid=i["uuid"], host=i.get("host"), node=i.get("node"),
-                                    project_id="p", user_id="u")
+                                    project_id="p", user_id="u", **kw)
             inst.create()
             if i.get("deleted"):
                 later.append(inst)
         timeutils.set_time_override(now)
-        for o in later:
+        for o in reversed(later):  # instances, compute nodes, then services (whose destroy soft-deletes their compute nodes)
             o.destroy()
 
     def run_compute(cctxt, c, case, now):
@@ -286,7 +290,7 @@ def main():
         CONF.set_override("service_down_time", st.get("service_down_time", 60))
         CONF.set_override("report_interval", st.get("report_interval", 10))
         drv = ironic_driver.IronicDriver(virtapi=None)  # builds servicegroup.API: the override
-        fake = FakeIronic(case.get("nodes", []), case.get("ironic_backend", "postgresql"))
+        fake = FakeIronic(case.get("nodes") or [], case.get("ironic_backend", "postgresql"))
         drv._ironic_connection = fake
         drv._can_send_version = lambda *args, **kwargs: None
         orig = ironic_driver.nova_context.get_admin_context
@@ -322,7 +326,7 @@ def main():
             write(cctxt, cell, now)
             timeutils.clear_time_override()
             res = {"name": cell["name"], "uuid": cm.uuid, "rows": dump(cm),
-                   "computes": [run_compute(cctxt, c, case, now) for c in cell.get("computes", [])]}
+                   "computes": [run_compute(cctxt, c, case, now) for c in cell.get("computes") or []]}
             result["cells"].append(res)
         print(json.dumps(result, sort_keys=True), flush=True)
 
