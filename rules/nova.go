@@ -231,15 +231,21 @@ func (n NovaRules) RingName(host string) string {
 // does not model that.)
 func (n NovaRules) SQLEqual(a, b string) bool { return sqlEqual(n.backend, a, b) }
 
-func sqlEqual(b Backend, x, y string) bool {
+// SQLKey is a key under which strings SQLEqual calls equal are equal
+// (for indexing a join).
+func (n NovaRules) SQLKey(s string) string { return sqlKey(n.backend, s) }
+
+func sqlEqual(b Backend, x, y string) bool { return sqlKey(b, x) == sqlKey(b, y) }
+
+func sqlKey(b Backend, s string) string {
 	if b != MySQL {
-		return x == y
+		return s
 	}
-	x, y = strings.TrimRight(x, " "), strings.TrimRight(y, " ")
-	if isASCII(x) && isASCII(y) {
-		return strings.EqualFold(x, y)
+	s = strings.TrimRight(s, " ")
+	if isASCII(s) {
+		return strings.ToLower(s)
 	}
-	return x == y
+	return s
 }
 
 func isASCII(s string) bool {
