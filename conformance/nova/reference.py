@@ -106,7 +106,14 @@ def make_schema(backend, workdir, prefix, u):
     """Nova's own nova-manage makes the schema, once per work directory."""
     stamp = os.path.join(workdir, "schema-ready")
     if os.path.exists(stamp):
-        return
+        try:  # the databases may have gone since (a server reinstalled)
+            import sqlalchemy as sa
+            with sa.create_engine(u["api"]).connect() as c:
+                if c.execute(sa.text("SELECT count(*) FROM cell_mappings")).scalar() == 3:
+                    return
+        except Exception:
+            pass
+        os.unlink(stamp)
     for k in ("api", "cell0", "cell1", "cell2"):
         p = os.path.join(workdir, "%s.sqlite" % k)
         if os.path.exists(p):
