@@ -229,6 +229,13 @@ func fixedCases(backend rules.Backend) []caseJSON {
 			ComputeNodes: []cnJSON{cn(8, 2, "cell2-a"), cn(8, 3, "cell2-b")}, Computes: computes("cell2-a")},
 	}
 	cs = append(cs, c)
+
+	c = base(9, "non-ASCII hostnames: Python's lower()")
+	c.Cells = []cellCaseJSON{{Name: "cell1",
+		Services:     []serviceJSON{svc("İSTANBUL-1", 0), svc("ΟΔΟΣ", 0), svc("ǅemal", 0)},
+		ComputeNodes: []cnJSON{cn(9, 0, "İSTANBUL-1"), cn(9, 1, "ΟΔΟΣ"), cn(9, 2, "ǅemal")},
+		Computes:     computes("İSTANBUL-1", "ΟΔΟΣ", "ǅemal")}}
+	cs = append(cs, c)
 	return cs
 }
 

@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -287,7 +288,8 @@ func compare(t *testing.T, release rules.Release, backend rules.Backend, c caseJ
 				wantNodes = map[string]string{}
 			}
 			var diffs []string
-			if (want.Error != "") != (got.Err != nil) {
+			var ipl *rules.InvalidPeerList
+			if ours := errors.As(got.Err, &ipl); (want.Error == "InvalidPeerList") != ours || (want.Error != "") != (got.Err != nil) {
 				diffs = append(diffs, fmt.Sprintf("error: nova %q, ours %v", want.Error, got.Err))
 			}
 			if !slices.Equal(want.Ring, got.Ring) {

@@ -190,6 +190,11 @@ def main():
     ap.add_argument("cases", nargs="?")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
+    # one run at a time per work directory and databases: two test runs on
+    # one machine would wipe each other's rows
+    import fcntl
+    lock = open(os.path.join(os.path.dirname(a.workdir.rstrip("/")) or ".", "lock-%s-%s" % (a.prefix, a.backend)), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     u = urls(a.backend, a.workdir, a.prefix)
     make_schema(a.backend, a.workdir, a.prefix, u)
 
