@@ -137,7 +137,10 @@ func (n NovaRules) ServiceIsUp(now, lastSeenUp, createdAt time.Time, forcedDown 
 // NovaCompute is one nova-compute's own settings: its nova.conf, in no
 // database.
 type NovaCompute struct {
-	// Host is [DEFAULT]host (CONF.host), exactly as written.
+	// Host is [DEFAULT]host (CONF.host), exactly as written: a
+	// HostDomainOpt from 24.0 (commit 0d84833e96), so ASCII letters,
+	// digits, '-', '_' and '.' (or an IP address); services rows, written
+	// by anything, may hold any text.
 	Host string
 	// ConductorGroup is [ironic]conductor_group ([ironic]partition_key
 	// before 28.0); nil when unset, which differs from "" (the default

@@ -169,8 +169,9 @@ func runReference(t *testing.T, here, suite, backend string, cases []caseJSON) [
 			t.Fatal(err)
 		}
 	}
-	casesFile := fmt.Sprintf("cases-%s.json", backend)
-	for name, b := range map[string][]byte{"reference.py": src, casesFile: in.Bytes()} {
+	casesFile := fmt.Sprintf("cases-%s-%d.json", backend, os.Getpid()) // runs may overlap
+	defer func() { _ = os.Remove(filepath.Join(dir, casesFile)) }()
+	for name, b := range map[string][]byte{"reference.py": src, casesFile: in.Bytes()} { // reference.py: the same bytes from every run of one revision
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
