@@ -171,3 +171,29 @@ func TestNodeListedAndManages(t *testing.T) {
 		}
 	}
 }
+
+func TestNovaReleaseOfServiceVersion(t *testing.T) {
+	for _, c := range []struct {
+		v              int
+		oldest, newest string
+		ok             bool
+	}{
+		{64, "26.0", "26.3", true}, {66, "27.0", "28.3", true}, {67, "29.0", "30.3", true},
+		{68, "31.0", "31.3", true}, {74, "34.0", "34.0", true},
+		{73, "33.0", "33.0", false}, {99, "34.0", "34.0", false}, {10, "", "", false},
+	} {
+		o, n, ok := NovaReleaseOfServiceVersion(c.v)
+		if o.String() != c.oldest || n.String() != c.newest || ok != c.ok {
+			t.Errorf("NovaReleaseOfServiceVersion(%d) = %v, %v, %v; want %s, %s, %v", c.v, o, n, ok, c.oldest, c.newest, c.ok)
+		}
+	}
+	if r, w := NovaRulesRelease(66); r.String() != "27.0" || w != "" {
+		t.Errorf("NovaRulesRelease(66) = %v, %q", r, w)
+	}
+	if r, w := NovaRulesRelease(73); r.String() != "33.0" || w == "" {
+		t.Errorf("NovaRulesRelease(73) = %v, %q", r, w)
+	}
+	if r, w := NovaRulesRelease(10); r.String() != "20.0" || w == "" {
+		t.Errorf("NovaRulesRelease(10) = %v, %q", r, w)
+	}
+}

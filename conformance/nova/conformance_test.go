@@ -231,6 +231,10 @@ func input(t *testing.T, release rules.Release, backend rules.Backend, c caseJSO
 		Cell:          nova.Cell{Name: res.Name, UUID: res.UUID},
 	}
 	for _, s := range res.Rows.Services {
+		// the release the rows tell (rules.NovaReleaseOfServiceVersion) is the chroot's
+		if o, n, ok := rules.NovaReleaseOfServiceVersion(s.Version); !ok || release.Before(o) || n.Before(release) {
+			t.Errorf("%s: services.version %d gives %s-%s (known %v), the chroot has %s", c.Name, s.Version, o, n, ok, release)
+		}
 		in.Cell.Services = append(in.Cell.Services, nova.Service{ID: s.ID, Host: str(s.Host), Binary: str(s.Binary),
 			Disabled: s.Disabled == nil || *s.Disabled, ForcedDown: s.ForcedDown != nil && *s.ForcedDown,
 			Deleted: s.Deleted, CreatedAt: parseTime(t, s.CreatedAt), LastSeenUp: parseTime(t, s.LastSeenUp), Version: s.Version})
