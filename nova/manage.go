@@ -45,12 +45,13 @@ func (v View) Managed() []string {
 // 'nova-compute', disabled = false, joined to compute_nodes on host with
 // hypervisor_type = 'ironic', compute_nodes.deleted not looked at (a service
 // whose compute nodes are all soft-deleted stays a candidate), compared as
-// the cell's database compares. In the order of cell.Services, one entry
-// per service row.
+// the cell's database compares; a NULL host (read as "") joins nothing.
+// In the order of cell.Services, one entry per service row.
 func RingCandidates(r rules.NovaRules, cell Cell) []Service {
 	ironic := map[string]bool{} // SQLKey of compute_nodes.host with hypervisor_type = 'ironic'
 	for _, cn := range cell.ComputeNodes {
-		if r.SQLEqual(cn.HypervisorType, "ironic") {
+		// "" is a NULL host (the reader's), which joins nothing
+		if cn.Host != "" && r.SQLEqual(cn.HypervisorType, "ironic") {
 			ironic[r.SQLKey(cn.Host)] = true
 		}
 	}

@@ -41,7 +41,8 @@ type ComputeNode struct {
 	// UUID is compute_nodes.uuid: the Ironic node's uuid for ironic
 	// computes (27.0+ looks rows up by it).
 	UUID string
-	// Host is the host of the compute that last claimed the node.
+	// Host is the host of the compute that last claimed the node ("" for
+	// NULL).
 	Host               string
 	HypervisorHostname string // the Ironic node's uuid for ironic computes
 	HypervisorType     string // "ironic"

@@ -19,7 +19,9 @@ import (
 // nova/servicegroup/api.py API.__init__ and service_is_up, and
 // nova/servicegroup/drivers/db.py DbDriver.is_up (a service is up).
 // Both driver functions are the same text from 26.0 to 27.x and from 29.0
-// to master (33.0-373-g00a030403f); 28.0 only renamed partition_key.
+// to master (33.0.0-373-g00a030403f), and Debian's 26.2.2, 31.0.0 and
+// 34.0.0 ship them unpatched; 28.0 only renamed partition_key and added a
+// warning.
 var (
 	// novaGroupsSince: [ironic]partition_key, the peer_list and the
 	// conductor_group filter of the node list (commit 2728dec51a "ironic:
