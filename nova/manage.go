@@ -140,14 +140,14 @@ func Views(in Input) []View {
 			passes[key] = buckets
 		}
 		for _, i := range buckets[in.Rules.RingName(c.Host)] {
-			if src := in.Rules.NovaManages(c, "", false, in.Rules.RingName(c.Host)); src != rules.SourceNone {
+			if src := in.Rules.NovaManages(c, "", false, in.Rules.RingName(c.Host)); src != rules.NovaSourceNone {
 				v.Nodes[in.Nodes[i].UUID] = src
 			}
 		}
 		for _, u := range own[c.Host] {
 			for _, i := range byInstance[u] {
 				if n := in.Nodes[i]; listed(n) {
-					if src := in.Rules.NovaManages(c, u, true, ""); src != rules.SourceNone {
+					if src := in.Rules.NovaManages(c, u, true, ""); src != rules.NovaSourceNone {
 						v.Nodes[n.UUID] = src
 					}
 				}

@@ -192,7 +192,7 @@ func TestInstances(t *testing.T) {
 	}
 	f.computes(hosts("a", "b")...)
 	v := f.views(t)
-	if v["a"].Nodes[f.in.Nodes[0].UUID] != rules.SourceInstance || v["b"].Nodes[f.in.Nodes[1].UUID] != rules.SourceInstance {
+	if v["a"].Nodes[f.in.Nodes[0].UUID] != rules.NovaSourceInstance || v["b"].Nodes[f.in.Nodes[1].UUID] != rules.NovaSourceInstance {
 		t.Error("each compute manages the nodes of its instances")
 	}
 	if _, ok := v["a"].Nodes[f.in.Nodes[1].UUID]; ok {
@@ -206,7 +206,7 @@ func TestInstances(t *testing.T) {
 	}
 	// every node without an instance is claimed exactly once (same views)
 	for _, n := range f.in.Nodes[5:] {
-		if c := claims[n.UUID]; len(c) != 1 || c[0].Source != rules.SourceRing {
+		if c := claims[n.UUID]; len(c) != 1 || c[0].Source != rules.NovaSourceRing {
 			t.Errorf("node %s: claims %v", n.UUID, c)
 		}
 	}
@@ -279,7 +279,7 @@ func TestShard(t *testing.T) {
 	if !slices.Equal(v["A"].Ring, []string{"a"}) || !slices.Equal(v["b"].Ring, []string{"b"}) {
 		t.Errorf("shard rings %v %v, want the compute alone", v["A"].Ring, v["b"].Ring)
 	}
-	if len(v["A"].Nodes) != 1 || v["A"].Nodes[f.in.Nodes[3].UUID] != rules.SourceRing {
+	if len(v["A"].Nodes) != 1 || v["A"].Nodes[f.in.Nodes[3].UUID] != rules.NovaSourceRing {
 		t.Errorf("A (shard s1 and a conductor group): %v", v["A"].Managed())
 	}
 	if len(v["b"].Nodes) != 10 {

@@ -185,6 +185,7 @@ type InvalidPeerList struct {
 	Empty bool // peer_list empty, else Host not in it
 }
 
+// Error says what is wrong with the compute's settings.
 func (e *InvalidPeerList) Error() string {
 	if e.Empty {
 		return "[ironic]peer_list is empty while [ironic]conductor_group is set: nova-compute " + e.Host + " raises InvalidPeerList"
@@ -278,9 +279,9 @@ type NovaSource string
 
 // The reasons of NovaManages.
 const (
-	SourceNone     NovaSource = ""
-	SourceInstance NovaSource = "instance" // the node's instance is one of the compute's
-	SourceRing     NovaSource = "ring"     // no instance, and the compute owns it on its ring
+	NovaSourceNone     NovaSource = ""
+	NovaSourceInstance NovaSource = "instance" // the node's instance is one of the compute's
+	NovaSourceRing     NovaSource = "ring"     // no instance, and the compute owns it on its ring
 )
 
 // NovaManages is _refresh_cache's decision for one node the compute's
@@ -296,11 +297,11 @@ const (
 func (n NovaRules) NovaManages(c NovaCompute, nodeInstance string, ownInstance bool, ringOwner string) NovaSource {
 	switch {
 	case nodeInstance != "" && ownInstance:
-		return SourceInstance
+		return NovaSourceInstance
 	case nodeInstance == "" && ringOwner == n.RingName(c.Host):
-		return SourceRing
+		return NovaSourceRing
 	}
-	return SourceNone
+	return NovaSourceNone
 }
 
 // NodeListed reports whether Ironic's node list, as the compute asks for

@@ -160,11 +160,11 @@ func TestNodeListedAndManages(t *testing.T) {
 		owner    string
 		want     NovaSource
 	}{
-		{"i1", true, "other", SourceInstance},
-		{"i1", false, "compute-a", SourceNone}, // another host's instance
-		{"", false, "compute-a", SourceRing},   // ring names are lowercase
-		{"", false, "Compute-A", SourceNone},
-		{"", false, "other", SourceNone},
+		{"i1", true, "other", NovaSourceInstance},
+		{"i1", false, "compute-a", NovaSourceNone}, // another host's instance
+		{"", false, "compute-a", NovaSourceRing},   // ring names are lowercase
+		{"", false, "Compute-A", NovaSourceNone},
+		{"", false, "other", NovaSourceNone},
 	} {
 		if got := r.NovaManages(c, m.instance, m.own, m.owner); got != m.want {
 			t.Errorf("NovaManages(%+v) = %q, want %q", m, got, m.want)
