@@ -48,13 +48,7 @@ func (v View) Managed() []string {
 // the cell's database compares; a NULL host (read as "") joins nothing.
 // In the order of cell.Services, one entry per service row.
 func RingCandidates(r rules.NovaRules, cell Cell) []Service {
-	ironic := map[string]bool{} // SQLKey of compute_nodes.host with hypervisor_type = 'ironic'
-	for _, cn := range cell.ComputeNodes {
-		// "" is a NULL host (the reader's), which joins nothing
-		if cn.Host != "" && r.SQLEqual(cn.HypervisorType, "ironic") {
-			ironic[r.SQLKey(cn.Host)] = true
-		}
-	}
+	ironic := ironicHosts(r, cell)
 	var out []Service
 	for _, s := range cell.Services {
 		if !s.Deleted && !s.Disabled && r.SQLEqual(s.Binary, "nova-compute") && ironic[r.SQLKey(s.Host)] {
@@ -62,6 +56,20 @@ func RingCandidates(r rules.NovaRules, cell Cell) []Service {
 		}
 	}
 	return out
+}
+
+// ironicHosts are the SQLKeys of the compute_nodes hosts with
+// hypervisor_type = 'ironic', whatever their deleted: the other side of
+// the join of service_get_all_computes_by_hv_type. "" is a NULL host (the
+// reader's), which joins nothing.
+func ironicHosts(r rules.NovaRules, cell Cell) map[string]bool {
+	ironic := map[string]bool{}
+	for _, cn := range cell.ComputeNodes {
+		if cn.Host != "" && r.SQLEqual(cn.HypervisorType, "ironic") {
+			ironic[r.SQLKey(cn.Host)] = true
+		}
+	}
+	return ironic
 }
 
 // RingMembers is the members of compute c's ring (_refresh_hash_ring):
@@ -222,6 +230,25 @@ func Claims(views []View) map[string][]Claim {
 	for _, v := range views {
 		for _, u := range v.Managed() {
 			out[u] = append(out[u], Claim{Host: v.Host, Source: v.Nodes[u]})
+		}
+	}
+	return out
+}
+
+// DefaultComputes are the computes whose views to compute when no file
+// gives their settings: one per live nova-compute service row
+// (deleted = 0) that has an ironic compute_nodes row (joined as
+// RingCandidates joins, the disabled ones too: a disabled compute still
+// runs and manages its nodes), with no [ironic] option set. The answer is
+// then exact only for computes whose nova.conf sets none (say so).
+func DefaultComputes(r rules.NovaRules, cell Cell) []Compute {
+	ironic := ironicHosts(r, cell)
+	var out []Compute
+	seen := map[string]bool{}
+	for _, s := range cell.Services {
+		if !s.Deleted && r.SQLEqual(s.Binary, "nova-compute") && ironic[r.SQLKey(s.Host)] && !seen[s.Host] {
+			seen[s.Host] = true
+			out = append(out, Compute{Host: s.Host})
 		}
 	}
 	return out

@@ -324,3 +324,23 @@ func BenchmarkViews100k(b *testing.B) {
 		Views(f.in)
 	}
 }
+
+func TestDefaultComputes(t *testing.T) {
+	f := newFleet(rules.MustRelease("31.0"), rules.PostgreSQL, 1)
+	f.service("a", 0)
+	f.service("disabled", 0, func(s *Service, _ *ComputeNode) { s.Disabled = true })
+	f.service("down", time.Hour)
+	f.service("deleted", 0, func(s *Service, _ *ComputeNode) { s.Deleted = true })
+	f.service("qemu", 0, func(_ *Service, cn *ComputeNode) { cn.HypervisorType = "QEMU" })
+	f.service("softcn", 0, func(_ *Service, cn *ComputeNode) { cn.Deleted = true })
+	var got []string
+	for _, c := range DefaultComputes(f.in.Rules, f.in.Cell) {
+		got = append(got, c.Host)
+		if c.ConductorGroup != nil || c.Shard != "" || c.PeerList != nil {
+			t.Errorf("%s: settings %+v", c.Host, c)
+		}
+	}
+	if want := []string{"a", "disabled", "down", "softcn"}; !slices.Equal(got, want) {
+		t.Errorf("DefaultComputes = %v, want %v", got, want)
+	}
+}
