@@ -71,7 +71,7 @@ run: build
 ## podman's settings, PostgreSQL and MariaDB started, the Ironic chroots, Go modules. Idempotent:
 ## seconds when everything is there.
 provision:
-	./scripts/provision.sh
+	./scripts/provision.sh && ./conformance/nova/chroots.sh
 
 ## test: everything CI runs, on a machine `make provision` sets up first: lint, unit tests with
 ## the race detector, conformance, the release archives.

@@ -1,0 +1,184 @@
+package nova
+
+import (
+	"strconv"
+	"strings"
+)
+
+// CellMapping is a row of nova_api's cell_mappings.
+type CellMapping struct {
+	UUID, Name string
+	// DatabaseConnection as stored: a URL, or a template such as
+	// "{scheme}://{username}:{password}@{hostname}/nova_cell1".
+	DatabaseConnection string
+	Disabled           bool
+}
+
+// Cell0UUID is cell0's uuid (objects.CellMapping.CELL0_UUID): a cell with
+// no computes, skipped.
+const Cell0UUID = "00000000-0000-0000-0000-000000000000"
+
+// FormatDBURL is Nova's CellMapping.format_db_url (nova/objects/
+// cell_mapping.py, templates from commit 50658eee4f, 18.0): url is
+// formatted with str.format from the parts of connection (Nova's
+// [database]connection) as urllib.parse.urlparse gives them: scheme,
+// username, password, hostname (lowercased), port, path (without its
+// leading slashes), query, fragment; a part that is absent formats as
+// "None". When the netloc lists several hosts ("a@h1:1,b@h2:2"), the keys
+// username1, hostname1, port1, password1, ... are added. Where Nova would
+// fail (connection empty, an unknown key, a bad port, a brace alone) it
+// logs and uses url unformatted: so does this. Format specs, conversions
+// and attribute or index lookups ({port:05}, {port!r}, {x.y}) are not
+// modelled: url is returned unformatted and ok is false.
+func FormatDBURL(url, connection string) (formatted string, ok bool) {
+	if connection == "" {
+		return url, true
+	}
+	subs, good := urlParts(connection)
+	if !good {
+		return url, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(url); i++ {
+		c := url[i]
+		switch {
+		case c == '{' && i+1 < len(url) && url[i+1] == '{':
+			b.WriteByte('{')
+			i++
+		case c == '}' && i+1 < len(url) && url[i+1] == '}':
+			b.WriteByte('}')
+			i++
+		case c == '{':
+			j := strings.IndexByte(url[i:], '}')
+			if j < 0 {
+				return url, true // ValueError: Nova uses url as it is
+			}
+			key := url[i+1 : i+j]
+			if strings.ContainsAny(key, "!:.[{") {
+				return url, false
+			}
+			v, known := subs[key]
+			if !known {
+				return url, true // KeyError (or IndexError for {})
+			}
+			b.WriteString(v)
+			i += j
+		case c == '}':
+			return url, true // ValueError: single '}'
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+const pyNone = "None"
+
+// urlParts are the substitutions of _format_url, as Python's str() of
+// urlparse's attributes; good is false where reading them raises
+// (a port that is not a number in 0-65535).
+func urlParts(conn string) (map[string]string, bool) {
+	scheme, rest := "", conn
+	if i := strings.IndexByte(conn, ':'); i > 0 && validScheme(conn[:i]) {
+		scheme, rest = strings.ToLower(conn[:i]), conn[i+1:]
+	}
+	netloc := ""
+	if strings.HasPrefix(rest, "//") {
+		rest = rest[2:]
+		end := strings.IndexAny(rest, "/?#")
+		if end < 0 {
+			end = len(rest)
+		}
+		netloc, rest = rest[:end], rest[end:]
+	}
+	fragment := ""
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest, fragment = rest[:i], rest[i+1:]
+	}
+	query := ""
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		rest, query = rest[:i], rest[i+1:]
+	}
+	subs := map[string]string{"scheme": scheme, "query": query, "fragment": fragment,
+		"path": strings.TrimLeft(rest, "/"), "username": pyNone, "password": pyNone, "hostname": pyNone, "port": pyNone}
+	// urlparse's username/password: the text before the last '@'
+	if at := strings.LastIndexByte(netloc, '@'); at >= 0 {
+		user, pass, has := strings.Cut(netloc[:at], ":")
+		subs["username"] = user
+		if has {
+			subs["password"] = pass
+		}
+	}
+	hostinfo := netloc[strings.LastIndexByte(netloc, '@')+1:]
+	host, port := hostinfo, ""
+	hasPort := false
+	if strings.HasPrefix(hostinfo, "[") {
+		if j := strings.IndexByte(hostinfo, ']'); j >= 0 {
+			host = hostinfo[1:j]
+			if p, found := strings.CutPrefix(hostinfo[j+1:], ":"); found {
+				port, hasPort = p, true
+			}
+		}
+	} else if h, p, found := strings.Cut(hostinfo, ":"); found {
+		host, port, hasPort = h, p, true
+	}
+	if host != "" {
+		subs["hostname"] = strings.ToLower(host)
+	}
+	if hasPort && port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 0 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+			return nil, false
+		}
+		subs["port"] = strconv.Itoa(n)
+	}
+	if strings.Contains(netloc, ",") {
+		for i, nl := range strings.Split(netloc, ",") {
+			parseNetloc(subs, strconv.Itoa(i+1), nl)
+		}
+	}
+	return subs, true
+}
+
+// parseNetloc is cell_mapping.py's _parse_netloc for one host of a
+// comma-separated netloc, its keys suffixed with idx.
+func parseNetloc(subs map[string]string, idx, netloc string) {
+	userpass, hostport := "", netloc
+	if u, h, found := strings.Cut(netloc, "@"); found {
+		userpass, hostport = u, h
+	}
+	host, port := hostport, pyNone // oslo_utils netutils.parse_host_port
+	if strings.HasPrefix(hostport, "[") {
+		if j := strings.IndexByte(hostport, ']'); j >= 0 {
+			host = hostport[1:j]
+			if p, found := strings.CutPrefix(hostport[j+1:], ":"); found && p != "" {
+				port = p
+			}
+		}
+	} else if strings.Count(hostport, ":") == 1 {
+		h, p, _ := strings.Cut(hostport, ":")
+		host = h
+		if p != "" {
+			port = p
+		}
+	}
+	subs["hostname"+idx], subs["port"+idx] = host, port
+	subs["username"+idx], subs["password"+idx] = userpass, pyNone
+	if u, p, found := strings.Cut(userpass, ":"); found {
+		subs["username"+idx], subs["password"+idx] = u, p
+	}
+}
+
+// validScheme is urlparse's test of a scheme: a letter, then letters,
+// digits, '+', '-' or '.'.
+func validScheme(s string) bool {
+	for i, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}

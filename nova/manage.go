@@ -1,0 +1,255 @@
+package nova
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+)
+
+// Nova's ring: tooz HashRing(services, partitions=2**5), tooz's default
+// md5, weight 1 (nova/virt/ironic/driver.py _HASH_RING_PARTITIONS, commit
+// 91243e3e10 "Move to tooz hash ring implementation", 16.0); no option
+// changes it.
+const (
+	partitionExponent = 5
+	algorithm         = ring.MD5
+)
+
+// View is one nova-compute's answer, as its _refresh_cache computes it now.
+type View struct {
+	// Host is the compute's CONF.host.
+	Host string
+	// Ring is its hash ring's members (ring names), sorted.
+	Ring []string
+	// Err is set when the compute cannot refresh (rules.InvalidPeerList):
+	// it then manages what it managed before, which the database does not
+	// tell; Nodes is empty.
+	Err error
+	// Nodes maps the uuid of each node the compute manages to why.
+	Nodes map[string]rules.NovaSource
+}
+
+// Managed returns the uuids of the nodes the compute manages, sorted.
+func (v View) Managed() []string {
+	return slices.Sorted(maps.Keys(v.Nodes))
+}
+
+// RingCandidates are the hosts of the services that
+// objects.ServiceList.get_all_computes_by_hv_type(ctxt, 'ironic') returns
+// (nova/db/main/api.py service_get_all_computes_by_hv_type,
+// include_disabled=False, commit 6047d790a3, 14.0): deleted = 0, binary =
+// 'nova-compute', disabled = false, joined to compute_nodes on host with
+// hypervisor_type = 'ironic', compute_nodes.deleted not looked at (a service
+// whose compute nodes are all soft-deleted stays a candidate), compared as
+// the cell's database compares; a NULL host (read as "") joins nothing.
+// In the order of cell.Services, one entry per service row.
+func RingCandidates(r rules.NovaRules, cell Cell) []Service {
+	ironic := ironicHosts(r, cell)
+	var out []Service
+	for _, s := range cell.Services {
+		if !s.Deleted && !s.Disabled && r.SQLEqual(s.Binary, "nova-compute") && ironic[r.SQLKey(s.Host)] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ironicHosts are the SQLKeys of the compute_nodes hosts with
+// hypervisor_type = 'ironic', whatever their deleted: the other side of
+// the join of service_get_all_computes_by_hv_type. "" is a NULL host (the
+// reader's), which joins nothing.
+func ironicHosts(r rules.NovaRules, cell Cell) map[string]bool {
+	ironic := map[string]bool{}
+	for _, cn := range cell.ComputeNodes {
+		if cn.Host != "" && r.SQLEqual(cn.HypervisorType, "ironic") {
+			ironic[r.SQLKey(cn.Host)] = true
+		}
+	}
+	return ironic
+}
+
+// RingMembers is the members of compute c's ring (_refresh_hash_ring):
+// each candidate that c's peers allow (exact host, rules.RingPeers) and
+// that is up (rules.NovaRules.ServiceIsUp at now), and c itself whatever
+// its state, by ring name (rules.NovaRules.RingName); sorted, unique.
+func RingMembers(in Input, candidates []Service, c Compute) ([]string, error) {
+	peers, limited, err := in.Rules.RingPeers(c)
+	if err != nil {
+		return nil, err
+	}
+	members := []string{in.Rules.RingName(c.Host)}
+	for _, s := range candidates {
+		if limited && !slices.Contains(peers, s.Host) {
+			continue
+		}
+		if in.Rules.ServiceIsUp(in.Now, s.LastSeenUp, s.CreatedAt, s.ForcedDown) {
+			members = append(members, in.Rules.RingName(s.Host))
+		}
+	}
+	slices.Sort(members)
+	return slices.Compact(members), nil
+}
+
+// Views computes, for each compute of in.Computes (in that order), the
+// nodes it manages now, exactly as Nova's IronicDriver._refresh_cache does
+// on that compute: the nodes its node list holds
+// (rules.NovaRules.NodeListed) whose instance is one of its instances, or
+// that have no instance and map to it on its own ring
+// (rules.NovaRules.NovaManages).
+//
+// Computes with the same ring and the same node filters share one pass
+// over the nodes, bucketed by ring owner: at 100k nodes and 100 computes
+// of one ring that is one pass, not 100 (the steady-state CPU row of the
+// README's Performance table).
+func Views(in Input) []View {
+	candidates := RingCandidates(in.Rules, in.Cell)
+	own := map[string][]string{} // instances.host -> uuids (deleted = 0)
+	for _, i := range in.Cell.Instances {
+		if !i.Deleted {
+			own[i.Host] = append(own[i.Host], i.UUID)
+		}
+	}
+	byInstance := map[string][]int{} // Ironic instance_uuid -> nodes
+	for i, n := range in.Nodes {
+		if n.InstanceUUID != "" {
+			byInstance[n.InstanceUUID] = append(byInstance[n.InstanceUUID], i)
+		}
+	}
+	owners := newOwners(in.Nodes)
+	passes := map[string]map[string][]int{} // ring and filters -> owner -> nodes without instance
+	views := make([]View, 0, len(in.Computes))
+	for _, c := range in.Computes {
+		v := View{Host: c.Host, Nodes: map[string]rules.NovaSource{}}
+		members, err := RingMembers(in, candidates, c)
+		if err != nil {
+			v.Err = err
+			views = append(views, v)
+			continue
+		}
+		v.Ring = members
+		listed := func(n IronicNode) bool {
+			return in.Rules.NodeListed(c, in.IronicBackend, n.ConductorGroup, n.Shard, n.ParentNode)
+		}
+		key := filterKey(in.Rules, c) + "\x01" + strings.Join(members, "\x00")
+		buckets, ok := passes[key]
+		if !ok {
+			locate := owners.of(members)
+			buckets = map[string][]int{}
+			for i, n := range in.Nodes {
+				if n.InstanceUUID == "" && listed(n) {
+					o := locate(i)
+					buckets[o] = append(buckets[o], i)
+				}
+			}
+			passes[key] = buckets
+		}
+		for _, i := range buckets[in.Rules.RingName(c.Host)] {
+			if src := in.Rules.NovaManages(c, "", false, in.Rules.RingName(c.Host)); src != rules.NovaSourceNone {
+				v.Nodes[in.Nodes[i].UUID] = src
+			}
+		}
+		for _, u := range own[c.Host] {
+			for _, i := range byInstance[u] {
+				if n := in.Nodes[i]; listed(n) {
+					if src := in.Rules.NovaManages(c, u, true, ""); src != rules.NovaSourceNone {
+						v.Nodes[n.UUID] = src
+					}
+				}
+			}
+		}
+		views = append(views, v)
+	}
+	return views
+}
+
+// filterKey says which nodes compute c's node list holds: computes with
+// equal keys list the same nodes.
+func filterKey(r rules.NovaRules, c Compute) string {
+	k := "-"
+	if r.UsesConductorGroup(c) {
+		k = "g" + *c.ConductorGroup
+	}
+	if r.UsesShard(c) {
+		k += "\x02s" + c.Shard
+	}
+	return k
+}
+
+// owners maps nodes to their owners on rings, hashing each node's uuid
+// once and locating it once per distinct ring.
+type owners struct {
+	nodes  []IronicNode
+	prefix []uint64
+	hashed []bool
+	cache  *ring.HostCache
+}
+
+func newOwners(nodes []IronicNode) *owners {
+	c, err := ring.NewHostCache(partitionExponent, algorithm)
+	if err != nil {
+		panic(err) // constants
+	}
+	return &owners{nodes: nodes, prefix: make([]uint64, len(nodes)), hashed: make([]bool, len(nodes)), cache: c}
+}
+
+// of returns the owner of node i on the ring of members (not empty).
+func (o *owners) of(members []string) func(int) string {
+	r, err := o.cache.New(members)
+	if err != nil {
+		panic(fmt.Sprintf("nova: ring of %d members: %v", len(members), err))
+	}
+	hosts := r.Hosts()
+	return func(i int) string {
+		key := []byte(o.nodes[i].UUID)
+		if !o.hashed[i] {
+			o.prefix[i], o.hashed[i] = r.Prefix(key), true
+		}
+		h, tie := r.LocatePrefix(o.prefix[i])
+		if tie {
+			h = r.Locate(key)
+		}
+		return hosts[h]
+	}
+}
+
+// Claim is one compute's claim on a node.
+type Claim struct {
+	Host   string
+	Source rules.NovaSource
+}
+
+// Claims inverts views: for each node uuid, the computes that manage it,
+// in the order of views. A node absent from the map is claimed by no view;
+// one with two claims is managed twice (views that disagree).
+func Claims(views []View) map[string][]Claim {
+	out := map[string][]Claim{}
+	for _, v := range views {
+		for _, u := range v.Managed() {
+			out[u] = append(out[u], Claim{Host: v.Host, Source: v.Nodes[u]})
+		}
+	}
+	return out
+}
+
+// DefaultComputes are the computes whose views to compute when no file
+// gives their settings: one per live nova-compute service row
+// (deleted = 0) that has an ironic compute_nodes row (joined as
+// RingCandidates joins, the disabled ones too: a disabled compute still
+// runs and manages its nodes), with no [ironic] option set. The answer is
+// then exact only for computes whose nova.conf sets none (say so).
+func DefaultComputes(r rules.NovaRules, cell Cell) []Compute {
+	ironic := ironicHosts(r, cell)
+	var out []Compute
+	seen := map[string]bool{}
+	for _, s := range cell.Services {
+		if !s.Deleted && r.SQLEqual(s.Binary, "nova-compute") && ironic[r.SQLKey(s.Host)] && !seen[s.Host] {
+			seen[s.Host] = true
+			out = append(out, Compute{Host: s.Host})
+		}
+	}
+	return out
+}

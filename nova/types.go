@@ -1,0 +1,98 @@
+// Package nova computes, as Nova's ironic driver does, which nova-compute
+// manages each Ironic node: per compute its view (its hash ring and the
+// nodes it manages), from the rows of one Nova cell database, Ironic's
+// nodes and each compute's own settings. It is pure: no database, no
+// Prometheus, no HTTP; the Nova reader fills the types below, rules/ says
+// what each Nova release does.
+//
+// Each nova-compute computes its own view, at its own time: two views can
+// disagree (a node claimed by two computes, or by none), and this package
+// reports every view as the compute would compute it now.
+package nova
+
+import (
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+)
+
+// Service is a row of a cell's services table.
+type Service struct {
+	ID     int64
+	Host   string // NULL reads as ""
+	Binary string
+	// Disabled is disabled; NULL (never written by Nova) reads as true,
+	// as the ring's filter disabled = false excludes it.
+	Disabled bool
+	// ForcedDown is forced_down (NULL reads as false).
+	ForcedDown bool
+	// Deleted is deleted != 0 (Nova's soft delete writes the row's id).
+	Deleted    bool
+	CreatedAt  time.Time // naive UTC; zero for NULL
+	LastSeenUp time.Time // naive UTC; zero for NULL
+	// Version is services.version (the Service object version the
+	// service wrote: 64 = 26.x, 66 = 27.x-28.x, 67 = 29.x-30.x, 68 = 31.x).
+	Version int
+}
+
+// ComputeNode is a row of a cell's compute_nodes table.
+type ComputeNode struct {
+	ID int64
+	// UUID is compute_nodes.uuid: the Ironic node's uuid for ironic
+	// computes (27.0+ looks rows up by it).
+	UUID string
+	// Host is the host of the compute that last claimed the node ("" for
+	// NULL).
+	Host               string
+	HypervisorHostname string // the Ironic node's uuid for ironic computes
+	HypervisorType     string // "ironic"
+	Deleted            bool   // deleted != 0
+}
+
+// Instance is a row of a cell's instances table (the columns the answer
+// needs).
+type Instance struct {
+	UUID    string
+	Host    string // NULL reads as ""; "" matches no compute
+	Node    string // instances.node: the Ironic node's uuid
+	Deleted bool   // deleted != 0
+}
+
+// Cell is what one Nova cell database holds that the answer needs.
+type Cell struct {
+	// Name and UUID are the cell's, from nova_api's cell_mappings.
+	Name, UUID   string
+	Services     []Service
+	ComputeNodes []ComputeNode
+	Instances    []Instance
+}
+
+// IronicNode is what Nova's node list gives of a node, from Ironic's
+// nodes table.
+type IronicNode struct {
+	UUID           string
+	ConductorGroup string
+	Shard          string // NULL reads as ""
+	InstanceUUID   string // NULL reads as ""
+	ParentNode     string // NULL reads as ""
+}
+
+// Compute is one nova-compute's own settings (its nova.conf).
+type Compute = rules.NovaCompute
+
+// Input is everything one cell's answer depends on.
+type Input struct {
+	// Now is the time the computes ask at (their clock).
+	Now time.Time
+	// Rules are Nova's rules for the cell's release and backend.
+	Rules rules.NovaRules
+	// IronicBackend is the backend of Ironic's database, whose collation
+	// decides the node list's conductor_group and shard filters.
+	IronicBackend rules.Backend
+	Cell          Cell
+	// Nodes are Ironic's nodes, every one of them.
+	Nodes []IronicNode
+	// Computes are the nova-computes of the cell whose views to compute,
+	// with their settings.
+	Computes []Compute
+}
