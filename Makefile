@@ -68,10 +68,10 @@ run: build
 	./$(BIN) demo $(ARGS)
 
 ## provision: what the tests need on a Debian machine (scripts/provision.sh): Debian packages,
-## podman's settings, PostgreSQL and MariaDB started, the Ironic chroots, Go modules. Idempotent:
+## podman's settings, PostgreSQL and MariaDB started, the Ironic and Nova chroots, Go modules. Idempotent:
 ## seconds when everything is there.
 provision:
-	./scripts/provision.sh && ./conformance/nova/chroots.sh
+	./scripts/provision.sh
 
 ## test: everything CI runs, on a machine `make provision` sets up first: lint, unit tests with
 ## the race detector, conformance, the release archives.

@@ -2,7 +2,7 @@
 # Provisions a Debian machine for `make test`: the Debian packages the tests
 # run (real Ironic, Keystone, Prometheus, Chromium, podman, ...), podman's
 # settings for this kind of machine, PostgreSQL and MariaDB on loopback, and
-# the Debian chroots holding the other Ironic releases. Idempotent: on a
+# the Debian chroots holding the other Ironic releases and the Nova releases. Idempotent: on a
 # machine where everything is there it only checks, in a few seconds.
 #
 # `make test` runs it first (`make provision`), and so does .ci/run through
@@ -70,6 +70,10 @@ fi
 # /var/cache/ironic-conductor-exporter/chroots; about 9 minutes in parallel
 # when missing, nothing when they are there).
 conformance/chroots.sh
+# The Nova conformance (conformance/nova) runs Nova 26.2, 31.0 and 34.0 from
+# chroots of their own (cached in /var/cache/ironic-conductor-exporter/
+# nova-chroots, built one at a time when missing).
+conformance/nova/chroots.sh
 
 go version
 go mod download
