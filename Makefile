@@ -11,7 +11,7 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: provision release-check all build image run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
+.PHONY: provision test-upstream release-check all build image run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
 
 # The pinned tools are built from the Go module proxy on first use into a
 # cache outside the checkout, one directory per version, so that CI's fresh
@@ -113,6 +113,12 @@ e2e:
 ## prints FIGURES lines per fault. `make unit` (so `make test`) runs it too.
 faults:
 	$(GO) test -count=1 -v ./faults
+
+## test-upstream: the deploy tests that run an installer's own code from its source tree
+## (ICE_KOLLA_ANSIBLE, ICE_KAYOBE, ICE_OPENSTACK_HELM, ICE_OPERATOR_OUTPUT: deploy/README.md); each
+## fails when its tree is not given. Not part of `make test`: no Debian package or Go module holds them.
+test-upstream:
+	$(GO) test -tags upstream -count=1 -run 'TestKollaAnsible|TestOpenstackHelmChartSecrets|TestOperatorModel|TestMetal3TopLevel' ./deploy
 
 ## bench: the performance contract at 100k and 1M nodes: Go benchmarks, the binary in a steady
 ## state on real PostgreSQL fleets, lookups under wrk, alone and next to real Ironic 21.4's API: one

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/relabel"
 	yamlv2 "go.yaml.in/yaml/v2"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -304,95 +303,4 @@ func TestOpenstackHelmProfiles(t *testing.T) {
 			t.Errorf("%s does not say that openstack-helm master (since 11592d607) no longer makes %s", file, ref)
 		}
 	}
-}
-
-// TestOpenstackHelmChartSecrets renders openstack-helm's ironic chart (with
-// its helm-toolkit) as helm would, with its default values, and compares
-// the Secrets it makes with openstackHelmSecrets; with
-// conf.ironic.database.connection null, ironic.conf must have no
-// connection (what docs/operators.md says of mariadb-operator).
-// ICE_OPENSTACK_HELM names, per commit, a directory holding that commit's
-// ironic/ and helm-toolkit/ ("0ee5adeffcae=/path,50c697fc3cb4=/path"); the
-// chart is not in this repository, so it is skipped without.
-func TestOpenstackHelmChartSecrets(t *testing.T) {
-	env := os.Getenv("ICE_OPENSTACK_HELM")
-	if env == "" {
-		t.Skip("ICE_OPENSTACK_HELM unset: no openstack-helm tree to render")
-	}
-	for _, kv := range strings.Split(env, ",") {
-		commit, dir, _ := strings.Cut(kv, "=")
-		want, ok := openstackHelmSecrets[commit]
-		if !ok {
-			t.Fatalf("ICE_OPENSTACK_HELM: no recorded Secrets for %q", commit)
-		}
-		t.Run(commit, func(t *testing.T) {
-			secrets := renderOpenstackHelmIronic(t, dir, nil)
-			var got []string
-			for name, keys := range secrets {
-				for k := range keys {
-					got = append(got, name+"/"+k)
-				}
-			}
-			slices.Sort(got)
-			var gotDSN []string
-			for _, g := range got {
-				if strings.HasSuffix(g, "/DB_CONNECTION") || g == "ironic-etc/ironic.conf" {
-					gotDSN = append(gotDSN, g)
-				}
-			}
-			if !slices.Equal(gotDSN, want) {
-				t.Errorf("the chart makes %v, recorded %v", gotDSN, want)
-			}
-			if !strings.Contains(secrets["ironic-etc"]["ironic.conf"], "connection = mysql+pymysql://") {
-				t.Error("ironic-etc's ironic.conf has no MySQL [database]connection")
-			}
-			null := renderOpenstackHelmIronic(t, dir, map[string]any{"conf": map[string]any{"ironic": map[string]any{"database": map[string]any{"connection": nil}}}})
-			if strings.Contains(null["ironic-etc"]["ironic.conf"], "connection = mysql") {
-				t.Error("with conf.ironic.database.connection null, ironic.conf still has the connection")
-			}
-		})
-	}
-}
-
-// renderOpenstackHelmIronic renders dir/ironic with dir/helm-toolkit as its
-// dependency and returns its Secrets: name -> key -> decoded value.
-func renderOpenstackHelmIronic(t *testing.T, dir string, vals map[string]any) map[string]map[string]string {
-	t.Helper()
-	ch, err := loader.Load(filepath.Join(dir, "ironic"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ht, err := loader.Load(filepath.Join(dir, "helm-toolkit"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch.SetDependencies(ht)
-	if vals == nil {
-		vals = map[string]any{}
-	}
-	out, _, err := renderChartAs(ch, vals, "ironic")
-	if err != nil {
-		t.Fatal(err)
-	}
-	secrets := map[string]map[string]string{}
-	for n, s := range out {
-		if !strings.HasSuffix(n, ".yaml") {
-			continue
-		}
-		for _, doc := range splitDocs([]byte(s)) {
-			var sec corev1.Secret
-			if err := yaml.Unmarshal(doc, &sec); err != nil || sec.Kind != "Secret" {
-				continue
-			}
-			m := map[string]string{}
-			for k, v := range sec.Data {
-				m[k] = string(v)
-			}
-			for k, v := range sec.StringData {
-				m[k] = v
-			}
-			secrets[sec.Name] = m
-		}
-	}
-	return secrets
 }

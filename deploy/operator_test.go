@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -239,142 +236,4 @@ func TestOperator(t *testing.T) {
 	if flagValue(c.Args, "db.dsn-file") == "" {
 		t.Error("the DSN is not read from the Secret's file")
 	}
-}
-
-// TestOperatorModel compares the model with what the operator's own
-// pkg/ironic made: ICE_OPERATOR_OUTPUT names a directory holding, for each
-// resource of operatorResources, a file of the same base name with the
-// YAML documents EnsureIronic left in controller-runtime's fake client
-// (its Deployment and Jobs). The operator's module is not served by the Go
-// module proxy, so that output cannot be made here by default.
-func TestOperatorModel(t *testing.T) {
-	dir := os.Getenv("ICE_OPERATOR_OUTPUT")
-	if dir == "" {
-		t.Skip("ICE_OPERATOR_OUTPUT unset: no output of the operator's own code to compare with")
-	}
-	for _, r := range operatorResources {
-		t.Run(filepath.Base(r.file), func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(dir, filepath.Base(r.file)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			model := operatorModel(t, readOperatorCR(t, filepath.Join(root, "deploy", r.file)))
-			compareOperatorOutput(t, b, model)
-		})
-	}
-}
-
-func compareOperatorOutput(t *testing.T, b []byte, model operatorObjects) {
-	t.Helper()
-	want := map[string]corev1.PodTemplateSpec{"Deployment/" + model.ironic.Name: model.ironic.Spec.Template}
-	for _, j := range model.jobs {
-		want["Job/"+j.Name] = j.Spec.Template
-	}
-	got := map[string]corev1.PodTemplateSpec{}
-	for _, doc := range splitDocs(b) {
-		var m struct {
-			Kind string `json:"kind"`
-		}
-		if err := yaml.Unmarshal(doc, &m); err != nil || m.Kind == "" {
-			continue
-		}
-		switch m.Kind {
-		case "Deployment":
-			var d appsv1.Deployment
-			if err := yaml.Unmarshal(doc, &d); err != nil {
-				t.Fatal(err)
-			}
-			if d.Namespace != model.ironic.Namespace || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 ||
-				d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType ||
-				!equalMaps(d.Spec.Selector.MatchLabels, model.ironic.Spec.Selector.MatchLabels) {
-				t.Errorf("Deployment %s: namespace, replicas, strategy or selector differ from the model", d.Name)
-			}
-			got["Deployment/"+d.Name] = d.Spec.Template
-		case "Job":
-			var j batchv1.Job
-			if err := yaml.Unmarshal(doc, &j); err != nil {
-				t.Fatal(err)
-			}
-			got["Job/"+j.Name] = j.Spec.Template
-		default:
-			got[m.Kind] = corev1.PodTemplateSpec{}
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("the operator makes %s, the model does not", k)
-		}
-	}
-	for k, w := range want {
-		g, ok := got[k]
-		if !ok {
-			t.Errorf("the model makes %s, the operator does not", k)
-			continue
-		}
-		if a, b := podShape(g), podShape(w); a != b {
-			t.Errorf("%s differs:\noperator:\n%s\nmodel:\n%s", k, a, b)
-		}
-	}
-}
-
-// podShape is what the model must get right of a pod: labels, host
-// network, DNS and restart policy, the volumes (name and kind), and per
-// container (in order) its name, restart policy, user and mounts and, for
-// the exporter, all of it.
-func podShape(p corev1.PodTemplateSpec) string {
-	var b bytes.Buffer
-	keys := make([]string, 0, len(p.Labels))
-	for k := range p.Labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "label %s=%s\n", k, p.Labels[k])
-	}
-	fmt.Fprintf(&b, "hostNetwork %v dnsPolicy %q restartPolicy %q automountToken %v\n", p.Spec.HostNetwork, p.Spec.DNSPolicy,
-		p.Spec.RestartPolicy, fmt.Sprint(p.Spec.AutomountServiceAccountToken != nil && *p.Spec.AutomountServiceAccountToken))
-	for _, v := range p.Spec.Volumes {
-		kind := "other"
-		switch {
-		case v.EmptyDir != nil:
-			kind = "emptyDir"
-		case v.Name == "ironic-auth" && v.Secret != nil:
-			kind = "secret (a generated name)"
-		case v.Secret != nil:
-			kind = "secret " + v.Secret.SecretName
-		}
-		fmt.Fprintf(&b, "volume %s %s\n", v.Name, kind)
-	}
-	for _, cs := range []struct {
-		what string
-		cs   []corev1.Container
-	}{{"init", p.Spec.InitContainers}, {"container", p.Spec.Containers}} {
-		for _, c := range cs.cs {
-			rp := ""
-			if c.RestartPolicy != nil {
-				rp = string(*c.RestartPolicy)
-			}
-			fmt.Fprintf(&b, "%s %s restart %q user %v\n", cs.what, c.Name, rp, c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil)
-			for _, m := range c.VolumeMounts {
-				fmt.Fprintf(&b, "  mount %s %s ro=%v\n", m.Name, m.MountPath, m.ReadOnly)
-			}
-			if c.Name == exporterContainer {
-				y, _ := yaml.Marshal(c)
-				b.Write(y)
-			}
-		}
-	}
-	return b.String()
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
