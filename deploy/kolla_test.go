@@ -31,33 +31,8 @@ func TestKollaPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prometheusBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not found in PATH: install Debian's prometheus package (make provision does)")
-	}
-	rendered, err := mixin.Render(root, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var alerts []string
-	for _, g := range rendered.Alerts.Groups {
-		for _, r := range g.Rules {
-			alerts = append(alerts, r.Alert)
-		}
-	}
-	slices.Sort(alerts)
-
-	db, err := testenv.NewIronicDB("ice_kolla")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Drop)
-	addrs := testenv.FreeAddrs(t, 4)
-	exporterAddr := addrs[0]
-	_, port, _ := strings.Cut(exporterAddr, ":")
-	dsn := fmt.Sprintf("postgresql+psycopg2://postgres@127.0.0.1:5432/%s?sslmode=disable", db.Name)
-	exporter := testenv.Start(t, "exporter", exporterBinary(t), []string{"IRONIC_EXPORTER_DB_DSN=" + dsn},
-		"--web.listen-address="+exporterAddr)
+	k := newKollaScrape(t, "ice_kolla", 4)
+	prometheusBin, rendered, alerts, addrs, port, exporter := k.prometheusBin, k.rendered, k.alerts, k.addrs, k.port, k.exporter
 
 	for i, layout := range []struct{ name, dir, flag string }{
 		{"kolla-ansible", filepath.Join(root, "deploy", "kolla", "config"), ""},
@@ -98,6 +73,47 @@ func getJSON(u string, v any) error {
 		return fmt.Errorf("%s: %s", u, strconv.Itoa(resp.StatusCode))
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// kollaScrape is what the Kolla tests share: Prometheus, the mixin's
+// rendering and its alert names, and a real exporter on a fresh Ironic
+// database at addrs[0] (the other addresses are for Prometheus servers).
+type kollaScrape struct {
+	prometheusBin string
+	rendered      *mixin.Rendered
+	alerts        []string
+	addrs         []string
+	port          string
+	exporter      *testenv.Process
+}
+
+func newKollaScrape(t *testing.T, dbName string, nAddrs int) *kollaScrape {
+	t.Helper()
+	k := &kollaScrape{}
+	var err error
+	if k.prometheusBin, err = exec.LookPath("prometheus"); err != nil {
+		t.Fatal("prometheus not found in PATH: install Debian's prometheus package (make provision does)")
+	}
+	if k.rendered, err = mixin.Render(root, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range k.rendered.Alerts.Groups {
+		for _, r := range g.Rules {
+			k.alerts = append(k.alerts, r.Alert)
+		}
+	}
+	slices.Sort(k.alerts)
+	db, err := testenv.NewIronicDB(dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Drop)
+	k.addrs = testenv.FreeAddrs(t, nAddrs)
+	_, k.port, _ = strings.Cut(k.addrs[0], ":")
+	dsn := fmt.Sprintf("postgresql+psycopg2://postgres@127.0.0.1:5432/%s?sslmode=disable", db.Name)
+	k.exporter = testenv.Start(t, "exporter", exporterBinary(t), []string{"IRONIC_EXPORTER_DB_DSN=" + dsn},
+		"--web.listen-address="+k.addrs[0])
+	return k
 }
 
 // runKollaPrometheus runs Prometheus on out/prometheus.yml and waits until

@@ -22,7 +22,6 @@ import (
 	"testing"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/mixin"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -52,31 +51,8 @@ func TestKollaAnsible(t *testing.T) {
 	if err != nil {
 		t.Fatal("ansible-playbook not found: apt-get install ansible-core")
 	}
-	prometheusBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not found in PATH")
-	}
-	rendered, err := mixin.Render(root, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var alerts []string
-	for _, g := range rendered.Alerts.Groups {
-		for _, r := range g.Rules {
-			alerts = append(alerts, r.Alert)
-		}
-	}
-	slices.Sort(alerts)
-	db, err := testenv.NewIronicDB("ice_kolla_ansible")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Drop)
-	addrs := testenv.FreeAddrs(t, 5)
-	_, port, _ := strings.Cut(addrs[0], ":")
-	dsn := fmt.Sprintf("postgresql+psycopg2://postgres@127.0.0.1:5432/%s?sslmode=disable", db.Name)
-	exporter := testenv.Start(t, "exporter", exporterBinary(t), []string{"IRONIC_EXPORTER_DB_DSN=" + dsn},
-		"--web.listen-address="+addrs[0])
+	k := newKollaScrape(t, "ice_kolla_ansible", 5)
+	prometheusBin, rendered, alerts, addrs, port, exporter := k.prometheusBin, k.rendered, k.alerts, k.addrs, k.port, k.exporter
 	test := filepath.Join(root, "deploy", "kolla", "test")
 
 	// run runs a playbook with the plugins of the given trees.
