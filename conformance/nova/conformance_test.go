@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -133,12 +134,20 @@ func TestNovaConformance(t *testing.T) {
 					for i := range nRandom {
 						cases = append(cases, randomCase(i+1, backend))
 					}
-					results := runReference(t, here, suite, bname, cases)
+					rr := newReaderRun(t, suite, bname)
+					var between func(int, resultJSON)
+					if rr != nil {
+						between = rr.between(t, cases)
+					}
+					results := runReference(t, here, suite, bname, cases, between)
 					agree, st := 0, stats{}
 					for i, c := range cases {
-						if compare(t, release, backend, c, results[i], &st) {
+						if compare(t, release, backend, c, results[i], nil, &st) && (rr == nil || compare(t, release, backend, c, results[i], func(name string) (nova.Cell, error) { return rr.cell(i, name) }, &stats{})) {
 							agree++
 						}
+					}
+					if rr != nil {
+						t.Logf("novadb read each case's databases twice (%d reads, %d of the second reused rows its probes vouched for): the views from its rows were compared too", rr.reads, rr.reused)
 					}
 					t.Logf("nova %s (%s) on %s: %d of %d cases agree; %d compute views (%d raised, %d with a ring of 3 or more), %d nodes managed by ring, %d by instance",
 						release, v, bname, agree, len(cases), st.views, st.errors, st.bigRings, st.ring, st.instance)
@@ -152,7 +161,10 @@ func TestNovaConformance(t *testing.T) {
 }
 
 // runReference runs reference.py in suite's chroot on cases.
-func runReference(t *testing.T, here, suite, backend string, cases []caseJSON) []resultJSON {
+// When between is not nil, reference.py waits after each case until
+// between has run (with the case's index and Nova's answer), the case's
+// rows still in the databases.
+func runReference(t *testing.T, here, suite, backend string, cases []caseJSON, between func(int, resultJSON)) []resultJSON {
 	t.Helper()
 	root := testenv.NovaChrootDir(suite)
 	win := "/tmp/ice-nova-conformance"
@@ -185,19 +197,39 @@ func runReference(t *testing.T, here, suite, backend string, cases []caseJSON) [
 		"--backend", backend, "--workdir", work, "--prefix", "ice_nova_"+suite, win+"/"+casesFile)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	if between != nil {
+		cmd.Args = append(cmd.Args[:len(cmd.Args)-1], "--pause", cmd.Args[len(cmd.Args)-1])
+	}
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatalf("reference.py in %s: %v\n%s", suite, err, tail(stderr.String(), 4000))
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
 	var results []resultJSON
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc := bufio.NewScanner(stdout)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
 		var r resultJSON
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("reference.py output: %v: %.200s", err, sc.Text())
 		}
+		if between != nil {
+			between(len(results), r) // the case's rows are in the databases until the line below
+			if _, err := io.WriteString(stdin, "\n"); err != nil {
+				t.Fatalf("reference.py stdin: %v", err)
+			}
+		}
 		results = append(results, r)
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("reference.py in %s: %v\n%s", suite, err, tail(stderr.String(), 4000))
 	}
 	if len(results) != len(cases) {
 		t.Fatalf("reference.py answered %d of %d cases\n%s", len(results), len(cases), tail(stderr.String(), 4000))
@@ -261,7 +293,10 @@ func input(t *testing.T, release rules.Release, backend rules.Backend, c caseJSO
 // stats count what Nova's answers exercised.
 type stats struct{ views, errors, bigRings, ring, instance int }
 
-func compare(t *testing.T, release rules.Release, backend rules.Backend, c caseJSON, res resultJSON, st *stats) bool {
+//
+// With read nil, the rows are those reference.py read back; else those
+// read returns (package novadb's), for the cell of that name.
+func compare(t *testing.T, release rules.Release, backend rules.Backend, c caseJSON, res resultJSON, read func(string) (nova.Cell, error), st *stats) bool {
 	t.Helper()
 	if res.Name != c.Name || len(res.Cells) != len(c.Cells) {
 		t.Errorf("%s: reference answered %q with %d cells", c.Name, res.Name, len(res.Cells))
@@ -269,7 +304,20 @@ func compare(t *testing.T, release rules.Release, backend rules.Backend, c caseJ
 	}
 	ok := true
 	for ci, cell := range c.Cells {
-		views := nova.Views(input(t, release, backend, c, cell, res.Cells[ci]))
+		in := input(t, release, backend, c, cell, res.Cells[ci])
+		from := "rows read back"
+		if read != nil {
+			rows, err := read(cell.Name)
+			if err != nil {
+				t.Errorf("%s, %s: %v", c.Name, cell.Name, err)
+				return false
+			}
+			if rows.UUID != in.Cell.UUID {
+				t.Errorf("%s, %s: novadb read cell uuid %s, Nova's is %s", c.Name, cell.Name, rows.UUID, in.Cell.UUID)
+			}
+			in.Cell, from = rows, "novadb"
+		}
+		views := nova.Views(in)
 		for vi, want := range res.Cells[ci].Computes {
 			got := views[vi]
 			st.views++
@@ -319,7 +367,7 @@ func compare(t *testing.T, release rules.Release, backend rules.Backend, c caseJ
 			}
 			if len(diffs) > 0 {
 				ok = false
-				t.Errorf("%s, %s, compute %s: %s", c.Name, cell.Name, want.Host, strings.Join(diffs, "; "))
+				t.Errorf("%s, %s, compute %s (from %s): %s", c.Name, cell.Name, want.Host, from, strings.Join(diffs, "; "))
 			}
 		}
 	}

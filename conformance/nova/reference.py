@@ -187,6 +187,8 @@ def main():
     ap.add_argument("--backend", required=True, choices=("sqlite", "postgresql", "mysql"))
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--prefix", default="nova_ref")
+    ap.add_argument("--pause", action="store_true",
+                    help="after each case's line, wait for a line on stdin (the rows stay until then)")
     ap.add_argument("cases", nargs="?")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
@@ -341,6 +343,8 @@ def main():
                    "computes": [run_compute(cctxt, c, case, now) for c in cell.get("computes") or []]}
             result["cells"].append(res)
         print(json.dumps(result, sort_keys=True), flush=True)
+        if a.pause:
+            sys.stdin.readline()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,164 @@
+package novadb
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+)
+
+// These tests run on SQLite files holding the columns the reader reads
+// (Nova's real schema, on PostgreSQL and MariaDB, is read by
+// conformance/nova, which also checks the views computed from the rows).
+const testCellSchema = `
+CREATE TABLE services (id INTEGER PRIMARY KEY, host VARCHAR(255), "binary" VARCHAR(255), disabled BOOLEAN,
+  forced_down BOOLEAN, deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, last_seen_up DATETIME, version INTEGER);
+CREATE TABLE compute_nodes (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), hypervisor_hostname VARCHAR(255),
+  hypervisor_type VARCHAR(255), deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
+CREATE TABLE instances (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), node VARCHAR(255),
+  deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
+`
+
+func exec(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// fleet makes nova_api (cell0, cell1 by URL, cell2 by a template that the
+// reader fills from connection) and the two cells, and returns the
+// reader's Config.
+func fleet(t *testing.T) (Config, string, string) {
+	dir := t.TempDir()
+	api, cell1, cell2 := filepath.Join(dir, "api.sqlite"), filepath.Join(dir, "cell1.sqlite"), filepath.Join(dir, "cell2.sqlite")
+	exec(t, api, `CREATE TABLE cell_mappings (id INTEGER PRIMARY KEY, uuid VARCHAR(36), name VARCHAR(255), database_connection TEXT)`,
+		`INSERT INTO cell_mappings VALUES (1, '`+nova.Cell0UUID+`', 'cell0', 'sqlite:///`+dir+`/missing.sqlite'),
+		 (2, 'c1', 'cell1', 'sqlite:///`+cell1+`'), (3, 'c2', 'cell2', '{scheme}:///`+dir+`/cell2.sqlite')`)
+	for _, c := range []string{cell1, cell2} {
+		exec(t, c, testCellSchema)
+	}
+	exec(t, cell1,
+		`INSERT INTO services VALUES (1, 'c-1', 'nova-compute', 0, 0, 0, '2026-12-04 08:00:00', NULL, '2026-12-04 08:00:05.250000', 68),
+		 (2, 'c-2', 'nova-compute', NULL, NULL, 0, '2026-12-04 08:00:00', NULL, NULL, 68),
+		 (3, 'c-3', 'nova-compute', 0, 0, 3, '2026-12-04 08:00:00', NULL, NULL, 68),
+		 (4, 'cond', 'nova-conductor', 0, 0, 0, '2026-12-04 08:00:00', NULL, NULL, 68)`,
+		`INSERT INTO compute_nodes VALUES (1, 'n1', 'c-1', 'n1', 'ironic', 0, '2026-12-04 07:00:00', NULL, NULL),
+		 (2, 'n2', 'c-2', 'n2', 'ironic', 2, '2026-12-04 07:00:00', NULL, '2026-12-04 07:30:00'),
+		 (3, 'kvm', 'c-1', 'kvm', 'QEMU', 0, '2026-12-04 07:00:00', NULL, NULL)`,
+		`INSERT INTO instances VALUES (1, 'i1', 'c-1', 'n1', 0, '2026-12-04 07:00:00', NULL, NULL),
+		 (2, 'i2', 'c-1', 'n1', 2, '2026-12-04 07:00:00', NULL, '2026-12-04 07:10:00'),
+		 (3, 'i3', 'other', 'x', 0, '2026-12-04 07:00:00', NULL, NULL),
+		 (4, 'i4', 'c-9', 'n9', 0, '2026-12-04 07:00:00', NULL, NULL)`)
+	return Config{APIConnection: "sqlite:///" + api, Connection: "sqlite:///" + cell1,
+		Now: func() time.Time { return time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC) }}, cell1, cell2
+}
+
+func TestRead(t *testing.T) {
+	cfg, cell1, _ := fleet(t)
+	r, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	snap, err := r.Read(context.Background(), []string{"c-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Cells) != 2 || snap.Cells[0].Cell.Name != "cell1" || snap.Cells[1].Cell.Name != "cell2" {
+		t.Fatalf("cells: %+v", snap.Cells)
+	}
+	if c := snap.Cells[1]; c.Err != nil || !strings.HasSuffix(c.Database, "cell2.sqlite") || c.Cell.UUID != "c2" {
+		t.Errorf("cell2 (template filled from the connection): %+v", c)
+	}
+	c := snap.Cells[0]
+	if c.Err != nil || !c.Reread.ComputeNodes || !c.Reread.Instances {
+		t.Fatalf("cell1: %+v", c)
+	}
+	sv := c.Cell.Services
+	if len(sv) != 2 || sv[0].Host != "c-1" || sv[0].Disabled || sv[0].Version != 68 ||
+		!sv[0].LastSeenUp.Equal(time.Date(2026, 12, 4, 8, 0, 5, 250000000, time.UTC)) ||
+		!sv[1].Disabled || sv[1].ForcedDown || !sv[1].LastSeenUp.IsZero() {
+		t.Errorf("services (deleted and other binaries left out, NULL disabled read as disabled): %+v", sv)
+	}
+	if cn := c.Cell.ComputeNodes; len(cn) != 2 || cn[0].UUID != "n1" || cn[1].Host != "c-2" || !cn[1].Deleted || cn[0].Deleted {
+		t.Errorf("compute nodes (ironic ones, soft-deleted too): %+v", cn)
+	}
+	if in := c.Cell.Instances; len(in) != 2 || in[0].UUID != "i1" || in[1].UUID != "i4" {
+		t.Errorf("instances (live, of the ironic hosts and of c-9): %+v", in)
+	}
+
+	// unchanged: the probes vouch for the rows (their latest time is an
+	// hour before the read)
+	again, err := r.Read(context.Background(), []string{"c-9"})
+	if err != nil || again.Cells[0].Reread.ComputeNodes || again.Cells[0].Reread.Instances {
+		t.Fatalf("second read: %v %+v", err, again.Cells[0].Reread)
+	}
+	// a soft delete (deleted_at set, updated_at kept, as oslo.db's does)
+	exec(t, cell1, `UPDATE instances SET deleted = id, deleted_at = '2026-12-04 08:59:59.500000' WHERE uuid = 'i1'`)
+	third, err := r.Read(context.Background(), []string{"c-9"})
+	if err != nil || third.Cells[0].Reread.ComputeNodes || !third.Cells[0].Reread.Instances || len(third.Cells[0].Cell.Instances) != 1 {
+		t.Fatalf("after a soft delete: %v %+v", err, third.Cells[0])
+	}
+	// within the window of the latest write: no reuse next time
+	fourth, _ := r.Read(context.Background(), []string{"c-9"})
+	if !fourth.Cells[0].Reread.Instances {
+		t.Errorf("a probe 0.5 s after the latest write vouches (window 2s): %+v", fourth.Cells[0].Reread)
+	}
+}
+
+func TestCellFailureKeepsLastRows(t *testing.T) {
+	cfg, cell1, _ := fleet(t)
+	r, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	first, err := r.Read(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, cell1, `DROP TABLE services`)
+	snap, err := r.Read(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := snap.Cells[0]
+	if c.Err == nil || !strings.Contains(c.Err.Error(), "reading cell cell1 c1") || !strings.Contains(c.Err.Error(), "reading services") {
+		t.Fatalf("error: %v", c.Err)
+	}
+	if c.ReadAt != first.Cells[0].ReadAt || len(c.Cell.Services) != 2 {
+		t.Errorf("the last good rows are kept: %+v", c)
+	}
+	if snap.Cells[1].Err != nil {
+		t.Errorf("cell2 fails with cell1: %v", snap.Cells[1].Err)
+	}
+}
+
+func TestAPIFailure(t *testing.T) {
+	r, err := Open(Config{APIConnection: "postgresql://nova:s3cret-pw@127.0.0.1:1/nova_api?connect_timeout=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	_, err = r.Read(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "reading nova_api") || strings.Contains(err.Error(), "s3cret-pw") {
+		t.Fatalf("error: %v", err)
+	}
+	if _, err := Open(Config{APIConnection: "oracle://x"}); err == nil || !strings.Contains(err.Error(), "nova_api connection") {
+		t.Errorf("bad DSN: %v", err)
+	}
+}

@@ -1,0 +1,105 @@
+package novadb
+
+import (
+	"database/sql"
+	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+)
+
+// readServices runs SQLServices. A NULL disabled reads as true (the ring's
+// filter disabled = false excludes it), a NULL forced_down as false.
+func readServices(s *dbconn.Session) ([]nova.Service, error) {
+	var out []nova.Service
+	err := s.Rows("reading services", SQLServices, false, func(rows *sql.Rows) error {
+		var (
+			host, binary         sql.NullString
+			disabled, forcedDown sql.NullBool
+			created, lastSeen    dbconn.Time
+			version              sql.NullInt64
+			sv                   nova.Service
+		)
+		if err := rows.Scan(&sv.ID, &host, &binary, &disabled, &forcedDown, &created, &lastSeen, &version); err != nil {
+			return err
+		}
+		sv.Host, sv.Binary = host.String, binary.String
+		sv.Disabled = !disabled.Valid || disabled.Bool
+		sv.ForcedDown = forcedDown.Valid && forcedDown.Bool
+		sv.CreatedAt, sv.LastSeenUp, sv.Version = created.T, lastSeen.T, int(version.Int64)
+		out = append(out, sv)
+		return nil
+	})
+	return out, err
+}
+
+// readProbe runs one of the probe statements.
+func readProbe(s *dbconn.Session, step, query string) (probe, error) {
+	var (
+		p                          probe
+		count, maxID               sql.NullInt64
+		created, updated, deletedA dbconn.Time
+	)
+	err := s.Rows(step, query, false, func(rows *sql.Rows) error {
+		return rows.Scan(&count, &maxID, &created, &updated, &deletedA)
+	})
+	p.count, p.maxID = count.Int64, maxID.Int64
+	p.created, p.updated, p.deletedAt = created.T, updated.T, deletedA.T
+	return p, err
+}
+
+// readComputeNodes runs SQLComputeNodes.
+func readComputeNodes(s *dbconn.Session) ([]nova.ComputeNode, error) {
+	var out []nova.ComputeNode
+	err := s.Rows("reading compute_nodes", SQLComputeNodes, false, func(rows *sql.Rows) error {
+		var (
+			uuid, host, hh sql.NullString
+			deleted        sql.NullInt64
+			cn             = nova.ComputeNode{HypervisorType: "ironic"}
+		)
+		if err := rows.Scan(&cn.ID, &uuid, &host, &hh, &deleted); err != nil {
+			return err
+		}
+		cn.UUID, cn.Host, cn.HypervisorHostname, cn.Deleted = uuid.String, host.String, hh.String, deleted.Int64 != 0
+		out = append(out, cn)
+		return nil
+	})
+	return out, err
+}
+
+// readInstances runs SQLInstances, then SQLInstancesOfHost for each of
+// hosts that no compute node's host is (exactly), each instance once.
+func readInstances(s *dbconn.Session, backend dbconn.Backend, cns []nova.ComputeNode, hosts []string) ([]nova.Instance, error) {
+	var out []nova.Instance
+	seen := map[string]bool{}
+	scan := func(rows *sql.Rows) error {
+		var uuid, host, node sql.NullString
+		if err := rows.Scan(&uuid, &host, &node); err != nil {
+			return err
+		}
+		if !seen[uuid.String] {
+			seen[uuid.String] = true
+			out = append(out, nova.Instance{UUID: uuid.String, Host: host.String, Node: node.String})
+		}
+		return nil
+	}
+	if err := s.Rows("reading instances", SQLInstances, false, scan); err != nil {
+		return nil, err
+	}
+	cnHosts := map[string]bool{}
+	for _, cn := range cns {
+		cnHosts[cn.Host] = true
+	}
+	q := SQLInstancesOfHost
+	if backend == dbconn.BackendPostgreSQL {
+		q = strings.Replace(q, "?", "$1", 1)
+	}
+	for _, h := range hosts {
+		if !cnHosts[h] {
+			if err := s.Rows("reading instances of "+h, q, true, scan, h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
