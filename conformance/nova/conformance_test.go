@@ -293,7 +293,6 @@ func input(t *testing.T, release rules.Release, backend rules.Backend, c caseJSO
 // stats count what Nova's answers exercised.
 type stats struct{ views, errors, bigRings, ring, instance int }
 
-//
 // With read nil, the rows are those reference.py read back; else those
 // read returns (package novadb's), for the cell of that name.
 func compare(t *testing.T, release rules.Release, backend rules.Backend, c caseJSON, res resultJSON, read func(string) (nova.Cell, error), st *stats) bool {
