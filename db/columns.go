@@ -9,11 +9,31 @@ import (
 type column struct {
 	name string
 	kind columnKind
-	// owner marks owner and lessee, which a schema older than alembic
-	// b2ad35726bb0 lacks: the statements for such a schema read NULL in
-	// their place (see SQLNodesWithoutOwner).
-	owner bool
+	// since is the schema generation that added the column: the
+	// statements for an older schema read NULL in its place.
+	since schemaGen
 }
+
+// schemaGen is a generation of the nodes table: the columns the exporter
+// reads that a schema may lack, by the migration that added them, oldest
+// first. Each generation has every column of the ones before it.
+type schemaGen int8
+
+const (
+	// genRocky: the columns every supported schema has (Ironic Rocky,
+	// alembic 664f85c2f622, added conductor_group).
+	genRocky schemaGen = iota
+	// genLessee: nodes.owner (alembic f190f9d00a11, Ironic 12.1, Stein)
+	// and nodes.lessee (b2ad35726bb0, 15.0, Ussuri).
+	genLessee
+	// genShard: nodes.shard (alembic 4dbec778866e, Ironic 21.4, 2023.1).
+	genShard
+	// genParentNode: nodes.parent_node (alembic fe222f476baf, Ironic
+	// 22.0, 2023.2).
+	genParentNode
+	// schemaGens counts the generations; the newest is schemaGens-1.
+	schemaGens
+)
 
 // columnKind is what a dialect may have to adapt in a column.
 type columnKind uint8
@@ -43,7 +63,8 @@ var (
 		{name: "maintenance"}, {name: "resource_class", kind: columnText},
 		{name: "created_at", kind: columnTime}, {name: "updated_at", kind: columnTime},
 		{name: "conductor_affinity"}, {name: "target_provision_state", kind: columnText},
-		{name: "owner", kind: columnText, owner: true}, {name: "lessee", kind: columnText, owner: true},
+		{name: "owner", kind: columnText, since: genLessee}, {name: "lessee", kind: columnText, since: genLessee},
+		{name: "shard", kind: columnText, since: genShard}, {name: "parent_node", kind: columnText, since: genParentNode},
 	}
 )
 
@@ -71,10 +92,10 @@ var (
 		time: func(c string) string { return "timestamp_send(" + c + ")" }, null: "NULL::bytea"}
 )
 
-// word words one column.
-func (w wording) word(c column, withoutOwner bool) string {
+// word words one column for a schema of generation gen.
+func (w wording) word(c column, gen schemaGen) string {
 	switch {
-	case c.owner && withoutOwner:
+	case c.since > gen:
 		return w.null
 	case c.kind == columnText && w.text != nil:
 		return w.text(c.name)
@@ -86,14 +107,14 @@ func (w wording) word(c column, withoutOwner bool) string {
 
 // selectFrom words the statement that reads cols of table (the rows where
 // where holds, all when it is ""), sorted by the primary key, as Ironic's
-// list calls do by default; withoutOwner reads NULL for the owner columns.
-// Lines are wrapped for the logs.
-func (w wording) selectFrom(table string, cols []column, withoutOwner bool, where string) string {
+// list calls do by default, on a schema of generation gen (NULL for the
+// columns it lacks). Lines are wrapped for the logs.
+func (w wording) selectFrom(table string, cols []column, gen schemaGen, where string) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	line := len("SELECT ")
 	for i, c := range cols {
-		s := w.word(c, withoutOwner)
+		s := w.word(c, gen)
 		if i > 0 {
 			b.WriteByte(',')
 			if line+2+len(s) > 100 {
@@ -136,25 +157,25 @@ var (
 // and SQLNodeProbe, for the caller to adapt.
 func (w wording) queries(param func(n int) string) queries {
 	where := changedWhere(param)
-	return queries{
-		conductors:               w.selectFrom("conductors", conductorColumns, false, ""),
-		hardwareTypes:            SQLHardwareTypes,
-		nodes:                    w.selectFrom("nodes", nodeColumns, false, ""),
-		nodesWithoutOwner:        w.selectFrom("nodes", nodeColumns, true, ""),
-		probe:                    SQLNodeProbe,
-		changedNodes:             w.selectFrom("nodes", nodeColumns, false, where),
-		changedNodesWithoutOwner: w.selectFrom("nodes", nodeColumns, true, where),
+	q := queries{
+		conductors:    w.selectFrom("conductors", conductorColumns, genRocky, ""),
+		hardwareTypes: SQLHardwareTypes,
+		probe:         SQLNodeProbe,
 	}
+	for gen := range schemaGens {
+		q.nodes[gen] = w.selectFrom("nodes", nodeColumns, gen, "")
+		q.changedNodes[gen] = w.selectFrom("nodes", nodeColumns, gen, where)
+	}
+	return q
 }
 
 // The statements as PostgreSQL and MySQL read them.
 var (
 	// SQLConductors reads the conductors table.
 	SQLConductors = standardQueries.conductors
-	// SQLNodes reads the nodes table, with owner (Ironic 12.1, Stein) and
-	// lessee (Ironic 15.0, Ussuri) for the API's policy.
-	SQLNodes = standardQueries.nodes
-	// SQLNodesWithoutOwner reads the nodes table of a schema older than
-	// the lessee column (alembic b2ad35726bb0): owner and lessee read as NULL.
-	SQLNodesWithoutOwner = standardQueries.nodesWithoutOwner
+	// SQLNodes reads the nodes table of the newest schema, with owner and
+	// lessee for the API's policy, shard and parent_node for Nova's node
+	// list; an older schema reads NULL for the columns it lacks
+	// (see schemaGen).
+	SQLNodes = standardQueries.nodes[schemaGens-1]
 )

@@ -33,9 +33,10 @@ type DB struct {
 	// skips reading the unchanged nodes, and a delta read is made only over
 	// the nodes of a read without problems (see readDelta).
 	lastNodeRead atomic.Pointer[nodeRead]
-	// ownerCols says whether nodes has owner and lessee (ownerColsUnknown,
-	// ownerColsPresent, ownerColsMissing).
-	ownerCols atomic.Int32
+	// gen is the generation of the nodes table the node reads are worded
+	// for (a schemaGen), read by the first snapshot (nodesGeneration); -1
+	// until then.
+	gen atomic.Int32
 	// hook, when a test sets it, runs inside the snapshot transaction after
 	// BEGIN ("begin") and after each query ("conductors", "hardware types",
 	// "nodes", "changed nodes", "node ids"). An error from it aborts the
@@ -52,7 +53,9 @@ func Open(dsn string, opts dbconn.Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DB{pool: pool}, nil
+	d := &DB{pool: pool}
+	d.gen.Store(-1)
+	return d, nil
 }
 
 // String is the DSN with its password replaced by "xxxxx".

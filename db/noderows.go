@@ -80,13 +80,15 @@ const (
 	colTarget
 	colOwner
 	colLessee
+	colShard
+	colParent
 	nodeTextCols
 )
 
 // nodeTextNames name the columns of nodeRow.text, for warnings.
 var nodeTextNames = [nodeTextCols]string{"uuid", "name", "driver", "conductor_group", "reservation",
 	"instance_uuid", "power_state", "provision_state", "resource_class", "target_provision_state",
-	"owner", "lessee"}
+	"owner", "lessee", "shard", "parent_node"}
 
 // targets are the scan targets of r, one per column of nodeColumns in
 // their order; with binary the timestamps are timestamp_send's. It panics
@@ -205,6 +207,8 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		TargetProvisionState: dec.in.keep(t[colTarget], old.TargetProvisionState),
 		Owner:                dec.in.keep(t[colOwner], old.Owner),
 		Lessee:               dec.in.keep(t[colLessee], old.Lessee),
+		Shard:                dec.in.keep(t[colShard], old.Shard),
+		ParentNode:           ptrOf(t[colParent], old.ParentNode),
 		ConductorAffinity:    affinity(r.affinity, old.ConductorAffinity),
 	}
 	if old != &unread && n == *old {

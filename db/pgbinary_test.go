@@ -22,7 +22,11 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	admin := testDBConn(t, testDBName)
 	resetTables(t, admin)
 	t.Cleanup(func() { resetTables(t, admin) })
+	// The newest schema: python3-ironic 21.4's has no parent_node.
+	mustExec(t, admin, `ALTER TABLE nodes ADD COLUMN parent_node varchar(36)`)
+	t.Cleanup(func() { mustExec(t, admin, `ALTER TABLE nodes DROP COLUMN parent_node`) })
 	fillAwkwardNodes(t, admin)
+	mustExec(t, admin, `UPDATE nodes SET shard = 'Shard-ß', parent_node = 'parent-ü' WHERE id = (SELECT min(id) FROM nodes)`)
 
 	d := openTest(t, testDSN, dbconn.Options{})
 	read := func(query string, binary bool) ([]*Node, []string, []WarningCount) {
@@ -33,7 +37,7 @@ func TestPostgresBinaryNodes(t *testing.T) {
 		return r.nodes, r.lines, r.counts
 	}
 	textNodes, textLines, textCounts := read(SQLNodes, false)
-	binNodes, binLines, binCounts := read(pgQueries.nodes, true)
+	binNodes, binLines, binCounts := read(pgQueries.nodes[schemaGens-1], true)
 	if len(textNodes) != 4 {
 		t.Fatalf("%d nodes", len(textNodes))
 	}

@@ -12,17 +12,16 @@ import (
 // form, a boolean as a boolean or an integer, and the hardware types need not
 // be distinct (the reader deduplicates them byte-wise).
 type queries struct {
-	conductors, hardwareTypes, nodes string
-	// nodesWithoutOwner is nodes with NULL for owner and lessee (schemas
-	// older than those columns, see SQLNodesWithoutOwner).
-	nodesWithoutOwner string
+	conductors, hardwareTypes string
+	// nodes reads the nodes of a schema of each generation (NULL for the
+	// columns it lacks, see schemaGen).
+	nodes [schemaGens]string
 	// probe is SQLNodeProbe as the dialect words it.
 	probe string
-	// changedNodes and changedNodesWithoutOwner are nodes and
-	// nodesWithoutOwner limited to the rows that may have changed since a
-	// probe (changedWhere), read as nodes is.
-	changedNodes, changedNodesWithoutOwner string
-	// binaryNodes says that nodes and nodesWithoutOwner hand their text
+	// changedNodes are nodes limited to the rows that may have changed
+	// since a probe (changedWhere), read as nodes is.
+	changedNodes [schemaGens]string
+	// binaryNodes says that nodes and changedNodes hand their text
 	// columns over as bytea and their timestamps as timestamp_send's
 	// bytes, to be run as a prepared statement (see pgQueries).
 	binaryNodes bool
@@ -64,8 +63,7 @@ var standardQueries = plainWording.queries(dollarParam)
 var pgQueries = func() queries {
 	q := standardQueries
 	binary := pgBinaryWording.queries(dollarParam)
-	q.nodes, q.nodesWithoutOwner = binary.nodes, binary.nodesWithoutOwner
-	q.changedNodes, q.changedNodesWithoutOwner = binary.changedNodes, binary.changedNodesWithoutOwner
+	q.nodes, q.changedNodes = binary.nodes, binary.changedNodes
 	q.binaryNodes = true
 	return q
 }()

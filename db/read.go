@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
-// The snapshot queries (with SQLConductors, SQLNodes and
-// SQLNodesWithoutOwner, worded from their column lists in columns.go). They
-// name only columns that exist since Ironic Rocky
-// (alembic revision 664f85c2f622 added conductor_group to both tables;
-// nodes.conductor_affinity and target_provision_state are older still), are
+// The snapshot queries (with SQLConductors and SQLNodes, worded from their
+// column lists in columns.go). They name only columns that exist since
+// Ironic Rocky (alembic revision 664f85c2f622 added conductor_group to both
+// tables; nodes.conductor_affinity and target_provision_state are older
+// still), or read NULL for those a schema lacks (schemaGen), are
 // plain SQL that PostgreSQL, MySQL and SQLite all accept, and sort by the
 // primary key, as Ironic's list calls do by default. A dialect may adapt them
 // (see queries): MySQL compares strings by a case-insensitive collation,
@@ -32,6 +34,10 @@ ORDER BY conductor_id, hardware_type`
 	// release wrote the database. A database without the table reads as no
 	// revision.
 	SQLSchemaRevision = `SELECT version_num FROM alembic_version ORDER BY version_num`
+
+	// SQLNodeColumns returns no row, only the nodes table's columns, which
+	// tell the generation of its schema (schemaGen).
+	SQLNodeColumns = `SELECT * FROM nodes LIMIT 0`
 )
 
 // ErrNotIronic is in the chain of a snapshot error when the database has no
@@ -80,16 +86,16 @@ type since struct {
 // SnapshotChanges), switching to raw text on a SQL_ASCII database and
 // retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
-	s, err := d.snapshotOwnerFallback(ctx, known)
+	s, err := d.snapshot(ctx, known)
 	if err != nil && ctx.Err() == nil && d.pool.Backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
 		// A SQL_ASCII database holding bytes that are not UTF-8: the
 		// server refuses to send them as UTF-8 text. Read the text
 		// columns as bytes from now on; the reader checks them.
 		d.rawText.Store(true)
-		s, err = d.snapshotOwnerFallback(ctx, known)
+		s, err = d.snapshot(ctx, known)
 	}
 	if err != nil && ctx.Err() == nil && dbconn.Retryable(err) {
-		s, err = d.snapshotOwnerFallback(ctx, known)
+		s, err = d.snapshot(ctx, known)
 		if err != nil {
 			err = fmt.Errorf("%w (after retrying on a new connection)", err)
 		}
@@ -97,39 +103,38 @@ func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, erro
 	return s, d.pool.Scrub(err)
 }
 
-// Values of DB.ownerCols: whether nodes has the owner and lessee columns.
-const (
-	ownerColsUnknown int32 = iota
-	ownerColsPresent
-	ownerColsMissing
-)
-
-// snapshotOwnerFallback is snapshot, read again without nodes.owner and
-// nodes.lessee (and without them from then on) when the first nodes query
-// of the process finds a schema older than those columns (nodes.owner:
-// Ironic 12.1, Stein; nodes.lessee: 15.0, Ussuri).
-func (d *DB) snapshotOwnerFallback(ctx context.Context, known since) (*Snapshot, error) {
-	s, err := d.snapshot(ctx, known)
-	if err != nil && ctx.Err() == nil && d.ownerCols.Load() == ownerColsUnknown && missingOwnerColumn(err) {
-		d.ownerCols.Store(ownerColsMissing)
-		s, err = d.snapshot(ctx, known)
+// nodesGeneration is the newest generation of the nodes table (schemaGen)
+// whose columns the schema all has, from the columns SQLNodeColumns names:
+// an older schema is read without a statement that fails (which would fill
+// the server's log with an error at every start). A schema without a
+// column of Rocky's reads as Rocky's: the node read then fails naming it.
+func nodesGeneration(s *dbconn.Session) (schemaGen, error) {
+	var names []string
+	err := s.Step("reading the nodes columns", func(ctx context.Context, tx *sqlx.Tx) error {
+		rows, err := tx.QueryContext(ctx, SQLNodeColumns)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = rows.Close() }()
+		if names, err = rows.Columns(); err != nil {
+			return err
+		}
+		return rows.Close()
+	})
+	if err != nil {
+		return 0, err
 	}
-	if err == nil && s.NodeRead != NodeReadSkipped {
-		d.ownerCols.CompareAndSwap(ownerColsUnknown, ownerColsPresent)
+	has := map[string]bool{}
+	for _, n := range names {
+		has[strings.ToLower(n)] = true
 	}
-	return s, err
-}
-
-// missingOwnerColumn reports whether err is the nodes query failing on a
-// schema without the owner or lessee column: PostgreSQL SQLSTATE 42703
-// (undefined_column), MySQL/MariaDB 1054 (ER_BAD_FIELD_ERROR), SQLite "no
-// such column", naming owner or lessee.
-func missingOwnerColumn(err error) bool {
-	msg := strings.ToLower(err.Error())
-	if !strings.HasPrefix(msg, "reading nodes") || (!strings.Contains(msg, "owner") && !strings.Contains(msg, "lessee")) {
-		return false
+	gen := schemaGens - 1
+	for _, c := range nodeColumns {
+		if !has[c.name] && c.since <= gen {
+			gen = max(c.since-1, genRocky)
+		}
 	}
-	return dbconn.ServerSays(err, "42703", 1054, "no such column")
+	return gen, nil
 }
 
 func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error) {
@@ -150,10 +155,6 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 	if d.rawText.Load() {
 		q = &pgRawTextQueries
 	}
-	nodesQuery, changedQuery := q.nodes, q.changedNodes
-	if d.ownerCols.Load() == ownerColsMissing {
-		nodesQuery, changedQuery = q.nodesWithoutOwner, q.changedNodesWithoutOwner
-	}
 	if snap.Conductors, err = d.readConductors(s, q.conductors, w); err != nil {
 		return nil, notIronic(err)
 	}
@@ -166,6 +167,16 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 	if err := d.runHook(s, "hardware types"); err != nil {
 		return nil, err
 	}
+	gen := d.gen.Load()
+	if gen < 0 {
+		g, err := nodesGeneration(s)
+		if err != nil {
+			return nil, notIronic(err)
+		}
+		gen = int32(g)
+		d.gen.Store(gen)
+	}
+	nodesQuery, changedQuery := q.nodes[gen], q.changedNodes[gen]
 	if snap.NodeProbe, err = d.probeNodes(s, q.probe); err != nil {
 		return nil, notIronic(err)
 	}

@@ -122,6 +122,12 @@ type Node struct {
 	Owner *string
 	// Lessee is the project leasing the node (nodes.lessee), or nil.
 	Lessee *string
+	// Shard is the node's shard (nodes.shard), or nil; also nil on
+	// schemas without the column (before Ironic 21.4).
+	Shard *string
+	// ParentNode is the uuid of the node's parent (nodes.parent_node), or
+	// nil; also nil on schemas without the column (before Ironic 22.0).
+	ParentNode *string
 	// CreatedAt is the row's creation time (UTC); zero when NULL.
 	CreatedAt time.Time
 	// UpdatedAt is the row's last update (UTC); zero when NULL.

@@ -401,7 +401,7 @@ func TestSnapshotQueryTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	d := openTest(t, testDSN, dbconn.Options{QueryTimeout: timeout})
 	for _, tc := range []struct{ table, want string }{
-		{"nodes", "probing nodes: timed out after 300ms"}, // the probe is the first to wait for the table
+		{"nodes", "reading the nodes columns: timed out after 300ms"}, // the first snapshot's first statement on the table
 		{"conductors", "reading conductors: timed out after 300ms"},
 		{"conductor_hardware_interfaces", "reading conductor hardware types: timed out after 300ms"},
 	} {
