@@ -70,7 +70,16 @@ type Opt[T any] struct {
 	// Set is true when a file gives the option.
 	Set bool
 	Place
+	// deprecated: the value was written under one of oslo.db's deprecated
+	// names of [database] connection.
+	deprecated bool
 }
+
+// Deprecated reports whether the value was written under a deprecated
+// name of [database] connection ([DEFAULT] sql_connection, [DATABASE]
+// sql_connection, [sql] connection), which oslo.db 15.0 (2024.1) removed:
+// releases from 2024.1 on do not read it (log a warning).
+func (o Opt[T]) Deprecated() bool { return o.deprecated }
 
 // Config holds the options the exporter reads from Ironic's files.
 type Config struct {
@@ -248,15 +257,16 @@ var connectionNames = []optName{{"database", "connection"}, {"DEFAULT", "sql_con
 // lookup finds the winning assignment of an option as oslo.config's
 // _get_file_value does: the last file that sets any of names wins; within
 // it, the first of names it sets, and of that the last assignment.
-func (r *reader) lookup(names []optName) (value, bool) {
+// which is the index in names of the name it was written under.
+func (r *reader) lookup(names []optName) (v value, which int, ok bool) {
 	for i := len(r.files) - 1; i >= 0; i-- {
-		for _, n := range names {
+		for j, n := range names {
 			if vs := r.files[i].sections[n.section][n.key]; len(vs) > 0 {
-				return vs[len(vs)-1], true
+				return vs[len(vs)-1], j, true
 			}
 		}
 	}
-	return value{}, false
+	return value{}, 0, false
 }
 
 // templateRef matches "$$", "$name", "${name}" and "$group.name" as
@@ -295,7 +305,7 @@ func (r *reader) substitute(v value, secret bool, depth int) (string, error) {
 		if g, k, ok := strings.Cut(ref, "."); ok {
 			section, key = normalSection(g), k
 		}
-		target, ok := r.lookup([]optName{{section, key}})
+		target, _, ok := r.lookup([]optName{{section, key}})
 		if !ok {
 			firstErr = verr(fmt.Sprintf("substitution $%s: [%s] %s is set in no config file, and the exporter does not know Ironic's default for it (set it, or write the value out; \"$$\" is a literal \"$\")", ref, section, key))
 			return ""
@@ -323,7 +333,7 @@ type reader struct {
 // str is the value of the option written under names (see lookup), its
 // $-references expanded and surrounding blanks trimmed.
 func (r *reader) str(names []optName, secret bool) Opt[string] {
-	v, ok := r.lookup(names)
+	v, which, ok := r.lookup(names)
 	if !ok {
 		return Opt[string]{}
 	}
@@ -332,7 +342,7 @@ func (r *reader) str(names []optName, secret bool) Opt[string] {
 		r.errs = append(r.errs, err)
 		return Opt[string]{}
 	}
-	return Opt[string]{Value: strings.TrimSpace(text), Set: true, Place: v.Place}
+	return Opt[string]{Value: strings.TrimSpace(text), Set: true, Place: v.Place, deprecated: which > 0}
 }
 
 // integer is the whole number of [section] key.
@@ -357,11 +367,21 @@ func (r *reader) integer(section, key string) Opt[int] {
 // returns the options found. A missing file or directory is an error, as in
 // oslo.config; an option no file sets is not (its Set is false).
 func Load(files, dirs []string) (*Config, error) {
+	r, paths, err := readFiles(files, dirs)
+	if err != nil {
+		return nil, err
+	}
+	return r.config(paths)
+}
+
+// readFiles parses files, then every *.conf file of each of dirs (sorted),
+// as Load describes.
+func readFiles(files, dirs []string) (*reader, []string, error) {
 	paths := slices.Clone(files)
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir) // sorted by name
 		if err != nil {
-			return nil, &Error{Place: Place{File: dir}, Msg: "config directory", Err: err}
+			return nil, nil, &Error{Place: Place{File: dir}, Msg: "config directory", Err: err}
 		}
 		for _, e := range entries {
 			if strings.HasSuffix(e.Name(), ".conf") {
@@ -373,16 +393,16 @@ func Load(files, dirs []string) (*Config, error) {
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, &Error{Place: Place{File: p}, Msg: "config file", Err: err}
+			return nil, nil, &Error{Place: Place{File: p}, Msg: "config file", Err: err}
 		}
 		pf, err := Parse(f, p)
 		_ = f.Close()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.files = append(r.files, pf)
 	}
-	return r.config(paths)
+	return r, paths, nil
 }
 
 func (r *reader) config(paths []string) (*Config, error) {

@@ -71,6 +71,10 @@ func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
 		cfg.dsn = conf.Connection.Value
 		src.dsn = conf.Connection.Where()
 		note("database", conf.Connection)
+		if conf.Connection.Deprecated() {
+			logger.Warn("the database connection is written under a deprecated name, which Ironic ignores from 2024.1 (oslo.db 15.0): write it as [database] connection",
+				"where", conf.Connection.Where())
+		}
 	}
 	if !givenBy(cfg.heartbeatSet, "ironic.heartbeat-timeout") && conf.HeartbeatTimeout.Set {
 		cfg.heartbeatTimeout = conf.HeartbeatTimeout.Value
