@@ -1,0 +1,64 @@
+package nova
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+)
+
+// TestAnswerPerRelease: during an upgrade each compute computes its view
+// with its own release's rules (20.x keeps the host's case in the ring,
+// 21.0 lowercases it): Answer equals Views run per compute with the
+// release its services.version names, and judges every ironic compute.
+func TestAnswerPerRelease(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	cell := Cell{Name: "cell1", UUID: "c1", Services: []Service{
+		{ID: 1, Host: "Old-A", Binary: "nova-compute", LastSeenUp: now.Add(-5 * time.Second), Version: 40},
+		{ID: 2, Host: "New-B", Binary: "nova-compute", LastSeenUp: now.Add(-5 * time.Second), Version: 51},
+		{ID: 3, Host: "down-c", Binary: "nova-compute", LastSeenUp: now.Add(-2 * time.Minute), Version: 51, Disabled: true},
+		{ID: 4, Host: "conductor", Binary: "nova-conductor", LastSeenUp: now, Version: 51},
+	}}
+	for _, s := range cell.Services[:3] {
+		cell.ComputeNodes = append(cell.ComputeNodes, ComputeNode{ID: s.ID, Host: s.Host, HypervisorType: "ironic"})
+	}
+	var nodes []IronicNode
+	for i := range 64 {
+		nodes = append(nodes, IronicNode{UUID: fmt.Sprintf("00000000-0000-4000-8000-%012x", i)})
+	}
+	in := AnswerInput{Now: now, Backend: rules.PostgreSQL, IronicBackend: rules.PostgreSQL,
+		Settings: rules.DefaultNovaSettings(), Cell: cell, Nodes: nodes}
+	got := Answer(in)
+	if len(got.Views) != 3 || len(got.Computes) != 3 {
+		t.Fatalf("%d views, %d computes: %+v", len(got.Views), len(got.Computes), got)
+	}
+	for i, rel := range []rules.Release{{20, 0}, {21, 0}, {21, 0}} {
+		want := Views(Input{Now: now, Rules: rules.NewNova(rel, rules.PostgreSQL, rules.DefaultNovaSettings()),
+			IronicBackend: rules.PostgreSQL, Cell: cell, Nodes: nodes, Computes: []Compute{{Host: cell.Services[i].Host}}})
+		if diff := cmp.Diff(want[0], got.Views[i], cmp.Comparer(func(a, b error) bool { return (a == nil) == (b == nil) })); diff != "" {
+			t.Errorf("compute %s with %s's rules (-want +got):\n%s", cell.Services[i].Host, rel, diff)
+		}
+	}
+	if !slices.Contains(got.Views[0].Ring, "New-B") || !slices.Contains(got.Views[1].Ring, "new-b") {
+		t.Errorf("20.0's ring keeps the case, 21.0's lowercases: %v, %v", got.Views[0].Ring, got.Views[1].Ring)
+	}
+	want := []ComputeState{
+		{Host: "Old-A", Version: 40, Release: rules.Release{20, 0}, Up: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
+		{Host: "New-B", Version: 51, Release: rules.Release{21, 0}, Up: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
+		{Host: "down-c", Version: 51, Release: rules.Release{21, 0}, Disabled: true, Heartbeat: now.Add(-2 * time.Minute)},
+	}
+	if diff := cmp.Diff(want, got.Computes); diff != "" {
+		t.Errorf("computes (-want +got):\n%s", diff)
+	}
+	managed := 0
+	for _, v := range got.Views {
+		managed += len(v.Nodes)
+	}
+	if managed < len(nodes) {
+		t.Errorf("%d of %d nodes managed", managed, len(nodes))
+	}
+}
