@@ -36,7 +36,7 @@ func TestAnswerPerRelease(t *testing.T) {
 	if len(got.Views) != 3 || len(got.Computes) != 3 {
 		t.Fatalf("%d views, %d computes: %+v", len(got.Views), len(got.Computes), got)
 	}
-	for i, rel := range []rules.Release{{20, 0}, {21, 0}, {21, 0}} {
+	for i, rel := range []rules.Release{{Major: 20}, {Major: 21}, {Major: 21}} {
 		want := Views(Input{Now: now, Rules: rules.NewNova(rel, rules.PostgreSQL, rules.DefaultNovaSettings()),
 			IronicBackend: rules.PostgreSQL, Cell: cell, Nodes: nodes, Computes: []Compute{{Host: cell.Services[i].Host}}})
 		if diff := cmp.Diff(want[0], got.Views[i], cmp.Comparer(func(a, b error) bool { return (a == nil) == (b == nil) })); diff != "" {
@@ -47,9 +47,9 @@ func TestAnswerPerRelease(t *testing.T) {
 		t.Errorf("20.0's ring keeps the case, 21.0's lowercases: %v, %v", got.Views[0].Ring, got.Views[1].Ring)
 	}
 	want := []ComputeState{
-		{Host: "Old-A", Version: 40, Release: rules.Release{20, 0}, Up: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
-		{Host: "New-B", Version: 51, Release: rules.Release{21, 0}, Up: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
-		{Host: "down-c", Version: 51, Release: rules.Release{21, 0}, Disabled: true, Heartbeat: now.Add(-2 * time.Minute)},
+		{Host: "Old-A", Version: 40, Release: rules.Release{Major: 20, Minor: 0}, Up: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
+		{Host: "New-B", Version: 51, Release: rules.Release{Major: 21, Minor: 0}, Up: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
+		{Host: "down-c", Version: 51, Release: rules.Release{Major: 21, Minor: 0}, Disabled: true, Heartbeat: now.Add(-2 * time.Minute)},
 	}
 	if diff := cmp.Diff(want, got.Computes); diff != "" {
 		t.Errorf("computes (-want +got):\n%s", diff)
@@ -60,5 +60,42 @@ func TestAnswerPerRelease(t *testing.T) {
 	}
 	if managed < len(nodes) {
 		t.Errorf("%d of %d nodes managed", managed, len(nodes))
+	}
+}
+
+// TestFleetProblems: each reason counts the nodes (or rows) it names, and
+// every reason is present.
+func TestFleetProblems(t *testing.T) {
+	nodes := []IronicNode{
+		{UUID: "n-ok", InstanceUUID: "i-ok"},
+		{UUID: "n-unclaimed", ProvisionState: "available"}, // and no compute record
+		{UUID: "n-twice"},
+		{UUID: "n-down"},
+		{UUID: "n-moved"},
+		{UUID: "n-mismatch", InstanceUUID: "i-ironic"},
+	}
+	cell := Cell{Name: "cell1", UUID: "c1",
+		ComputeNodes: []ComputeNode{
+			{UUID: "n-ok", Host: "a", HypervisorType: "ironic"}, {UUID: "n-twice", Host: "a", HypervisorType: "ironic"},
+			{UUID: "n-down", Host: "b", HypervisorType: "ironic"}, {UUID: "n-moved", Host: "b", HypervisorType: "ironic"},
+			{UUID: "n-mismatch", Host: "a", HypervisorType: "ironic"}, {UUID: "n-gone", Host: "a", HypervisorType: "ironic"},
+			{UUID: "n-deleted-gone", Host: "a", HypervisorType: "ironic", Deleted: true},
+		},
+		Instances: []Instance{{UUID: "i-ok", Host: "b", Node: "n-ok"}, {UUID: "i-nova", Host: "a", Node: "n-mismatch"}},
+	}
+	answer := CellAnswer{Name: "cell1", UUID: "c1",
+		Computes: []ComputeState{{Host: "a", Up: true}, {Host: "b"}},
+		Views: []View{
+			{Host: "a", Nodes: map[string]rules.NovaSource{"n-twice": "ring", "n-moved": "ring", "n-mismatch": "instance"}},
+			{Host: "b", Nodes: map[string]rules.NovaSource{"n-ok": "instance", "n-twice": "ring", "n-down": "ring"}},
+		}}
+	f := NewFleet([]FleetCell{{Cell: cell, Answer: answer}}, nodes)
+	want := map[string]int{ProblemUnclaimed: 1, ProblemClaimedTwice: 1, ProblemComputeDown: 3, ProblemNoComputeNode: 1,
+		ProblemRecordHostDiffers: 1, ProblemInstanceMismatch: 1, ProblemInstanceComputeDown: 1, ProblemOrphanRecord: 1}
+	if diff := cmp.Diff(want, f.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if got := f.Claims[2]; len(got) != 2 || got[0].Host != "a" || got[1].Host != "b" {
+		t.Errorf("n-twice claims %+v, want a then b", got)
 	}
 }

@@ -75,6 +75,10 @@ type IronicNode struct {
 	Shard          string // NULL reads as ""
 	InstanceUUID   string // NULL reads as ""
 	ParentNode     string // NULL reads as ""
+	// ProvisionState and Maintenance are not in Nova's node list filter;
+	// the problems (Fleet) use them.
+	ProvisionState string
+	Maintenance    bool
 }
 
 // Compute is one nova-compute's own settings (its nova.conf).

@@ -1,0 +1,208 @@
+// Package novacache keeps the Nova side of the answer: it reads Nova's
+// databases (package novadb) at an interval, joins each cell's rows with
+// Ironic's nodes of the current topology, and computes with package nova
+// every compute's view. Readers take the latest answer without waiting: a
+// read never holds a lookup. A Nova outage leaves the last answer in
+// place, marked stale (State.Err, CellState.Err); the Ironic answers do
+// not depend on it.
+package novacache
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// Reader reads Nova's databases; *novadb.Reader is the production one.
+type Reader interface {
+	Read(ctx context.Context, hosts []string) (*novadb.Snapshot, error)
+}
+
+// Config configures a Cache.
+type Config struct {
+	Reader Reader
+	// Ironic is the current Ironic topology (topology.Cache.Current); the
+	// answer is computed over its nodes, none until it has one.
+	Ironic func() *topology.Topology
+	// Settings are Nova's [DEFAULT] service_down_time and report_interval.
+	Settings rules.NovaSettings
+	// Computes is the computes file; nil: every ironic compute, with no
+	// [ironic] option set (nova.DefaultComputes).
+	Computes *nova.ComputesFile
+	// Interval between reads; default 15s (Nova's services write their
+	// heartbeat every report_interval, 10s by default).
+	Interval time.Duration
+	// Timeout bounds one read; default 30s.
+	Timeout time.Duration
+	// Now is the clock; default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// State is the latest answer.
+type State struct {
+	// Cells are the cells' answers, in cell_mappings' order.
+	Cells []CellState
+	// ReadAt is when the last read that reached nova_api started; zero
+	// before the first.
+	ReadAt time.Time
+	// Err is why the last read failed as a whole (nova_api); Cells are then
+	// those of the read before.
+	Err error
+	// Attempts and Failures count reads and failed ones (nova_api).
+	Attempts, Failures int
+}
+
+// CellState is one cell's answer.
+type CellState struct {
+	nova.CellAnswer
+	// Database is the cell's connection without its password, Backend its
+	// kind.
+	Database string
+	Backend  dbconn.Backend
+	// Err is why the last read of the cell failed: the answer is then
+	// computed from the rows of ReadAt.
+	Err error
+	// ReadAt is when the rows were read; zero when never.
+	ReadAt time.Time
+	// NodeCount is how many Ironic nodes the answer covers.
+	NodeCount int
+}
+
+// Cache holds the Nova answer.
+type Cache struct {
+	cfg   Config
+	state atomic.Pointer[State]
+}
+
+// New returns a cache; Run fills it.
+func New(cfg Config) *Cache {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 15 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Cache{cfg: cfg}
+	c.state.Store(&State{})
+	return c
+}
+
+// Current is the latest answer (never nil).
+func (c *Cache) Current() *State { return c.state.Load() }
+
+// Run reads at every interval until ctx ends.
+func (c *Cache) Run(ctx context.Context) {
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		c.Refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh reads Nova's databases once and stores the new answer.
+func (c *Cache) Refresh(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	prev := c.state.Load()
+	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, Attempts: prev.Attempts + 1, Failures: prev.Failures}
+	var hosts []string
+	if c.cfg.Computes != nil {
+		for _, fc := range c.cfg.Computes.Computes {
+			hosts = append(hosts, fc.Host)
+		}
+	}
+	snap, err := c.cfg.Reader.Read(ctx, hosts)
+	if err != nil {
+		next.Err, next.Failures = err, prev.Failures+1
+		if prev.Err == nil {
+			c.cfg.Logger.Error("reading Nova's databases failed; the Nova answers are stale", "err", err)
+		}
+		c.state.Store(next)
+		return
+	}
+	if prev.Err != nil {
+		c.cfg.Logger.Info("reading Nova's databases works again")
+	}
+	next.ReadAt = snap.ReadAt
+	next.Cells = c.answer(snap, prev)
+	c.state.Store(next)
+}
+
+// answer computes each cell's answer over the current Ironic nodes.
+func (c *Cache) answer(snap *novadb.Snapshot, prev *State) []CellState {
+	t := c.cfg.Ironic()
+	var nodes []nova.IronicNode
+	ironicBackend := rules.PostgreSQL
+	if t != nil {
+		ironicBackend = t.Rules.Backend()
+		nodes = make([]nova.IronicNode, len(t.Nodes))
+		for i := range t.Nodes {
+			n := t.Nodes[i].Node
+			nodes[i] = nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
+				InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode)}
+		}
+	}
+	wasErr := map[string]bool{}
+	for _, p := range prev.Cells {
+		wasErr[p.UUID] = p.Err != nil
+	}
+	now := c.cfg.Now()
+	out := make([]CellState, 0, len(snap.Cells))
+	for _, cr := range snap.Cells {
+		var computes []nova.Compute
+		if c.cfg.Computes != nil {
+			computes = c.cfg.Computes.For(cr.Cell)
+		}
+		a := nova.Answer(nova.AnswerInput{Now: now, Backend: backendKind(cr.Backend), IronicBackend: ironicBackend,
+			Settings: c.cfg.Settings, Cell: cr.Cell, Nodes: nodes, Computes: computes})
+		switch {
+		case cr.Err != nil && !wasErr[cr.Cell.UUID]:
+			c.cfg.Logger.Error("reading a Nova cell failed; its answers are stale", "cell", cr.Cell.Name, "database", cr.Database, "err", cr.Err)
+		case cr.Err == nil && wasErr[cr.Cell.UUID]:
+			c.cfg.Logger.Info("reading a Nova cell works again", "cell", cr.Cell.Name)
+		}
+		for _, w := range a.Warnings {
+			c.cfg.Logger.Warn(w, "cell", cr.Cell.Name)
+		}
+		out = append(out, CellState{CellAnswer: a, Database: cr.Database, Backend: cr.Backend, Err: cr.Err,
+			ReadAt: cr.ReadAt, NodeCount: len(nodes)})
+	}
+	return out
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// backendKind is the rules' name of a database kind.
+func backendKind(b dbconn.Backend) rules.Backend {
+	switch b {
+	case dbconn.BackendMySQL:
+		return rules.MySQL
+	case dbconn.BackendSQLite:
+		return rules.SQLite
+	}
+	return rules.PostgreSQL
+}
