@@ -76,8 +76,13 @@ func (f *ComputesFile) For(cell Cell) []Compute {
 		}
 	}
 	var out []Compute
+	taken := map[string]bool{}
 	for _, c := range f.Computes {
+		if taken[c.Host] {
+			continue // an entry for the cell and one for any cell: the first
+		}
 		if c.Cell != "" && (c.Cell == cell.Name || c.Cell == cell.UUID) || c.Cell == "" && hosts[c.Host] {
+			taken[c.Host] = true
 			out = append(out, Compute{Host: c.Host, ConductorGroup: c.ConductorGroup, Shard: c.Shard, PeerList: c.PeerList})
 		}
 	}

@@ -58,6 +58,13 @@ type State struct {
 	Err error
 	// Attempts and Failures count reads and failed ones (nova_api).
 	Attempts, Failures int
+	// Nodes are the Ironic nodes the answer covers, in id order, and Fleet
+	// the cells' answers joined over them.
+	Nodes []nova.IronicNode
+	Fleet nova.Fleet
+	// Assumed: no computes file, every compute taken with no [ironic]
+	// option set.
+	Assumed bool
 }
 
 // CellState is one cell's answer.
@@ -123,7 +130,8 @@ func (c *Cache) Refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	prev := c.state.Load()
-	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, Attempts: prev.Attempts + 1, Failures: prev.Failures}
+	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, Attempts: prev.Attempts + 1, Failures: prev.Failures,
+		Nodes: prev.Nodes, Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil}
 	var hosts []string
 	if c.cfg.Computes != nil {
 		for _, fc := range c.cfg.Computes.Computes {
@@ -143,27 +151,45 @@ func (c *Cache) Refresh(ctx context.Context) {
 		c.cfg.Logger.Info("reading Nova's databases works again")
 	}
 	next.ReadAt = snap.ReadAt
-	next.Cells = c.answer(snap, prev)
+	next.Nodes = c.ironicNodes()
+	next.Cells = c.answer(snap, prev, next.Nodes)
+	fc := make([]nova.FleetCell, len(snap.Cells))
+	for i, cr := range snap.Cells {
+		fc[i] = nova.FleetCell{Cell: cr.Cell, Answer: next.Cells[i].CellAnswer}
+	}
+	next.Fleet = nova.NewFleet(fc, next.Nodes)
 	c.state.Store(next)
 }
 
-// answer computes each cell's answer over the current Ironic nodes.
-func (c *Cache) answer(snap *novadb.Snapshot, prev *State) []CellState {
+// ironicNodes are the nodes of the current Ironic topology, as Nova's
+// node list gives them.
+func (c *Cache) ironicNodes() []nova.IronicNode {
 	t := c.cfg.Ironic()
-	var nodes []nova.IronicNode
-	ironicBackend := rules.PostgreSQL
-	if t != nil {
-		ironicBackend = t.Rules.Backend()
-		nodes = make([]nova.IronicNode, len(t.Nodes))
-		for i := range t.Nodes {
-			n := t.Nodes[i].Node
-			nodes[i] = nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
-				InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode)}
-		}
+	if t == nil {
+		return nil
 	}
-	wasErr := map[string]bool{}
+	nodes := make([]nova.IronicNode, len(t.Nodes))
+	for i := range t.Nodes {
+		n := t.Nodes[i].Node
+		nodes[i] = nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
+			InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode),
+			ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance}
+	}
+	return nodes
+}
+
+// answer computes each cell's answer over nodes.
+func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes []nova.IronicNode) []CellState {
+	ironicBackend := rules.PostgreSQL
+	if t := c.cfg.Ironic(); t != nil {
+		ironicBackend = t.Rules.Backend()
+	}
+	wasErr, warned := map[string]bool{}, map[string]bool{}
 	for _, p := range prev.Cells {
 		wasErr[p.UUID] = p.Err != nil
+		for _, w := range p.Warnings {
+			warned[p.UUID+"\x00"+w] = true
+		}
 	}
 	now := c.cfg.Now()
 	out := make([]CellState, 0, len(snap.Cells))
@@ -181,7 +207,9 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State) []CellState {
 			c.cfg.Logger.Info("reading a Nova cell works again", "cell", cr.Cell.Name)
 		}
 		for _, w := range a.Warnings {
-			c.cfg.Logger.Warn(w, "cell", cr.Cell.Name)
+			if !warned[cr.Cell.UUID+"\x00"+w] {
+				c.cfg.Logger.Warn(w, "cell", cr.Cell.Name)
+			}
 		}
 		out = append(out, CellState{CellAnswer: a, Database: cr.Database, Backend: cr.Backend, Err: cr.Err,
 			ReadAt: cr.ReadAt, NodeCount: len(nodes)})

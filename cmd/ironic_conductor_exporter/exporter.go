@@ -29,6 +29,8 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/memlimit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/status"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -86,6 +88,13 @@ func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
+	novaReader, err := e.setupNova(cfg)
+	if err != nil {
+		return err
+	}
+	if novaReader != nil {
+		defer func() { _ = novaReader.Close() }()
+	}
 	return e.run(cfg, toolkitFlags, authn, externalURL)
 }
 
@@ -97,6 +106,21 @@ type exporter struct {
 	reg      *prometheus.Registry
 	cache    *topology.Cache
 	history  *status.History
+	// nova is the Nova side's cache; nil when Nova is not configured.
+	nova *novacache.Cache
+}
+
+// setupNova opens the Nova side when it is configured and registers its
+// metrics; the returned reader (nil without Nova) is the caller's to close.
+func (a *exporter) setupNova(cfg config) (*novadb.Reader, error) {
+	cache, reader, err := setupNova(cfg.nova, dbconn.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns},
+		func() *topology.Topology { return a.cache.Current().Topology }, a.logger)
+	if err != nil || cache == nil {
+		return nil, err
+	}
+	a.nova = cache
+	a.reg.MustRegister(collector.NewNovaCollector(cache))
+	return reader, nil
 }
 
 // newExporter registers the exporter's own metrics and builds the topology
@@ -241,6 +265,9 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go a.cache.Get(ctx) // warm the cache; failures are logged and exported
+	if a.nova != nil {
+		go a.nova.Run(ctx) // stops with ctx; a read in flight ends at its deadline
+	}
 	var servers []*http.Server
 	var serves []func() error
 	if cfg.probeListenAddress != "" {

@@ -74,6 +74,9 @@ type config struct {
 	// auth configures the JSON API's authentication.
 	auth authConfig
 
+	// nova configures the optional Nova side (nova.go).
+	nova novaConfig
+
 	// source, when set, wraps the database the topology is read from (the
 	// demo's multi-conductor fleet).
 	source func(topology.Source) topology.Source
@@ -159,6 +162,7 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 	app.Flag("web.external-url", "Base URL of links in the JSON API (Ironic's [api]public_endpoint), e.g. https://ironic.example.com:6385; "+
 		"default: the address the request arrived at.").StringVar(&cfg.web.externalURL)
 	addAuthFlags(app, &cfg.auth)
+	addNovaFlags(app, &cfg.nova)
 	toolkitFlags := kingpinflag.AddFlags(app, ":"+defaultPort)
 	promslogConfig := &promslog.Config{}
 	flag.AddFlags(app, promslogConfig)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// novaConfig is the command line of the optional Nova side: without
+// --nova.dsn or a --nova.config-file giving [api_database]connection,
+// nothing of Nova is read or served.
+type novaConfig struct {
+	dsn          string
+	configFiles  []string
+	computesFile string
+	interval     time.Duration
+}
+
+func addNovaFlags(app *kingpin.Application, c *novaConfig) {
+	app.Flag("nova.dsn", "Nova's nova_api database, as in nova.conf [api_database]connection (SQLAlchemy URL); its cell_mappings give the cells' databases. "+
+		"Default: from --nova.config-file; neither: no Nova side.").StringVar(&c.dsn)
+	app.Flag("nova.config-file", "Nova's configuration file (nova.conf), read as oslo.config reads it for [api_database]connection, [database]connection "+
+		"(the values of templated cell connections), [DEFAULT]service_down_time and report_interval; repeatable, later files win.").
+		StringsVar(&c.configFiles)
+	app.Flag("nova.computes-file", "YAML file giving each ironic nova-compute's [DEFAULT]host and [ironic] conductor_group, shard and peer_list "+
+		"(docs/nova-computes.md); default: every ironic nova-compute, taken with no [ironic] option set.").StringVar(&c.computesFile)
+	app.Flag("nova.refresh-interval", "Interval between reads of Nova's databases.").Default("15s").DurationVar(&c.interval)
+}
+
+// setupNova opens the Nova side when configured: nil, nil when it is not.
+func setupNova(c novaConfig, opts dbconn.Options, ironic func() *topology.Topology, logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
+	var conf *ironicconf.NovaConfig
+	if len(c.configFiles) > 0 {
+		var err error
+		if conf, err = ironicconf.LoadNova(c.configFiles, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	apiDSN, connection := c.dsn, ""
+	settings := rules.DefaultNovaSettings()
+	var from []any
+	if conf != nil {
+		if apiDSN == "" && conf.APIConnection.Set {
+			apiDSN = conf.APIConnection.Value
+			from = append(from, "api_database", conf.APIConnection.Where())
+		}
+		connection = conf.Connection.Value
+		if conf.ServiceDownTime.Set {
+			settings.ServiceDownTime = conf.ServiceDownTime.Value
+			from = append(from, "service_down_time", conf.ServiceDownTime.Where())
+		}
+		if conf.ReportInterval.Set {
+			settings.ReportInterval = conf.ReportInterval.Value
+			from = append(from, "report_interval", conf.ReportInterval.Where())
+		}
+		for _, o := range []ironicconf.Opt[string]{conf.APIConnection, conf.Connection} {
+			if o.Set && o.Deprecated() {
+				logger.Warn("a Nova database connection is written under a deprecated name, which Nova ignores from 2024.1 (oslo.db 15.0)", "where", o.Where())
+			}
+		}
+		logger.Info("read Nova's configuration", append([]any{"files", strings.Join(conf.Files, ",")}, from...)...)
+	}
+	if apiDSN == "" {
+		if conf != nil {
+			return nil, nil, errors.New("--nova.config-file: no [api_database]connection in " + strings.Join(conf.Files, ",") + " (or give --nova.dsn)")
+		}
+		if c.computesFile != "" {
+			return nil, nil, errors.New("--nova.computes-file needs --nova.dsn or --nova.config-file")
+		}
+		return nil, nil, nil
+	}
+	var computes *nova.ComputesFile
+	if c.computesFile != "" {
+		f, err := os.Open(c.computesFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--nova.computes-file: %w", err)
+		}
+		computes, err = nova.ParseComputes(f, c.computesFile)
+		_ = f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("--nova.computes-file: %w", err)
+		}
+	}
+	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, Options: opts})
+	if err != nil {
+		return nil, nil, err
+	}
+	if computes == nil {
+		logger.Warn("no --nova.computes-file: every ironic nova-compute is taken with no [ironic] conductor_group, shard or peer_list; " +
+			"the Nova answers are exact only for computes whose nova.conf sets none (ironic_exporter_nova_computes_settings_info)")
+	}
+	logger.Info("reading Nova's databases", "nova_api", reader.String(), "interval", c.interval,
+		"service_down_time", settings.ServiceDownTime, "report_interval", settings.ReportInterval)
+	cache := novacache.New(novacache.Config{Reader: reader, Ironic: ironic, Settings: settings, Computes: computes,
+		Interval: c.interval, Logger: logger})
+	return cache, reader, nil
+}
