@@ -216,6 +216,54 @@ local strip(s) = std.rstripChars(s, '\n');
           ),
         ],
       },
+      {
+        // With --nova.dsn or --nova.config-file only: without Nova the
+        // series are absent and these never fire. Silenced while the
+        // exporter cannot read Ironic's database or the cell's.
+        name: 'ironic-conductor-exporter.nova',
+        rules: [
+          alert(
+            'IronicNovaComputeDown',
+            'critical',
+            |||
+              max without (%(replica)s) (
+                sum without (source) (ironic_nova_compute_nodes{%(selector)s, source="instance"})
+                and on (%(target)s, cell, host) (ironic_nova_compute_up{%(selector)s} == 0)
+                and on (%(target)s, cell) (ironic_exporter_nova_cell_up{%(selector)s} == 1)
+                and on (%(target)s) %(up)s
+              ) > 0
+            ||| % v,
+            'An ironic nova-compute is down with instances on its nodes.',
+            'nova-compute {{ $labels.host }} (cell {{ $labels.cell }}) is down and {{ $value | humanize }} Ironic node(s) carry its instances: they cannot be rebuilt, rebooted or deleted until it is back (a hash ring never moves a node with an instance).',
+          ),
+          alert(
+            'IronicNovaNodesUnschedulable',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_nova_problems{%(selector)s, reason="node_no_compute_record"} > 0
+                and on (%(target)s) (ironic_exporter_nova_api_up{%(selector)s} == 1)
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'Available Ironic nodes are not schedulable by Nova.',
+            '{{ $value | humanize }} available Ironic node(s) without instance and out of maintenance have no compute_nodes record in any Nova cell: Nova cannot schedule to them ("No valid host").',
+          ),
+          alert(
+            'IronicNovaRebalanceStuck',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_nova_problems{%(selector)s, reason="compute_record_host_differs"} > 0
+                and on (%(target)s) (ironic_exporter_nova_api_up{%(selector)s} == 1)
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            "Nova's compute records of Ironic nodes disagree with Nova's hash ring.",
+            '{{ $value | humanize }} Ironic node(s) have a compute_nodes record naming another host than the nova-compute that owns them on its ring, for %s: a rebalance is pending or stuck.' % humanize(c['for'].IronicNovaRebalanceStuck),
+          ),
+        ],
+      },
     ],
   },
 }

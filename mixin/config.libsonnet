@@ -39,6 +39,9 @@
       IronicBootEnvironmentStranded: '15m',
       IronicNodesStuck: '10m',
       IronicHashRingChurn: '5m',
+      IronicNovaComputeDown: '2m',
+      IronicNovaNodesUnschedulable: '15m',
+      IronicNovaRebalanceStuck: '30m',
     },
     // Thresholds.
     dataStaleSeconds: 120,
