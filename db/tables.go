@@ -15,9 +15,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
-// The readers of the small tables of a snapshot: conductors, their hardware
-// types, alembic_version.
-
+// readConductors reads the conductors table with query, in id order.
 func (d *DB) readConductors(s *dbconn.Session, query string, w *warner) ([]Conductor, error) {
 	var out []Conductor
 	err := s.Rows("reading conductors", query, false, func(rows *sql.Rows) error {

@@ -12,10 +12,6 @@ import (
 	"strings"
 )
 
-// This file gives a MySQL connection the TLS and the defaults that PyMySQL
-// gives Ironic's: the URL's ssl_* options and ssl=, and the option file
-// (read_default_file) that the URL may name.
-
 // tlsConfig is the TLS of the connection as the URL's options ask for it.
 func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 	mode := s.sslMode

@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// What happens to the simulated fleet over time: heartbeats, locks, and the
-// cycle of a drain, a crash and a restart, an enrolment, each as Ironic's
-// own code would write it.
-
 // run heartbeats and plays the events until ctx ends. The view is judged
 // after an event and after a heartbeat interval, but never sooner than four
 // times the last judgement took after it: the loop waits for the read (and

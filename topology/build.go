@@ -12,8 +12,6 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
-// Build and its first phases: the conductors judged, the rings built.
-
 // Build computes the topology of snap at now. When prev is not nil, rings
 // whose membership and settings are unchanged are reused, and so is the
 // conductor of every node whose ring is unchanged: a rebuild over an

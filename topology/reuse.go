@@ -2,9 +2,6 @@ package topology
 
 import "github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 
-// A rebuild over the very nodes of the previous topology, its rings and
-// conductors alike, carries the node results over whole.
-
 // reusableNodes reports whether every node-derived result of prev (built
 // under the same settings and rules) is what mapNodes, assignNodes,
 // lifecycle and compare would compute for t, whose conductors are judged

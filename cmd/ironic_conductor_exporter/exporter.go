@@ -34,9 +34,6 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
-// The exporter wired: the database, the cache, the handlers on their
-// doors, and the servers' one lifecycle.
-
 // serve checks the flags and doors, opens the database and serves until
 // SIGTERM or an interrupt (exporter.run).
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
