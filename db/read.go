@@ -81,7 +81,7 @@ type since struct {
 // retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshotOwnerFallback(ctx, known)
-	if err != nil && ctx.Err() == nil && d.pool.Backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+	if err != nil && ctx.Err() == nil && d.Backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
 		// A SQL_ASCII database holding bytes that are not UTF-8: the
 		// server refuses to send them as UTF-8 text. Read the text
 		// columns as bytes from now on; the reader checks them.
@@ -94,7 +94,7 @@ func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, erro
 			err = fmt.Errorf("%w (after retrying on a new connection)", err)
 		}
 	}
-	return s, d.pool.Scrub(err)
+	return s, d.Scrub(err)
 }
 
 // Values of DB.ownerCols: whether nodes has the owner and lessee columns.
@@ -135,7 +135,7 @@ func missingOwnerColumn(err error) bool {
 func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error) {
 	// The transaction's context bounds BEGIN and guards against a stuck
 	// step: four steps of QueryTimeout at most.
-	s, err := d.pool.Begin(ctx, 4)
+	s, err := d.Begin(ctx, 4)
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +144,9 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 		return nil, err
 	}
 
-	snap := &Snapshot{Backend: d.pool.Backend()}
+	snap := &Snapshot{Backend: d.Backend()}
 	w := &warner{}
-	q := queriesFor(d.pool.Backend())
+	q := queriesFor(d.Backend())
 	if d.rawText.Load() {
 		q = &pgRawTextQueries
 	}
