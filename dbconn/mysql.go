@@ -18,37 +18,24 @@ import (
 )
 
 // The MySQL / MariaDB dialect (Galera included), on
-// github.com/go-sql-driver/mysql.
+// github.com/go-sql-driver/mysql. Ironic reaches MySQL through SQLAlchemy's
+// mysql+pymysql (the usual one) or mysql / mysql+mysqldb (mysqlclient, i.e.
+// libmysqlclient or MariaDB Connector/C). The URL's parts and the query
+// options SQLAlchemy hands those drivers become a go-sql-driver Config with
+// the meaning the scheme's driver gives them: the default socket or host
+// (address), TLS (pymysqlTLSConfig, tlsConfig), the option file TripleO
+// names (readOptionFile). Options of no use to a reader are dropped and
+// reported by Pool.IgnoredOptions (the exporter always talks utf8mb4: text
+// arrives as UTF-8 whatever the tables' character set); init_command and
+// anything unknown are errors.
 //
-// Ironic reaches MySQL through SQLAlchemy's mysql+pymysql (the usual one) or
-// mysql / mysql+mysqldb (mysqlclient, i.e. libmysqlclient or MariaDB
-// Connector/C). The URL's parts and the query options SQLAlchemy hands to
-// those drivers become a go-sql-driver Config:
-//   - host "localhost" or no host: mysqlclient connects to the default unix
-//     socket, pymysql to TCP localhost:3306; the exporter does what the
-//     scheme's driver does (?unix_socket= wins for both);
-//   - the ssl_* options and mysqlclient's ssl_mode make a tls.Config with
-//     the meaning the URL's driver gives them (pymysqlTLSConfig, tlsConfig);
-//   - read_default_file / read_default_group (TripleO writes them) are read
-//     like pymysql does: the named group (default [client]) of the file fills
-//     user, password, host, port, socket, database, bind-address and ssl-*
-//     that the URL does not give;
-//   - charset, use_unicode, plugin, binary_prefix, client_flag, local_infile,
-//     ssl_cipher, sql_mode, autocommit, program_name, compress... are
-//     dropped and reported by (*DB).IgnoredOptions: the exporter always talks
-//     utf8mb4, so whatever the tables' character set the text arrives as
-//     UTF-8;
-//   - init_command and anything unknown are errors.
-//
-// Every connection is made read-only and naive-UTC safe right after it is
-// opened: SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY
-// (any statement that writes fails) and time_zone = '+00:00' (Ironic's
-// DATETIME columns are not converted by any time zone, but a TIMESTAMP column
-// or an expression would be). A snapshot is START TRANSACTION WITH
-// CONSISTENT SNAPSHOT, READ ONLY: InnoDB's read view is taken at once, the
-// SELECTs are plain consistent (non-locking) reads, so the exporter takes no
-// row lock that could hold up Ironic or a Galera certification, and ROLLBACK
-// ends it.
+// Every connection is made read-only (mysqlSessionSQL: any statement that
+// writes fails) and naive-UTC safe (time_zone '+00:00': Ironic's DATETIME
+// columns follow no time zone, but a TIMESTAMP column or an expression
+// would) when it is opened. A snapshot is a consistent-snapshot read-only
+// transaction: InnoDB's read view is taken at once and the SELECTs are
+// non-locking reads, so the exporter holds up neither Ironic nor a Galera
+// certification.
 
 // mysqlOptionIgnored are the options that are safe to drop.
 var mysqlOptionIgnored = map[string]bool{
