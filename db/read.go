@@ -52,16 +52,13 @@ func notIronic(err error) error {
 }
 
 // Snapshot reads conductors, their hardware types and nodes in one read-only
-// REPEATABLE READ transaction, so that the three agree. Getting a connection
-// and each query have their own deadline of QueryTimeout; ctx bounds the
-// whole, whatever the network does: a connection whose step overran its
-// deadline is closed and discarded, never reused. A connection the server
-// closed while it sat idle in the pool (pg_terminate_backend,
-// idle_session_timeout, wait_timeout, a fail-over) is retried once on a new
-// connection. A row that cannot be decoded does not fail the snapshot: it is
-// kept as well as possible and described in Snapshot.Warnings and
-// Snapshot.WarningCounts. Errors say which step failed after how long, and
-// never contain the password.
+// REPEATABLE READ transaction, so that the three agree, each step under its
+// deadline (dbconn.Pool.Begin). A connection the server closed while it sat
+// idle in the pool (pg_terminate_backend, idle_session_timeout, wait_timeout,
+// a fail-over) is retried once on a new one. A row that cannot be decoded
+// does not fail the snapshot: it is kept as well as possible and described in
+// Snapshot.Warnings and WarningCounts. Errors say which step failed after how
+// long, and never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return d.snapshotRetrying(ctx, since{})
 }
