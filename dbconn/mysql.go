@@ -79,14 +79,8 @@ type mysqlSettings struct {
 }
 
 func newMySQLFromURL(u *sqlaURL) (dialect, error) {
-	s := &mysqlSettings{ssl: map[string]string{}}
+	s := &mysqlSettings{user: u.User, password: u.Password, database: u.Database, ssl: map[string]string{}}
 	d := &mysqlDialect{dialectBase: dialectBase{kind: BackendMySQL, driver: "mysql", tx: repeatableReadOnly}}
-	if u.HasUser {
-		s.user = u.User
-	}
-	if u.HasPassword {
-		s.password = u.Password
-	}
 	switch len(u.Hosts) {
 	case 0:
 	case 1:
@@ -94,7 +88,6 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	default:
 		return nil, errors.New("database URL: MySQL takes one host (for a Galera cluster, name its load balancer or VIP)")
 	}
-	s.database = u.Database
 	seen, err := s.parseOptions(u.Query, d)
 	if err != nil {
 		return nil, err
@@ -147,7 +140,7 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	if err != nil {
 		return nil, scrub(fmt.Errorf("invalid MySQL connection settings: %w", err), []string{s.password})
 	}
-	d.cfg, d.conn, d.secret = cfg, &mysqlConnector{inner: c}, []string{s.password}
+	d.cfg, d.conn, d.secret = cfg, &mysqlConnector{c}, []string{s.password}
 	return d, nil
 }
 
@@ -291,12 +284,10 @@ const (
 
 // mysqlConnector wraps go-sql-driver's connector: each new connection is
 // made read-only, and its transactions are consistent snapshots.
-type mysqlConnector struct{ inner driver.Connector }
-
-func (c *mysqlConnector) Driver() driver.Driver { return c.inner.Driver() }
+type mysqlConnector struct{ driver.Connector }
 
 func (c *mysqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.inner.Connect(ctx)
+	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -16,12 +16,11 @@ import (
 func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 	mode := s.sslMode
 	switch mode {
-	case "", "DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY":
+	case "", "DISABLED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY":
+	case "PREFERRED":
+		return nil, errors.New(`database option "ssl_mode=PREFERRED" is not supported: use REQUIRED, VERIFY_CA or VERIFY_IDENTITY (or DISABLED)`)
 	default:
 		return nil, fmt.Errorf("database option ssl_mode: unknown mode %q (DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY)", s.sslMode)
-	}
-	if mode == "PREFERRED" {
-		return nil, errors.New(`database option "ssl_mode=PREFERRED" is not supported: use REQUIRED, VERIFY_CA or VERIFY_IDENTITY (or DISABLED)`)
 	}
 	if isTrue(s.ssl["disabled"]) || mode == "DISABLED" {
 		return nil, nil
