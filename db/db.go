@@ -44,10 +44,9 @@ type DB struct {
 	hook func(ctx context.Context, stage string, tx *sqlx.Tx) error
 }
 
-// Open parses dsn (Ironic's [database]connection, see dbconn.Open) and sets
-// up the pool. It does not connect: a database that is down when the
-// exporter starts shows up in Snapshot errors. Errors never contain the
-// password.
+// Open sets up the pool to Ironic's database from dsn, its
+// [database]connection, as dbconn.Open does: without connecting, and with
+// errors that never contain the password.
 func Open(dsn string, opts dbconn.Options) (*DB, error) {
 	pool, err := dbconn.Open(dsn, opts)
 	if err != nil {
