@@ -143,14 +143,6 @@ func (m *crcOperator) times(v uint32) uint32 {
 	return sum
 }
 
-func (m *crcOperator) square() crcOperator {
-	var sq crcOperator
-	for i := range m {
-		sq[i] = m.times(m[i])
-	}
-	return sq
-}
-
 func (m *crcOperator) mul(n *crcOperator) crcOperator { // m after n
 	var p crcOperator
 	for i := range n {
@@ -170,14 +162,14 @@ func zeroesOperator(n int64) crcOperator {
 	for i := range result {
 		result[i] = 1 << i
 	}
-	op = op.square() // 2 bits
-	op = op.square() // 4 bits
-	op = op.square() // 8 bits: one byte
+	op = op.mul(&op) // 2 bits
+	op = op.mul(&op) // 4 bits
+	op = op.mul(&op) // 8 bits: one byte
 	for ; n > 0; n >>= 1 {
 		if n&1 != 0 {
 			result = op.mul(&result)
 		}
-		op = op.square()
+		op = op.mul(&op)
 	}
 	return result
 }
