@@ -6,9 +6,6 @@ import (
 	"strings"
 )
 
-// What every list takes: paging, fields, detail, and Ironic's checks of
-// them by microversion.
-
 // listArgs are the parameters every list takes.
 type listArgs struct {
 	marker            string

@@ -7,23 +7,16 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
-// The node family, ironic_node_conductor_info, is one series per node: on
-// a large fleet it is nearly all of /metrics. It is written here straight
-// from the topology, without a dto.Metric per node or a registry, in the
-// bytes client_golang writes for it (a registry's Gather, then expfmt's
-// text encoder; TestNodeFamilyIsClientGolang and FuzzNodeFamily hold the
-// two side by side):
-//
-//   - the HELP line (help text escaped: \ and newline), the TYPE line;
-//   - one line per node, in the registry's order (nodeInfoOrder): the label
-//     pairs sorted by name, each value in double quotes with \, " and
-//     newline escaped, then " 1" (expfmt's float formatting of 1);
-//   - nothing at all, not even HELP, when there are no nodes (a registry
-//     gathers no empty family).
-//
-// Label values are written as they are otherwise: the database reader
-// guarantees valid UTF-8 (db replaces invalid bytes with U+FFFD), which
-// client_golang requires (MustNewConstMetric panics on anything else).
+// The node family, ironic_node_conductor_info, one series per node, is
+// nearly all of /metrics on a large fleet. It is written straight from the
+// topology, without a dto.Metric per node or a registry, in the bytes
+// client_golang writes for it (TestNodeFamilyIsClientGolang and
+// FuzzNodeFamily hold the two side by side): HELP and TYPE, then one line
+// per node in the registry's order (nodeInfoOrder), label pairs by name,
+// values escaped as expfmt escapes them, and " 1"; nothing, not even HELP,
+// without nodes (a registry gathers no empty family). Label values need no
+// other care: db guarantees valid UTF-8 (invalid bytes read as U+FFFD),
+// which client_golang requires.
 
 const nodeInfoName = "ironic_node_conductor_info"
 

@@ -17,27 +17,23 @@ import (
 )
 
 // The text exposition (what Prometheus negotiates: the handler does not
-// offer OpenMetrics) is served from pre-rendered pieces, one per metric
-// family, each sorted by family name as the registry sorts them:
+// offer OpenMetrics) is served from pre-rendered pieces, one per family,
+// sorted by name as the registry sorts them:
 //
-//   - ironic_node_conductor_info, one series per node, written straight
-//     from the topology by writeNodeFamily (nodetext.go) in client_golang's
-//     bytes, with no dto.Metric or registry per node: an exposition.Stream. Per node generation
-//     (Topology.NodeGeneration) the nodes' order and the family's gzip chunk
-//     are kept (about 4 and 27 bytes a node): Prometheus scrapes gzip, and
-//     compressing the family on every scrape would cost, at 1M nodes, more
-//     than the steady-state CPU target by itself. Its plain text (about 180
-//     bytes a node, a third of the live heap target) is not kept: a plain
-//     scrape writes it into the response as it goes;
-//   - the families of collectShared, written by exposition.Families once
-//     per view (topology and refresh outcome), plain and gzip;
-//   - what changes between scrapes of one view, rendered per scrape: the
-//     families of collectPerScrape and the process-wide Gatherer's (build
-//     info, Go runtime, refresh histogram), in stored deflate blocks for a
-//     gzip scrape (exposition.StoredChunk).
+//   - ironic_node_conductor_info, written by writeNodeFamily as an
+//     exposition.Stream. Per node generation (Topology.NodeGeneration) the
+//     nodes' order and the family's gzip chunk are kept (about 4 and 27
+//     bytes a node): Prometheus scrapes gzip, and compressing the family per
+//     scrape would cost, at 1M nodes, more than the steady-state CPU target
+//     by itself. Its plain text (about 180 bytes a node, a third of the live
+//     heap target) is not kept: a plain scrape writes it as it goes;
+//   - the families of collectShared, rendered once per view (topology and
+//     refresh outcome), plain and gzip;
+//   - per scrape, collectPerScrape's families and the process-wide
+//     Gatherer's (build info, Go runtime, refresh histogram), in stored
+//     deflate blocks for a gzip scrape (exposition.StoredChunk).
 //
-// Any other negotiated format (protobuf) takes promhttp's path, with
-// viewCollector.
+// Any other format (protobuf) takes promhttp's path, with viewCollector.
 
 // viewKey identifies what a view's rendering depends on. The topology is
 // held weakly: the rendering kept until the next scrape must not keep a

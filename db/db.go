@@ -21,10 +21,11 @@ const (
 )
 
 // DB reads snapshots of Ironic's database through the exporter's one
-// connection pool to it (dbconn.Pool). It is safe for concurrent use and
-// lives as long as the process.
+// connection pool to it, whose String, Backend, IgnoredOptions and Close
+// are the DB's. It is safe for concurrent use and lives as long as the
+// process.
 type DB struct {
-	pool *dbconn.Pool
+	*dbconn.Pool
 	// rawText: read PostgreSQL text columns as bytes (a SQL_ASCII
 	// database with non-UTF-8 text, see Snapshot).
 	rawText atomic.Bool
@@ -44,32 +45,18 @@ type DB struct {
 	hook func(ctx context.Context, stage string, tx *sqlx.Tx) error
 }
 
-// Open parses dsn (Ironic's [database]connection, see dbconn.Open) and sets
-// up the pool. It does not connect: a database that is down when the
-// exporter starts shows up in Snapshot errors. Errors never contain the
-// password.
+// Open sets up the pool to Ironic's database from dsn, its
+// [database]connection, as dbconn.Open does: without connecting, and with
+// errors that never contain the password.
 func Open(dsn string, opts dbconn.Options) (*DB, error) {
 	pool, err := dbconn.Open(dsn, opts)
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{pool: pool}
+	d := &DB{Pool: pool}
 	d.gen.Store(-1)
 	return d, nil
 }
-
-// String is the DSN with its password replaced by "xxxxx".
-func (d *DB) String() string { return d.pool.String() }
-
-// Backend is the kind of database server.
-func (d *DB) Backend() Backend { return d.pool.Backend() }
-
-// IgnoredOptions are the DSN options the Go driver has no use for
-// (dbconn.Pool.IgnoredOptions), for a startup log line.
-func (d *DB) IgnoredOptions() []string { return d.pool.IgnoredOptions() }
-
-// Close closes the pool.
-func (d *DB) Close() error { return d.pool.Close() }
 
 // runHook runs the test hook at stage, if one is set.
 func (d *DB) runHook(s *dbconn.Session, stage string) error {

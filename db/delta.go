@@ -52,40 +52,30 @@ type Known struct {
 	Recent bool
 }
 
-// SnapshotChanges is Snapshot, sparing what it can of the node read: when
-// known is not nil and not Recent, and the nodes table still probes as
+// SnapshotChanges is Snapshot, sparing what it can of the node read. When
+// known is not nil and not Recent and the nodes table still probes as
 // known.Probe (SQLNodeProbe, in the same transaction as the conductors), no
-// node is read (NodeReadSkipped); when the probe differs, only the
-// rows that may have changed since known.Probe are read, in the same
-// transaction, and merged by id into known.Nodes (Snapshot.NodeRead says
-// NodeReadDelta); when the delta cannot be proven to give the nodes a full
-// read would, every node is read (NodeReadFull). The snapshot's Nodes are
-// then always complete; known.Nodes is never written.
+// node is read (NodeReadSkipped). When the probe differs, only the rows that
+// may have changed since known.Probe are read and merged by id into
+// known.Nodes (NodeReadDelta), unless the delta cannot be proven to give what
+// a full read would: then every node is read (NodeReadFull). Nodes are always
+// complete; known.Nodes is never written.
 //
-// The rows read are those with an id above known.Probe.MaxID (enrolled
-// since), or an updated_at or a created_at from known.Probe.Latest() less
-// known.Window on (written or enrolled since; a reused id, see
-// SQLNodeProbe). This finds every write exactly when every write since
-// carries an updated_at or created_at no earlier than that: the probe's
-// own assumption (see SQLNodeProbe and topology.CacheConfig.ProbeWindow):
-// Ironic writes nodes only through its models, whose TimestampMixin sets
-// created_at on insert and updated_at on every update (the ORM's onupdate
-// applies to the Core UPDATEs of the lock too: ironic/db/sqlalchemy/api.py
-// Connection.create_node, _do_update_node, _reserve_node_place_lock,
-// release_node and destroy_node at 0099d1812; models.py IronicBase at
-// c2df29e52; TestDeltaSeesIronicWrites runs them), and the probe was taken at
-// least ProbeWindow after Latest, which covers a coarse clock's tick and the
-// clock skew between Ironic's hosts and the exporter. Deletions leave no
-// row: when the merged nodes outnumber the probe's count, SQLNodeIDs lists
-// the ids left and the others are dropped. The merged nodes must then agree
-// with the probe in the same transaction (count, max(id), max(updated_at),
-// max(created_at), the locks), or every node is read.
-//
-// No delta is made, and every node is read, when the probe saw no
-// timestamp (an empty table, or no updated_at nor created_at set), or when
-// known.Probe is not that of this DB's last node read, or that read had
-// rows with problems (Snapshot.Warnings): their warnings are told only by a
-// full read.
+// The rows read are those with an id above known.Probe.MaxID, or an
+// updated_at or created_at from known.Probe.Latest() less known.Window on:
+// every write, provided each carries such a timestamp, the probe's own
+// assumption (SQLNodeProbe: ironic/db/sqlalchemy/api.py create_node,
+// _do_update_node, _reserve_node_place_lock, release_node and destroy_node at
+// 0099d1812 set one; TestDeltaSeesIronicWrites runs them), and the probe was
+// taken at least ProbeWindow after Latest (a coarse clock's tick, the skew
+// between Ironic's hosts and the exporter: topology.CacheConfig.ProbeWindow).
+// Deletions leave no row: when the merged nodes outnumber the probe's count,
+// SQLNodeIDs lists the ids left. The merged nodes must then agree with the
+// probe of the same transaction (count, max(id), max(updated_at),
+// max(created_at), the locks), or every node is read. Every node is read,
+// too, when the probe saw no timestamp, or when known.Probe is not that of
+// this DB's last node read or that read had rows with problems: their
+// warnings are told only by a full read.
 func (d *DB) SnapshotChanges(ctx context.Context, known *Known) (*Snapshot, error) {
 	s := since{delta: known}
 	if known != nil && !known.Recent {
@@ -94,15 +84,12 @@ func (d *DB) SnapshotChanges(ctx context.Context, known *Known) (*Snapshot, erro
 	return d.snapshotRetrying(ctx, s)
 }
 
-// changedSince is the second and third parameter of the delta read: the
-// time from which a write since known.Probe may carry its updated_at or
-// created_at, known.Probe.Latest() less known.Window, rounded down to the
-// second, as text "YYYY-MM-DD HH:MM:SS". Every backend compares it rightly
-// to the column as stored: PostgreSQL types the parameter as the column's
-// timestamp (naive, no session time zone applies), MySQL turns a string
-// compared with a DATETIME into a DATETIME (whole seconds anyway), and
-// SQLite compares it to SQLAlchemy's text "YYYY-MM-DD HH:MM:SS.ffffff",
-// whose first 19 bytes are this form, byte by byte, so that a row of the
+// changedSince is the second and third parameter of the delta read,
+// known.Probe.Latest() less known.Window rounded down to the second, as text
+// "YYYY-MM-DD HH:MM:SS", which every backend compares rightly to the column
+// as stored: PostgreSQL types it as the column's naive timestamp, MySQL turns
+// it into a DATETIME (whole seconds anyway), and SQLite compares it byte by
+// byte to SQLAlchemy's "YYYY-MM-DD HH:MM:SS.ffffff", so that a row of the
 // same second compares greater or equal. false when the probe saw no
 // timestamp: nothing bounds the writes since.
 func changedSince(known *Known) (string, bool) {
@@ -114,11 +101,10 @@ func changedSince(known *Known) (string, bool) {
 	return from.Add(-time.Duration(from.Nanosecond())).Format(time.DateTime), true
 }
 
-// readDelta reads, in tx, the rows that may have changed since
-// known.Probe with query (a changedNodes statement) and merges them into
-// known.Nodes (see SnapshotChanges); probe is the probe of tx. false (and
-// no error) when the delta cannot be proven exact: the caller then reads
-// every node in the same transaction.
+// readDelta reads with query (a changedNodes statement) the rows that may
+// have changed since known.Probe and merges them into known.Nodes (see
+// SnapshotChanges); probe is the session's. false (and no error) when the
+// delta cannot be proven exact: the caller then reads every node.
 func (d *DB) readDelta(s *dbconn.Session, query string, binary bool, known *Known, probe NodeProbe) ([]*Node, bool, error) {
 	from, ok := changedSince(known)
 	if last := d.lastNodeRead.Load(); !ok || last == nil || last.probe != known.Probe || len(last.warnings) > 0 {

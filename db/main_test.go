@@ -77,12 +77,12 @@ var (
 // Ping checks that the database answers, as a snapshot connects (the
 // tests' way to try a DSN).
 func (d *DB) Ping(ctx context.Context) error {
-	s, err := d.pool.Begin(ctx, 1)
+	s, err := d.Begin(ctx, 1)
 	if err != nil && ctx.Err() == nil && dbconn.Retryable(err) { // a pooled connection the server closed
-		s, err = d.pool.Begin(ctx, 1)
+		s, err = d.Begin(ctx, 1)
 	}
 	if err != nil {
-		return d.pool.Scrub(fmt.Errorf("pinging database: %w", err))
+		return d.Scrub(fmt.Errorf("pinging database: %w", err))
 	}
 	s.End(false)
 	return nil

@@ -133,7 +133,7 @@ type nodeRow struct {
 	id               int64
 	text             [nodeTextCols]sql.RawBytes
 	maintenance      anyBool
-	created, updated dbTime
+	created, updated dbconn.Time
 	affinity         sql.NullInt64
 }
 
@@ -162,10 +162,10 @@ func newNodeDecoder(n int) *nodeDecoder {
 
 // add decodes one row; r's text may be rewritten (invalid UTF-8 replaced).
 func (dec *nodeDecoder) add(r *nodeRow) {
-	if r.created.bad != "" || r.updated.bad != "" {
+	if r.created.Bad != "" || r.updated.Bad != "" {
 		if dec.badTimes++; dec.badTimes == 1 {
 			dec.firstBad = fmt.Sprintf("node %s (id %d): created_at %s, updated_at %s",
-				r.text[colUUID], r.id, r.created.describe(), r.updated.describe())
+				r.text[colUUID], r.id, r.created.Describe(), r.updated.Describe())
 		}
 	}
 	if r.text[colGroup] == nil {
@@ -202,8 +202,8 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		ProvisionState:       dec.in.keep(t[colProvision], old.ProvisionState),
 		Maintenance:          bool(r.maintenance),
 		ResourceClass:        dec.in.keep(t[colResourceClass], old.ResourceClass),
-		CreatedAt:            r.created.t,
-		UpdatedAt:            r.updated.t,
+		CreatedAt:            r.created.T,
+		UpdatedAt:            r.updated.T,
 		TargetProvisionState: dec.in.keep(t[colTarget], old.TargetProvisionState),
 		Owner:                dec.in.keep(t[colOwner], old.Owner),
 		Lessee:               dec.in.keep(t[colLessee], old.Lessee),

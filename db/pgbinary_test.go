@@ -155,7 +155,7 @@ type nodesRead struct {
 // readInTx runs read in a transaction of d, rolled back after it.
 func readInTx(t testing.TB, d *DB, read func(s *dbconn.Session, w *warner) ([]*Node, error)) nodesRead {
 	t.Helper()
-	s, err := d.pool.Begin(context.Background(), 4)
+	s, err := d.Begin(context.Background(), 4)
 	if err != nil {
 		t.Fatal(err)
 	}

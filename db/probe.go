@@ -67,7 +67,7 @@ func (p NodeProbe) Latest() time.Time {
 // probeNodes runs SQLNodeProbe, as the dialect words it, in tx.
 func (d *DB) probeNodes(s *dbconn.Session, query string) (NodeProbe, error) {
 	var (
-		updated, created       dbTime
+		updated, created       dbconn.Time
 		count, maxID, reserved sql.NullInt64
 	)
 	err := s.Step("probing nodes", func(ctx context.Context, tx *sqlx.Tx) error {
@@ -76,6 +76,6 @@ func (d *DB) probeNodes(s *dbconn.Session, query string) (NodeProbe, error) {
 	if err != nil {
 		return NodeProbe{}, err
 	}
-	return NodeProbe{Count: count.Int64, MaxID: maxID.Int64, Reserved: reserved.Int64, MaxUpdatedAt: updated.t,
-		MaxCreatedAt: created.t}, nil
+	return NodeProbe{Count: count.Int64, MaxID: maxID.Int64, Reserved: reserved.Int64, MaxUpdatedAt: updated.T,
+		MaxCreatedAt: created.T}, nil
 }

@@ -6,11 +6,11 @@ import (
 	"github.com/lib/pq"
 )
 
-// queries are the three statements of a snapshot, as a dialect words them.
-// Their columns are those of SQLConductors, SQLHardwareTypes and SQLNodes, in
-// that order; a timestamp column may come as a time or as SQLAlchemy's text
-// form, a boolean as a boolean or an integer, and the hardware types need not
-// be distinct (the reader deduplicates them byte-wise).
+// queries are the statements of a snapshot, as a dialect words them, with
+// the columns of SQLConductors, SQLHardwareTypes and SQLNodes; a timestamp
+// may come as a time or as SQLAlchemy's text, a boolean as a boolean or an
+// integer, and the hardware types need not be distinct (the reader
+// deduplicates them byte-wise).
 type queries struct {
 	conductors, hardwareTypes string
 	// nodes reads the nodes of a schema of each generation (NULL for the
@@ -51,15 +51,13 @@ func isInvalidEncoding(err error) bool {
 var standardQueries = plainWording.queries(dollarParam)
 
 // pgQueries are standardQueries with the nodes (all, and the delta read's)
-// read in binary: each text
-// column through textsend (bytea of the text in the client's encoding,
-// which PostgreSQL checks as it does for text), each timestamp through
-// timestamp_send (its microseconds), id and conductor_affinity as integers,
-// maintenance as text. Prepared, lib/pq asks for bytea and integers in
-// binary and hands them over without a copy or a parse, where text
-// columns cost it a string and a conversion each, and a timestamp a
-// parse: about half the client's work per row, which keeps the full read
-// inside 2x the COPY of the same rows.
+// read in binary: text through textsend (bytea of the text in the client's
+// encoding, which PostgreSQL checks as it does for text), timestamps through
+// timestamp_send (their microseconds), id and conductor_affinity as
+// integers, maintenance as text. Prepared, lib/pq hands bytea and integers
+// over without a copy or a parse, where a text column costs it a string and
+// a conversion, and a timestamp a parse: about half the client's work per
+// row, which keeps the full read inside 2x the COPY of the same rows.
 var pgQueries = func() queries {
 	q := standardQueries
 	binary := pgBinaryWording.queries(dollarParam)

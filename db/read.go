@@ -58,16 +58,13 @@ func notIronic(err error) error {
 }
 
 // Snapshot reads conductors, their hardware types and nodes in one read-only
-// REPEATABLE READ transaction, so that the three agree. Getting a connection
-// and each query have their own deadline of QueryTimeout; ctx bounds the
-// whole, whatever the network does: a connection whose step overran its
-// deadline is closed and discarded, never reused. A connection the server
-// closed while it sat idle in the pool (pg_terminate_backend,
-// idle_session_timeout, wait_timeout, a fail-over) is retried once on a new
-// connection. A row that cannot be decoded does not fail the snapshot: it is
-// kept as well as possible and described in Snapshot.Warnings and
-// Snapshot.WarningCounts. Errors say which step failed after how long, and
-// never contain the password.
+// REPEATABLE READ transaction, so that the three agree, each step under its
+// deadline (dbconn.Pool.Begin). A connection the server closed while it sat
+// idle in the pool (pg_terminate_backend, idle_session_timeout, wait_timeout,
+// a fail-over) is retried once on a new one. A row that cannot be decoded
+// does not fail the snapshot: it is kept as well as possible and described in
+// Snapshot.Warnings and WarningCounts. Errors say which step failed after how
+// long, and never contain the password.
 func (d *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return d.snapshotRetrying(ctx, since{})
 }
@@ -87,7 +84,7 @@ type since struct {
 // retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshot(ctx, known)
-	if err != nil && ctx.Err() == nil && d.pool.Backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+	if err != nil && ctx.Err() == nil && d.Backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
 		// A SQL_ASCII database holding bytes that are not UTF-8: the
 		// server refuses to send them as UTF-8 text. Read the text
 		// columns as bytes from now on; the reader checks them.
@@ -100,7 +97,7 @@ func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, erro
 			err = fmt.Errorf("%w (after retrying on a new connection)", err)
 		}
 	}
-	return s, d.pool.Scrub(err)
+	return s, d.Scrub(err)
 }
 
 // nodesGeneration is the newest generation of the nodes table (schemaGen)
@@ -140,7 +137,7 @@ func nodesGeneration(s *dbconn.Session) (schemaGen, error) {
 func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error) {
 	// The transaction's context bounds BEGIN and guards against a stuck
 	// step: four steps of QueryTimeout at most.
-	s, err := d.pool.Begin(ctx, 4)
+	s, err := d.Begin(ctx, 4)
 	if err != nil {
 		return nil, err
 	}
@@ -149,9 +146,9 @@ func (d *DB) snapshot(ctx context.Context, known since) (_ *Snapshot, err error)
 		return nil, err
 	}
 
-	snap := &Snapshot{Backend: d.pool.Backend()}
+	snap := &Snapshot{Backend: d.Backend()}
 	w := &warner{}
-	q := queriesFor(d.pool.Backend())
+	q := queriesFor(d.Backend())
 	if d.rawText.Load() {
 		q = &pgRawTextQueries
 	}

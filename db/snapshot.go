@@ -1,12 +1,8 @@
 // Package db reads a consistent, read-only snapshot of the Ironic tables the
-// exporter needs (conductors, conductor_hardware_interfaces and nodes).
-//
-// The package knows nothing about Prometheus, HTTP or the hash ring: it turns
-// rows into plain values. Connections, read-only sessions, deadlines and
-// error kinds are dbconn's; this package holds Ironic's statements (queries.go,
-// columns.go), the readers of its tables (tables.go, noderows.go, probe.go,
-// delta.go) and the decoding of their values (scan.go, warnings.go). Timestamps are naive UTC in every backend, exactly
-// as Ironic stores them, and are returned as time.Time values in time.UTC.
+// exporter needs (conductors, conductor_hardware_interfaces and nodes) through
+// dbconn's sessions, and turns their rows into plain values. It knows nothing
+// about Prometheus, HTTP or the hash ring. Timestamps are naive UTC in every
+// backend, exactly as Ironic stores them, returned as time.Time in time.UTC.
 package db
 
 import "time"
@@ -85,13 +81,12 @@ type Conductor struct {
 // Node is one row of the nodes table, limited to the columns the exporter
 // uses. Nullable text columns are *string: nil is SQL NULL.
 //
-// A Node is frozen: nothing writes it, or what its pointers point to, once
-// a read has returned it. A read shares an unchanged row's *Node (and its
-// strings) with the read before, and topology.Build reuses the results of
-// the very same nodes (the slice's identity is its key), so a write would
-// change what earlier snapshots and topologies say. TestNodesAreFrozen
-// (cmd/ironic_conductor_exporter) drives every consumer as production wires
-// them and checks that none does.
+// A Node, and what its pointers point to, is frozen once a read returned it:
+// a read shares an unchanged row's *Node with the read before, and
+// topology.Build reuses the results of the very same nodes (the slice's
+// identity is its key), so a write would change what earlier snapshots and
+// topologies say. TestNodesAreFrozen (cmd/ironic_conductor_exporter) checks
+// that no consumer, wired as in production, writes one.
 type Node struct {
 	// ID is the primary key; Ironic's default sort order for nodes.
 	ID int64

@@ -15,9 +15,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
-// The readers of the small tables of a snapshot: conductors, their hardware
-// types, alembic_version.
-
+// readConductors reads the conductors table with query, in id order.
 func (d *DB) readConductors(s *dbconn.Session, query string, w *warner) ([]Conductor, error) {
 	var out []Conductor
 	err := s.Rows("reading conductors", query, false, func(rows *sql.Rows) error {
@@ -25,7 +23,7 @@ func (d *DB) readConductors(s *dbconn.Session, query string, w *warner) ([]Condu
 			c                Conductor
 			online           anyBool
 			drivers          sql.NullString
-			created, updated dbTime
+			created, updated dbconn.Time
 			hostname, cgroup sql.NullString
 			version          sql.NullString
 		)
@@ -35,15 +33,15 @@ func (d *DB) readConductors(s *dbconn.Session, query string, w *warner) ([]Condu
 		c.Hostname = w.conductorText(c.ID, hostname.String, "hostname", hostname.Valid, hostname.String)
 		c.ConductorGroup = w.conductorText(c.ID, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
 		c.Online = bool(online)
-		c.CreatedAt, c.UpdatedAt = created.t, updated.t
+		c.CreatedAt, c.UpdatedAt = created.T, updated.T
 		c.Version = version.String
 		for _, col := range []struct {
 			name string
-			v    *dbTime
+			v    *dbconn.Time
 		}{{"created_at", &created}, {"updated_at", &updated}} {
-			if col.v.bad != "" {
+			if col.v.Bad != "" {
 				w.add(tableConductors, ReasonBadTimestamp, fmt.Sprintf(
-					"conductor %q (id %d): %s %s is not a timestamp, read as NULL", c.Hostname, c.ID, col.name, col.v.bad))
+					"conductor %q (id %d): %s %s is not a timestamp, read as NULL", c.Hostname, c.ID, col.name, col.v.Bad))
 			}
 		}
 		if drivers.Valid {

@@ -10,14 +10,10 @@ import (
 	"strings"
 )
 
-// This file turns the string an operator copies from a service's configuration
-// (ironic.conf [database]connection, a SQLAlchemy URL) into a dialect: the Go driver and
-// its configuration. The SQLAlchemy URL grammar is shared by every backend;
-// what the parts mean (query options, default host, ...) belongs to the
-// dialect, one file per backend (postgres.go, mysql.go, sqlite.go).
-//
-// Error messages built here never quote the DSN or any of its values, only
-// scheme and option names, so that they cannot carry a password.
+// The SQLAlchemy URL grammar is every backend's; what its parts mean belongs
+// to the dialect, one file per backend (postgres.go, mysql.go, sqlite.go).
+// Errors built here quote no value of the DSN, only scheme and option names,
+// so that they cannot carry a password.
 
 // dialect is one SQL backend: how to connect and how to run the snapshot.
 // Implementations do no I/O when they are built.

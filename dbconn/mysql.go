@@ -18,37 +18,24 @@ import (
 )
 
 // The MySQL / MariaDB dialect (Galera included), on
-// github.com/go-sql-driver/mysql.
+// github.com/go-sql-driver/mysql. Ironic reaches MySQL through SQLAlchemy's
+// mysql+pymysql (the usual one) or mysql / mysql+mysqldb (mysqlclient, i.e.
+// libmysqlclient or MariaDB Connector/C). The URL's parts and the query
+// options SQLAlchemy hands those drivers become a go-sql-driver Config with
+// the meaning the scheme's driver gives them: the default socket or host
+// (address), TLS (pymysqlTLSConfig, tlsConfig), the option file TripleO
+// names (readOptionFile). Options of no use to a reader are dropped and
+// reported by Pool.IgnoredOptions (the exporter always talks utf8mb4: text
+// arrives as UTF-8 whatever the tables' character set); init_command and
+// anything unknown are errors.
 //
-// Ironic reaches MySQL through SQLAlchemy's mysql+pymysql (the usual one) or
-// mysql / mysql+mysqldb (mysqlclient, i.e. libmysqlclient or MariaDB
-// Connector/C). The URL's parts and the query options SQLAlchemy hands to
-// those drivers become a go-sql-driver Config:
-//   - host "localhost" or no host: mysqlclient connects to the default unix
-//     socket, pymysql to TCP localhost:3306; the exporter does what the
-//     scheme's driver does (?unix_socket= wins for both);
-//   - the ssl_* options and mysqlclient's ssl_mode make a tls.Config with
-//     the meaning the URL's driver gives them (pymysqlTLSConfig, tlsConfig);
-//   - read_default_file / read_default_group (TripleO writes them) are read
-//     like pymysql does: the named group (default [client]) of the file fills
-//     user, password, host, port, socket, database, bind-address and ssl-*
-//     that the URL does not give;
-//   - charset, use_unicode, plugin, binary_prefix, client_flag, local_infile,
-//     ssl_cipher, sql_mode, autocommit, program_name, compress... are
-//     dropped and reported by (*DB).IgnoredOptions: the exporter always talks
-//     utf8mb4, so whatever the tables' character set the text arrives as
-//     UTF-8;
-//   - init_command and anything unknown are errors.
-//
-// Every connection is made read-only and naive-UTC safe right after it is
-// opened: SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY
-// (any statement that writes fails) and time_zone = '+00:00' (Ironic's
-// DATETIME columns are not converted by any time zone, but a TIMESTAMP column
-// or an expression would be). A snapshot is START TRANSACTION WITH
-// CONSISTENT SNAPSHOT, READ ONLY: InnoDB's read view is taken at once, the
-// SELECTs are plain consistent (non-locking) reads, so the exporter takes no
-// row lock that could hold up Ironic or a Galera certification, and ROLLBACK
-// ends it.
+// Every connection is made read-only (mysqlSessionSQL: any statement that
+// writes fails) and naive-UTC safe (time_zone '+00:00': Ironic's DATETIME
+// columns follow no time zone, but a TIMESTAMP column or an expression
+// would) when it is opened. A snapshot is a consistent-snapshot read-only
+// transaction: InnoDB's read view is taken at once and the SELECTs are
+// non-locking reads, so the exporter holds up neither Ironic nor a Galera
+// certification.
 
 // mysqlOptionIgnored are the options that are safe to drop.
 var mysqlOptionIgnored = map[string]bool{
@@ -92,14 +79,8 @@ type mysqlSettings struct {
 }
 
 func newMySQLFromURL(u *sqlaURL) (dialect, error) {
-	s := &mysqlSettings{ssl: map[string]string{}}
+	s := &mysqlSettings{user: u.User, password: u.Password, database: u.Database, ssl: map[string]string{}}
 	d := &mysqlDialect{dialectBase: dialectBase{kind: BackendMySQL, driver: "mysql", tx: repeatableReadOnly}}
-	if u.HasUser {
-		s.user = u.User
-	}
-	if u.HasPassword {
-		s.password = u.Password
-	}
 	switch len(u.Hosts) {
 	case 0:
 	case 1:
@@ -107,7 +88,6 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	default:
 		return nil, errors.New("database URL: MySQL takes one host (for a Galera cluster, name its load balancer or VIP)")
 	}
-	s.database = u.Database
 	seen, err := s.parseOptions(u.Query, d)
 	if err != nil {
 		return nil, err
@@ -160,7 +140,7 @@ func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	if err != nil {
 		return nil, scrub(fmt.Errorf("invalid MySQL connection settings: %w", err), []string{s.password})
 	}
-	d.cfg, d.conn, d.secret = cfg, &mysqlConnector{inner: c}, []string{s.password}
+	d.cfg, d.conn, d.secret = cfg, &mysqlConnector{c}, []string{s.password}
 	return d, nil
 }
 
@@ -304,12 +284,10 @@ const (
 
 // mysqlConnector wraps go-sql-driver's connector: each new connection is
 // made read-only, and its transactions are consistent snapshots.
-type mysqlConnector struct{ inner driver.Connector }
-
-func (c *mysqlConnector) Driver() driver.Driver { return c.inner.Driver() }
+type mysqlConnector struct{ driver.Connector }
 
 func (c *mysqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.inner.Connect(ctx)
+	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}

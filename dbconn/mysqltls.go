@@ -12,20 +12,15 @@ import (
 	"strings"
 )
 
-// This file gives a MySQL connection the TLS and the defaults that PyMySQL
-// gives Ironic's: the URL's ssl_* options and ssl=, and the option file
-// (read_default_file) that the URL may name.
-
 // tlsConfig is the TLS of the connection as the URL's options ask for it.
 func (s *mysqlSettings) tlsConfig(addr, network string) (*tls.Config, error) {
 	mode := s.sslMode
 	switch mode {
-	case "", "DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY":
+	case "", "DISABLED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY":
+	case "PREFERRED":
+		return nil, errors.New(`database option "ssl_mode=PREFERRED" is not supported: use REQUIRED, VERIFY_CA or VERIFY_IDENTITY (or DISABLED)`)
 	default:
 		return nil, fmt.Errorf("database option ssl_mode: unknown mode %q (DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY)", s.sslMode)
-	}
-	if mode == "PREFERRED" {
-		return nil, errors.New(`database option "ssl_mode=PREFERRED" is not supported: use REQUIRED, VERIFY_CA or VERIFY_IDENTITY (or DISABLED)`)
 	}
 	if isTrue(s.ssl["disabled"]) || mode == "DISABLED" {
 		return nil, nil

@@ -202,20 +202,19 @@ func (s *Session) Step(step string, f func(ctx context.Context, tx *sqlx.Tx) err
 func (s *Session) Rows(step, query string, prepared bool, row func(*sql.Rows) error, args ...any) error {
 	return s.Step(step, func(ctx context.Context, tx *sqlx.Tx) error {
 		var rows *sql.Rows
+		var err error
 		if prepared {
-			stmt, err := tx.PrepareContext(ctx, query)
-			if err != nil {
+			var stmt *sql.Stmt
+			if stmt, err = tx.PrepareContext(ctx, query); err != nil {
 				return err
 			}
 			defer func() { _ = stmt.Close() }()
-			if rows, err = stmt.QueryContext(ctx, args...); err != nil {
-				return err
-			}
+			rows, err = stmt.QueryContext(ctx, args...)
 		} else {
-			var err error
-			if rows, err = tx.QueryContext(ctx, query, args...); err != nil {
-				return err
-			}
+			rows, err = tx.QueryContext(ctx, query, args...)
+		}
+		if err != nil {
+			return err
 		}
 		defer func() { _ = rows.Close() }()
 		for rows.Next() {

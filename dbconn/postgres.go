@@ -16,22 +16,16 @@ import (
 	"github.com/lib/pq"
 )
 
-// The PostgreSQL dialect, on github.com/lib/pq.
-//
-// Ironic reaches PostgreSQL through psycopg2, that is libpq: the URL's parts
-// and query options become libpq connection keywords. This dialect keeps
-// libpq's meaning where lib/pq differs:
-//   - no host (and no $PGHOST) is libpq's default unix socket directory
-//     (/var/run/postgresql on Debian, Ubuntu and Red Hat; /tmp upstream),
-//     where lib/pq would use TCP to localhost;
-//   - no sslmode (and no $PGSSLMODE) is "prefer", where lib/pq would use
-//     "require".
-//
-// Options that lib/pq takes as connection keywords pass through; options
-// that only mean something to SQLAlchemy, psycopg2 or oslo.db, and libpq's
-// TCP keepalive settings (Go keeps TCP connections alive by itself), are
-// dropped and reported by (*DB).IgnoredOptions; any other option is an error,
-// because lib/pq would send it to the server as a run-time parameter.
+// The PostgreSQL dialect, on github.com/lib/pq. Ironic reaches PostgreSQL
+// through psycopg2, that is libpq: the URL's parts and query options become
+// libpq connection keywords, with libpq's meaning where lib/pq's differs: no
+// host (nor $PGHOST) is libpq's default socket directory (/var/run/postgresql
+// on Debian, Ubuntu and Red Hat; /tmp upstream), not TCP to localhost, and no
+// sslmode (nor $PGSSLMODE) is "prefer", not "require". Options that mean
+// something only to SQLAlchemy, psycopg2 or oslo.db, and libpq's TCP
+// keepalives (Go keeps TCP connections alive itself), are dropped and
+// reported by Pool.IgnoredOptions; any other option lib/pq does not take is
+// an error, since lib/pq would send it to the server as a run-time parameter.
 
 // pgKeywords are the libpq (and lib/pq) connection keywords lib/pq
 // implements.

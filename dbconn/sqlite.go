@@ -12,29 +12,20 @@ import (
 	"modernc.org/sqlite"
 )
 
-// The SQLite dialect, on modernc.org/sqlite (pure Go, no cgo).
-//
-// Ironic names SQLite databases with SQLAlchemy's URLs: sqlite:///rel/path
-// (relative to the working directory) and sqlite:////abs/path. The exporter
-// resolves a relative path against its own working directory when Open is
-// called, and opens the file as a SQLite URI with mode=ro (the file is never
-// created or written; a missing file is an error when connecting) and PRAGMA
-// query_only. Ironic's conductor writes the same file, so the exporter must
-// never hold it up:
-//   - a snapshot is one deferred BEGIN ... ROLLBACK around three SELECTs: in
-//     rollback-journal mode it holds a SHARED lock for a few milliseconds,
-//     which a writer's busy handler (Python's sqlite3 waits 5s by default)
-//     rides out; in WAL mode readers and the writer do not block each other;
-//   - the busy timeout is the query deadline, so that a snapshot waits, and
-//     does not fail, while Ironic commits (a writer holding PENDING or
-//     EXCLUSIVE makes new readers wait);
-//   - timestamps are read as text (SQLAlchemy stores DATETIME as
-//     "YYYY-MM-DD HH:MM:SS.ffffff") and parsed as SQLAlchemy parses them,
-//     never through the driver's own guesses.
-//
-// Query options SQLAlchemy's pysqlite takes (timeout, check_same_thread,
-// isolation_level, detect_types, cached_statements) mean nothing to a reader
-// and are dropped and reported by (*DB).IgnoredOptions.
+// The SQLite dialect, on modernc.org/sqlite (pure Go, no cgo). SQLAlchemy's
+// sqlite:///rel/path is relative to the working directory (the exporter's,
+// when Open is called), sqlite:////abs/path absolute. The file is opened as
+// a SQLite URI with mode=ro (never created or written; a missing file fails
+// the connection) and PRAGMA query_only. Ironic's conductor writes the same
+// file, so the exporter must never hold it up: a snapshot is one deferred
+// BEGIN ... ROLLBACK around a few SELECTs (in rollback-journal mode a SHARED
+// lock for milliseconds, which a writer's busy handler, 5s in Python's
+// sqlite3, rides out; in WAL mode neither blocks the other), and the busy
+// timeout is the query deadline, so that a snapshot waits, not fails, while
+// Ironic commits (a writer holding PENDING or EXCLUSIVE makes new readers
+// wait). Timestamps are read as text and parsed as SQLAlchemy parses them
+// (Time), never by the driver's guesses. The query options of SQLAlchemy's
+// pysqlite mean nothing to a reader: dropped, reported by Pool.IgnoredOptions.
 
 var sqliteIgnored = map[string]bool{
 	"timeout": true, "check_same_thread": true, "isolation_level": true,

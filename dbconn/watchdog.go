@@ -12,23 +12,16 @@ import (
 	"github.com/lib/pq"
 )
 
-// Bounding lib/pq.
-//
-// lib/pq honours a context only by sending PostgreSQL a CancelRequest over a
-// second connection; the goroutine running the query stays blocked in the
-// socket read until the server answers. When the network black-holes, stalls
-// or half-closes the connection, neither the CancelRequest nor the answer
-// ever arrive, and the read lasts until the kernel gives up (minutes, or
-// forever on an established connection without keepalive probes). A dialer
-// with deadlines does not help either: lib/pq resets the deadline after the
-// startup handshake.
-//
-// So the exporter owns the socket: pgConnector dials it itself, closes it
-// when the context of Connect ends before the handshake does, and pgConn
-// closes it when the context of any step it is watched for ends (see
-// (*DB).snapshot). A closed socket fails the blocked read at once, and the
-// connection is then invalid, so database/sql discards it instead of
-// pooling it.
+// Bounding lib/pq. lib/pq honours a context only by sending a CancelRequest
+// over a second connection, while the query's goroutine stays blocked in the
+// socket read: on a network that black-holes, stalls or half-closes the
+// connection neither arrives, and the read lasts until the kernel gives up
+// (minutes, or forever without keepalive probes). Dialer deadlines do not
+// help: lib/pq resets them after the startup handshake. So the exporter owns
+// the socket: pgConnector dials it and closes it when Connect's context ends
+// first, and pgConn closes it when the context of a watched step ends
+// (Session.Step). The blocked read then fails at once, and the connection,
+// now invalid, is discarded instead of pooled.
 
 // cancelRequestTimeout bounds lib/pq's CancelRequest connection (dial,
 // write, and its read to EOF), which it runs in a goroutine of its own.

@@ -8,17 +8,12 @@ import (
 	"time"
 )
 
-// What happens to the simulated fleet over time: heartbeats, locks, and the
-// cycle of a drain, a crash and a restart, an enrolment, each as Ironic's
-// own code would write it.
-
 // run heartbeats and plays the events until ctx ends. The view is judged
 // after an event and after a heartbeat interval, but never sooner than four
-// times the last judgement took after it: the loop waits for the read (and
-// a read holds SQLite's shared lock, which delays any commit), so where
-// reading is slow (the race detector) the heartbeats still go out on time
-// four fifths of the time. Where it is quick, that is after every event and
-// heartbeat.
+// times the last judgement took after it: the loop waits for the read, which
+// holds SQLite's shared lock and so delays any commit, and where reading is
+// slow (the race detector) the heartbeats still go out on time four fifths
+// of the time.
 func (s *simulator) run(ctx context.Context) {
 	hb := time.NewTicker(s.scale(HeartbeatInterval))
 	defer hb.Stop()

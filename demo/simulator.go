@@ -38,14 +38,12 @@ import (
 //     (_sync_local_state) moves the affinity of active nodes to the ring's
 //     conductor once a cycle.
 //
-// The simulator keeps no rings of its own: what it knows of the fleet as
-// Ironic sees it (node to conductor, liveness, ring membership) is its view,
-// the topology topology.Build makes of a snapshot read through
-// MultiConductor with the exporter's settings (Demo.Settings). Its own flags
-// say only what a simulated process does (heartbeat, take locks). The view
-// is judged after every event and heartbeat, or less often where reading is
-// slow (see run), so the simulator and the page agree on every node, and
-// the simulator logs the changes the page shows.
+// The simulator keeps no rings of its own: its view of the fleet (node to
+// conductor, liveness, ring membership) is the topology topology.Build makes
+// of a snapshot read through MultiConductor with the exporter's settings
+// (Demo.Settings), judged after the events and heartbeats (run), so that
+// the simulator and the page agree on every node; it logs the changes the
+// page shows. Its own flags say only what a simulated process does.
 
 // Base durations, at Speed 1.
 const (

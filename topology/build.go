@@ -12,27 +12,22 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
-// Build and its first phases: the conductors judged, the rings built.
-
 // Build computes the topology of snap at now. When prev is not nil, rings
 // whose membership and settings are unchanged are reused, and so is the
 // conductor of every node whose ring is unchanged: a rebuild over an
 // unchanged snapshot hashes nothing. prev also yields Remapped.
 //
-// When snap.Nodes is the very slice prev was built from (the cache's
-// refresh whose change probe vouched for the nodes, or a read in which no
-// row changed: db.Snapshot.Nodes) and the conductors are
-// judged alike in everything the node-derived results depend on (see
-// reusableNodes), those results are prev's, shared: the rebuild costs
-// O(conductors), not O(nodes), and liveness is still judged afresh. It
-// keeps the sidecar's steady-state CPU inside its target (2% of a core at
-// 100k nodes, 20% at 1M): a refresh every --refresh.min-interval over
-// unchanged nodes would otherwise walk them all (at 100k nodes, 0.3% of a
-// core more in make bench's unchanged phase; ten times the walk at 1M). TestRebuildOverUnchangedNodes compares
-// every field, exported or not, with Build's full path. The
-// topology points into snap.Nodes (NodeInfo.Node), so a snapshot's nodes
-// must not be written once a topology is built from them; Build never
-// writes them.
+// When snap.Nodes is the very slice prev was built from (a refresh whose
+// probe vouched for the nodes, or a read in which no row changed) and the
+// conductors are alike in all the node-derived results depend on
+// (reusableNodes), those results are prev's, shared: the rebuild costs
+// O(conductors), and liveness is still judged afresh. That keeps the
+// steady-state CPU inside its target (2% of a core at 100k nodes, 20% at
+// 1M): walking the unchanged nodes at every --refresh.min-interval costs
+// 0.3% of a core more at 100k in make bench, ten times that at 1M.
+// TestRebuildOverUnchangedNodes compares every field, exported or not, with
+// Build's full path. The topology points into snap.Nodes, which Build never
+// writes (db.Node is frozen).
 func Build(snap *db.Snapshot, s Settings, now time.Time, prev *Topology) (*Topology, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("building topology: nil snapshot")

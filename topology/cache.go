@@ -46,8 +46,8 @@ type CacheConfig struct {
 	// FullInterval, when positive, lets a refresh skip reading the nodes
 	// while their probe is unchanged, and read only the nodes that may have
 	// changed when it changed, for at most this long since every node was
-	// last read (the safety net). Zero reads them all at every refresh. Conductors are
-	// read, and liveness judged, every time.
+	// last read (the safety net). Zero reads them all at every refresh.
+	// Conductors are read, and liveness judged, every time.
 	FullInterval time.Duration
 	// ProbeWindow: a probe whose latest node updated_at or created_at
 	// (db.NodeProbe.Latest) was less than this older than the refresh that
@@ -193,16 +193,14 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 }
 
 // Get returns the cached view, refreshing it when it is older than
-// MinInterval. A view older than that but within MaxAge is returned at
-// once, while the refresh it starts runs, and so is every view while that
-// refresh runs, however long (a full read of 1M nodes takes seconds: the
-// readers waited up to MaxWait for it, p99 0.4 s at 10 lookups/s): the
-// sidecar in use is refreshed ahead of its readers, and the API marks an
-// answer older than MinInterval plus a second stale. A refresh started on
-// an older view (an idle sidecar) is waited for, until
-// ctx's deadline when ctx has one (a scrape with a budget), and otherwise
-// at most MaxWait; if the refresh has not ended by then, the current view
-// is returned: a slow database never blanks a scrape nor holds a reader.
+// MinInterval. A view within MaxAge is returned at once, while the refresh
+// it starts runs, and so is every view while that refresh runs, however
+// long (a full read of 1M nodes takes seconds): the sidecar in use is
+// refreshed ahead of its readers, and the API marks an answer older than
+// MinInterval plus a second stale. A refresh started on an older view (an
+// idle sidecar) is waited for until ctx's deadline (a scrape's budget), or
+// at most MaxWait when ctx has none; then the current view is returned: a
+// slow database never blanks a scrape nor holds a reader.
 func (c *Cache) Get(ctx context.Context) View {
 	if s := c.state.Load(); c.fresh(s) {
 		return s.view

@@ -6,8 +6,6 @@ import (
 	"strings"
 )
 
-// The lookups of a topology: nodes by UUID or name, conductors, rings.
-
 // nodeIndex is the UUID and name lookup of one node list: the indexes of the nodes sorted by UUID, and of the named nodes by name, each
 // then by index (the first node of a value is found first). 8 bytes a node
 // where two maps took 120 at 1M nodes, a fifth of the live heap target

@@ -7,9 +7,6 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 )
 
-// The node phases of Build: each node mapped to its conductor as Ironic's
-// get_conductor_for does, the per-conductor lists, what moved.
-
 // mapNodes is the third phase of Build: the node-to-conductor mapping, as
 // get_conductor_for (the ring of "node.conductor_group:node.driver", key
 // node.uuid.encode('utf-8')). It fills t.Nodes, the ring node counts,

@@ -2,29 +2,20 @@ package topology
 
 import "github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 
-// A rebuild over the very nodes of the previous topology, its rings and
-// conductors alike, carries the node results over whole.
-
 // reusableNodes reports whether every node-derived result of prev (built
 // under the same settings and rules) is what mapNodes, assignNodes,
 // lifecycle and compare would compute for t, whose conductors are judged
-// and rings built, unchanged telling which rings are prev's. That holds
-// when:
-//   - t's nodes are the very slice prev's were built from (same array,
-//     same length, not empty: a snapshot's nodes are never written once
-//     built from);
-//   - every ring is prev's, with the same members, and there are as many:
-//     the same keys in the same order, so the same byRing and the same
-//     node-to-conductor answers (mapNodes, the orphans, the ring counts);
+// and rings built (unchanged tells which rings are prev's). That holds when:
+//   - t's nodes are the very slice prev's were built from (sameSlice);
+//   - every ring is prev's, and there are as many: the same keys in the same
+//     order, so the same byRing and node-to-conductor answers (mapNodes, the
+//     orphans, the ring counts);
 //   - the conductors are prev's, in the same order, with the same id and
-//     hostname (the owner indexes and hostnames of assignNodes, the
-//     affinity of lifecycle) and the same Running() (lifecycle's affinity
-//     and stuck judgements). Alive, Active, State and the heartbeat are
-//     judged afresh but read by no node-derived result (Active only
-//     through the rings).
-//
-// A conductor named "" is in no list (see emptyHostname); its ring
-// membership is in the rings.
+//     hostname (assignNodes' owners, lifecycle's affinity) and the same
+//     Running() (lifecycle's affinity and stuck judgements). Alive, Active,
+//     State and the heartbeat are judged afresh but read by no node-derived
+//     result (Active only through the rings, as is the membership of a
+//     conductor named "", which is in no list: emptyHostname).
 func (t *Topology) reusableNodes(prev *Topology, unchanged []bool) bool {
 	if !sameSlice(t.nodesFrom, prev.nodesFrom) || len(t.Rings) != len(prev.Rings) ||
 		len(t.Conductors) != len(prev.Conductors) {
@@ -46,8 +37,7 @@ func (t *Topology) reusableNodes(prev *Topology, unchanged []bool) bool {
 
 // sameSlice reports whether a and b are the same non-empty slice: the same
 // length and backing array, from the same element. Empty node lists take
-// Build's full path, which costs O(conductors) for them anyway (and a
-// Topology Build did not make has no nodesFrom).
+// Build's full path, which costs O(conductors) for them anyway.
 func sameSlice(a, b []*db.Node) bool {
 	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }

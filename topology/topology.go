@@ -77,10 +77,8 @@ type ConductorInfo struct {
 	ConductorNodes
 }
 
-// ConductorNodes are a conductor's node-derived results. A rebuild that
-// reuses the previous topology's node results (reuseNodes) carries them
-// over whole: a result derived from the nodes belongs here, so that it
-// cannot be left stale.
+// ConductorNodes are a conductor's node-derived results, carried over whole
+// as NodeResults are.
 type ConductorNodes struct {
 	// Nodes are indexes into Topology.Nodes of the nodes mapped here, in
 	// node id order.

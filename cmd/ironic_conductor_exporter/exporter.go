@@ -36,9 +36,6 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
-// The exporter wired: the database, the cache, the handlers on their
-// doors, and the servers' one lifecycle.
-
 // serve checks the flags and doors, opens the database and serves until
 // SIGTERM or an interrupt (exporter.run).
 func serve(cfg config, toolkitFlags *web.FlagConfig, logger *slog.Logger) error {
@@ -223,25 +220,20 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	statusPage := status.NewHandler(a.cache, status.Options{Logger: a.logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath, History: a.history})
 	// Browsers get the status page at /; API clients get Ironic's root.
-	isPage := func(r *http.Request) bool { return r.URL.Path == "/" && status.WantsHTML(r) }
-	work := limit.Concurrent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isPage(r) {
-			statusPage.ServeHTTP(w, r)
-			return
-		}
-		apiHandler.ServeHTTP(w, r)
-	}), cfg.web.maxRequests, time.Second, "requests")
+	pageOr := func(page, api http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/" && status.WantsHTML(r) {
+				page.ServeHTTP(w, r)
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
+	}
+	work := limit.Concurrent(pageOr(statusPage, apiHandler), cfg.web.maxRequests, time.Second, "requests")
 	// The page shows every conductor, node and lock: the same
 	// authentication as the API and (keystone) the policy of listing all
 	// nodes, conductors and reservations.
-	page, apiAuthn := guardStatusPage(authn, work), auth.Middleware(authn.authn, work)
-	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isPage(r) {
-			page.ServeHTTP(w, r)
-			return
-		}
-		apiAuthn.ServeHTTP(w, r)
-	})
+	root := pageOr(guardStatusPage(authn, work), auth.Middleware(authn.authn, work))
 	if len(cfg.apiListen) == 0 {
 		return a.probeMux(map[string]http.Handler{cfg.telemetryPath: metrics, "/": root}), nil
 	}

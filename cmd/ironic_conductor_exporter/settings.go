@@ -13,8 +13,6 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
-// Ironic's settings, from the flags and Ironic's own configuration files.
-
 // topologySettings are the Ironic settings the topology is computed with,
 // from the flags and Ironic's configuration; src names them in errors.
 func topologySettings(cfg config, src sources) (topology.Settings, error) {

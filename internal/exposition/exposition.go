@@ -1,14 +1,11 @@
 // Package exposition writes the Prometheus text format from pieces rendered
 // ahead of time, byte for byte what promhttp writes for a registry (plain
-// or gzip), without a registry or a dto.Metric per series. It exists for
-// two figures of the performance contract: the steady-state CPU (a
-// registry per scrape cost 0.1-0.3% of a core more at 100k nodes, over the
-// 2% target) and the cold gzip scrape at 1M nodes (5 s), which a family
-// compressed once per change and spliced into every response meets
-// (gzip.go). It knows no metric: package collector says what the families
-// are; the equivalence with promhttp is tested here for the writer
-// (TestFamiliesIsClientGolang, TestGzipSplicing) and there for the whole
-// response (TestPrerenderedIsPromhttp).
+// or gzip): without a registry or a dto.Metric per series (Families), and
+// with a family compressed once per change spliced into every gzip response
+// (gzip.go), for two figures of the performance contract, the steady-state
+// CPU and the cold gzip scrape at 1M nodes (5 s). It knows no metric:
+// package collector says what the families are, and checks the whole
+// response against promhttp's (TestPrerenderedIsPromhttp).
 package exposition
 
 import (

@@ -17,11 +17,8 @@ import (
 // piece; such runs concatenate into one valid deflate stream, which one
 // final empty block closes. The gzip trailer's CRC-32 of the whole is
 // combined from the pieces' CRCs (the GF(2) operator of appending n zero
-// bytes, as zlib's crc32_combine), so a cached piece needs no plain copy.
-// What it buys: a gzip scrape of an unchanged fleet compresses nothing of
-// its node family (the steady-state CPU target, 20% of a core at 1M nodes,
-// could not pay for compressing 180 MB per scrape), and the family's plain
-// text, a third of the live heap target, is not kept.
+// bytes, as zlib's crc32_combine), so a cached piece needs no plain copy
+// (the figures it keeps: collector/render.go).
 
 // Chunk is one piece of a gzip response: deflate blocks and what the
 // trailer needs of the plain text they hold.
@@ -146,14 +143,6 @@ func (m *crcOperator) times(v uint32) uint32 {
 	return sum
 }
 
-func (m *crcOperator) square() crcOperator {
-	var sq crcOperator
-	for i := range m {
-		sq[i] = m.times(m[i])
-	}
-	return sq
-}
-
 func (m *crcOperator) mul(n *crcOperator) crcOperator { // m after n
 	var p crcOperator
 	for i := range n {
@@ -173,14 +162,14 @@ func zeroesOperator(n int64) crcOperator {
 	for i := range result {
 		result[i] = 1 << i
 	}
-	op = op.square() // 2 bits
-	op = op.square() // 4 bits
-	op = op.square() // 8 bits: one byte
+	op = op.mul(&op) // 2 bits
+	op = op.mul(&op) // 4 bits
+	op = op.mul(&op) // 8 bits: one byte
 	for ; n > 0; n >>= 1 {
 		if n&1 != 0 {
 			result = op.mul(&result)
 		}
-		op = op.square()
+		op = op.mul(&op)
 	}
 	return result
 }

@@ -22,12 +22,11 @@ type Family struct {
 }
 
 // Families collects series and writes them as a registry's Gather and
-// expfmt's text encoder would (TestFamiliesIsClientGolang, and the
-// collector's TestPrerenderedIsPromhttp, hold the two side by side):
-// families by name, none empty; series by label values; label pairs by
-// name. Without a registry a view of 300 conductors renders in 3 ms and
-// 2 MB of garbage (15 ms and 4.7 MB through one): what keeps make bench's
-// steady-state CPU at 100k nodes inside its 2% target.
+// expfmt's text encoder would (TestFamiliesIsClientGolang holds the two
+// side by side): families by name, none empty; series by label values;
+// label pairs by name. Without a registry a view of 300 conductors renders
+// in 3 ms and 2 MB of garbage (15 ms and 4.7 MB through one): what keeps
+// make bench's steady-state CPU at 100k nodes inside its 2% target.
 type Families map[*Family][]series
 
 type series struct {

@@ -1,9 +1,7 @@
-// Package memlimit is the binary's memory policy: after a refresh that
-// replaced the cached nodes, collect what it replaced and set the soft
-// memory limit so that peak RSS, a refresh included, stays within twice the
-// live heap (the performance contract). The cache calls it through
-// topology.CacheConfig.NodesReplaced; nothing else in the process sets the
-// limit.
+// Package memlimit is the binary's memory policy, which the cache calls
+// through topology.CacheConfig.NodesReplaced: peak RSS, a refresh included,
+// within twice the live heap (the performance contract). Nothing else in the
+// process sets the memory limit.
 package memlimit
 
 import (
@@ -33,21 +31,18 @@ const minHeadroom = 16 << 20
 // settledLive is the live heap the last Settle found.
 var settledLive atomic.Uint64
 
-// Settle runs after a refresh whose read changed the nodes, once the
-// cache no longer holds the nodes and topology it replaced: it collects
-// them, and sets the process's soft memory limit (debug.SetMemoryLimit) to
-// what it then holds plus refreshHeadroom of its live heap. That keeps peak
-// RSS, a refresh included, within twice the live heap (the performance
-// contract), where the default pacing lets the heap grow to twice what a
-// collection during a refresh marked live (3-4 times the live heap). The
-// collection it starts takes the place of the one the refresh's garbage
-// would start. A read that found every node as it was (the very slice
-// again, see db.Snapshot.Nodes) replaced nothing: a collection then would
-// only cost CPU (while nodes change, about half of the reads are such, the
-// second look ProbeWindow asks for). When a refresh started meanwhile (idle
-// false after the collection: its nodes were counted live), the limit is
-// only raised, if the process holds more than it allows; it is left alone
-// when the operator set GOMEMLIMIT.
+// Settle runs after a refresh whose read changed the nodes, once the cache
+// no longer holds the nodes and topology it replaced: it collects them, and
+// sets the soft memory limit (debug.SetMemoryLimit) to what the process then
+// holds plus refreshHeadroom of its live heap, where the default pacing lets
+// the heap grow to twice what a collection during a refresh marked live (3-4
+// times the live heap). Its collection takes the place of the one the
+// refresh's garbage would start; after a read that found every node as it
+// was (the very slice again) it would only cost CPU, so the cache does not
+// call Settle then. When a refresh started meanwhile (idle false after the
+// collection: its nodes were counted live), the limit is only raised, if the
+// process holds more than it allows; it is left alone when the operator set
+// GOMEMLIMIT.
 func Settle(idle func() bool) {
 	runtime.GC()
 	if os.Getenv("GOMEMLIMIT") != "" {
