@@ -75,7 +75,9 @@ func TestSchema(t *testing.T) {
 			t.Errorf("no table %s", table)
 		}
 		for _, c := range append(want, "version") {
-			if !slices.Contains(have, c) {
+			// The demo's schema is Ironic 21.4's: nodes.parent_node (22.0)
+			// is read as NULL there (db's schema generations).
+			if !slices.Contains(have, c) && !(table == "nodes" && c == "parent_node") {
 				t.Errorf("table %s has no column %s (has %v)", table, c, have)
 			}
 		}
