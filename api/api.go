@@ -38,6 +38,26 @@ type Options struct {
 	// (auth_strategy = keystone); nil lets every request read everything,
 	// as Ironic does under noauth and http_basic.
 	Access func(r *http.Request) Access
+	// Nova, when set (the exporter reads Nova's databases), answers the
+	// NovaField extension of the node representation; nil: no such field.
+	Nova NovaLookup
+}
+
+// NovaLookup answers the Nova side of a node.
+type NovaLookup interface {
+	// NodeComputes are the nova-computes whose views manage the node
+	// (none: no view does); ok is false when the Nova answer does not
+	// cover the node (not read yet, or a node newer than it).
+	NodeComputes(uuid string) (claims []NovaClaim, ok bool)
+}
+
+// NovaClaim is one nova-compute's claim on a node.
+type NovaClaim struct {
+	// Cell and Host name the compute; Source is why it manages the node:
+	// "instance" or "ring".
+	Cell, Host, Source string
+	// Up is Nova's servicegroup answer for the compute.
+	Up bool
 }
 
 // Access is what Ironic's policy lets one request read (see auth.Access).
@@ -62,6 +82,7 @@ type handler struct {
 	maxMinor int
 	public   string
 	access   func(r *http.Request) Access
+	nova     NovaLookup
 }
 
 // NewHandler returns the Ironic-compatible JSON API, rendered from cache:
@@ -70,7 +91,7 @@ type handler struct {
 // /v1/nodes/{node_ident}/conductor. It never reads the database itself.
 func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 	h := &handler{cache: cache, log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)), maxLimit: opts.MaxLimit,
-		maxMinor: opts.MaxMicroversion, public: strings.TrimRight(opts.PublicEndpoint, "/"), access: opts.Access}
+		maxMinor: opts.MaxMicroversion, public: strings.TrimRight(opts.PublicEndpoint, "/"), access: opts.Access, nova: opts.Nova}
 	if h.maxLimit <= 0 {
 		h.maxLimit = 1000
 	}

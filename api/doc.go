@@ -103,7 +103,12 @@
 // conductor whose id is in nodes.conductor_affinity, the one that last
 // prepared the node's boot environment; null when unset or unknown. It is
 // rendered last, in the detail representations and when fields= names it,
-// from 1.49 like conductor. Answers rendered from stale data (the last
+// from 1.49 like conductor. With Options.Nova (the exporter reads Nova's
+// databases) a second, NovaField ("exporter_nova_computes"): the
+// nova-computes that manage the node as Nova's ironic driver computes it,
+// [] when none, null when the Nova answer does not cover the node; without
+// Nova it is absent and fields= naming it is a 400 saying why. Answers
+// rendered from stale data (the last
 // refresh failed, or the data is older than the cache's MinInterval plus a
 // second) carry X-Ironic-Exporter-Stale: true and
 // X-Ironic-Exporter-Data-Age (seconds, one decimal). While no topology was

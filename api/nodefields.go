@@ -15,6 +15,13 @@ import (
 // from any field Ironic may add; it is rendered last, after conductor.
 const AffinityField = "exporter_conductor_affinity"
 
+// NovaField is the extension that answers the Nova side, with Nova
+// configured only: the nova-computes that manage the node as Nova's ironic
+// driver computes it, a list of {"cell", "host", "source" (instance or
+// ring), "up"} ([] when no view claims the node), null when the Nova
+// answer does not cover the node. Rendered last.
+const NovaField = "exporter_nova_computes"
+
 // fieldKind is how a node field is rendered.
 type fieldKind uint8
 
@@ -27,6 +34,7 @@ const (
 	kindLinks                      // the self and bookmark links
 	kindConductor                  // the ring's conductor (computed)
 	kindAffinity                   // the affinity conductor's hostname (extension)
+	kindNova                       // the managing nova-computes (extension, with Nova only)
 )
 
 // sortRule is what Ironic does with a node field as sort_key.
@@ -103,6 +111,7 @@ var nodeFields = []nodeField{
 	{name: "links", kind: kindLinks},
 	{name: "conductor", minor: minor49Conductors, kind: kindConductor, selectable: true, tail: true},
 	{name: AffinityField, minor: minor49Conductors, kind: kindAffinity, selectable: true, tail: true},
+	{name: NovaField, minor: minor49Conductors, kind: kindNova, selectable: true, tail: true},
 
 	{name: "id", kind: kindColumn, sort: sortBy, cmp: func(a, b *topology.NodeInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) }},
 	{name: "", kind: kindColumn, sort: sortBy, cmp: func(a, b *topology.NodeInfo, _ collation) int { return 0 }}, // Ironic: by id only
@@ -164,7 +173,7 @@ var (
 	versionedFields = func() map[string]int {
 		m := map[string]int{}
 		for _, f := range nodeFields {
-			if f.minor > 0 && f.kind != kindAffinity {
+			if f.minor > 0 && f.kind != kindAffinity && f.kind != kindNova {
 				m[f.name] = f.minor
 			}
 		}
@@ -209,6 +218,8 @@ func (rq *request) nodeFieldList(fields []string) ([]*nodeField, *apiError) {
 	for _, name := range fields {
 		f := nodeFieldByName[name]
 		switch {
+		case f != nil && f.kind == kindNova && rq.h.nova == nil:
+			return nil, badRequest("Field " + name + " is served only when ironic-conductor-exporter reads Nova's databases (--nova.dsn or --nova.config-file).")
 		case f != nil && f.selectable:
 		case f != nil && f.kind == kindUnserved:
 			return nil, badRequest("Field " + name + " is not served by ironic-conductor-exporter: it does not read it from Ironic's database.")
@@ -235,7 +246,9 @@ func (rq *request) nodeFieldList(fields []string) ([]*nodeField, *apiError) {
 }
 
 func (rq *request) visible(fields []*nodeField) []*nodeField {
-	return slices.DeleteFunc(fields, func(f *nodeField) bool { return rq.minor < f.minor })
+	return slices.DeleteFunc(fields, func(f *nodeField) bool {
+		return rq.minor < f.minor || f.kind == kindNova && rq.h.nova == nil
+	})
 }
 
 // provisionState is the provision state as the microversion shows it
@@ -280,9 +293,31 @@ func (rq *request) appendNode(b []byte, base string, n *topology.NodeInfo, field
 			b = appendHostname(b, n.Conductor)
 		case kindAffinity:
 			b = appendHostname(b, n.AffinityHost)
+		case kindNova:
+			b = appendNovaClaims(b, rq.h.nova, n.UUID)
 		}
 	}
 	return append(b, '}')
+}
+
+// appendNovaClaims appends NovaField's value for the node.
+func appendNovaClaims(b []byte, nova NovaLookup, uuid string) []byte {
+	claims, ok := nova.NodeComputes(uuid)
+	if !ok {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, c := range claims {
+		if i > 0 {
+			b = append(b, ',', ' ')
+		}
+		b = appendKey(append(b, '{'), true, "cell")
+		b = appendString(b, c.Cell)
+		b = appendString(appendKey(b, false, "host"), c.Host)
+		b = appendString(appendKey(b, false, "source"), c.Source)
+		b = append(appendBool(appendKey(b, false, "up"), c.Up), '}')
+	}
+	return append(b, ']')
 }
 
 // appendHostname appends a hostname, null for "".

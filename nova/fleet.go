@@ -44,6 +44,8 @@ var ProblemReasons = []string{ProblemUnclaimed, ProblemClaimedTwice, ProblemComp
 type FleetClaim struct {
 	Cell, Host string
 	Source     string // rules.NovaSource: "instance" or "ring"
+	// Up is the compute's servicegroup answer (ComputeState.Up).
+	Up bool
 }
 
 // Fleet is the Nova side of every Ironic node, over all cells.
@@ -83,7 +85,8 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) Fleet {
 		for _, v := range c.Answer.Views {
 			for u, src := range v.Nodes {
 				if i, ok := index[u]; ok {
-					f.Claims[i] = append(f.Claims[i], FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src)})
+					up := computes[[2]string{c.Cell.UUID, v.Host}].up
+					f.Claims[i] = append(f.Claims[i], FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: up})
 				}
 			}
 		}

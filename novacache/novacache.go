@@ -65,6 +65,18 @@ type State struct {
 	// Assumed: no computes file, every compute taken with no [ironic]
 	// option set.
 	Assumed bool
+
+	index map[string]int // node uuid -> its index in Nodes
+}
+
+// NodeClaims are the claims on the node of uuid; ok is false when the
+// answer does not cover it.
+func (s *State) NodeClaims(uuid string) (claims []nova.FleetClaim, ok bool) {
+	i, ok := s.index[uuid]
+	if !ok {
+		return nil, false
+	}
+	return s.Fleet.Claims[i], true
 }
 
 // CellState is one cell's answer.
@@ -131,7 +143,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	defer cancel()
 	prev := c.state.Load()
 	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, Attempts: prev.Attempts + 1, Failures: prev.Failures,
-		Nodes: prev.Nodes, Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil}
+		Nodes: prev.Nodes, Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, index: prev.index}
 	var hosts []string
 	if c.cfg.Computes != nil {
 		for _, fc := range c.cfg.Computes.Computes {
@@ -158,6 +170,10 @@ func (c *Cache) Refresh(ctx context.Context) {
 		fc[i] = nova.FleetCell{Cell: cr.Cell, Answer: next.Cells[i].CellAnswer}
 	}
 	next.Fleet = nova.NewFleet(fc, next.Nodes)
+	next.index = make(map[string]int, len(next.Nodes))
+	for i, n := range next.Nodes {
+		next.index[n.UUID] = i
+	}
 	c.state.Store(next)
 }
 

@@ -216,7 +216,11 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 		}
 		return rules.Release{}, false
 	}
-	apiHandler := api.NewHandler(a.cache, api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access})
+	apiOpts := api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access}
+	if a.nova != nil {
+		apiOpts.Nova = novaLookup{a.nova}
+	}
+	apiHandler := api.NewHandler(a.cache, apiOpts)
 	statusPage := status.NewHandler(a.cache, status.Options{Logger: a.logger, Version: version.Version,
 		MetricsPath: cfg.telemetryPath, History: a.history})
 	// Browsers get the status page at /; API clients get Ironic's root.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
@@ -107,4 +108,20 @@ func setupNova(c novaConfig, opts dbconn.Options, ironic func() *topology.Topolo
 	cache := novacache.New(novacache.Config{Reader: reader, Ironic: ironic, Settings: settings, Computes: computes,
 		Interval: c.interval, Logger: logger})
 	return cache, reader, nil
+}
+
+// novaLookup answers the API's Nova extension from the Nova cache.
+type novaLookup struct{ cache *novacache.Cache }
+
+// NodeComputes implements api.NovaLookup.
+func (l novaLookup) NodeComputes(uuid string) ([]api.NovaClaim, bool) {
+	claims, ok := l.cache.Current().NodeClaims(uuid)
+	if !ok {
+		return nil, false
+	}
+	out := make([]api.NovaClaim, len(claims))
+	for i, c := range claims {
+		out[i] = api.NovaClaim{Cell: c.Cell, Host: c.Host, Source: c.Source, Up: c.Up}
+	}
+	return out, true
 }

@@ -47,11 +47,11 @@ func sqliteExec(t *testing.T, path string, stmts ...string) {
 // nova_api goes away only the Nova answers go stale.
 func TestNovaSide(t *testing.T) {
 	needDB(t)
-	testenv.Need(t, testenv.Promtool)
+	testenv.Need(t, testenv.Promtool, testenv.BaremetalCLI)
 	d := testIronicDB.DB(t)
 	fixture(t, d)
 	for _, q := range []string{
-		`UPDATE nodes SET instance_uuid = 'i-1', provision_state = 'active' WHERE name = 'n1'`,
+		`UPDATE nodes SET instance_uuid = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', provision_state = 'active' WHERE name = 'n1'`,
 		`UPDATE nodes SET provision_state = 'available' WHERE name <> 'n1'`,
 	} {
 		if _, err := d.Exec(q); err != nil {
@@ -70,7 +70,7 @@ func TestNovaSide(t *testing.T) {
 		 (2, 'c-b', 'nova-compute', 0, 0, 0, '`+ts(time.Hour)+`', NULL, '`+ts(time.Hour)+`', 68)`,
 		`INSERT INTO compute_nodes VALUES (1, '11111111-1111-4111-8111-111111111111', 'c-a', '11111111-1111-4111-8111-111111111111', 'ironic', 0, NULL, NULL, NULL),
 		 (2, '22222222-2222-4222-8222-222222222222', 'c-b', '22222222-2222-4222-8222-222222222222', 'ironic', 0, NULL, NULL, NULL)`,
-		`INSERT INTO instances VALUES (1, 'i-1', 'c-a', '11111111-1111-4111-8111-111111111111', 0, NULL, NULL, NULL)`)
+		`INSERT INTO instances VALUES (1, 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa', 'c-a', '11111111-1111-4111-8111-111111111111', 0, NULL, NULL, NULL)`)
 	conf := filepath.Join(dir, "nova.conf")
 	if err := os.WriteFile(conf, []byte("[api_database]\nconnection = sqlite:///"+api+"\n[database]\nconnection = sqlite://\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -123,6 +123,20 @@ func TestNovaSide(t *testing.T) {
 	cmd.Stdin = strings.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+
+	// The stock CLI, from the instance: the node, its conductor and its
+	// nova-compute.
+	cli := exec.Command("baremetal", "node", "show", "--instance", "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "-f", "json")
+	cli.Env = append(os.Environ(), "OS_ENDPOINT=http://"+p.addr, "OS_AUTH_TYPE=none")
+	out, err := cli.CombinedOutput()
+	if err != nil {
+		t.Fatalf("baremetal node show --instance: %v\n%s", err, out)
+	}
+	for _, want := range []string{`"name": "n1"`, `"conductor": "c`, `"exporter_nova_computes": [`, `"host": "c-a"`, `"source": "instance"`, `"up": true`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("baremetal node show --instance lacks %s:\n%s", want, out)
+		}
 	}
 
 	// nova_api failing: the Nova answers stay, marked stale; Ironic's are untouched.

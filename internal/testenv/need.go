@@ -145,6 +145,8 @@ var (
 	// OsloConfig is python3-oslo.config (python3-ironic brings it).
 	OsloConfig = dep("python3-oslo.config", "apt-get install python3-oslo.config (or set ICE_PYTHON)",
 		pythonImports("oslo_config"))
+	// BaremetalCLI is the stock baremetal CLI (python3-ironicclient).
+	BaremetalCLI = dep("baremetal", "apt-get install python3-ironicclient", tool("baremetal"))
 	// Promtool is Prometheus' promtool.
 	Promtool = dep("promtool", "apt-get install prometheus", tool("promtool"))
 	// Prometheus is the Prometheus server.
