@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -52,6 +53,10 @@ type Options struct {
 	History *History
 	// RefreshSeconds is the page's meta refresh period; default 30.
 	RefreshSeconds int
+	// Nova, when set (the exporter reads Nova's databases), is the Nova
+	// answer: the lookup then takes instance UUIDs too and shows the
+	// node's nova-compute, and the page its computes and problems.
+	Nova func() *novacache.State
 }
 
 // NewHandler returns the status page handler. GET / renders the page; the
@@ -130,6 +135,8 @@ type pageData struct {
 	RefreshSeconds int
 	SelfURL        string // this page without the refresh switch
 	ToggleURL      string // this page with the refresh switch flipped
+	// Nova is the Nova side; nil without Nova.
+	Nova *novaData
 }
 
 // summary is the banner at the top: the worst level and what is wrong.
@@ -192,6 +199,13 @@ type lookupResult struct {
 	AffinityState        rules.State
 	AffinityText         string // where the boot files are, in words
 	StuckText            string
+	Instance             string
+	// ByInstance: the query was the node's instance UUID.
+	ByInstance bool
+	// NovaKnown: the Nova answer covers the node; NovaClaims are the
+	// computes that manage it (none: no view does).
+	NovaKnown  bool
+	NovaClaims []novaClaimRow
 }
 
 func build(v topology.View, now time.Time, query string, opts Options) pageData {
@@ -245,8 +259,13 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	}
 	slices.SortFunc(d.Stuck, func(a, b stuckRow) int { return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Host, b.Host)) })
 	d.Stranded, d.StuckNodes = nodeTrouble(t)
+	var novaState *novacache.State
+	if opts.Nova != nil {
+		novaState = opts.Nova()
+		d.Nova = buildNova(novaState, now)
+	}
 	if query != "" {
-		d.Lookup = lookup(t, query)
+		d.Lookup = lookup(t, query, novaState)
 	}
 	d.Summary = summarize(d, t)
 	return d
@@ -301,11 +320,18 @@ func ringRows(t *topology.Topology) []ringRow {
 	return rows
 }
 
-func lookup(t *topology.Topology, ident string) *lookupResult {
+// lookup finds the node of ident (its UUID or name, or with Nova its
+// instance's UUID) and says where it is served.
+func lookup(t *topology.Topology, ident string, novaState *novacache.State) *lookupResult {
 	n, ok := t.Node(ident)
 	if !ok {
 		// Ironic stores UUIDs in lower case; people paste them in any.
 		n, ok = t.Node(strings.ToLower(ident))
+	}
+	byInstance := false
+	if !ok && novaState != nil {
+		n, ok = nodeOfInstance(t, ident)
+		byInstance = ok
 	}
 	if !ok {
 		return &lookupResult{NotFound: true}
@@ -322,6 +348,11 @@ func lookup(t *topology.Topology, ident string) *lookupResult {
 	}
 	res.AffinityText = affinityText(n, res)
 	res.StuckText = stuckText(n)
+	res.Instance, res.ByInstance = deref(n.InstanceUUID), byInstance
+	if novaState != nil {
+		res.NovaClaims = novaLookup(novaState, n.UUID)
+		res.NovaKnown = res.NovaClaims != nil
+	}
 	return res
 }
 

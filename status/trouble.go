@@ -52,6 +52,14 @@ func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []nodeRow)
 
 // summarize says first what is wrong, worst first, each with the section
 // that shows it.
+// levelRank orders the summary's levels, worst first.
+func levelRank(level string) int {
+	if level == "bad" {
+		return 0
+	}
+	return 1
+}
+
 func summarize(d pageData, t *topology.Topology) summary {
 	var s summary
 	add := func(level, anchor, format string, args ...any) {
@@ -92,8 +100,13 @@ func summarize(d pageData, t *topology.Topology) summary {
 			add("warn", "conductors-h", "%d conductor(s) draining.", n)
 		}
 	}
+	if d.Nova != nil {
+		summarizeNova(&s, d.Nova)
+	}
+	// Bad first, in the order added.
+	slices.SortStableFunc(s.Problems, func(a, b problem) int { return levelRank(a.Level) - levelRank(b.Level) })
 	s.Level = "ok"
-	if len(s.Problems) > 0 { // every "bad" is added before any "warn"
+	if len(s.Problems) > 0 {
 		s.Level = s.Problems[0].Level
 	}
 	return s

@@ -221,8 +221,11 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 		apiOpts.Nova = novaLookup{a.nova}
 	}
 	apiHandler := api.NewHandler(a.cache, apiOpts)
-	statusPage := status.NewHandler(a.cache, status.Options{Logger: a.logger, Version: version.Version,
-		MetricsPath: cfg.telemetryPath, History: a.history})
+	statusOpts := status.Options{Logger: a.logger, Version: version.Version, MetricsPath: cfg.telemetryPath, History: a.history}
+	if a.nova != nil {
+		statusOpts.Nova = a.nova.Current
+	}
+	statusPage := status.NewHandler(a.cache, statusOpts)
 	// Browsers get the status page at /; API clients get Ironic's root.
 	pageOr := func(page, api http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -136,6 +137,21 @@ func TestNovaSide(t *testing.T) {
 	for _, want := range []string{`"name": "n1"`, `"conductor": "c`, `"exporter_nova_computes": [`, `"host": "c-a"`, `"source": "instance"`, `"up": true`} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("baremetal node show --instance lacks %s:\n%s", want, out)
+		}
+	}
+
+	// The status page, from the instance.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/?node=aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	for _, want := range []string{`id="lookup-instance"`, `<strong>c-a</strong> (cell cell1, by instance)`, `id="nova-computes"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("status page lacks %s", want)
 		}
 	}
 

@@ -1,0 +1,170 @@
+package status
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// novaData is the page's Nova side (Options.Nova set).
+type novaData struct {
+	// APIDown: the last read of nova_api failed; Stale lists the cells
+	// whose last read failed.
+	APIDown  bool
+	Stale    []string
+	NoRead   bool // nothing read yet
+	Assumed  bool // no computes file
+	ReadAge  time.Duration
+	Computes []novaComputeRow
+	Problems []novaProblemRow
+}
+
+type novaComputeRow struct {
+	Cell, Host               string
+	Up, Disabled, ForcedDown bool
+	RingMember               bool
+	HeartbeatAge             time.Duration
+	NoHeartbeat              bool
+	ByInstance, ByRing       int
+	Failing                  bool // InvalidPeerList
+}
+
+type novaProblemRow struct {
+	Reason, Text string
+	Count        int
+}
+
+// novaClaimRow is one compute's claim on the looked-up node.
+type novaClaimRow struct {
+	Cell, Host, Source string
+	Up                 bool
+}
+
+// novaProblemTexts say each problem reason in words.
+var novaProblemTexts = map[string]string{
+	nova.ProblemUnclaimed:           "Ironic nodes no nova-compute manages",
+	nova.ProblemClaimedTwice:        "nodes two nova-computes manage (their views disagree)",
+	nova.ProblemComputeDown:         "nodes whose nova-compute is down or disabled",
+	nova.ProblemNoComputeNode:       "available nodes with no compute record: Nova cannot schedule to them",
+	nova.ProblemRecordHostDiffers:   "compute records naming another host than the ring's owner (rebalance pending or stuck)",
+	nova.ProblemInstanceMismatch:    "nodes whose instance differs between Ironic and Nova",
+	nova.ProblemInstanceComputeDown: "instances on a nova-compute that is down",
+	nova.ProblemOrphanRecord:        "compute records of nodes gone from Ironic",
+}
+
+// buildNova is the Nova side of the page from s at now.
+func buildNova(s *novacache.State, now time.Time) *novaData {
+	d := &novaData{APIDown: s.Err != nil, NoRead: s.ReadAt.IsZero(), Assumed: s.Assumed}
+	if d.NoRead {
+		return d
+	}
+	d.ReadAge = now.Sub(s.ReadAt).Round(time.Second)
+	for _, c := range s.Cells {
+		if c.Err != nil {
+			d.Stale = append(d.Stale, c.Name)
+		}
+		nodes := map[string][2]int{}
+		failing := map[string]bool{}
+		for _, v := range c.Views {
+			var n [2]int
+			for _, src := range v.Nodes {
+				if src == "instance" {
+					n[0]++
+				} else {
+					n[1]++
+				}
+			}
+			nodes[v.Host], failing[v.Host] = n, v.Err != nil
+		}
+		for _, cs := range c.Computes {
+			row := novaComputeRow{Cell: c.Name, Host: cs.Host, Up: cs.Up, Disabled: cs.Disabled, ForcedDown: cs.ForcedDown,
+				RingMember: cs.RingCandidate && cs.Up, NoHeartbeat: cs.Heartbeat.IsZero(),
+				ByInstance: nodes[cs.Host][0], ByRing: nodes[cs.Host][1], Failing: failing[cs.Host]}
+			if !row.NoHeartbeat {
+				row.HeartbeatAge = now.Sub(cs.Heartbeat).Round(time.Second)
+			}
+			d.Computes = append(d.Computes, row)
+		}
+	}
+	// Trouble first: down, then disabled, then the rest.
+	rank := func(r novaComputeRow) int {
+		switch {
+		case !r.Up:
+			return 0
+		case r.Disabled || r.Failing:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(d.Computes, func(a, b novaComputeRow) int {
+		return cmp.Or(rank(a)-rank(b), strings.Compare(a.Cell+"\x00"+a.Host, b.Cell+"\x00"+b.Host))
+	})
+	for _, r := range nova.ProblemReasons {
+		if n := s.Fleet.Problems[r]; n > 0 {
+			d.Problems = append(d.Problems, novaProblemRow{Reason: r, Text: novaProblemTexts[r], Count: n})
+		}
+	}
+	return d
+}
+
+// summarizeNova adds the Nova side's problems to the summary.
+func summarizeNova(s *summary, d *novaData) {
+	add := func(level, format string, args ...any) {
+		s.Problems = append(s.Problems, problem{Level: level, Text: fmt.Sprintf(format, args...), Anchor: "nova-h"})
+	}
+	switch {
+	case d.NoRead:
+		add("warn", "Nova: its databases have not been read yet.")
+		return
+	case d.APIDown:
+		add("warn", "Nova: the last read of nova_api failed; the Nova side is %s old.", humanAge(d.ReadAge))
+	case len(d.Stale) > 0:
+		add("warn", "Nova: the last read of cell(s) %s failed; their answers are stale.", strings.Join(d.Stale, ", "))
+	}
+	down := 0
+	for _, c := range d.Computes {
+		if !c.Up && c.ByInstance > 0 {
+			down++
+		}
+	}
+	if down > 0 {
+		add("bad", "%d nova-compute(s) for Ironic down with instances on their nodes.", down)
+	}
+	for _, p := range d.Problems {
+		level := "warn"
+		if p.Reason == nova.ProblemUnclaimed || p.Reason == nova.ProblemNoComputeNode {
+			level = "bad"
+		}
+		add(level, "Nova: %d %s.", p.Count, p.Text)
+	}
+}
+
+// novaLookup is the looked-up node's Nova side: nil without Nova or when
+// the answer does not cover the node.
+func novaLookup(s *novacache.State, uuid string) []novaClaimRow {
+	claims, ok := s.NodeClaims(uuid)
+	if !ok {
+		return nil
+	}
+	out := make([]novaClaimRow, 0, len(claims))
+	for _, c := range claims {
+		out = append(out, novaClaimRow{Cell: c.Cell, Host: c.Host, Source: c.Source, Up: c.Up})
+	}
+	return out
+}
+
+// nodeOfInstance finds the node whose instance_uuid is ident.
+func nodeOfInstance(t *topology.Topology, ident string) (*topology.NodeInfo, bool) {
+	for i := range t.Nodes {
+		if n := &t.Nodes[i]; n.InstanceUUID != nil && strings.EqualFold(*n.InstanceUUID, ident) {
+			return n, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,81 @@
+package status
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+type novaReader struct{ snap *novadb.Snapshot }
+
+func (r novaReader) Read(context.Context, []string) (*novadb.Snapshot, error) { return r.snap, nil }
+
+// TestNovaOnCallPath: with Nova, the lookup takes an instance UUID and
+// walks instance -> node -> conductor (alive?) -> nova-compute (up?) ->
+// boot files; the page lists the computes, down first, and the summary
+// names the down compute that strands instances and the Nova problems.
+func TestNovaOnCallPath(t *testing.T) {
+	snap := degradedSnapshot()
+	inst := "99999999-9999-4999-8999-999999999999"
+	snap.Nodes[0].InstanceUUID = &inst
+	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap),
+		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.Get(context.Background())
+	now := time.Now().UTC()
+	cell := nova.Cell{Name: "cell1", UUID: "c1",
+		Services: []nova.Service{
+			{ID: 1, Host: "ironic-up", Binary: "nova-compute", LastSeenUp: now, Version: 68},
+			{ID: 2, Host: "ironic-down", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68},
+		},
+		ComputeNodes: []nova.ComputeNode{
+			{ID: 1, UUID: snap.Nodes[0].UUID, Host: "ironic-down", HypervisorHostname: snap.Nodes[0].UUID, HypervisorType: "ironic"},
+			{ID: 2, UUID: "gone", Host: "ironic-up", HypervisorHostname: "gone", HypervisorType: "ironic"},
+		},
+		Instances: []nova.Instance{{UUID: inst, Host: "ironic-down", Node: snap.Nodes[0].UUID}}}
+	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
+		Ironic: func() *topology.Topology { return cache.Current().Topology }})
+	nc.Refresh(context.Background())
+	h := NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current})
+
+	_, body := get(t, h, "/?node="+strings.ToUpper(inst))
+	lookup := between(body, `id="lookup-result"`, "</dl>")
+	for _, want := range []string{`id="lookup-instance">` + inst, `web-1`, `id="lookup-conductor">`,
+		`<strong>ironic-down</strong> (cell cell1, by instance) <span class="state dead">down</span>`, `id="lookup-affinity"`} {
+		if !strings.Contains(lookup, want) {
+			t.Errorf("lookup by instance lacks %q:\n%s", want, lookup)
+		}
+	}
+	_, body = get(t, h, "/")
+	computes := between(body, `id="nova-computes"`, "</table>")
+	if i, j := strings.Index(computes, "ironic-down"), strings.Index(computes, "ironic-up"); i < 0 || j < 0 || i > j {
+		t.Errorf("computes table, down first:\n%s", computes)
+	}
+	summary := between(body, `id="summary"`, "</div>")
+	for _, want := range []string{"1 nova-compute(s) for Ironic down with instances on their nodes.",
+		"Nova: 1 compute records of nodes gone from Ironic."} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+	if strings.Index(summary, "nova-compute(s) for Ironic down") > strings.Index(summary, "draining") && strings.Contains(summary, "draining") {
+		t.Errorf("a bad Nova problem after a warning:\n%s", summary)
+	}
+
+	// Without Nova: no instance lookup, no Nova section.
+	_, body = get(t, newHandler(t, fixture.NewSource(snap)), "/?node="+inst)
+	if strings.Contains(body, "nova-h") || !strings.Contains(body, "No node <code>") {
+		t.Errorf("without Nova the page shows Nova or finds the instance")
+	}
+}
