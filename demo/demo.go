@@ -98,7 +98,8 @@ type Demo struct {
 	speed    int
 	settings topology.Settings
 	db       *sql.DB
-	reader   *db.DB // the simulator's read-only view, as the exporter's
+	reader   *db.DB  // the simulator's read-only view, as the exporter's
+	novaDB   *sql.DB // the simulated Nova cell's, or nil
 	log      *slog.Logger
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -186,6 +187,11 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 	if err := sim.setup(ctx); err != nil {
 		return nil, nil, fmt.Errorf("demo database: writing the fleet: %w", err)
 	}
+	err = sim.setupNova(ctx, d)
+	d.novaDB = sim.nova.db // closed with the others, also on an error
+	if err != nil {
+		return nil, nil, fmt.Errorf("demo Nova: %w", err)
+	}
 	d.log.Info("demo: created a SQLite database with Ironic's real schema ("+schemaSource()+") and a simulated fleet",
 		"path", d.path, "fleet", sim.describe())
 	return d, sim, nil
@@ -227,6 +233,9 @@ func (d *Demo) LogIntro(listenAddresses []string, metricsPath string) {
 	d.log.Info(fmt.Sprintf("demo: every %s: at %s a conductor starts draining (a graceful stop), at %s another crashes holding locks, "+
 		"at %s the draining one stops heartbeating, at %s new nodes are enrolled, at %s the crashed one restarts and at %s the stopped one starts again",
 		Cycle/s, atDrain/s, atCrash/s, atDrainDone/s, atEnroll/s, atCrashBack/s, atDrainRestart/s))
+	d.log.Info(fmt.Sprintf("demo: Nova beside it, %d ironic nova-computes: at %s one dies (its nodes without instance move to the others' rings, "+
+		"its instances stay stranded), at %s the others move the compute records, at %s it comes back and at %s the records move back",
+		len(NovaComputes), atNovaDie/s, atNovaUpdate/s, atNovaBack/s, atNovaBackUpdate/s))
 	d.log.Info("demo: the fleet is stored in SQLite but judged as on MariaDB/MySQL, the database a multi-conductor " +
 		"Ironic uses: Ironic on SQLite runs a single conductor and keeps no heartbeats, so there (and in production " +
 		"on SQLite) conductor states follow the online column alone")
@@ -274,6 +283,9 @@ func (d *Demo) closeDBs() error {
 	if d.reader != nil {
 		err = errors.Join(d.reader.Close(), err)
 	}
+	if d.novaDB != nil {
+		err = errors.Join(d.novaDB.Close(), err)
+	}
 	return err
 }
 
@@ -282,7 +294,8 @@ func (d *Demo) removeFiles() error {
 		return os.RemoveAll(d.dir)
 	}
 	var errs []error
-	for _, p := range []string{d.path, d.path + "-journal"} {
+	f := d.novaFiles()
+	for _, p := range []string{d.path, d.path + "-journal", f.api, f.api + "-journal", f.cell, f.cell + "-journal", f.conf, f.computes} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -25,9 +25,13 @@ func (s *simulator) run(ctx context.Context) {
 		{atDrain, s.drain},
 		{atCrash, s.crash},
 		{atDrainDone, s.drainDone},
+		{atNovaDie, s.novaDie},
 		{atEnroll, s.enroll},
+		{atNovaUpdate, s.novaResourceUpdate},
 		{atCrashBack, s.crashBack},
+		{atNovaBack, s.novaBack},
 		{atDrainRestart, s.drainRestart},
+		{atNovaBackUpdate, s.novaResourceUpdate},
 	}
 	start := time.Now()
 	cycle, next := 0, 0
@@ -41,6 +45,9 @@ func (s *simulator) run(ctx context.Context) {
 		case <-hb.C:
 			if err := s.tick(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn("demo: writing heartbeats", "err", err)
+			}
+			if err := s.novaTick(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("demo: writing Nova's heartbeats", "err", err)
 			}
 		case <-timer.C:
 			if err := events[next].do(ctx, cycle); err != nil && ctx.Err() == nil {

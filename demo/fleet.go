@@ -222,6 +222,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, '{}', '{}', '{}', '{}', ?, '{}', 
 		return fmt.Errorf("inserting node %s: %w", n.uuid, err)
 	}
 	n.state = provision
+	if u, ok := instance.(string); ok {
+		n.instance = u
+	}
 	n.id, err = res.LastInsertId()
 	return err
 }

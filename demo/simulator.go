@@ -101,6 +101,7 @@ type simNode struct {
 	reservation         string
 	state               string // provision_state
 	affinity            int64  // conductor_affinity, 0 for NULL
+	instance            string // instance_uuid, "" for NULL
 }
 
 type simulator struct {
@@ -125,6 +126,9 @@ type simulator struct {
 	view      *topology.Topology
 	judgeTook time.Duration
 	present   time.Time
+
+	// nova is the simulated Nova (nova.go).
+	nova simNova
 }
 
 // newSimulator is the simulator of d's database, on the clock now.

@@ -13,7 +13,8 @@ type CellAnswer struct {
 	Name, UUID string
 	// Computes are the cell's ironic nova-computes (DefaultComputes: the
 	// live nova-compute services with an ironic compute node, disabled
-	// ones too), with their state, in the order of the services rows.
+	// ones too, then those asked for that have a live service row), with
+	// their state.
 	Computes []ComputeState
 	// Views are the views of the computes asked for, in their order.
 	Views []View
@@ -92,7 +93,17 @@ func Answer(in AnswerInput) CellAnswer {
 	for _, s := range RingCandidates(rulesOf(newest), in.Cell) {
 		candidates[s.ID] = true
 	}
-	for _, c := range DefaultComputes(rulesOf(newest), in.Cell) {
+	// Every ironic compute, and every compute asked for that has a
+	// service row: one whose records all moved to others while it was down
+	// is no longer joined to an ironic compute node, yet it is the one to
+	// watch.
+	judged := DefaultComputes(rulesOf(newest), in.Cell)
+	for _, c := range computes {
+		if !slices.ContainsFunc(judged, func(j Compute) bool { return j.Host == c.Host }) {
+			judged = append(judged, Compute{Host: c.Host})
+		}
+	}
+	for _, c := range judged {
 		for _, s := range in.Cell.Services {
 			if !isCompute(s) || s.Host != c.Host {
 				continue

@@ -84,18 +84,20 @@ func TestFleetProblems(t *testing.T) {
 		Instances: []Instance{{UUID: "i-ok", Host: "b", Node: "n-ok"}, {UUID: "i-nova", Host: "a", Node: "n-mismatch"}},
 	}
 	answer := CellAnswer{Name: "cell1", UUID: "c1",
-		Computes: []ComputeState{{Host: "a", Up: true}, {Host: "b"}},
+		Computes: []ComputeState{{Host: "a", Up: true}, {Host: "b"}, {Host: "c", Up: true}},
 		Views: []View{
 			{Host: "a", Nodes: map[string]rules.NovaSource{"n-twice": "ring", "n-moved": "ring", "n-mismatch": "instance"}},
 			{Host: "b", Nodes: map[string]rules.NovaSource{"n-ok": "instance", "n-twice": "ring", "n-down": "ring"}},
+			{Host: "c", Nodes: map[string]rules.NovaSource{"n-twice": "ring"}},
 		}}
 	f := NewFleet([]FleetCell{{Cell: cell, Answer: answer}}, nodes)
-	want := map[string]int{ProblemUnclaimed: 1, ProblemClaimedTwice: 1, ProblemComputeDown: 3, ProblemNoComputeNode: 1,
+	// n-twice: a and c (up) and b (down); n-ok and n-down: b alone.
+	want := map[string]int{ProblemUnclaimed: 1, ProblemClaimedTwice: 1, ProblemComputeDown: 2, ProblemNoComputeNode: 1,
 		ProblemRecordHostDiffers: 1, ProblemInstanceMismatch: 1, ProblemInstanceComputeDown: 1, ProblemOrphanRecord: 1}
 	if diff := cmp.Diff(want, f.Problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
-	if got := f.Claims[2]; len(got) != 2 || got[0].Host != "a" || got[1].Host != "b" {
-		t.Errorf("n-twice claims %+v, want a then b", got)
+	if got := f.Claims[2]; len(got) != 3 || got[0].Host != "a" || got[1].Host != "b" || got[2].Host != "c" || got[1].Up {
+		t.Errorf("n-twice claims %+v, want a, b (down), c", got)
 	}
 }

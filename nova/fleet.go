@@ -11,18 +11,21 @@ const (
 	// ProblemUnclaimed: an Ironic node that no compute's view manages (no
 	// compute's node list holds it, or its ring owner is not up to claim it).
 	ProblemUnclaimed = "node_unclaimed"
-	// ProblemClaimedTwice: a node two views manage (views that disagree).
+	// ProblemClaimedTwice: a node the views of two computes that are up
+	// manage (views that disagree; a down compute's view is its last, which
+	// its process may no longer act on).
 	ProblemClaimedTwice = "node_claimed_twice"
-	// ProblemComputeDown: a node whose managing compute is down or disabled:
-	// its instance cannot be rebuilt, rebooted or deleted until the rings
+	// ProblemComputeDown: a node that only computes that are down or
+	// disabled manage: its instance cannot be rebuilt, rebooted or deleted
+	// until the compute is back, a node without instance until the rings
 	// move it.
 	ProblemComputeDown = "node_compute_down"
 	// ProblemNoComputeNode: an available node, without instance and not in
 	// maintenance, with no live compute_nodes row: Nova cannot schedule to it.
 	ProblemNoComputeNode = "node_no_compute_record"
 	// ProblemRecordHostDiffers: the node's live compute_nodes row names a
-	// host other than the compute that manages it on its ring: a
-	// rebalance pending or stuck.
+	// host other than the one compute that is up and manages it on its
+	// ring: a rebalance pending or stuck.
 	ProblemRecordHostDiffers = "compute_record_host_differs"
 	// ProblemInstanceMismatch: Ironic's instance_uuid of a node differs from
 	// the live Nova instance on it (instances.node), or one side has none.
@@ -125,23 +128,28 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) Fleet {
 		slices.SortFunc(claims, func(a, b FleetClaim) int {
 			return cmp.Or(strings.Compare(a.Cell, b.Cell), strings.Compare(a.Host, b.Host))
 		})
-		switch len(claims) {
-		case 0:
-			f.Problems[ProblemUnclaimed]++
-		case 1:
-		default:
-			f.Problems[ProblemClaimedTwice]++
-		}
+		up, healthy := 0, false
+		var upClaim FleetClaim // the claim of an up compute (the last)
 		for _, cl := range claims {
-			if st := computes[[2]string{cellUUID[cl.Cell], cl.Host}]; !st.up || st.disabled {
-				f.Problems[ProblemComputeDown]++
-				break
+			st := computes[[2]string{cellUUID[cl.Cell], cl.Host}]
+			if st.up {
+				up, upClaim = up+1, cl
 			}
+			healthy = healthy || st.up && !st.disabled
+		}
+		switch {
+		case len(claims) == 0:
+			f.Problems[ProblemUnclaimed]++
+		case !healthy:
+			f.Problems[ProblemComputeDown]++
+		}
+		if up >= 2 {
+			f.Problems[ProblemClaimedTwice]++
 		}
 		if !hasRecord[i] && n.ProvisionState == "available" && n.InstanceUUID == "" && !n.Maintenance {
 			f.Problems[ProblemNoComputeNode]++
 		}
-		if hasRecord[i] && len(claims) == 1 && claims[0].Source == "ring" && records[i] != claims[0].Host {
+		if hasRecord[i] && up == 1 && upClaim.Source == "ring" && records[i] != upClaim.Host {
 			f.Problems[ProblemRecordHostDiffers]++
 		}
 		if n.InstanceUUID != novaInstance[i] && (n.InstanceUUID != "" || novaInstance[i] != "") {

@@ -33,7 +33,7 @@ func addDemoCommand(app *kingpin.Application, dc *demoConfig) *kingpin.CmdClause
 // demoIgnores are the flags the demo sets itself: given to it, they would
 // be ignored, so it refuses them.
 var demoIgnores = []string{"db.dsn", "db.dsn-file", "ironic.config-file", "ironic.config-dir",
-	"ironic.heartbeat-timeout", "refresh.min-interval"}
+	"ironic.heartbeat-timeout", "refresh.min-interval", "nova.dsn", "nova.config-file", "nova.computes-file", "nova.refresh-interval"}
 
 // checkDemoArgs refuses the flags the demo would ignore (on the command
 // line; their environment variables are ignored, as a shared environment
@@ -98,4 +98,6 @@ func useDemo(cfg *config, d *demo.Demo) {
 	cfg.pinReleaseVersion, cfg.hashDistributionReplicas, cfg.ironicConnection = s.PinReleaseVersion, s.HashDistributionReplicas, s.Connection
 	cfg.minInterval = d.MinInterval()
 	cfg.source = demo.MultiConductor
+	// The simulated Nova, read through its nova.conf as a real one.
+	cfg.nova = novaConfig{configFiles: []string{d.NovaConfig()}, computesFile: d.NovaComputesFile(), interval: d.MinInterval()}
 }
