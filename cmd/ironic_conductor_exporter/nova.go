@@ -42,7 +42,9 @@ func addNovaFlags(app *kingpin.Application, c *novaConfig) {
 }
 
 // setupNova opens the Nova side when configured: nil, nil when it is not.
-func setupNova(c novaConfig, opts dbconn.Options, ironic func() *topology.Topology, logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
+// A read of Nova's databases is bounded by timeout, as a refresh of
+// Ironic's (--refresh.timeout).
+func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic func() *topology.Topology, logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
 	var conf *ironicconf.NovaConfig
 	if len(c.configFiles) > 0 {
 		var err error
@@ -106,7 +108,7 @@ func setupNova(c novaConfig, opts dbconn.Options, ironic func() *topology.Topolo
 	logger.Info("reading Nova's databases", "nova_api", reader.String(), "interval", c.interval,
 		"service_down_time", settings.ServiceDownTime, "report_interval", settings.ReportInterval)
 	cache := novacache.New(novacache.Config{Reader: reader, Ironic: ironic, Settings: settings, Computes: computes,
-		Interval: c.interval, Logger: logger})
+		Interval: c.interval, Timeout: timeout, Logger: logger})
 	return cache, reader, nil
 }
 
