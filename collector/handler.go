@@ -20,6 +20,8 @@ type HandlerOptions struct {
 	// Gatherer adds the process-wide metrics (build info, Go runtime, the
 	// cache's refresh histogram) to every scrape. May be nil.
 	Gatherer prometheus.Gatherer
+	// Nova, when set, adds Nova's families to every scrape.
+	Nova *NovaCollector
 	// ScrapeTimeoutOffset is subtracted from Prometheus' scrape timeout
 	// header to leave time for encoding. Default 500ms.
 	ScrapeTimeoutOffset time.Duration
@@ -68,6 +70,9 @@ func (h *handler) serveView(w http.ResponseWriter, r *http.Request, v topology.V
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(viewCollector{view: v, now: h.cache.Now(), opts: h.opts.ExporterOptions})
+	if h.opts.Nova != nil {
+		reg.MustRegister(h.opts.Nova)
+	}
 	gatherers := prometheus.Gatherers{reg}
 	if h.opts.Gatherer != nil {
 		gatherers = append(gatherers, h.opts.Gatherer)

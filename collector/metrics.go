@@ -117,6 +117,14 @@ var families []*family
 // order: the exposition's, so that the text writer writes and sorts label
 // values in the order emit gives them.
 func newFamily(name, help string, labels ...string) *family {
+	f := makeFamily(name, help, labels...)
+	families = append(families, f)
+	return f
+}
+
+// makeFamily is newFamily without declaring the family among the view's
+// (Nova's families are the NovaCollector's).
+func makeFamily(name, help string, labels ...string) *family {
 	if !slices.IsSorted(labels) {
 		panic("collector: labels of " + name + " not in name order")
 	}
@@ -125,7 +133,6 @@ func newFamily(name, help string, labels ...string) *family {
 	if strings.HasSuffix(name, "_total") {
 		f.Type = prometheus.CounterValue
 	}
-	families = append(families, f)
 	return f
 }
 

@@ -152,6 +152,9 @@ func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v top
 	tf := exposition.Families{}
 	collectPerScrape(textEmit(tf), v, h.cache.Now())
 	tf.Each(func(name string, text []byte) { pieces = append(pieces, exposition.ScrapePiece(name, text, gz)) })
+	if h.opts.Nova != nil {
+		pieces = append(pieces, h.opts.Nova.Pieces()...)
+	}
 	var errs []error
 	if h.opts.Gatherer != nil {
 		var err error

@@ -14,7 +14,8 @@ import (
 // TestAnswerPerRelease: during an upgrade each compute computes its view
 // with its own release's rules (20.x keeps the host's case in the ring,
 // 21.0 lowercases it): Answer equals Views run per compute with the
-// release its services.version names, and judges every ironic compute.
+// release its services.version names (a down compute's by instance
+// alone), and judges every ironic compute.
 func TestAnswerPerRelease(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	cell := Cell{Name: "cell1", UUID: "c1", Services: []Service{
@@ -37,8 +38,10 @@ func TestAnswerPerRelease(t *testing.T) {
 		t.Fatalf("%d views, %d computes: %+v", len(got.Views), len(got.Computes), got)
 	}
 	for i, rel := range []rules.Release{{Major: 20}, {Major: 21}, {Major: 21}} {
+		// down-c is down: viewed by instance alone.
 		want := Views(Input{Now: now, Rules: rules.NewNova(rel, rules.PostgreSQL, rules.DefaultNovaSettings()),
-			IronicBackend: rules.PostgreSQL, Cell: cell, Nodes: nodes, Computes: []Compute{{Host: cell.Services[i].Host}}})
+			IronicBackend: rules.PostgreSQL, Cell: cell, Nodes: nodes, Computes: []Compute{{Host: cell.Services[i].Host}},
+			InstanceOnly: i == 2})
 		if diff := cmp.Diff(want[0], got.Views[i], cmp.Comparer(func(a, b error) bool { return (a == nil) == (b == nil) })); diff != "" {
 			t.Errorf("compute %s with %s's rules (-want +got):\n%s", cell.Services[i].Host, rel, diff)
 		}

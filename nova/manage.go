@@ -124,6 +124,14 @@ func Views(in Input) []View {
 	views := make([]View, 0, len(in.Computes))
 	for _, c := range in.Computes {
 		v := View{Host: c.Host, Nodes: map[string]rules.NovaSource{}}
+		listed := func(n IronicNode) bool {
+			return in.Rules.NodeListed(c, in.IronicBackend, n.ConductorGroup, n.Shard, n.ParentNode)
+		}
+		if in.InstanceOnly {
+			addInstances(in, v, own[c.Host], byInstance, listed)
+			views = append(views, v)
+			continue
+		}
 		members, err := RingMembers(in, candidates, c)
 		if err != nil {
 			v.Err = err
@@ -131,9 +139,6 @@ func Views(in Input) []View {
 			continue
 		}
 		v.Ring = members
-		listed := func(n IronicNode) bool {
-			return in.Rules.NodeListed(c, in.IronicBackend, n.ConductorGroup, n.Shard, n.ParentNode)
-		}
 		key := filterKey(in.Rules, c) + "\x01" + strings.Join(members, "\x00")
 		buckets, ok := passes[key]
 		if !ok {
@@ -152,18 +157,25 @@ func Views(in Input) []View {
 				v.Nodes[in.Nodes[i].UUID] = src
 			}
 		}
-		for _, u := range own[c.Host] {
-			for _, i := range byInstance[u] {
-				if n := in.Nodes[i]; listed(n) {
-					if src := in.Rules.NovaManages(c, u, true, ""); src != rules.NovaSourceNone {
-						v.Nodes[n.UUID] = src
-					}
-				}
-			}
-		}
+		addInstances(in, v, own[c.Host], byInstance, listed)
 		views = append(views, v)
 	}
 	return views
+}
+
+// addInstances adds to v the listed nodes whose instance is one of the
+// compute's (own: its instances' uuids).
+func addInstances(in Input, v View, own []string, byInstance map[string][]int, listed func(IronicNode) bool) {
+	c := Compute{Host: v.Host}
+	for _, u := range own {
+		for _, i := range byInstance[u] {
+			if n := in.Nodes[i]; listed(n) {
+				if src := in.Rules.NovaManages(c, u, true, ""); src != rules.NovaSourceNone {
+					v.Nodes[n.UUID] = src
+				}
+			}
+		}
+	}
 }
 
 // filterKey says which nodes compute c's node list holds: computes with

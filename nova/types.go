@@ -99,4 +99,7 @@ type Input struct {
 	// Computes are the nova-computes of the cell whose views to compute,
 	// with their settings.
 	Computes []Compute
+	// InstanceOnly computes the views by instance alone (no ring, no ring
+	// claims): Answer's views of the computes that are down.
+	InstanceOnly bool
 }

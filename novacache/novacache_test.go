@@ -3,12 +3,14 @@ package novacache
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -49,5 +51,49 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 	}
 	if len(stale.Fleet.Claims) != 2 {
 		t.Errorf("the answer was dropped: %+v", stale.Fleet)
+	}
+}
+
+// TestRefreshKeepsViewsWhileInputsHold: a refresh over the same rows,
+// nodes and compute states keeps the views and Fleet and judges the
+// heartbeats again; a compute going down recomputes them.
+func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	clock := now
+	cell := nova.Cell{Name: "cell1", UUID: "c1",
+		Services: []nova.Service{{ID: 1, Host: "c-a", Binary: "nova-compute", LastSeenUp: now, Version: 68},
+			{ID: 2, Host: "c-b", Binary: "nova-compute", LastSeenUp: now, Version: 68}},
+		ComputeNodes: []nova.ComputeNode{{ID: 1, UUID: "n1", Host: "c-a", HypervisorType: "ironic"},
+			{ID: 2, UUID: "n2", Host: "c-b", HypervisorType: "ironic"}}}
+	snap := &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}
+	topo := &topology.Topology{}
+	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}, {Node: &db.Node{UUID: "n3"}}}
+	c := New(Config{Reader: &fakeReader{snap: snap}, Ironic: func() *topology.Topology { return topo },
+		Settings: rules.DefaultNovaSettings(), Now: func() time.Time { return clock }})
+	c.Refresh(context.Background())
+	first := c.Current()
+
+	clock = now.Add(10 * time.Second) // a heartbeat later, both still up
+	snap.Cells[0].Cell.Services[0].LastSeenUp = clock
+	c.Refresh(context.Background())
+	kept := c.Current()
+	if &kept.Fleet.Claims[0] != &first.Fleet.Claims[0] || reflect.ValueOf(kept.Cells[0].Views[0].Nodes).UnsafePointer() != reflect.ValueOf(first.Cells[0].Views[0].Nodes).UnsafePointer() {
+		t.Error("unchanged inputs: the views or Fleet were computed again")
+	}
+	if got := kept.Cells[0].Computes[0].Heartbeat; !got.Equal(clock) {
+		t.Errorf("heartbeat %v, want the new %v", got, clock)
+	}
+
+	clock = now.Add(5 * time.Minute) // c-b's heartbeat is stale now; c-a beats
+	snap.Cells[0].Cell.Services[0].LastSeenUp = clock
+	c.Refresh(context.Background())
+	moved := c.Current()
+	if &moved.Fleet.Claims[0] == &first.Fleet.Claims[0] {
+		t.Fatal("a compute went down and the Fleet was kept")
+	}
+	for i, claims := range moved.Fleet.Claims {
+		if i < 2 && (len(claims) == 0 || claims[len(claims)-1].Host != "c-a" && claims[0].Host != "c-a") {
+			t.Errorf("node %d: %+v, want c-a's ring to hold it", i, claims)
+		}
 	}
 }

@@ -116,7 +116,6 @@ func (a *exporter) setupNova(cfg config) (*novadb.Reader, error) {
 		return nil, err
 	}
 	a.nova = cache
-	a.reg.MustRegister(collector.NewNovaCollector(cache))
 	return reader, nil
 }
 
@@ -199,11 +198,15 @@ func (a *exporter) probeMux(routes map[string]http.Handler) http.Handler {
 // the API and the page (after authentication, whose bcrypt and Keystone
 // work have their own bounds in auth), none for the probes.
 func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDoor, apiDoor http.Handler) {
-	metricsHandler := collector.NewHandler(a.cache, collector.HandlerOptions{
+	metricsOpts := collector.HandlerOptions{
 		ExporterOptions: collector.ExporterOptions{NodeInfo: cfg.nodeInfo},
 		Gatherer:        a.reg,
 		Logger:          a.logger,
-	})
+	}
+	if a.nova != nil {
+		metricsOpts.Nova = collector.NewNovaCollector(a.nova)
+	}
+	metricsHandler := collector.NewHandler(a.cache, metricsOpts)
 	metrics := methods.GetHead(limit.Renders(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders"))
 	// The policy's defaults follow the Ironic release: the flag's, else the
 	// one the served topology was judged by.
