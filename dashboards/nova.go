@@ -81,7 +81,7 @@ func novaRow(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
 			Title("Nova database reads").
 			Description("Whether the latest read of Nova's nova_api database worked on every selected exporter (the minimum " +
 				"of ironic_exporter_nova_api_up, as Database reads is of ironic_up). When it fails the exporters keep the " +
-				"Nova answer of their last good read; the Nova cells table shows each cell's.").
+				"Nova answer of their last good read; the Nova cells table shows the reads of each cell.").
 			WithTarget(statQuery("A", "min("+sel("ironic_exporter_nova_api_up")+")", "")).
 			Mappings(valueMappings(mapping{"0", "Failing", red}, mapping{"1", "OK", green})).
 			GridPos(gridPos(4, 5))).
