@@ -1084,6 +1084,15 @@ func TestMetricContract(t *testing.T) {
 //	c4  group g1   alive    heartbeat 590  redfish  2 nodes
 //	c2  group g1   dead     heartbeat 100  redfish           2 nodes locked
 //	ghost: no such conductor, 1 node locked; n7 (g2, idrac) has no conductor.
+//
+// and its Nova side (exporter a reads it all; b fails its nova_api read,
+// read the unnamed cell last at 400 and assumes the computes' settings):
+//
+//	nc-0  cell1      up                 heartbeat 595  nodes 2 by instance, 3 by ring  ring member
+//	nc-1  cell1      up, disabled       heartbeat 590  nodes 1 by instance
+//	nc-2  (unnamed)  down, forced down  heartbeat 100  node refresh failing
+//	cell1 read at 590; the unnamed cell failing, last read at 300 (a)
+//	problems: 1 node_unclaimed, 2 instance_compute_down, the others 0
 func topology() []map[string]string {
 	type cond struct {
 		host, group, state, hw string
@@ -1100,18 +1109,22 @@ func topology() []map[string]string {
 		{"c2", "g1", "dead", "redfish", 1, 0, 0, 100, 0},
 	}
 	var series []map[string]string
+	// addOn adds a series of one exporter instance, add one of both.
+	addOn := func(inst, metric string, value float64, kv ...string) {
+		ls := []string{`job="ironic"`, fmt.Sprintf("instance=%q", inst)}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] != "" { // an empty label is no label
+				ls = append(ls, fmt.Sprintf("%s=%q", kv[i], kv[i+1]))
+			}
+		}
+		series = append(series, map[string]string{
+			"series": metric + "{" + strings.Join(ls, ", ") + "}",
+			"values": fmt.Sprintf("%gx15", value),
+		})
+	}
 	add := func(metric string, value float64, kv ...string) {
 		for _, inst := range []string{"a:10067", "b:10067"} {
-			ls := []string{`job="ironic"`, fmt.Sprintf("instance=%q", inst)}
-			for i := 0; i < len(kv); i += 2 {
-				if kv[i+1] != "" { // an empty label is no label
-					ls = append(ls, fmt.Sprintf("%s=%q", kv[i], kv[i+1]))
-				}
-			}
-			series = append(series, map[string]string{
-				"series": metric + "{" + strings.Join(ls, ", ") + "}",
-				"values": fmt.Sprintf("%gx15", value),
-			})
+			addOn(inst, metric, value, kv...)
 		}
 	}
 	b := func(v bool) float64 {
@@ -1150,6 +1163,41 @@ func topology() []map[string]string {
 	add("ironic_hash_ring_conductors", 1, "conductor_group", "g1", "hardware_type", "redfish")
 	add("ironic_hash_ring_nodes", 2, "conductor_group", "g1", "hardware_type", "redfish")
 	add("ironic_nodes_without_conductor", 1, "conductor_group", "g2", "driver", "idrac")
+
+	type compute struct {
+		cell, host                            string
+		up, disabled, forced, member, failing float64
+		heartbeat, byInstance, byRing         float64
+	}
+	for _, c := range []compute{
+		{"cell1", "nc-0", 1, 0, 0, 1, 0, 595, 2, 3},
+		{"cell1", "nc-1", 1, 1, 0, 0, 0, 590, 1, 0},
+		{"", "nc-2", 0, 0, 1, 0, 1, 100, 0, 0},
+	} {
+		ch := []string{"cell", c.cell, "host", c.host}
+		add("ironic_nova_compute_up", c.up, ch...)
+		add("ironic_nova_compute_disabled", c.disabled, ch...)
+		add("ironic_nova_compute_forced_down", c.forced, ch...)
+		add("ironic_nova_compute_ring_member", c.member, ch...)
+		add("ironic_nova_compute_refresh_failing", c.failing, ch...)
+		add("ironic_nova_compute_heartbeat_timestamp_seconds", c.heartbeat, ch...)
+		add("ironic_nova_compute_nodes", c.byInstance, append(ch, "source", "instance")...)
+		add("ironic_nova_compute_nodes", c.byRing, append(ch, "source", "ring")...)
+	}
+	addOn("a:10067", "ironic_exporter_nova_api_up", 1)
+	addOn("b:10067", "ironic_exporter_nova_api_up", 0)
+	addOn("a:10067", "ironic_exporter_nova_computes_settings_info", 1, "source", "file")
+	addOn("b:10067", "ironic_exporter_nova_computes_settings_info", 1, "source", "assumed")
+	add("ironic_exporter_nova_cell_up", 1, "cell", "cell1")
+	add("ironic_exporter_nova_cell_last_read_timestamp_seconds", 590, "cell", "cell1")
+	add("ironic_exporter_nova_cell_up", 0, "cell", "")
+	addOn("a:10067", "ironic_exporter_nova_cell_last_read_timestamp_seconds", 300, "cell", "")
+	addOn("b:10067", "ironic_exporter_nova_cell_last_read_timestamp_seconds", 400, "cell", "")
+	for _, r := range []string{"node_unclaimed", "node_claimed_twice", "node_compute_down", "node_no_compute_record",
+		"compute_record_host_differs", "instance_mismatch", "instance_compute_down", "compute_record_orphan"} {
+		v := map[string]float64{"node_unclaimed": 1, "instance_compute_down": 2}[r]
+		add("ironic_nova_problems", v, "reason", r)
+	}
 	return series
 }
 
@@ -1199,6 +1247,25 @@ func TestQueriesOnATopology(t *testing.T) {
 			{`{` + def + `}`, 0.5}, {`{conductor_group="g1"}`, 0}}},
 		{"ironic-conductor-fleet.json", "Hosts holding stuck reservations", "A", "", []sample{
 			{`{hostname="c2"}`, 2}, {`{hostname="ghost"}`, 1}}},
+		{"ironic-conductor-fleet.json", "Nova-computes up", "A", "", []sample{{`{}`, 2}}},
+		{"ironic-conductor-fleet.json", "Nova-computes up", "B", "", []sample{{`{}`, 1}}},
+		{"ironic-conductor-fleet.json", "Nova-computes up", "C", "", []sample{{`{}`, 3}}},
+		{"ironic-conductor-fleet.json", "Nova problems", "A", "", []sample{
+			{`{reason="node_unclaimed"}`, 1}, {`{reason="node_claimed_twice"}`, 0}, {`{reason="node_compute_down"}`, 0},
+			{`{reason="node_no_compute_record"}`, 0}, {`{reason="compute_record_host_differs"}`, 0},
+			{`{reason="instance_mismatch"}`, 0}, {`{reason="instance_compute_down"}`, 2}, {`{reason="compute_record_orphan"}`, 0}}},
+		{"ironic-conductor-fleet.json", "Nova database reads", "A", "", []sample{{`{}`, 0}}},
+		{"ironic-conductor-fleet.json", "Nova-compute settings", "A", "", []sample{{`{}`, 1}}},
+		{"ironic-conductor-fleet.json", "Nova-computes", "A", "", []sample{
+			{`{cell="cell1", host="nc-0"}`, 1}, {`{cell="cell1", host="nc-1"}`, 1}, {`{cell="(unnamed)", host="nc-2"}`, 0}}},
+		{"ironic-conductor-fleet.json", "Nova-computes", "E", "", []sample{
+			{`{cell="cell1", host="nc-0"}`, 5}, {`{cell="cell1", host="nc-1"}`, 10}, {`{cell="(unnamed)", host="nc-2"}`, 500}}},
+		{"ironic-conductor-fleet.json", "Nova-computes", "G", "", []sample{
+			{`{cell="cell1", host="nc-0"}`, 3}, {`{cell="cell1", host="nc-1"}`, 0}, {`{cell="(unnamed)", host="nc-2"}`, 0}}},
+		{"ironic-conductor-fleet.json", "Nodes per nova-compute", "A", "", []sample{
+			{`{cell="cell1", host="nc-0"}`, 5}, {`{cell="cell1", host="nc-1"}`, 1}, {`{cell="(unnamed)", host="nc-2"}`, 0}}},
+		{"ironic-conductor-fleet.json", "Nova cells", "A", "", []sample{{`{cell="cell1"}`, 1}, {`{cell="(unnamed)"}`, 0}}},
+		{"ironic-conductor-fleet.json", "Nova cells", "B", "", []sample{{`{cell="cell1"}`, 10}, {`{cell="(unnamed)"}`, 300}}},
 		{"ironic-conductor-detail.json", "State", "A", "c2", []sample{{`{}`, 4}}},
 		{"ironic-conductor-detail.json", "State", "A", "c3", []sample{{`{}`, 3}}},
 		{"ironic-conductor-detail.json", "Conductor group", "A", "c3", []sample{{`{` + def + `}`, 0}}},

@@ -262,6 +262,8 @@ func Fleet() (dashboard.Dashboard, error) {
 			OverrideByName("Hostname", []dashboard.DynamicConfigValue{propLink("Conductor ${__value.raw}", conductorURL("${__value.raw}"))}).
 			GridPos(gridPos(12, 8)))
 
+	b = novaRow(b)
+
 	// Exporter.
 	b = b.WithRow(dashboard.NewRowBuilder("Exporter")).
 		WithPanel(newThresholdStat(red, step{1, green}).

@@ -3,8 +3,10 @@
 // migrations, scripts/ironic-schema.sh), a real Prometheus scrapes it every
 // second and evaluates the project's alerting rules, a real Alertmanager
 // runs the project's example configuration, and a webhook receiver run by
-// the test gets the notification. Every query of the Grafana dashboards in
-// dashboards/ is run against that Prometheus and must return data.
+// the test gets the notification. The sidecar reads Nova's databases too
+// (SQLite files, nova_fixture_test.go). Every query of the Grafana
+// dashboards in dashboards/ is run against that Prometheus and must return
+// data.
 //
 // Needs: PostgreSQL on 127.0.0.1:5432 with trust authentication (or
 // ICE_TEST_PG / ICE_TEST_PG_URL), Debian's python3-ironic and
@@ -238,9 +240,10 @@ func TestAlertingPath(t *testing.T) {
 		"--web.listen-address="+amAddr, "--cluster.listen-address=", "--log.level=debug")
 
 	dsn := fmt.Sprintf("postgresql+psycopg2://postgres@127.0.0.1:5432/%s?sslmode=disable", dbName)
-	exporter := testenv.Start(t, "exporter", exporterBin, []string{"IRONIC_EXPORTER_DB_DSN=" + dsn},
+	novaDSN := loadNovaFixture(t, dir, d)
+	exporter := testenv.Start(t, "exporter", exporterBin, []string{"IRONIC_EXPORTER_DB_DSN=" + dsn, "IRONIC_EXPORTER_NOVA_DSN=" + novaDSN},
 		"--web.listen-address="+exporterAddr, "--refresh.min-interval=0s",
-		"--ironic.heartbeat-timeout="+heartbeatTimeout.String())
+		"--ironic.heartbeat-timeout="+heartbeatTimeout.String(), "--nova.refresh-interval=1s")
 
 	rules, downAnnotations := testRules(t, "IronicConductorDown", downFor)
 	rulesPath := writeFile(t, dir, "rules.yml", rules)
@@ -381,6 +384,13 @@ scrape_configs:
 			return false, err.Error()
 		}
 		return !r.empty(), "no churn yet"
+	}, procs...)
+	waitFor(t, "the Nova side scraped", 20*time.Second, func() (bool, string) {
+		r, err := p.query(`ironic_exporter_nova_cell_up{cell="cell1"} == 1 and on (instance) ironic_nova_compute_up`)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !r.empty(), "no Nova cell read yet"
 	}, procs...)
 	if n := checkDashboards(t, p, dashboardsDir); n == 0 {
 		t.Logf("no Grafana dashboard JSON under %s: no dashboard query checked", dashboardsDir)
