@@ -6,21 +6,19 @@ import (
 	"strings"
 )
 
-// nodeIndex is the UUID and name lookup of one node list: the indexes of the nodes sorted by UUID, and of the named nodes by name, each
-// then by index (the first node of a value is found first). 8 bytes a node
-// where two maps took 120 at 1M nodes, a fifth of the live heap target
-// (600 B/node); and since it holds positions, not strings, a later
-// topology that shares it (the same labels at the same indexes) keeps no
-// string of the snapshot it was built from alive beside its own (64 B a
-// node more at 1M).
+// nodeIndex is the UUID and name lookup of one node list: the indexes of the
+// nodes sorted by UUID, and of the named nodes by name, then by index (the
+// first node of a value is found first). 8 bytes a node where two maps took
+// 120 at 1M nodes, a fifth of the live heap target (600 B/node); and as it
+// holds positions, not strings, a later topology sharing it keeps no string
+// of an older snapshot alive beside its own (64 B a node more at 1M).
 type nodeIndex struct {
 	byUUID, byName []int32
 }
 
-// index returns the node lookups, built once: Build builds them (unless
-// they are prev's), so that no lookup waits for their build (at 100k nodes
-// 40-55 ms, ten times that at 1M, against the 50 ms a lookup may be held);
-// a Topology Build did not make builds them on first use.
+// index returns the node lookups, built once: by Build (unless they are
+// prev's), so that no lookup waits for them (at 100k nodes 40-55 ms, ten
+// times that at 1M, against the 50 ms a lookup may be held), or on first use.
 func (t *Topology) index() *nodeIndex {
 	t.indexOnce.Do(func() {
 		if t.idx == nil {
@@ -63,10 +61,9 @@ func (t *Topology) find(sorted []int32, key func(*NodeInfo) string, k string) (i
 	return int(sorted[j]), true
 }
 
-// nodeAt finds a node of the topology by UUID, trying index i+*shift first
-// since consecutive snapshots mostly list the same nodes in the same
-// order, shifted by the nodes deleted before; *shift becomes that of the
-// node found. A caller walking a node list starts with a shift of 0.
+// nodeAt finds a node of the topology by UUID, trying index i+*shift first:
+// consecutive snapshots mostly list the same nodes in the same order, shifted
+// by the nodes deleted before. *shift becomes the node's (start with 0).
 func (t *Topology) nodeAt(i int, shift *int, uuid string) *NodeInfo {
 	if j := i + *shift; j >= 0 && j < len(t.Nodes) && t.Nodes[j].UUID == uuid {
 		return &t.Nodes[j]
