@@ -20,29 +20,27 @@ type HandlerOptions struct {
 	// Gatherer adds the process-wide metrics (build info, Go runtime, the
 	// cache's refresh histogram) to every scrape. May be nil.
 	Gatherer prometheus.Gatherer
-	// ScrapeTimeoutOffset is subtracted from Prometheus' scrape timeout
-	// header to leave time for encoding. Default 500ms.
-	ScrapeTimeoutOffset time.Duration
 	// Logger receives encoding errors. Default discards.
 	Logger *slog.Logger
 }
 
+// scrapeTimeoutOffset is subtracted from Prometheus' scrape timeout header
+// to leave time for encoding.
+const scrapeTimeoutOffset = 500 * time.Millisecond
+
 // NewHandler returns the /metrics handler. Each scrape takes the cache's
 // view within the scrape's deadline (the X-Prometheus-Scrape-Timeout-Seconds
-// header, less ScrapeTimeoutOffset) and writes it: the text format from the
+// header, less scrapeTimeoutOffset) and writes it: the text format from the
 // pieces kept per view and node generation (render.go), any other format
 // through a registry holding a viewCollector.
 func NewHandler(cache *topology.Cache, opts HandlerOptions) http.Handler {
-	if opts.ScrapeTimeoutOffset == 0 {
-		opts.ScrapeTimeoutOffset = 500 * time.Millisecond
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{cache: cache, opts: opts}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		if timeout, ok := scrapeTimeout(r, opts.ScrapeTimeoutOffset); ok {
+		if timeout, ok := scrapeTimeout(r, scrapeTimeoutOffset); ok {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
