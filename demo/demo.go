@@ -24,6 +24,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -190,6 +191,14 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 		"path", d.path, "fleet", sim.describe())
 	return d, sim, nil
 }
+
+// schemaSQL is Ironic's real schema on SQLite, as `ironic-dbsync
+// create_schema` builds it (every table with its indexes, alembic_version
+// stamped), dumped by scripts/gen-demo-schema.sh.
+//
+//go:generate ../scripts/gen-demo-schema.sh schema.sql
+//go:embed schema.sql
+var schemaSQL string
 
 // schemaSource is the "Source:" line of schema.sql, without the prefix.
 func schemaSource() string {
