@@ -194,26 +194,22 @@ func (t *Topology) buildRings(members map[string]*ringMembers, reuse *Topology) 
 //
 // Why, from Ironic (checked on 21.4.4, unchanged on master):
 //   - Ironic can write such a row: [DEFAULT]host is a cfg.StrOpt
-//     (ironic/conf/default.py service_opts), so "host =" in ironic.conf is
-//     accepted; BaseConductorManager.__init__ (ironic/conductor/
-//     base_manager.py) falls back to CONF.host, also "", and
-//     _register_and_validate_hardware_interfaces registers it.
+//     (ironic/conf/default.py service_opts) that "host =" sets to "";
+//     BaseConductorManager.__init__ (ironic/conductor/base_manager.py) falls
+//     back to it, and _register_and_validate_hardware_interfaces registers it.
 //   - Ironic's rings take it as any other member
-//     (dbapi.get_active_hardware_type_dict; hash_ring.HashRingManager adds
-//     every hostname to tooz's HashRing), and get_conductor_for
-//     (ironic/conductor/rpcapi.py) returns "" for the nodes it owns: the
-//     API shows "conductor": "" for them. Keeping it in the rings keeps
+//     (dbapi.get_active_hardware_type_dict, hash_ring.HashRingManager), and
+//     get_conductor_for (ironic/conductor/rpcapi.py) returns "" for its
+//     nodes (the API shows "conductor": ""); keeping it in the rings keeps
 //     every other node where Ironic puts it.
-//   - But such a conductor cannot be used: get_topic_for builds the RPC
-//     topic "ironic.conductor_manager." with no host (json-rpc then has no
-//     host to call), /v1/conductors/{hostname} cannot name it, and Ironic's
-//     own GET /v1/conductors answers 500 "'Conductor' object has no
-//     attribute 'uuid'" while the row exists (api/controllers/v1/utils.py
-//     object_to_dict falls back to obj.uuid when link_resource_args, the
-//     hostname, is falsy; measured on 21.4.4).
-//   - The metric contract uses ironic_node_conductor_info{conductor=""} for
-//     "no conductor": a conductor named "" would be indistinguishable from
-//     none, so it is not exported as one.
+//   - But it cannot be used: get_topic_for builds the RPC topic
+//     "ironic.conductor_manager." with no host, /v1/conductors/{hostname}
+//     cannot name it, and Ironic's GET /v1/conductors answers 500
+//     "'Conductor' object has no attribute 'uuid'" while the row exists
+//     (api/controllers/v1/utils.py object_to_dict falls back to obj.uuid when
+//     link_resource_args, the hostname, is falsy; measured on 21.4.4).
+//   - The metric contract's ironic_node_conductor_info{conductor=""} means
+//     "no conductor": a conductor named "" would be indistinguishable.
 func (t *Topology) emptyHostname(c db.Conductor, active bool) {
 	w := fmt.Sprintf("conductor id %d has an empty hostname ([DEFAULT]host = \"\"): not exported as a conductor", c.ID)
 	if active {
