@@ -14,26 +14,22 @@ import (
 
 // SQLNodeProbe asks whether the nodes table may have changed, at the cost
 // of one index-only pass instead of the rows. Every write Ironic makes to a
-// node goes through its ORM model, whose updated_at column has oslo.db's
-// TimestampMixin onupdate=timeutils.utcnow: SQLAlchemy applies it to ORM
-// flushes and to Core UPDATE statements on the table alike, which includes
-// the lock (Connection._reserve_node_place_lock and release_node in
-// ironic/db/sqlalchemy/api.py, sa.update(models.Node).values(reservation=...))
-// as well as update_node, enrolment (create_node sets created_at, and
-// updated_at stays NULL: the count and max(id) catch it) and destroy_node
-// (the count). db/probe_test.go proves it against Ironic 21.4's own DB API
-// on PostgreSQL, MariaDB and SQLite. count(reservation) catches a lock and
-// its release within one tick of a coarse updated_at (MySQL's DATETIME has
-// whole seconds). max(created_at) catches the newest node deleted and
-// another enrolled between two probes where the new row takes the deleted
-// one's id (seen on SQLite with Ironic 21.4's schema and DB API: the
-// "replace the newest" step of TestProbeSeesIronicWrites; SQLite hands a
-// table without AUTOINCREMENT the highest rowid + 1, as InnoDB before
-// MySQL 8.0 and MariaDB 10.2.4 did after a restart): count and max(id) are
-// then unchanged, and the new row's updated_at is NULL.
-// Ironic's TimestampMixin sets created_at on every insert (oslo.db's
-// default=timeutils.utcnow; ironic/db/sqlalchemy/models.py IronicBase,
-// c2df29e52).
+// node goes through its ORM model, whose oslo.db TimestampMixin sets
+// created_at on insert (default=timeutils.utcnow; ironic/db/sqlalchemy/
+// models.py IronicBase, c2df29e52) and updated_at on update
+// (onupdate=timeutils.utcnow, which SQLAlchemy applies to Core UPDATEs
+// too): the lock (Connection._reserve_node_place_lock and release_node in
+// ironic/db/sqlalchemy/api.py, sa.update(models.Node).values(reservation=...)),
+// update_node, enrolment (create_node: updated_at stays NULL, the count and
+// max(id) catch it) and destroy_node (the count). db/probe_test.go proves it
+// against Ironic 21.4's own DB API on PostgreSQL, MariaDB and SQLite.
+// count(reservation) catches a lock and its release within one tick of a
+// coarse updated_at (MySQL's DATETIME has whole seconds). max(created_at)
+// catches the newest node deleted and another enrolled in between with the
+// same id, count and max(id) unchanged (SQLite hands a table without
+// AUTOINCREMENT the highest rowid + 1, as InnoDB before MySQL 8.0 and
+// MariaDB 10.2.4 did after a restart: TestProbeSeesIronicWrites' "replace
+// the newest" step, on Ironic 21.4's schema and DB API).
 const SQLNodeProbe = `SELECT count(*), coalesce(max(id), 0), max(updated_at), count(reservation), max(created_at)
 FROM nodes`
 
