@@ -116,8 +116,6 @@ func scrapeTimeout(r *http.Request, offset time.Duration) (time.Duration, bool) 
 //   - per scrape, collectPerScrape's families and the process-wide
 //     Gatherer's (build info, Go runtime, refresh histogram), in stored
 //     deflate blocks for a gzip scrape (exposition.StoredChunk).
-//
-// Any other format (protobuf) takes promhttp's path, with viewCollector.
 
 // viewKey identifies what a view's rendering depends on. The topology is
 // held weakly: the rendering kept until the next scrape must not keep a
