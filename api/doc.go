@@ -31,27 +31,25 @@
 // "Unexpected arguments: x" for unknown ones); 404 unknown resources and
 // paths, conductor resources below 1.49, a node no conductor can serve on
 // /conductor (Ironic's NoValidHost); 405 other methods (read-only); 501
-// Ironic's resources not served; 406 unsupported
-// microversions and fields or filters newer than the request's
-// microversion; 503 while the database was never read (a stale topology is
-// served).
+// Ironic's resources not served; 406 unsupported microversions and fields or
+// filters newer than the request's microversion; 503 while the database was
+// never read (a stale topology is served).
 //
 // # Microversions
 //
 // X-OpenStack-Ironic-API-Version (or "OpenStack-API-Version: baremetal
 // X.Y") selects the microversion as in Ironic: "latest" is the maximum,
 // anything but "<int>.<int>" and versions outside [1.1, max] are 406 with
-// Ironic's messages. As in Ironic, responses carry the Minimum and
-// Maximum headers once the version header was parsed (also when it is out
-// of range) and X-OpenStack-Ironic-API-Version once negotiated; routing
-// errors and unparsable versions carry none, and so does the root up to
-// Ironic 26.0 (from 26.1 it negotiates as /v1 does: the rules of the release
-// read from the database decide). Every response has an
-// Openstack-Request-Id. The maximum is
-// 1.49 by default (Options.MaxMicroversion, up to 1.82): the version that
-// added conductors; nothing the sidecar serves changed after it. Below 1.49
-// the conductor resources are 404, the node's conductor field is absent
-// and the conductor filter is 406; older fields (conductor_group 1.46,
+// Ironic's messages. As in Ironic, responses carry the Minimum and Maximum
+// headers once the version header was parsed (also when it is out of range)
+// and X-OpenStack-Ironic-API-Version once negotiated; routing errors and
+// unparsable versions carry none, and so does the root up to Ironic 26.0
+// (from 26.1 it negotiates as /v1 does: the release read from the database
+// decides). Every response has an Openstack-Request-Id. The maximum is 1.49
+// by default (Options.MaxMicroversion, up to 1.82): the version that added
+// conductors; nothing the sidecar serves changed after it. Below 1.49 the
+// conductor resources are 404, the node's conductor field is absent and the
+// conductor filter is 406; older fields (conductor_group 1.46,
 // resource_class 1.21, name 1.5) and states ("available" before 1.2,
 // "inspect wait" before 1.39) follow Ironic too.
 //

@@ -206,11 +206,10 @@ func (f *nodeField) compare(a, b *topology.NodeInfo, c collation) int {
 // ironic/api/controllers/v1/node.py.
 var nodeDefaultFields = []string{"instance_uuid", "maintenance", "power_state", "provision_state", "uuid", "name"}
 
-// nodeFieldList returns the fields to render in order: all of them
-// (fields == nil), or the requested ones in Ironic's order: uuid, the
-// others as requested, links, then conductor and the extension. Fields
-// newer than the request's microversion are hidden
-// (hide_fields_in_newer_versions).
+// nodeFieldList returns the fields to render in order: all of them (fields ==
+// nil), or the requested ones in Ironic's order: uuid, the others as
+// requested, links, then conductor and the extension. Fields newer than the
+// request's microversion are hidden (hide_fields_in_newer_versions).
 func (rq *request) nodeFieldList(fields []string) ([]*nodeField, *apiError) {
 	if fields == nil {
 		return rq.visible(slices.Clone(nodeDetailFields)), nil

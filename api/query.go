@@ -4,9 +4,9 @@ import (
 	"math/big"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/pyurl"
 )
 
 // maxQueryLen bounds the raw query string; longer ones are refused (400).
@@ -40,35 +40,7 @@ func parseQuery(raw string) query {
 }
 
 // unquotePlus is Python's urllib.parse.unquote_plus (errors="replace").
-func unquotePlus(s string) string {
-	if !strings.ContainsAny(s, "%+") {
-		if utf8.ValidString(s) {
-			return s
-		}
-		return strings.ToValidUTF8(s, "\uFFFD")
-	}
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '+':
-			b = append(b, ' ')
-		case '%':
-			if i+2 < len(s) {
-				// Base 16 takes neither a sign nor '_': exactly two hex digits.
-				if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-					b = append(b, byte(n))
-					i += 2
-					continue
-				}
-			}
-			b = append(b, c)
-		default:
-			b = append(b, c)
-		}
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
+func unquotePlus(s string) string { return strings.ToValidUTF8(pyurl.Unquote(s, true), "\uFFFD") }
 
 // paramKind is the args validator Ironic applies to a parameter.
 type paramKind uint8

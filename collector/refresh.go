@@ -2,10 +2,14 @@ package collector
 
 import (
 	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -59,5 +63,98 @@ func (m *RefreshMetrics) Observe(r topology.Refresh) {
 	}
 	if r.Snapshot() {
 		m.reads.WithLabelValues(string(r.NodeRead)).Inc()
+	}
+}
+
+var (
+	lastRefreshErrorDesc = prometheus.NewDesc(namespace+"_exporter_last_refresh_error",
+		"1 for the kind of error the latest refresh from the database failed with (timeout, connection, auth, schema, query, other); all 0 when it worked.",
+		[]string{"kind"}, nil)
+	snapshotWarningsDesc = prometheus.NewDesc(namespace+"_exporter_snapshot_warnings",
+		"Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, not_utf8, null, empty_hostname).",
+		[]string{"table", "reason"}, nil)
+)
+
+// errorKinds are the values of the kind label, all always exported.
+var errorKinds = []string{dbconn.KindTimeout, dbconn.KindConnection, dbconn.KindAuth, dbconn.KindSchema, dbconn.KindQuery, dbconn.KindOther}
+
+// DatabaseHealth exports what the refreshes say about the database: the
+// kind of the latest error and the row warnings of the latest snapshot read
+// (topology.Refresh), which it also logs once each time they change.
+type DatabaseHealth struct {
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	kind     string
+	warnings []db.WarningCount
+	lines    []string
+	// topoWarnings and topoLines are the latest topology's own warnings
+	// (topology.Topology.Warnings).
+	topoWarnings []db.WarningCount
+	topoLines    []string
+}
+
+var _ prometheus.Collector = (*DatabaseHealth)(nil)
+
+// NewDatabaseHealth returns a DatabaseHealth logging to logger.
+func NewDatabaseHealth(logger *slog.Logger) *DatabaseHealth {
+	return &DatabaseHealth{logger: logger}
+}
+
+// Observe records one refresh; chain it into topology.CacheConfig.OnRefresh.
+func (h *DatabaseHealth) Observe(r topology.Refresh) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kind = dbconn.ErrorKind(r.Err)
+	if r.Snapshot() {
+		h.snapshot(r)
+	}
+	if r.Topology == nil || slices.Equal(h.topoLines, r.Topology.Warnings) {
+		return
+	}
+	h.topoWarnings, h.topoLines = r.Topology.WarningCounts, slices.Clone(r.Topology.Warnings)
+	for _, w := range r.Topology.Warnings {
+		h.logger.Warn("snapshot row warning", "warning", w)
+	}
+}
+
+// snapshot records the row warnings of the refresh's snapshot, logging
+// them when they changed; h.mu is held.
+func (h *DatabaseHealth) snapshot(r topology.Refresh) {
+	if slices.Equal(h.lines, r.SnapshotWarnings) {
+		h.warnings = r.SnapshotWarningCounts
+		return
+	}
+	h.warnings, h.lines = r.SnapshotWarningCounts, slices.Clone(r.SnapshotWarnings)
+	if len(r.SnapshotWarnings) == 0 {
+		h.logger.Info("snapshot has no row warnings any more")
+		return
+	}
+	for _, w := range r.SnapshotWarnings {
+		h.logger.Warn("snapshot row warning", "warning", w)
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (h *DatabaseHealth) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lastRefreshErrorDesc
+	ch <- snapshotWarningsDesc
+}
+
+// Collect implements prometheus.Collector.
+func (h *DatabaseHealth) Collect(ch chan<- prometheus.Metric) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range errorKinds {
+		v := 0.0
+		if k == h.kind {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(lastRefreshErrorDesc, prometheus.GaugeValue, v, k)
+	}
+	// The topology's reasons are its own (empty_hostname): never the same
+	// table and reason as the snapshot's.
+	for _, w := range append(slices.Clip(h.warnings), h.topoWarnings...) {
+		ch <- prometheus.MustNewConstMetric(snapshotWarningsDesc, prometheus.GaugeValue, float64(w.Rows), w.Table, w.Reason)
 	}
 }

@@ -1,11 +1,8 @@
 // Package dashboards generates the Grafana dashboards of
 // ironic-conductor-exporter with grafana-foundation-sdk. The JSON files
 // beside this file are its output: regenerate them, with every copy the
-// mixin and the Helm chart keep, by the project's one generator
-//
-//	go generate ./mixin
-//
-// and never edit them by hand (a test compares them with Generate).
+// mixin and the Helm chart keep, by `go generate ./mixin` (the project's one
+// generator), never by hand (a test compares them with Generate).
 package dashboards
 
 import (

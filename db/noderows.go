@@ -10,12 +10,9 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 )
 
-// readNodes reads every node with query. With binary (see
-// queries.binaryNodes) it prepares the statement, so that lib/pq asks for
-// bytea and integers in binary: the driver then hands over slices of its
-// own buffer, neither copied nor parsed, and the timestamps as eight bytes.
-// probe, the one in the same transaction, sizes the nodes and is kept with
-// the rows' problems (DB.lastNodeRead).
+// readNodes reads every node with query, prepared when binary (see
+// pgQueries). probe, the one in the same transaction, sizes the nodes and is
+// kept with the rows' problems (DB.lastNodeRead).
 func (d *DB) readNodes(s *dbconn.Session, query string, binary bool, probe NodeProbe, w *warner) ([]*Node, error) {
 	out, nw, err := d.decodeNodes(s, "reading nodes", query, binary, int(probe.Count))
 	if err != nil {
@@ -145,9 +142,8 @@ type nodeDecoder struct {
 	// prev are the nodes of the last read, ordered by id, and next the
 	// index in prev of the next row's id or above: a row of a node read
 	// before is that *Node when no column changed, and keeps the strings
-	// that did not change otherwise. A refresh then holds new values only
-	// for the nodes that changed, beside the nodes it replaces: peak RSS,
-	// a refresh included, within twice the live heap.
+	// that did not change otherwise, so that a refresh holds new values only
+	// for the nodes that changed (peak RSS within twice the live heap).
 	prev           []*Node
 	next           int
 	badTimes       int

@@ -17,16 +17,13 @@ type Snapshot struct {
 	// Nodes are the rows of the nodes table, ordered by id; none when
 	// NodeRead is NodeReadSkipped. A read shares the *Node of each row that
 	// did not change since the last read (after a delta read, every row not
-	// read again): a refresh then holds new values only for the nodes that
-	// changed. Nodes are never written once read.
+	// read again): a refresh holds new values only for the nodes that changed.
 	Nodes []*Node
 	// NodeProbe is what SQLNodeProbe said of the nodes table, in the same
 	// transaction.
 	NodeProbe NodeProbe
-	// NodeRead says how the nodes were read: NodeReadFull,
-	// NodeReadDelta (SnapshotChanges: Nodes are complete all the same) or
-	// NodeReadSkipped (SnapshotChanges: the probe equalled the known one
-	// and no node was read).
+	// NodeRead says how the nodes were read (after a delta, Nodes are
+	// complete all the same).
 	NodeRead NodeRead
 	// Warnings describe rows that could not be fully decoded and were kept
 	// with the undecodable value left empty (e.g. a conductor whose drivers

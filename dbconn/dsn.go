@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/pyurl"
 )
 
 // The SQLAlchemy URL grammar is every backend's; what its parts mean belongs
@@ -133,10 +135,10 @@ func parseSQLAlchemyURL(s string) (*sqlaURL, error) {
 		return nil, fmt.Errorf("invalid database URL: malformed scheme %q", u.Scheme)
 	}
 	if m[4] >= 0 && m[5] > m[4] {
-		u.User, u.HasUser = pyUnquote(s[m[4]:m[5]], false), true
+		u.User, u.HasUser = pyurl.Unquote(s[m[4]:m[5]], false), true
 	}
 	if m[6] >= 0 && m[7] > m[6] {
-		u.Password, u.HasPassword = pyUnquote(s[m[6]:m[7]], false), true
+		u.Password, u.HasPassword = pyurl.Unquote(s[m[6]:m[7]], false), true
 	}
 	rest := s[m[1]:]
 	if q := strings.IndexByte(rest, '?'); strings.Contains(rest[:max(q, 0)], "@") || q < 0 && strings.Contains(rest, "@") {
@@ -156,7 +158,7 @@ func parseSQLAlchemyURL(s string) (*sqlaURL, error) {
 	rest = rest[end:]
 	if strings.HasPrefix(rest, "/") {
 		db, _, _ := strings.Cut(rest[1:], "?")
-		u.Database, u.HasDatabase = pyUnquote(db, false), db != ""
+		u.Database, u.HasDatabase = pyurl.Unquote(db, false), db != ""
 		rest = rest[1+len(db):]
 	}
 	if strings.HasPrefix(rest, "?") {
@@ -165,7 +167,7 @@ func parseSQLAlchemyURL(s string) (*sqlaURL, error) {
 				continue
 			}
 			k, v, _ := strings.Cut(pair, "=")
-			u.Query = append(u.Query, queryOption{Key: pyUnquote(k, true), Value: pyUnquote(v, true)})
+			u.Query = append(u.Query, queryOption{Key: pyurl.Unquote(k, true), Value: pyurl.Unquote(v, true)})
 		}
 	}
 	return u, nil
@@ -190,7 +192,7 @@ func (u *sqlaURL) parseHosts(spec string) error {
 			hp.Host, port = host, strings.TrimPrefix(rest, ":")
 		} else {
 			host, p, _ := strings.Cut(item, ":")
-			hp.Host, port = pyUnquote(host, false), p
+			hp.Host, port = pyurl.Unquote(host, false), p
 		}
 		if port != "" {
 			n, err := strconv.ParseUint(port, 10, 16)
@@ -202,32 +204,6 @@ func (u *sqlaURL) parseHosts(spec string) error {
 		u.Hosts = append(u.Hosts, hp)
 	}
 	return nil
-}
-
-// pyUnquote decodes %XX escapes like Python's urllib.parse.unquote (and
-// unquote_plus when plus is set): an invalid escape is kept as it is.
-func pyUnquote(s string, plus bool) string {
-	if !strings.ContainsAny(s, "%+") {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '%' && i+2 < len(s) {
-			// Base 16 takes neither a sign nor '_': exactly two hex digits.
-			if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 2
-				continue
-			}
-		}
-		if c == '+' && plus {
-			c = ' '
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
 }
 
 // redactedPassword replaces every password in Redact's output.
@@ -280,7 +256,7 @@ func Redact(dsn string) string {
 	pairs := strings.Split(out[q:], "&")
 	for i, pair := range pairs {
 		k, _, ok := strings.Cut(pair, "=")
-		if ok && secretOptions[strings.ToLower(pyUnquote(k, true))] {
+		if ok && secretOptions[strings.ToLower(pyurl.Unquote(k, true))] {
 			pairs[i] = k + "=" + redactedPassword
 		}
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/lib/pq"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/pyurl"
 )
 
 // scrub replaces any secret (of 4 bytes or more: shorter ones would mangle
@@ -47,7 +49,7 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 func passwordsIn(dsn string) []string {
 	var out []string
 	if m := sqlaUserinfo.FindStringSubmatch(dsn); m != nil && m[3] != "" {
-		out = append(out, m[3], pyUnquote(m[3], false))
+		out = append(out, m[3], pyurl.Unquote(m[3], false))
 	}
 	if u, err := parseSQLAlchemyURL(dsn); err == nil {
 		for _, q := range u.Query {

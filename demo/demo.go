@@ -5,13 +5,12 @@
 // against it: heartbeats, locks, and on a fixed 90-second cycle a graceful
 // stop (a drain), a crash that leaves stuck locks, restarts and new nodes.
 //
-// A fleet of 13 conductors exists only on a networked database: Ironic on
-// SQLite runs one combined process and keeps no heartbeats. So the demo
-// stores the fleet in SQLite (nothing to install) but has the exporter judge
-// it as the MariaDB/MySQL database such a fleet really uses (MultiConductor):
-// heartbeats decide liveness, a crash turns a conductor dead and takes it
-// out of its rings, a drain shows as draining. The simulated conductors
-// heartbeat as Ironic's do there.
+// A fleet of 13 conductors exists only on a networked database (Ironic on
+// SQLite runs one combined process and keeps no heartbeats), so the demo
+// stores it in SQLite (nothing to install) but has the exporter judge it as
+// on the MariaDB/MySQL such a fleet uses (MultiConductor): heartbeats decide
+// liveness, a crash turns a conductor dead and out of its rings, a drain
+// shows as draining. The simulated conductors heartbeat as Ironic's do there.
 //
 // The simulator writes through its own read-write connection, as Ironic's
 // conductors would; the exporter reads the file read-only through db.Open,
@@ -24,6 +23,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -196,6 +196,14 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 		"path", d.path, "fleet", sim.describe())
 	return d, sim, nil
 }
+
+// schemaSQL is Ironic's real schema on SQLite, as `ironic-dbsync
+// create_schema` builds it (every table with its indexes, alembic_version
+// stamped), dumped by scripts/gen-demo-schema.sh.
+//
+//go:generate ../scripts/gen-demo-schema.sh schema.sql
+//go:embed schema.sql
+var schemaSQL string
 
 // schemaSource is the "Source:" line of schema.sql, without the prefix.
 func schemaSource() string {

@@ -21,22 +21,18 @@ import (
 //   - keepalive: every heartbeat interval touch_conductor sets
 //     updated_at=now and online=(not shutting down);
 //   - a graceful stop (del_host): clear_node_reservations_for_conductor,
-//     then unregister (delete its conductor_hardware_interfaces rows,
-//     online=false); the keepalive goes on with online=false while the
-//     conductor's work finishes (draining), then stops;
-//   - a crash: nothing is written any more: online stays true and its locks
-//     stay stuck;
-//   - a start (prepare_host + init_host): clear its stale locks, register
-//     (online=true, updated_at=now), re-register hardware interfaces;
-//   - locks: a conductor reserves a node the rings map to it for a few
-//     heartbeats (reserve_node / release_node);
-//   - enrolment: create_node of a few nodes (provision state enroll); the
-//     oldest enrolled nodes are deleted again, so the fleet stays bounded;
+//     unregister (its conductor_hardware_interfaces rows deleted,
+//     online=false), the keepalive going on while its work finishes;
+//   - a crash writes nothing more: online stays true, its locks stuck;
+//   - a start (prepare_host + init_host): its stale locks cleared, register
+//     (online=true, updated_at=now), hardware interfaces registered again;
+//   - locks (reserve_node / release_node) on nodes the rings map to the
+//     conductor, for a few heartbeats; enrolment (create_node, provision
+//     state enroll), the oldest enrolled nodes deleted again;
 //   - boot environments: a deployed node's conductor_affinity is the
-//     conductor that prepared it; a crashing conductor leaves deploys in
-//     wait call-back under its lock, failed when it restarts; the takeover
-//     (_sync_local_state) moves the affinity of active nodes to the ring's
-//     conductor once a cycle.
+//     conductor that prepared it; a crash leaves a deploy in wait call-back
+//     under its lock, failed on restart; the takeover (_sync_local_state)
+//     moves the affinity of active nodes to the ring's conductor.
 //
 // The simulator keeps no rings of its own: its view of the fleet (node to
 // conductor, liveness, ring membership) is the topology topology.Build makes

@@ -3,13 +3,10 @@
 // that the exporter can be pointed at the ironic.conf Ironic uses instead of
 // repeating its settings on the command line.
 //
-// The options are [database] connection (with oslo.db's deprecated names
-// [DEFAULT] sql_connection, [DATABASE] sql_connection and [sql] connection),
-// [conductor] heartbeat_timeout, [DEFAULT] hash_partition_exponent and
-// [DEFAULT] hash_ring_algorithm.
-//
-// oslo.config's behaviour, reproduced here (checked against oslo.config
-// itself, see the tests):
+// The options are Config's ([database] connection also under oslo.db's
+// deprecated names [DEFAULT] sql_connection, [DATABASE] sql_connection and
+// [sql] connection). oslo.config's behaviour, reproduced here (checked
+// against oslo.config itself, see the tests):
 //   - files are read in order (--config-file, repeatable), then every *.conf
 //     of each --config-dir in lexical order; a later value overrides an
 //     earlier one, within a file too;

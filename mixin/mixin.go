@@ -3,11 +3,8 @@
 // ships from it: the Prometheus rule file of alerts/, the Kolla-Ansible
 // rules file and scrape snippet of deploy/kolla/. Regenerate them, with the
 // dashboards' JSON, the PrometheusRule and the Helm chart's copies, by the
-// project's one generator (mixin/generate):
-//
-//	go generate ./mixin
-//
-// the tests fail when a committed file differs from the rendering.
+// project's one generator (mixin/generate: `go generate ./mixin`); the tests
+// fail when a committed file differs from the rendering.
 package mixin
 
 //go:generate go run ./generate

@@ -51,28 +51,26 @@ type Options struct {
 	// History, when set, gives each conductor's page its state changes
 	// since the exporter started. Feed it the cache's refreshes.
 	History *History
-	// RefreshSeconds is the page's meta refresh period; default 30.
-	RefreshSeconds int
 	// Nova, when set (the exporter reads Nova's databases), is the Nova
 	// answer: the lookup then takes instance UUIDs too and shows the
 	// node's nova-compute, and the page its computes and problems.
 	Nova func() *novacache.State
 }
 
+// refreshSeconds is the page's meta refresh period.
+const refreshSeconds = 30
+
 // NewHandler returns the status page handler. GET / renders the page; the
 // query parameter "node" (a UUID or name) adds a lookup result.
 func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	opts.MetricsPath = cmp.Or(opts.MetricsPath, "/metrics")
-	if opts.RefreshSeconds <= 0 {
-		opts.RefreshSeconds = 30
-	}
 	return methods.GetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := cache.Get(r.Context())
 		q := r.URL.Query()
 		data := build(v, time.Now(), strings.TrimSpace(q.Get("node")), opts)
 		data.NoRefresh = q.Get("refresh") == "off"
-		data.RefreshSeconds = opts.RefreshSeconds
+		data.RefreshSeconds = refreshSeconds
 		tmpl := "page"
 		data.Title = "Ironic conductors"
 		if host := q.Get("conductor"); host != "" {

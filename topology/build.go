@@ -194,26 +194,22 @@ func (t *Topology) buildRings(members map[string]*ringMembers, reuse *Topology) 
 //
 // Why, from Ironic (checked on 21.4.4, unchanged on master):
 //   - Ironic can write such a row: [DEFAULT]host is a cfg.StrOpt
-//     (ironic/conf/default.py service_opts), so "host =" in ironic.conf is
-//     accepted; BaseConductorManager.__init__ (ironic/conductor/
-//     base_manager.py) falls back to CONF.host, also "", and
-//     _register_and_validate_hardware_interfaces registers it.
+//     (ironic/conf/default.py service_opts) that "host =" sets to "";
+//     BaseConductorManager.__init__ (ironic/conductor/base_manager.py) falls
+//     back to it, and _register_and_validate_hardware_interfaces registers it.
 //   - Ironic's rings take it as any other member
-//     (dbapi.get_active_hardware_type_dict; hash_ring.HashRingManager adds
-//     every hostname to tooz's HashRing), and get_conductor_for
-//     (ironic/conductor/rpcapi.py) returns "" for the nodes it owns: the
-//     API shows "conductor": "" for them. Keeping it in the rings keeps
+//     (dbapi.get_active_hardware_type_dict, hash_ring.HashRingManager), and
+//     get_conductor_for (ironic/conductor/rpcapi.py) returns "" for its
+//     nodes (the API shows "conductor": ""); keeping it in the rings keeps
 //     every other node where Ironic puts it.
-//   - But such a conductor cannot be used: get_topic_for builds the RPC
-//     topic "ironic.conductor_manager." with no host (json-rpc then has no
-//     host to call), /v1/conductors/{hostname} cannot name it, and Ironic's
-//     own GET /v1/conductors answers 500 "'Conductor' object has no
-//     attribute 'uuid'" while the row exists (api/controllers/v1/utils.py
-//     object_to_dict falls back to obj.uuid when link_resource_args, the
-//     hostname, is falsy; measured on 21.4.4).
-//   - The metric contract uses ironic_node_conductor_info{conductor=""} for
-//     "no conductor": a conductor named "" would be indistinguishable from
-//     none, so it is not exported as one.
+//   - But it cannot be used: get_topic_for builds the RPC topic
+//     "ironic.conductor_manager." with no host, /v1/conductors/{hostname}
+//     cannot name it, and Ironic's GET /v1/conductors answers 500
+//     "'Conductor' object has no attribute 'uuid'" while the row exists
+//     (api/controllers/v1/utils.py object_to_dict falls back to obj.uuid when
+//     link_resource_args, the hostname, is falsy; measured on 21.4.4).
+//   - The metric contract's ironic_node_conductor_info{conductor=""} means
+//     "no conductor": a conductor named "" would be indistinguishable.
 func (t *Topology) emptyHostname(c db.Conductor, active bool) {
 	w := fmt.Sprintf("conductor id %d has an empty hostname ([DEFAULT]host = \"\"): not exported as a conductor", c.ID)
 	if active {
@@ -229,3 +225,61 @@ func (t *Topology) emptyHostname(c db.Conductor, active bool) {
 // ReasonEmptyHostname is the snapshot-warning reason of a conductor row
 // whose hostname is "" (see Topology.Warnings).
 const ReasonEmptyHostname = "empty_hostname"
+
+// reusableNodes reports whether every node-derived result of prev (built
+// under the same settings and rules) is what mapNodes, assignNodes,
+// lifecycle and compare would compute for t, whose conductors are judged
+// and rings built (unchanged tells which rings are prev's). That holds when:
+//   - t's nodes are the very slice prev's were built from (sameSlice);
+//   - every ring is prev's, and there are as many: the same keys in the same
+//     order, so the same byRing and node-to-conductor answers (mapNodes, the
+//     orphans, the ring counts);
+//   - the conductors are prev's, in the same order, with the same id and
+//     hostname (assignNodes' owners, lifecycle's affinity) and the same
+//     Running() (lifecycle's affinity and stuck judgements). Alive, Active,
+//     State and the heartbeat are judged afresh but read by no node-derived
+//     result (Active only through the rings, as is the membership of a
+//     conductor named "", which is in no list: emptyHostname).
+func (t *Topology) reusableNodes(prev *Topology, unchanged []bool) bool {
+	if !sameSlice(t.nodesFrom, prev.nodesFrom) || len(t.Rings) != len(prev.Rings) ||
+		len(t.Conductors) != len(prev.Conductors) {
+		return false
+	}
+	for _, u := range unchanged {
+		if !u {
+			return false
+		}
+	}
+	for i := range t.Conductors {
+		c, p := &t.Conductors[i], &prev.Conductors[i]
+		if c.ID != p.ID || c.Hostname != p.Hostname || c.Running() != p.Running() {
+			return false
+		}
+	}
+	return true
+}
+
+// sameSlice reports whether a and b are the same non-empty slice: the same
+// length and backing array, from the same element. Empty node lists take
+// Build's full path, which costs O(conductors) for them anyway.
+func sameSlice(a, b []*db.Node) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+// reuseNodes is Build's path for nodes and conductors that reusableNodes
+// found alike: prev's node-derived results, shared (a Topology is never
+// written after Build), and Remapped with 0 for each of the groups mapNodes
+// gave an entry, as compare finds when no node moved (prev's own Remapped
+// may also hold groups whose nodes moved in prev).
+func (t *Topology) reuseNodes(prev *Topology) {
+	t.NodeResults = prev.NodeResults
+	for i := range t.Conductors {
+		t.Conductors[i].ConductorNodes = prev.Conductors[i].ConductorNodes
+	}
+	for i := range t.Rings {
+		t.Rings[i].RingNodes = prev.Rings[i].RingNodes
+	}
+	for _, g := range t.remapGroups {
+		t.Remapped[g] = 0
+	}
+}

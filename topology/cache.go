@@ -49,20 +49,17 @@ type CacheConfig struct {
 	// last read (the safety net). Zero reads them all at every refresh.
 	// Conductors are read, and liveness judged, every time.
 	FullInterval time.Duration
-	// ProbeWindow: a probe whose latest node updated_at or created_at
-	// (db.NodeProbe.Latest) was less than this older than the refresh that
-	// took it does not spare the next node read, since a write within the
-	// same tick of a coarse clock leaves the same timestamp (db.Known.Recent:
-	// the next refresh reads the changes as a delta); it covers the clock
-	// skew between Ironic's hosts and the exporter too. A delta read also
-	// reads again the rows written up to this long before Latest.
-	// Default DefaultProbeWindow.
+	// ProbeWindow covers a coarse clock's tick (a write within it leaves
+	// the same timestamp) and the clock skew between Ironic's hosts and the
+	// exporter: a probe taken less than this after its db.NodeProbe.Latest
+	// does not spare the next node read (db.Known.Recent: the changes are
+	// read as a delta), and a delta read reads again the rows written up to
+	// this long before Latest. Default DefaultProbeWindow.
 	ProbeWindow time.Duration
 	// MaxWait bounds how long Get waits for a refresh when its context has
 	// no deadline (JSON, the status page, a scrape without Prometheus'
-	// timeout header): after it, the reader gets the last topology, its
-	// staleness visible in View.Err and View.LastSuccess. Default
-	// DefaultMaxWait.
+	// timeout header); then the reader gets the last topology, its staleness
+	// visible in View.Err and View.LastSuccess. Default DefaultMaxWait.
 	MaxWait time.Duration
 	// Now is the clock; default time.Now. Liveness is judged in UTC.
 	Now func() time.Time
@@ -72,11 +69,10 @@ type CacheConfig struct {
 	// (the collector turns it into the refresh histogram and error counter).
 	// It runs on the refreshing goroutine and must not block.
 	OnRefresh func(Refresh)
-	// NodesReplaced, when set, runs after a refresh whose read replaced
-	// the cached nodes, once the cache no longer holds the nodes and
-	// topology it replaced (the binary's memory policy, internal/memlimit,
-	// collects them then). idle reports whether no refresh runs. It runs on
-	// the refreshing goroutine.
+	// NodesReplaced, when set, runs on the refreshing goroutine after a
+	// refresh whose read replaced the cached nodes, once the cache no longer
+	// holds what it replaced (the binary's memory policy, internal/memlimit,
+	// collects it then); idle reports whether no refresh runs.
 	NodesReplaced func(idle func() bool)
 }
 
@@ -132,6 +128,25 @@ const DefaultMaxWait = 500 * time.Millisecond
 // Permanent reports whether the latest refresh failed for a reason retrying
 // will not fix: the database is not Ironic's (db.ErrNotIronic).
 func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
+
+// Permanent reports whether a refresh error will not go away by retrying:
+// the database is reachable but is not Ironic's (a table or column the
+// exporter reads does not exist), unlike a transient failure (the server
+// unreachable, a timeout, a lock). It reads the drivers' error text: lib/pq's
+// SQLSTATE suffix 42P01/42703 (undefined table or column), MySQL's errors
+// 1146/1054 and SQLite's "no such table"/"no such column".
+func Permanent(err error) bool {
+	if err == nil || errors.Is(err, ErrNoData) {
+		return false
+	}
+	s := err.Error()
+	for _, m := range []string{"(42P01)", "(42703)", "Error 1146", "Error 1054", "no such table", "no such column"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
 
 // ErrKind is the kind of the latest refresh's error (dbconn.ErrorKind: timeout,
 // connection, auth, schema, query or other), "" when it succeeded.

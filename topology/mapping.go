@@ -10,11 +10,10 @@ import (
 // mapNodes is the third phase of Build: the node-to-conductor mapping, as
 // get_conductor_for (the ring of "node.conductor_group:node.driver", key
 // node.uuid.encode('utf-8')). It fills t.Nodes, the ring node counts,
-// Reservations and the orphans no ring serves, and returns each node's
-// owner: an index in t.Conductors, -1 (no ring) or unusableOwner. Nodes
-// whose ring is unchanged from reuse's keep reuse's answer; the others are
-// hashed in one sequential pass and then located ring by ring, so that each
-// ring's tables stay in cache.
+// Reservations and Orphans, and returns each node's owner: an index in
+// t.Conductors, -1 (no ring) or unusableOwner. Nodes whose ring is unchanged
+// from reuse's keep reuse's answer; the others are hashed in one pass, then
+// located ring by ring, so that each ring's tables stay in cache.
 func (t *Topology) mapNodes(nodes []*db.Node, reuse *Topology, unchanged []bool) []int32 {
 	t.Nodes = make([]NodeInfo, 0, len(nodes))
 	owner := make([]int32, 0, len(nodes))
@@ -99,9 +98,8 @@ func (t *Topology) assignNodes(owner []int32) {
 }
 
 // compare is the last phase of Build: the nodes that moved since prev
-// (Remapped), the node generation, carried over from prev while every node
-// keeps its labels in the same order, and the lookups, shared with prev
-// while every node keeps its UUID and name in the same order.
+// (Remapped), and prev's node generation and lookups, kept while every node
+// keeps its labels, and its UUID and name, in the same order.
 func (t *Topology) compare(prev *Topology) {
 	if prev != nil {
 		sameIdents := len(prev.Nodes) == len(t.Nodes)

@@ -2,12 +2,9 @@
 // in step with the files it copies: Helm reads nothing outside the chart
 // directory, so the chart holds the mixin's rule file
 // (alerts/ironic-conductor-exporter.rules.yml) and the dashboards of
-// dashboards/ under files/. The project's one generator writes them after
-// their sources:
-//
-//	go generate ./mixin
-//
-// and deploy/helmchart_test.go fails when a copy differs from its source.
+// dashboards/ under files/. `go generate ./mixin`, the project's one
+// generator, writes them after their sources, and deploy/helmchart_test.go
+// fails when a copy differs from its source.
 package helm
 
 import (

@@ -18,7 +18,7 @@ import (
 // final empty block closes. The gzip trailer's CRC-32 of the whole is
 // combined from the pieces' CRCs (the GF(2) operator of appending n zero
 // bytes, as zlib's crc32_combine), so a cached piece needs no plain copy
-// (the figures it keeps: collector/render.go).
+// (the figures it keeps: collector/handler.go).
 
 // Chunk is one piece of a gzip response: deflate blocks and what the
 // trailer needs of the plain text they hold.

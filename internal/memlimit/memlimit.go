@@ -14,12 +14,10 @@ import (
 
 // refreshHeadroom is how much of the live heap a refresh may allocate above
 // what the process holds when it starts, before the garbage collector works
-// to stay under it. A refresh that reads nodes shares every node that did
-// not change (db.Snapshot.Nodes) and builds a topology beside the one it
-// replaces (about 70 B a node of the 370 B a node of the live heap): 0.35
-// leaves room for that and for the scrapes between refreshes. Peak RSS, a
-// refresh included, is then within twice the live heap in make bench at
-// 100k and 1M nodes.
+// to stay under it: room for the topology a refresh builds beside the one it
+// replaces (it shares every node that did not change; about 70 B a node of
+// the live heap's 370) and for the scrapes in between. Peak RSS, a refresh
+// included, is then within twice the live heap in make bench at 100k and 1M.
 const refreshHeadroom = 0.35
 
 // minHeadroom is the least headroom of the memory limit (memoryLimit): at
@@ -61,13 +59,12 @@ func Settle(idle func() bool) {
 }
 
 // memoryLimit is the soft memory limit for a process holding held bytes,
-// live of them the heap a collection marked, the last collection of
-// Settle having marked last (0: none). A reader still holding the
-// topology replaced (a scrape rendering it) makes one collection find more
-// live: the headroom is of the less of the last two. The limit is never
-// below what the process holds plus that headroom: under the live heap, the
-// collector runs without pause on a core (its CPU limiter's 50% of
-// GOMAXPROCS) until a limit is raised.
+// live of them the heap a collection marked, Settle's last collection having
+// marked last (0: none). A reader still holding the topology replaced (a
+// scrape rendering it) makes one collection find more live: the headroom is
+// of the less of the two. The limit is never below what the process holds
+// plus that headroom: under the live heap, the collector runs without pause
+// on a core (its CPU limiter's 50% of GOMAXPROCS) until a limit is raised.
 func memoryLimit(live, held, last uint64) int64 {
 	if last != 0 && last < live {
 		live = last
