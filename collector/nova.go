@@ -41,12 +41,15 @@ var (
 	nodeNovaComputeFamily = makeFamily(namespace+"_node_nova_compute_info",
 		`The nova-compute that manages the Ironic node, 1 per view that claims it (source instance or ring); nova_compute="" and source="none" when no view does.`,
 		"cell", "node_uuid", "nova_compute", "source")
+	novaTableReadsFamily = makeFamily(namespace+"_exporter_nova_table_reads_total",
+		"Reads of the Nova cells' compute_nodes and instances since start, by whether the rows were read again (read) or their probe unchanged spared it (reused).",
+		"kind", "table")
 	novaProblemsFamily = makeFamily(namespace+"_nova_problems",
 		"What is wrong between Ironic and Nova, by reason: nodes (or compute_nodes rows, or instances) counted once per reason.", "reason")
 
 	novaFamilies = []*family{novaAPIUpFamily, novaCellUpFamily, novaCellReadFamily, novaComputesFamily, novaComputeUpFamily,
 		novaComputeHeartbeatFamily, novaComputeDisabledFamily, novaComputeForcedDownFamily, novaComputeRingFamily,
-		novaComputeNodesFamily, novaComputeErrorFamily, nodeNovaComputeFamily, novaProblemsFamily}
+		novaComputeNodesFamily, novaComputeErrorFamily, nodeNovaComputeFamily, novaTableReadsFamily, novaProblemsFamily}
 )
 
 // NovaCollector exports the Nova answer of a novacache.Cache: through a
@@ -146,5 +149,9 @@ func collectNova(emit emitFunc, s *novacache.State) {
 	}
 	for _, r := range nova.ProblemReasons {
 		emit(novaProblemsFamily, float64(s.Fleet.Problems[r]), r)
+	}
+	for _, table := range []string{"compute_nodes", "instances"} {
+		emit(novaTableReadsFamily, float64(s.TableReads[table].Read), "read", table)
+		emit(novaTableReadsFamily, float64(s.TableReads[table].Reused), "reused", table)
 	}
 }

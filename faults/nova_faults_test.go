@@ -72,7 +72,7 @@ func TestNovaNetwork(t *testing.T) {
 				if err == nil && code == 200 {
 					scraped++
 					if !strings.Contains(body, `ironic_node_nova_compute_info{`) {
-						t.Errorf("the Nova answers were dropped instead of kept stale:\n%s", grepNova(body))
+						t.Errorf("the Nova answers were dropped instead of kept stale (%d bytes, ironic_up %q):\n%s", len(body), series(body, "ironic_up"), grepNova(body))
 						break
 					}
 				}

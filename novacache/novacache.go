@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -61,6 +62,10 @@ type State struct {
 	Err error
 	// Attempts and Failures count reads and failed ones (nova_api).
 	Attempts, Failures int
+	// TableReads count, since start, the cells' reads of compute_nodes and
+	// instances that read the rows again (Read) and that reused the last
+	// ones, their probes unchanged (Reused).
+	TableReads map[string]TableReads
 	// Nodes are the Ironic nodes the answer covers, in id order, and Fleet
 	// the cells' answers joined over them.
 	Nodes []nova.IronicNode
@@ -137,6 +142,9 @@ func (s *State) NodeClaims(uuid string) (claims []nova.FleetClaim, ok bool) {
 	return s.Fleet.Claims[i], true
 }
 
+// TableReads count the reads of one table.
+type TableReads struct{ Read, Reused int }
+
 // CellState is one cell's answer.
 type CellState struct {
 	nova.CellAnswer
@@ -200,7 +208,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	prev := c.state.Load()
-	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, Attempts: prev.Attempts + 1, Failures: prev.Failures,
+	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, Attempts: prev.Attempts + 1, Failures: prev.Failures, TableReads: prev.TableReads,
 		Nodes: prev.Nodes, Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, index: prev.index}
 	var hosts []string
 	if c.cfg.Computes != nil {
@@ -221,6 +229,24 @@ func (c *Cache) Refresh(ctx context.Context) {
 		c.cfg.Logger.Info("reading Nova's databases works again")
 	}
 	next.ReadAt = snap.ReadAt
+	next.TableReads = maps.Clone(prev.TableReads)
+	if next.TableReads == nil {
+		next.TableReads = map[string]TableReads{}
+	}
+	for _, cr := range snap.Cells {
+		if cr.Err != nil {
+			continue
+		}
+		for table, reread := range map[string]bool{"compute_nodes": cr.Reread.ComputeNodes, "instances": cr.Reread.Instances} {
+			r := next.TableReads[table]
+			if reread {
+				r.Read++
+			} else {
+				r.Reused++
+			}
+			next.TableReads[table] = r
+		}
+	}
 	now := c.cfg.Now()
 	t := c.cfg.Ironic()
 	next.inputs = c.inputsOf(t, snap, now)

@@ -23,6 +23,9 @@
 #     wrk (its slowest lookup: one held by a running refresh);
 #   - lookup: p99 at 500 lookups a second with the default flags, on the
 #     100k fleet;
+#   - nova: the steady state again on the 100k fleet with Nova beside it
+#     (100 ironic nova-computes heartbeating, instances on 72% of the
+#     nodes), the exporter reading it with --nova.dsn;
 #   - ironic: real Ironic 21.4's API (python3-ironic,
 #     conformance/ironic_fleet.py serve) and the sidecar under wrk on one
 #     IRONIC_NODES-node fleet.
@@ -39,8 +42,9 @@
 #   STEADY_SIZES [100000 1000000]  fleets of the steady state
 #   LOOKUP_SECONDS [20]     length of the 500 lookups/s phase
 #   IRONIC_WRK_SECONDS [8], IRONIC_ROUNDS [2], IRONIC_NODES [3000]
-#   SECTIONS [refresh read scrape steady ironic]  what to run (its rows only;
-#                           the lookup rows come with steady)
+#   NOVA_NODES [100000], NOVA_COMPUTES [100]  the steady state with Nova
+#   SECTIONS [refresh read scrape steady nova ironic]  what to run (its rows
+#                           only; the lookup rows come with steady)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -53,7 +57,9 @@ LOOKUP_SECONDS=${LOOKUP_SECONDS:-20}
 IRONIC_WRK_SECONDS=${IRONIC_WRK_SECONDS:-8}
 IRONIC_ROUNDS=${IRONIC_ROUNDS:-2}
 IRONIC_NODES=${IRONIC_NODES:-3000}
-SECTIONS=${SECTIONS:-refresh read scrape steady ironic}
+SECTIONS=${SECTIONS:-refresh read scrape steady nova ironic}
+NOVA_NODES=${NOVA_NODES:-100000}
+NOVA_COMPUTES=${NOVA_COMPUTES:-100}
 PG=(-h 127.0.0.1 -U postgres)
 
 out=$(mktemp -d /tmp/ice-bench.XXXXXX)
@@ -275,12 +281,22 @@ sys_ticks() { awk '{ print $15 }' "/proc/$1/stat"; }
 gc_cycles() { grep -c '^gc ' "$1" || true; }
 # pct TICKS SECONDS: CPU ticks over a phase as a percentage of one core.
 pct() { awk -v c="$1" -v t="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", 100 * c / hz / t }'; }
-# steady N: the steady state on an N-node fleet; the lookup rows at 100k.
+# steady N [nova]: the steady state on an N-node fleet; the lookup rows at
+# 100k. With nova, Nova beside it (scripts/bench-nova.sql: NOVA_COMPUTES
+# ironic nova-computes heartbeating every 10 s as Nova's report_state does,
+# instances on 72% of the nodes), read with --nova.dsn: the rows say "with
+# Nova".
 steady() {
-	local n=$1 db=ice_bench_steady_$$_$1 base pid bg=() t0 c0 t1 c1 t2 c2 i
-	phase "steady state, $n nodes: filling the fleet (the binary was built first)"
+	local n=$1 nova=${2:-} db=ice_bench_steady_$$_$1${2:+_nova} base pid bg=() t0 c0 t1 c1 t2 c2 i with="" flags=()
+	phase "steady state, $n nodes${nova:+ with Nova}: filling the fleet (the binary was built first)"
 	newdb "$db" "$n"
-	start_exporter base "$db"
+	if [[ -n $nova ]]; then
+		local novadsn="postgresql://postgres@127.0.0.1/$db?sslmode=disable"
+		psql -q "${PG[@]}" -d "$db" -v computes="$NOVA_COMPUTES" -v cell="'$novadsn'" -f scripts/bench-nova.sql >/dev/null
+		flags=(--nova.dsn "$novadsn")
+		with=", with Nova ($NOVA_COMPUTES ironic computes)"
+	fi
+	start_exporter base "$db" "${flags[@]}"
 	pid=${pids[-1]}
 	heartbeat "$db"
 	assert_fresh "$base" 300
@@ -288,9 +304,20 @@ steady() {
 	lookup="$base/v1/nodes/$uuid/conductor"
 	curl -fs -H 'X-OpenStack-Ironic-API-Version: 1.49' "$lookup" | grep -q '"hostname"' ||
 		{ echo "bench: $lookup does not name a conductor" >&2; exit 1; }
-	# The conductors heartbeat every 10 s, as Ironic's do.
-	(while :; do heartbeat "$db"; sleep 10; done) &
+	# The conductors heartbeat every 10 s, as Ironic's do (and the
+	# nova-computes, as Nova's report_state).
+	(while :; do
+		heartbeat "$db"
+		[[ -z $nova ]] || psql -q "${PG[@]}" -d "$db" -c "UPDATE services SET last_seen_up = now() AT TIME ZONE 'utc', updated_at = now() AT TIME ZONE 'utc'" >/dev/null
+		sleep 10
+	done) &
 	bg+=($!)
+	if [[ -n $nova ]]; then
+		sleep 3
+		curl -fs -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "$base/metrics" >"$out/metrics.txt"
+		[[ $(grep -c '^ironic_node_nova_compute_info{' "$out/metrics.txt") -ge $n && $(grep -c '^ironic_nova_compute_up{.*} 1$' "$out/metrics.txt") == "$NOVA_COMPUTES" ]] ||
+			{ echo "bench: the sidecar does not answer the Nova side of $n nodes and $NOVA_COMPUTES computes" >&2; exit 1; }
+	fi
 	# Two Prometheus replicas, 7.5 s apart, each scraping gzip every 15 s;
 	# each scrape's time in $out/scrapes.
 	: >"$out/scrapes"
@@ -345,9 +372,9 @@ steady() {
 	local cpu_quiet cpu_change rss live scrape_max
 	cpu_quiet=$(pct "$((c1 - c0))" "$((t1 - t0))")
 	cpu_change=$(pct "$((c2 - c1))" "$((t2 - t1))")
-	row "sidecar CPU, steady state, $n nodes: database unchanged ($((t1 - t0)) s)" "$target" \
+	row "sidecar CPU, steady state, $n nodes$with: database unchanged ($((t1 - t0)) s)" "$target" \
 		"${cpu_quiet}% (system $(pct "$((s1 - s0))" "$((t1 - t0))")%; $((n1 - n0)) GC cycles)" "$(meets "$cpu_quiet" '<=' "$limit")"
-	row "sidecar CPU, steady state, $n nodes: 1% of the nodes changing per minute ($((t2 - t1)) s)" "$target" \
+	row "sidecar CPU, steady state, $n nodes$with: 1% of the nodes changing per minute ($((t2 - t1)) s)" "$target" \
 		"${cpu_change}% (system $(pct "$((s2 - s1))" "$((t2 - t1))")%; $((n2 - n1)) GC cycles)" "$(meets "$cpu_change" '<=' "$limit")"
 	if [[ $(meets "$cpu_quiet" '<=' "$limit") != met || $(meets "$cpu_change" '<=' "$limit") != met ]]; then
 		# What the collector did meanwhile, for whoever reads why.
@@ -355,12 +382,19 @@ steady() {
 		sed -n "$((gc0 + 1)),${gc2}p" "$log" | tail -200 >&2
 	fi
 	scrape_max=$(sort -g "$out/scrapes" | tail -1)
-	row "gzip scrapes of the binary, $n nodes, steady state (slowest of $(wc -l <"$out/scrapes"), a change included)" \
+	row "gzip scrapes of the binary, $n nodes$with, steady state (slowest of $(wc -l <"$out/scrapes"), a change included)" \
 		"cold <= $([[ $n == 1000000 ]] && echo 5 || echo 1) s" "median $(median <"$out/scrapes") s, slowest ${scrape_max} s" \
 		"$(meets "$scrape_max" '<=' "$([[ $n == 1000000 ]] && echo 5 || echo 1)")"
 	full=$(echo "$reads_after" | grep -o 'kind="full"} [0-9]*' | awk '{ print $2 }')
 	full0=$(echo "$reads_before" | grep -o 'kind="full"} [0-9]*' | awk '{ print $2 }')
-	row "node reads while 1% of $n nodes change per minute ($((t2 - t1)) s; --refresh.full-interval 10m)" \
+	if [[ -n $nova ]]; then
+		local nreads
+		nreads=$(curl -fs --compressed "$base/metrics" | awk '/^ironic_exporter_nova_table_reads_total/ { printf "%s ", $0 }')
+		row "Nova's tables while its rows do not change ($((t2 - t0)) s, a read every 15 s)" \
+			"compute_nodes and instances read once, then their probes alone" "${nreads//ironic_exporter_nova_table_reads_total/}" \
+			"$(echo "$nreads" | awk '{ for (i = 1; i < NF; i += 2) if ($i ~ /kind="read"/ && $(i + 1) > 2) bad = 1 } END { print bad ? "NOT met" : "met" }')"
+	fi
+	row "node reads while 1% of $n nodes$with change per minute ($((t2 - t1)) s; --refresh.full-interval 10m)" \
 		"the delta; at most one full read per full-interval" \
 		"before: ${reads_before//ironic_exporter_node_reads_total/}; after: ${reads_after//ironic_exporter_node_reads_total/}" \
 		"$(meets "$((full - full0))" '<=' "$(((t2 - t1) / 600 + 1))")"
@@ -370,14 +404,14 @@ steady() {
 	# (the refreshes there read the probe alone).
 	live=$(sed -n "$((gc0 + 1)),${gc1}p" "$log" | grep -o '[0-9]*->[0-9]*->[0-9]* MB' | awk -F'->' '{ print $3 + 0 }' | sort -g | head -1)
 	live=$((${live:-0} * 1048576))
-	row "memory of the binary, $n nodes: live heap (the least a GC cycle marked, database unchanged), peak RSS (VmHWM), refreshes included" \
+	row "memory of the binary, $n nodes$with: live heap (the least a GC cycle marked, database unchanged), peak RSS (VmHWM), refreshes included" \
 		"live heap <= 600 B/node; peak RSS <= 2x the live heap" \
 		"live $(awk -v l="$live" -v n="$n" 'BEGIN { printf "%.0f MB, %.0f B/node", l / 1048576, l / n }'); peak RSS $(awk -v r="$rss" -v l="$live" 'BEGIN { printf "%.0f MB, %.2fx", r / 1048576, r / l }')" \
 		"$(awk -v l="$live" -v r="$rss" -v n="$n" 'BEGIN { print (l / n <= 600 && r <= 2 * l) ? "met" : "NOT met" }')"
-	row "lookup held by a running refresh, $n nodes (10 lookups/s; the slowest of each phase, and the slowest /healthz at 1/s beside it)" "none over 50 ms" \
+	row "lookup held by a running refresh, $n nodes$with (10 lookups/s; the slowest of each phase, and the slowest /healthz at 1/s beside it)" "none over 50 ms" \
 		"unchanged: slowest ${quiet_max} ms (p99 ${quiet_p99}, /healthz slowest ${quiet_hz}); changing: slowest ${change_max} ms (p99 ${change_p99}, /healthz slowest ${change_hz})" \
 		"$(meets "$(printf '%s\n%s\n' "$quiet_max" "$change_max" | sort -g | tail -1)" '<' 50)"
-	if [[ $n == 100000 ]]; then
+	if [[ $n == 100000 && -z $nova ]]; then
 		phase "lookups at 500/s with the default flags, $n nodes, ${LOOKUP_SECONDS} s"
 		wrk_at "$lookup" "$LOOKUP_SECONDS" 10 20
 		row "lookup GET /v1/nodes/{uuid}/conductor at 500 requests/s, default flags, $n nodes (wrk)" "p99 < 5 ms" \
@@ -388,6 +422,9 @@ steady() {
 }
 if want steady; then
 	for n in $STEADY_SIZES; do steady "$n"; done
+fi
+if want nova; then
+	steady "$NOVA_NODES" nova
 fi
 
 # --- ironic: real Ironic's API on the same fleet ----------------------------------------
