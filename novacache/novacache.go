@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
@@ -48,6 +49,16 @@ type Config struct {
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// AnswerReplaced, when set, runs after a refresh that computed a new
+	// answer (not one that kept the last, see inputs), once the cache no
+	// longer holds the one it replaced: the binary's memory policy
+	// (internal/memlimit) collects it then and counts the new one in the
+	// soft memory limit. idle is the Ironic cache's: whether no Ironic
+	// refresh runs.
+	AnswerReplaced func(idle func() bool)
+	// Idle reports whether no Ironic refresh runs, for AnswerReplaced;
+	// default always.
+	Idle func() bool
 }
 
 // State is the latest answer.
@@ -79,18 +90,15 @@ type State struct {
 	inputs inputs
 }
 
-// inputs are what a refresh's views and Fleet depend on, compared to spare
-// computing them again: the Ironic nodes (the topology's node slice, which
-// a refresh over unchanged nodes carries over whole), and per cell its
-// compute nodes and instances (slices novadb reuses while their probes are
-// unchanged) and its services as judged now (every field the answer reads
-// but the heartbeat's time). At 100k nodes and 100 computes a refresh that
+// inputs are what a refresh's views and Fleet depend on besides Ironic's
+// nodes (compared field by field, sameNodes), compared to spare computing
+// them again: per cell its compute nodes and instances (slices novadb
+// reuses while their probes are unchanged) and its services as judged now
+// (every field the answer reads but the heartbeat's time). At 100k nodes and 100 computes a refresh that
 // computes them takes 200 ms (BenchmarkNova); every 15 s that is 1.3% of a
 // core, most of the steady-state CPU row's 2% (README, Performance).
 type inputs struct {
-	nodes     *topology.NodeInfo
-	nodeCount int
-	cells     []cellInputs
+	cells []cellInputs
 }
 
 type cellInputs struct {
@@ -104,11 +112,8 @@ type cellInputs struct {
 
 // inputsOf are the inputs of an answer over t's nodes and snap's cells at
 // now.
-func (c *Cache) inputsOf(t *topology.Topology, snap *novadb.Snapshot, now time.Time) inputs {
+func (c *Cache) inputsOf(snap *novadb.Snapshot, now time.Time) inputs {
 	var in inputs
-	if t != nil && len(t.Nodes) > 0 {
-		in.nodes, in.nodeCount = &t.Nodes[0], len(t.Nodes)
-	}
 	for _, cr := range snap.Cells {
 		ci := cellInputs{uuid: cr.Cell.UUID, computeCount: len(cr.Cell.ComputeNodes), instanceCount: len(cr.Cell.Instances)}
 		if ci.computeCount > 0 {
@@ -128,8 +133,27 @@ func (c *Cache) inputsOf(t *topology.Topology, snap *novadb.Snapshot, now time.T
 	return in
 }
 
-func (in inputs) equal(o inputs) bool {
-	return in.nodes == o.nodes && in.nodeCount == o.nodeCount && slices.Equal(in.cells, o.cells)
+func (in inputs) equal(o inputs) bool { return slices.Equal(in.cells, o.cells) }
+
+// sameNodes reports whether t's nodes are, as Nova's node list gives them,
+// nodes: a power state or a lock changing in Ironic changes no answer.
+func sameNodes(t *topology.Topology, nodes []nova.IronicNode) bool {
+	if t == nil || len(t.Nodes) != len(nodes) {
+		return t == nil && nodes == nil
+	}
+	for i := range t.Nodes {
+		if ironicNode(t.Nodes[i].Node) != nodes[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ironicNode is what Nova's node list and the problems read of n.
+func ironicNode(n *db.Node) nova.IronicNode {
+	return nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
+		InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode),
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance}
 }
 
 // NodeClaims are the claims on the node of uuid; ok is false when the
@@ -181,6 +205,9 @@ func New(cfg Config) *Cache {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Idle == nil {
+		cfg.Idle = func() bool { return true }
+	}
 	c := &Cache{cfg: cfg}
 	c.state.Store(&State{})
 	return c
@@ -189,8 +216,17 @@ func New(cfg Config) *Cache {
 // Current is the latest answer (never nil).
 func (c *Cache) Current() *State { return c.state.Load() }
 
-// Run reads at every interval until ctx ends.
+// Run reads at every interval until ctx ends. The first read waits, an
+// interval at most, for Ironic's first topology: an answer over no nodes
+// would say nothing for an interval.
 func (c *Cache) Run(ctx context.Context) {
+	for wait := time.Now().Add(c.cfg.Interval); c.cfg.Ironic() == nil && time.Now().Before(wait); {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -249,8 +285,8 @@ func (c *Cache) Refresh(ctx context.Context) {
 	}
 	now := c.cfg.Now()
 	t := c.cfg.Ironic()
-	next.inputs = c.inputsOf(t, snap, now)
-	same := !prev.ReadAt.IsZero() && next.inputs.equal(prev.inputs)
+	next.inputs = c.inputsOf(snap, now)
+	same := !prev.ReadAt.IsZero() && next.inputs.equal(prev.inputs) && sameNodes(t, prev.Nodes)
 	if !same {
 		next.Nodes = c.ironicNodes(t)
 	}
@@ -269,6 +305,9 @@ func (c *Cache) Refresh(ctx context.Context) {
 		next.index[n.UUID] = i
 	}
 	c.state.Store(next)
+	if c.cfg.AnswerReplaced != nil {
+		c.cfg.AnswerReplaced(c.cfg.Idle)
+	}
 }
 
 // ironicNodes are the nodes of the current Ironic topology, as Nova's
@@ -279,10 +318,7 @@ func (c *Cache) ironicNodes(t *topology.Topology) []nova.IronicNode {
 	}
 	nodes := make([]nova.IronicNode, len(t.Nodes))
 	for i := range t.Nodes {
-		n := t.Nodes[i].Node
-		nodes[i] = nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
-			InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode),
-			ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance}
+		nodes[i] = ironicNode(t.Nodes[i].Node)
 	}
 	return nodes
 }

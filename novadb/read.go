@@ -49,18 +49,32 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 }
 
 // readComputeNodes runs SQLComputeNodes.
+// The hosts are interned and hypervisor_hostname shares uuid's string when
+// they are equal (an ironic compute node's are): at 100k nodes the rows
+// are kept between reads, and a string each would be 4 MB of the live heap
+// (the memory row of the README's Performance table).
 func readComputeNodes(s *dbconn.Session) ([]nova.ComputeNode, error) {
 	var out []nova.ComputeNode
+	hosts := map[string]string{}
 	err := s.Rows("reading compute_nodes", SQLComputeNodes, false, func(rows *sql.Rows) error {
 		var (
-			uuid, host, hh sql.NullString
-			deleted        sql.NullInt64
-			cn             = nova.ComputeNode{HypervisorType: "ironic"}
+			uuid     sql.NullString
+			host, hh sql.RawBytes
+			deleted  sql.NullInt64
+			cn       = nova.ComputeNode{HypervisorType: "ironic"}
 		)
 		if err := rows.Scan(&cn.ID, &uuid, &host, &hh, &deleted); err != nil {
 			return err
 		}
-		cn.UUID, cn.Host, cn.HypervisorHostname, cn.Deleted = uuid.String, host.String, hh.String, deleted.Int64 != 0
+		h, ok := hosts[string(host)]
+		if !ok {
+			h = string(host)
+			hosts[h] = h
+		}
+		cn.UUID, cn.Host, cn.Deleted = uuid.String, h, deleted.Int64 != 0
+		if cn.HypervisorHostname = cn.UUID; string(hh) != cn.UUID {
+			cn.HypervisorHostname = string(hh)
+		}
 		out = append(out, cn)
 		return nil
 	})
@@ -72,14 +86,23 @@ func readComputeNodes(s *dbconn.Session) ([]nova.ComputeNode, error) {
 func readInstances(s *dbconn.Session, backend dbconn.Backend, cns []nova.ComputeNode, hosts []string) ([]nova.Instance, error) {
 	var out []nova.Instance
 	seen := map[string]bool{}
+	interned := map[string]string{} // hosts, as readComputeNodes interns them
 	scan := func(rows *sql.Rows) error {
-		var uuid, host, node sql.NullString
+		var (
+			uuid, node sql.NullString
+			host       sql.RawBytes
+		)
 		if err := rows.Scan(&uuid, &host, &node); err != nil {
 			return err
 		}
+		h, ok := interned[string(host)]
+		if !ok {
+			h = string(host)
+			interned[h] = h
+		}
 		if !seen[uuid.String] {
 			seen[uuid.String] = true
-			out = append(out, nova.Instance{UUID: uuid.String, Host: host.String, Node: node.String})
+			out = append(out, nova.Instance{UUID: uuid.String, Host: h, Node: node.String})
 		}
 		return nil
 	}

@@ -292,7 +292,8 @@ steady() {
 	newdb "$db" "$n"
 	if [[ -n $nova ]]; then
 		local novadsn="postgresql://postgres@127.0.0.1/$db?sslmode=disable"
-		psql -q "${PG[@]}" -d "$db" -v computes="$NOVA_COMPUTES" -v cell="'$novadsn'" -f scripts/bench-nova.sql >/dev/null
+		PGOPTIONS=--client-min-messages=warning psql -q "${PG[@]}" -d "$db" -v computes="$NOVA_COMPUTES" -v cell="'$novadsn'" \
+			-f scripts/bench-nova.sql >/dev/null
 		flags=(--nova.dsn "$novadsn")
 		with=", with Nova ($NOVA_COMPUTES ironic computes)"
 	fi
@@ -313,10 +314,13 @@ steady() {
 	done) &
 	bg+=($!)
 	if [[ -n $nova ]]; then
-		sleep 3
-		curl -fs -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "$base/metrics" >"$out/metrics.txt"
-		[[ $(grep -c '^ironic_node_nova_compute_info{' "$out/metrics.txt") -ge $n && $(grep -c '^ironic_nova_compute_up{.*} 1$' "$out/metrics.txt") == "$NOVA_COMPUTES" ]] ||
-			{ echo "bench: the sidecar does not answer the Nova side of $n nodes and $NOVA_COMPUTES computes" >&2; exit 1; }
+		for i in $(seq 60); do
+			curl -fs -H 'X-Prometheus-Scrape-Timeout-Seconds: 30' "$base/metrics" >"$out/metrics.txt"
+			[[ $(grep -c '^ironic_node_nova_compute_info{' "$out/metrics.txt") -ge $n &&
+				$(grep -c '^ironic_nova_compute_up{.*} 1$' "$out/metrics.txt") == "$NOVA_COMPUTES" ]] && break
+			[[ $i == 60 ]] && { echo "bench: the sidecar does not answer the Nova side of $n nodes and $NOVA_COMPUTES computes" >&2; exit 1; }
+			sleep 1
+		done
 	fi
 	# Two Prometheus replicas, 7.5 s apart, each scraping gzip every 15 s;
 	# each scrape's time in $out/scrapes.

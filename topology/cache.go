@@ -316,12 +316,13 @@ func (c *Cache) refresh(done chan struct{}) {
 	c.mu.Unlock()
 	close(done)
 	if c.cfg.NodesReplaced != nil && err == nil && nodeRead(snap) != db.NodeReadSkipped && !sameSlice(next.nodes, prev.nodes) {
-		c.cfg.NodesReplaced(c.idle)
+		c.cfg.NodesReplaced(c.Idle)
 	}
 }
 
-// idle reports whether no refresh runs.
-func (c *Cache) idle() bool {
+// Idle reports whether no refresh runs (a memory policy that collects
+// after a refresh would otherwise count the running one's data as live).
+func (c *Cache) Idle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.inflight == nil

@@ -111,7 +111,7 @@ type exporter struct {
 // metrics; the returned reader (nil without Nova) is the caller's to close.
 func (a *exporter) setupNova(cfg config) (*novadb.Reader, error) {
 	cache, reader, err := setupNova(cfg.nova, dbconn.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns},
-		cfg.refreshTimeout, func() *topology.Topology { return a.cache.Current().Topology }, a.logger)
+		cfg.refreshTimeout, a.cache, a.logger)
 	if err != nil || cache == nil {
 		return nil, err
 	}

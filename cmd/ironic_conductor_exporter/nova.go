@@ -12,6 +12,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/memlimit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
@@ -44,7 +45,7 @@ func addNovaFlags(app *kingpin.Application, c *novaConfig) {
 // setupNova opens the Nova side when configured: nil, nil when it is not.
 // A read of Nova's databases is bounded by timeout, as a refresh of
 // Ironic's (--refresh.timeout).
-func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic func() *topology.Topology, logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
+func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic *topology.Cache, logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
 	var conf *ironicconf.NovaConfig
 	if len(c.configFiles) > 0 {
 		var err error
@@ -107,8 +108,9 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 	}
 	logger.Info("reading Nova's databases", "nova_api", reader.String(), "interval", c.interval,
 		"service_down_time", settings.ServiceDownTime, "report_interval", settings.ReportInterval)
-	cache := novacache.New(novacache.Config{Reader: reader, Ironic: ironic, Settings: settings, Computes: computes,
-		Interval: c.interval, Timeout: timeout, Logger: logger})
+	cache := novacache.New(novacache.Config{Reader: reader, Ironic: func() *topology.Topology { return ironic.Current().Topology },
+		Settings: settings, Computes: computes, Interval: c.interval, Timeout: timeout, Logger: logger,
+		AnswerReplaced: memlimit.Settle, Idle: ironic.Idle})
 	return cache, reader, nil
 }
 

@@ -1,7 +1,7 @@
-// Package memlimit is the binary's memory policy, which the cache calls
-// through topology.CacheConfig.NodesReplaced: peak RSS, a refresh included,
-// within twice the live heap (the performance contract). Nothing else in the
-// process sets the memory limit.
+// Package memlimit is the binary's memory policy, which the caches call
+// through topology.CacheConfig.NodesReplaced and novacache.Config.AnswerReplaced:
+// peak RSS, a refresh included, within twice the live heap (the
+// performance contract). Nothing else in the process sets the memory limit.
 package memlimit
 
 import (
@@ -29,8 +29,9 @@ const minHeadroom = 16 << 20
 // settledLive is the live heap the last Settle found.
 var settledLive atomic.Uint64
 
-// Settle runs after a refresh whose read changed the nodes, once the cache
-// no longer holds the nodes and topology it replaced: it collects them, and
+// Settle runs after a refresh whose read changed the nodes (or a new Nova
+// answer), once the cache no longer holds what it replaced: it collects it,
+// and
 // sets the soft memory limit (debug.SetMemoryLimit) to what the process then
 // holds plus refreshHeadroom of its live heap, where the default pacing lets
 // the heap grow to twice what a collection during a refresh marked live (3-4
