@@ -12,6 +12,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
@@ -54,16 +55,6 @@ const (
 // Nova of the demo's Ironic 24.1 (2024.2).
 const novaServiceVersion = 67
 
-// novaSchema holds the columns the exporter reads of Nova's tables.
-const novaSchema = `
-CREATE TABLE services (id INTEGER PRIMARY KEY, host VARCHAR(255), "binary" VARCHAR(255), disabled BOOLEAN,
-  forced_down BOOLEAN, deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, last_seen_up DATETIME, version INTEGER);
-CREATE TABLE compute_nodes (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), hypervisor_hostname VARCHAR(255),
-  hypervisor_type VARCHAR(255), deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
-CREATE TABLE instances (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), node VARCHAR(255),
-  deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
-`
-
 // novaFiles are the demo's Nova files beside the Ironic database.
 type novaFiles struct{ api, cell, conf, computes string }
 
@@ -95,7 +86,7 @@ func (s *simulator) setupNova(ctx context.Context, d *Demo) error {
 		return err
 	}
 	defer func() { _ = api.Close() }()
-	if _, err := api.ExecContext(ctx, `CREATE TABLE cell_mappings (id INTEGER PRIMARY KEY, uuid VARCHAR(36), name VARCHAR(255), database_connection TEXT);
+	if _, err := api.ExecContext(ctx, novadb.MiniAPISchemaSQLite+`
 INSERT INTO cell_mappings VALUES (1, '`+nova.Cell0UUID+`', 'cell0', 'sqlite:///`+f.path0()+`'),
   (2, 'c0a2b5e4-1b8e-4f43-9a55-0d3f1c2a7e61', 'cell1', 'sqlite:///`+f.cell+`')`); err != nil {
 		return fmt.Errorf("nova_api: %w", err)
@@ -103,7 +94,7 @@ INSERT INTO cell_mappings VALUES (1, '`+nova.Cell0UUID+`', 'cell0', 'sqlite:///`
 	if s.nova.db, err = openSQLite(f.cell); err != nil {
 		return err
 	}
-	if _, err := s.nova.db.ExecContext(ctx, novaSchema); err != nil {
+	if _, err := s.nova.db.ExecContext(ctx, novadb.MiniCellSchemaSQLite); err != nil {
 		return fmt.Errorf("nova cell1: %w", err)
 	}
 	ns := s.novaSettings()

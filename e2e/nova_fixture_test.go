@@ -10,7 +10,9 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
 )
 
 // The Nova side the end-to-end test's exporter reads, so that the panels
@@ -28,15 +30,6 @@ import (
 // compute still have views of their own, which overlap the up one's
 // (node_claimed_twice). No instance is on the down compute, so that
 // IronicNovaComputeDown stays quiet.
-const novaCellSchema = `
-CREATE TABLE services (id INTEGER PRIMARY KEY, host VARCHAR(255), "binary" VARCHAR(255), disabled BOOLEAN,
-  forced_down BOOLEAN, deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, last_seen_up DATETIME, version INTEGER);
-CREATE TABLE compute_nodes (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), hypervisor_hostname VARCHAR(255),
-  hypervisor_type VARCHAR(255), deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
-CREATE TABLE instances (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), node VARCHAR(255),
-  deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
-`
-
 // novaServiceVersion is services.version as Nova 31.0 writes it.
 const novaServiceVersion = 68
 
@@ -54,8 +47,7 @@ func loadNovaFixture(t *testing.T, dir string, ironic *sql.DB) string {
 	api, cell := filepath.Join(dir, "nova_api.sqlite"), filepath.Join(dir, "nova_cell1.sqlite")
 	now := time.Now().UTC()
 	ts := func(t time.Time) string { return "'" + t.Format("2006-01-02 15:04:05.000000") + "'" }
-	sqliteExec(t, api,
-		`CREATE TABLE cell_mappings (id INTEGER PRIMARY KEY, uuid VARCHAR(36), name VARCHAR(255), database_connection TEXT)`,
+	testenv.ExecSQLite(t, api, novadb.MiniAPISchemaSQLite,
 		`INSERT INTO cell_mappings VALUES (1, '`+nova.Cell0UUID+`', 'cell0', 'sqlite:///`+filepath.Join(dir, "nova_cell0.sqlite")+`'),
 		 (2, '5b4a1a52-0000-4000-8000-000000000001', 'cell1', 'sqlite:///`+cell+`')`)
 
@@ -80,7 +72,7 @@ func loadNovaFixture(t *testing.T, dir string, ironic *sql.DB) string {
 			t.Fatal(err)
 		}
 	}
-	sqliteExec(t, cell, novaCellSchema,
+	testenv.ExecSQLite(t, cell, novadb.MiniCellSchemaSQLite,
 		fmt.Sprintf(`INSERT INTO services VALUES
 		 (1, 'ironic-compute-0', 'nova-compute', 0, 0, 0, %[1]s, NULL, %[2]s, %[4]d),
 		 (2, 'ironic-compute-1', 'nova-compute', 1, 0, 0, %[1]s, NULL, %[2]s, %[4]d),
@@ -90,18 +82,4 @@ func loadNovaFixture(t *testing.T, dir string, ironic *sql.DB) string {
 		`INSERT INTO compute_nodes VALUES `+strings.Join(nodes, ",\n"),
 		`INSERT INTO instances VALUES `+strings.Join(instances, ",\n"))
 	return "sqlite:///" + api
-}
-
-func sqliteExec(t *testing.T, path string, stmts ...string) {
-	t.Helper()
-	d, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = d.Close() }()
-	for _, s := range stmts {
-		if _, err := d.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
 }

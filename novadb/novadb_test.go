@@ -2,7 +2,6 @@ package novadb
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,34 +9,14 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 )
 
 // These tests run on SQLite files holding the columns the reader reads
-// (Nova's real schema, on PostgreSQL and MariaDB, is read by
-// conformance/nova, which also checks the views computed from the rows).
-const testCellSchema = `
-CREATE TABLE services (id INTEGER PRIMARY KEY, host VARCHAR(255), "binary" VARCHAR(255), disabled BOOLEAN,
-  forced_down BOOLEAN, deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, last_seen_up DATETIME, version INTEGER);
-CREATE TABLE compute_nodes (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), hypervisor_hostname VARCHAR(255),
-  hypervisor_type VARCHAR(255), deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
-CREATE TABLE instances (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), node VARCHAR(255),
-  deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
-`
-
-func exec(t *testing.T, path string, stmts ...string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
+// (MiniCellSchemaSQLite; Nova's real schema, on PostgreSQL and MariaDB, is
+// read by conformance/nova, which also checks the views computed from the
+// rows).
 
 // fleet makes nova_api (cell0, cell1 by URL, cell2 by a template that the
 // reader fills from connection) and the two cells, and returns the
@@ -45,13 +24,13 @@ func exec(t *testing.T, path string, stmts ...string) {
 func fleet(t *testing.T) (Config, string, string) {
 	dir := t.TempDir()
 	api, cell1, cell2 := filepath.Join(dir, "api.sqlite"), filepath.Join(dir, "cell1.sqlite"), filepath.Join(dir, "cell2.sqlite")
-	exec(t, api, `CREATE TABLE cell_mappings (id INTEGER PRIMARY KEY, uuid VARCHAR(36), name VARCHAR(255), database_connection TEXT)`,
+	testenv.ExecSQLite(t, api, MiniAPISchemaSQLite,
 		`INSERT INTO cell_mappings VALUES (1, '`+nova.Cell0UUID+`', 'cell0', 'sqlite:///`+dir+`/missing.sqlite'),
 		 (2, 'c1', 'cell1', 'sqlite:///`+cell1+`'), (3, 'c2', 'cell2', '{scheme}:///`+dir+`/cell2.sqlite')`)
 	for _, c := range []string{cell1, cell2} {
-		exec(t, c, testCellSchema)
+		testenv.ExecSQLite(t, c, MiniCellSchemaSQLite)
 	}
-	exec(t, cell1,
+	testenv.ExecSQLite(t, cell1,
 		`INSERT INTO services VALUES (1, 'c-1', 'nova-compute', 0, 0, 0, '2026-12-04 08:00:00', NULL, '2026-12-04 08:00:05.250000', 68),
 		 (2, 'c-2', 'nova-compute', NULL, NULL, 0, '2026-12-04 08:00:00', NULL, NULL, 68),
 		 (3, 'c-3', 'nova-compute', 0, 0, 3, '2026-12-04 08:00:00', NULL, NULL, 68),
@@ -108,7 +87,7 @@ func TestRead(t *testing.T) {
 		t.Fatalf("second read: %v %+v", err, again.Cells[0].Reread)
 	}
 	// a soft delete (deleted_at set, updated_at kept, as oslo.db's does)
-	exec(t, cell1, `UPDATE instances SET deleted = id, deleted_at = '2026-12-04 08:59:59.500000' WHERE uuid = 'i1'`)
+	testenv.ExecSQLite(t, cell1, `UPDATE instances SET deleted = id, deleted_at = '2026-12-04 08:59:59.500000' WHERE uuid = 'i1'`)
 	third, err := r.Read(context.Background(), []string{"c-9"})
 	if err != nil || third.Cells[0].Reread.ComputeNodes || !third.Cells[0].Reread.Instances || len(third.Cells[0].Cell.Instances) != 1 {
 		t.Fatalf("after a soft delete: %v %+v", err, third.Cells[0])
@@ -131,7 +110,7 @@ func TestCellFailureKeepsLastRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec(t, cell1, `DROP TABLE services`)
+	testenv.ExecSQLite(t, cell1, `DROP TABLE services`)
 	snap, err := r.Read(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

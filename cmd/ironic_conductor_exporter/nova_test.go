@@ -1,7 +1,6 @@
 package main
 
 import (
-	"database/sql"
 	"io"
 	"net/http"
 	"os"
@@ -15,32 +14,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
 )
-
-// novaCellSchema holds the columns the Nova reader reads, on SQLite
-// (Nova's real schema is read by conformance/nova).
-const novaCellSchema = `
-CREATE TABLE services (id INTEGER PRIMARY KEY, host VARCHAR(255), "binary" VARCHAR(255), disabled BOOLEAN,
-  forced_down BOOLEAN, deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, last_seen_up DATETIME, version INTEGER);
-CREATE TABLE compute_nodes (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), hypervisor_hostname VARCHAR(255),
-  hypervisor_type VARCHAR(255), deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
-CREATE TABLE instances (id INTEGER PRIMARY KEY, uuid VARCHAR(36), host VARCHAR(255), node VARCHAR(255),
-  deleted INTEGER DEFAULT 0, created_at DATETIME, updated_at DATETIME, deleted_at DATETIME);
-`
-
-func sqliteExec(t *testing.T, path string, stmts ...string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
 
 // TestNovaSide runs the binary with Nova configured (through a nova.conf):
 // it serves each node's nova-compute, the computes' state and the
@@ -61,12 +36,12 @@ func TestNovaSide(t *testing.T) {
 	}
 	dir := t.TempDir()
 	api, cell := filepath.Join(dir, "api.sqlite"), filepath.Join(dir, "cell1.sqlite")
-	sqliteExec(t, api, `CREATE TABLE cell_mappings (id INTEGER PRIMARY KEY, uuid VARCHAR(36), name VARCHAR(255), database_connection TEXT)`,
+	testenv.ExecSQLite(t, api, novadb.MiniAPISchemaSQLite,
 		`INSERT INTO cell_mappings VALUES (1, '00000000-0000-0000-0000-000000000000', 'cell0', 'sqlite:///nowhere'),
 		 (2, 'c1', 'cell1', 'sqlite:///`+cell+`')`)
 	now := time.Now().UTC()
 	ts := func(ago time.Duration) string { return now.Add(-ago).Format("2006-01-02 15:04:05") }
-	sqliteExec(t, cell, novaCellSchema,
+	testenv.ExecSQLite(t, cell, novadb.MiniCellSchemaSQLite,
 		`INSERT INTO services VALUES (1, 'c-a', 'nova-compute', 0, 0, 0, '`+ts(time.Hour)+`', NULL, '`+ts(0)+`', 68),
 		 (2, 'c-b', 'nova-compute', 0, 0, 0, '`+ts(time.Hour)+`', NULL, '`+ts(time.Hour)+`', 68)`,
 		`INSERT INTO compute_nodes VALUES (1, '11111111-1111-4111-8111-111111111111', 'c-a', '11111111-1111-4111-8111-111111111111', 'ironic', 0, NULL, NULL, NULL),
@@ -156,7 +131,7 @@ func TestNovaSide(t *testing.T) {
 	}
 
 	// nova_api failing: the Nova answers stay, marked stale; Ironic's are untouched.
-	sqliteExec(t, api, `ALTER TABLE cell_mappings RENAME TO cell_mappings_away`)
+	testenv.ExecSQLite(t, api, `ALTER TABLE cell_mappings RENAME TO cell_mappings_away`)
 	waitFor("nova_api down", func(b string) bool { return strings.Contains(b, "ironic_exporter_nova_api_up 0\n") })
 	for _, want := range []string{"ironic_up 1\n", `nova_compute="c-a",source="instance"} 1`} {
 		if !strings.Contains(body, want) {
