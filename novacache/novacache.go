@@ -343,7 +343,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes []nova.IronicNo
 		if c.cfg.Computes != nil {
 			computes = c.cfg.Computes.For(cr.Cell)
 		}
-		in := nova.AnswerInput{Now: now, Backend: backendKind(cr.Backend), IronicBackend: ironicBackend,
+		in := nova.AnswerInput{Now: now, Backend: topology.BackendKind(cr.Backend), IronicBackend: ironicBackend,
 			Settings: c.cfg.Settings, Cell: cr.Cell, Nodes: nodes, Computes: computes}
 		var a nova.CellAnswer
 		if same {
@@ -374,15 +374,4 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-// backendKind is the rules' name of a database kind.
-func backendKind(b dbconn.Backend) rules.Backend {
-	switch b {
-	case dbconn.BackendMySQL:
-		return rules.MySQL
-	case dbconn.BackendSQLite:
-		return rules.SQLite
-	}
-	return rules.PostgreSQL
 }

@@ -31,8 +31,9 @@ type Settings struct {
 	Release rules.Release
 }
 
-// backendKind is the rules' name of a snapshot's backend.
-func backendKind(b db.Backend) rules.Backend {
+// BackendKind is the rules' name of a database's kind (Ironic's, or Nova's
+// cells').
+func BackendKind(b db.Backend) rules.Backend {
 	switch b {
 	case db.BackendMySQL:
 		return rules.MySQL
@@ -60,7 +61,7 @@ func Rules(snap *db.Snapshot, s Settings) (rules.Rules, rules.Detection, error) 
 		det = rules.Detection{Release: s.Release, Min: s.Release, Max: s.Release,
 			SchemaRevision: snap.SchemaRevision, From: "flag"}
 	}
-	r := rules.New(det.Release, backendKind(snap.Backend), s.Settings)
+	r := rules.New(det.Release, BackendKind(snap.Backend), s.Settings)
 	return r, det, nil
 }
 
