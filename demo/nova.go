@@ -248,21 +248,42 @@ func (s *simulator) novaUpdate(ctx context.Context, tx *sql.Tx, first bool) erro
 			owner[u] = v.Host
 		}
 	}
+	// The live records, read once: by uuid, their id and host.
+	type record struct {
+		id   int64
+		host string
+	}
+	records := map[string]record{}
+	rows, err := tx.QueryContext(ctx, `SELECT id, uuid, host FROM compute_nodes WHERE deleted = 0`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var r record
+		var u string
+		if err := rows.Scan(&r.id, &u, &r.host); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		records[u] = r
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
 	for _, id := range ids {
 		n := s.nodes[id]
 		host, ok := owner[n.uuid]
 		if !ok {
 			continue
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE compute_nodes SET host=?, updated_at=? WHERE uuid=? AND deleted=0 AND host<>?`,
-			host, sqlaTime(now), n.uuid, host)
-		if err != nil {
-			return err
-		}
-		if changed, _ := res.RowsAffected(); changed == 0 {
+		switch r, have := records[n.uuid]; {
+		case !have:
 			if _, err := tx.ExecContext(ctx, `INSERT INTO compute_nodes (uuid, host, hypervisor_hostname, hypervisor_type, deleted, created_at)
-SELECT ?, ?, ?, 'ironic', 0, ? WHERE NOT EXISTS (SELECT 1 FROM compute_nodes WHERE uuid=? AND deleted=0)`,
-				n.uuid, host, n.uuid, sqlaTime(now), n.uuid); err != nil {
+VALUES (?, ?, ?, 'ironic', 0, ?)`, n.uuid, host, n.uuid, sqlaTime(now)); err != nil {
+				return err
+			}
+		case r.host != host:
+			if _, err := tx.ExecContext(ctx, `UPDATE compute_nodes SET host=?, updated_at=? WHERE id=?`, host, sqlaTime(now), r.id); err != nil {
 				return err
 			}
 		}
@@ -277,24 +298,11 @@ SELECT ?, ?, ?, 'ironic', 0, ? WHERE NOT EXISTS (SELECT 1 FROM compute_nodes WHE
 	for _, n := range s.nodes {
 		live[n.uuid] = true
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, uuid FROM compute_nodes WHERE deleted = 0`)
-	if err != nil {
-		return err
-	}
 	var gone []int64
-	for rows.Next() {
-		var id int64
-		var u string
-		if err := rows.Scan(&id, &u); err != nil {
-			_ = rows.Close()
-			return err
-		}
+	for u, r := range records {
 		if !live[u] {
-			gone = append(gone, id)
+			gone = append(gone, r.id)
 		}
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return err
 	}
 	for _, id := range gone {
 		if _, err := tx.ExecContext(ctx, `UPDATE compute_nodes SET deleted=id, deleted_at=? WHERE id=?`, sqlaTime(now), id); err != nil {
