@@ -356,3 +356,36 @@ func TestLoadRingOptions(t *testing.T) {
 		t.Errorf("a non-integer replica count: %v", err)
 	}
 }
+
+// TestDeprecatedConnection: a connection written under one of oslo.db's
+// deprecated names is marked (oslo.db 15.0, 2024.1, removed them), one
+// under [database]connection is not, whichever file wins.
+func TestDeprecatedConnection(t *testing.T) {
+	for _, tc := range []struct {
+		files      map[string]string
+		deprecated bool
+	}{
+		{map[string]string{"a.conf": "[DEFAULT]\nsql_connection = postgresql://old@db/ironic\n"}, true},
+		{map[string]string{"a.conf": "[sql]\nconnection = postgresql://old@db/ironic\n"}, true},
+		{map[string]string{"a.conf": "[database]\nconnection = postgresql://new@db/ironic\n[DEFAULT]\nsql_connection = postgresql://old@db/ironic\n"}, false},
+	} {
+		dir := t.TempDir()
+		writeFiles(t, dir, tc.files)
+		c, err := load(t, dir, []string{"--config-file", "a.conf"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Connection.Deprecated(); got != tc.deprecated {
+			t.Errorf("%q: Deprecated() %v, want %v", tc.files["a.conf"], got, tc.deprecated)
+		}
+		n, err := LoadNova([]string{filepath.Join(dir, "a.conf")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No file sets [api_database]connection: where it is set, it is
+		// through a deprecated name (Nova's api_db_opts are oslo.db's).
+		if n.Connection.Deprecated() != tc.deprecated || n.APIConnection.Set && !n.APIConnection.Deprecated() {
+			t.Errorf("%q: LoadNova's Deprecated() %v (api_database %v), want %v", tc.files["a.conf"], n.Connection.Deprecated(), n.APIConnection.Deprecated(), tc.deprecated)
+		}
+	}
+}
