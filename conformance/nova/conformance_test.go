@@ -141,11 +141,17 @@ func TestNovaConformance(t *testing.T) {
 					}
 					results := runReference(t, here, suite, bname, cases, between)
 					agree, st := 0, stats{}
+					var verdicts []string
 					for i, c := range cases {
+						verdict := "differ"
 						if compare(t, release, backend, c, results[i], nil, &st) && (rr == nil || compare(t, release, backend, c, results[i], func(name string) (nova.Cell, error) { return rr.cell(i, name) }, &stats{})) {
 							agree++
+							verdict = "agree"
 						}
+						verdicts = append(verdicts, c.Name+": "+verdict)
 					}
+					// One line a case, for the case table (release x backend x case).
+					t.Logf("CASES %s %s: %s", suite, bname, strings.Join(verdicts, "; "))
 					if rr != nil {
 						t.Logf("novadb read each case's databases twice (%d reads, %d of the second reused rows its probes vouched for): the views from its rows were compared too", rr.reads, rr.reused)
 					}
