@@ -158,17 +158,9 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 		}
 	}()
 
-	// The simulator's writable connection, like a conductor's: rollback
-	// journal (SQLite's and Python's default), and a busy timeout so that a
-	// commit waits out the exporter's read transactions.
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Set("_txlock", "immediate")
-	d.db, err = sql.Open("sqlite", "file:"+(&url.URL{Path: d.path}).EscapedPath()+"?"+q.Encode())
-	if err != nil {
+	if d.db, err = openWritable(d.path); err != nil {
 		return nil, nil, fmt.Errorf("demo database: %w", err)
 	}
-	d.db.SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	defer func() {
@@ -204,6 +196,22 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 //go:generate ../scripts/gen-demo-schema.sh schema.sql
 //go:embed schema.sql
 var schemaSQL string
+
+// openWritable is the simulator's writable connection to the SQLite file
+// at path, like a conductor's (or a nova-compute's): rollback journal
+// (SQLite's and Python's default), and a busy timeout so that a commit
+// waits out the exporter's read transactions.
+func openWritable(path string) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
 
 // schemaSource is the "Source:" line of schema.sql, without the prefix.
 func schemaSource() string {

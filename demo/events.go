@@ -73,7 +73,12 @@ func (s *simulator) run(ctx context.Context) {
 
 // inTx runs f in one write transaction.
 func (s *simulator) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	return inTx(ctx, s.db, f)
+}
+
+// inTx runs f in one write transaction on db.
+func inTx(ctx context.Context, db *sql.DB, f func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

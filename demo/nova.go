@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"slices"
 	"time"
@@ -81,7 +80,7 @@ type simNova struct {
 // setupNova writes the Nova databases and the nova.conf.
 func (s *simulator) setupNova(ctx context.Context, d *Demo) error {
 	f := d.novaFiles()
-	api, err := openSQLite(f.api)
+	api, err := openNova(f.api)
 	if err != nil {
 		return err
 	}
@@ -91,7 +90,7 @@ INSERT INTO cell_mappings VALUES (1, '`+nova.Cell0UUID+`', 'cell0', 'sqlite:///`
   (2, 'c0a2b5e4-1b8e-4f43-9a55-0d3f1c2a7e61', 'cell1', 'sqlite:///`+f.cell+`')`); err != nil {
 		return fmt.Errorf("nova_api: %w", err)
 	}
-	if s.nova.db, err = openSQLite(f.cell); err != nil {
+	if s.nova.db, err = openNova(f.cell); err != nil {
 		return err
 	}
 	if _, err := s.nova.db.ExecContext(ctx, novadb.MiniCellSchemaSQLite); err != nil {
@@ -136,28 +135,18 @@ func (s *simulator) novaSettings() rules.NovaSettings {
 // path0 is a cell0 database that is never opened (the exporter skips cell0).
 func (f novaFiles) path0() string { return f.api + ".cell0" }
 
-func openSQLite(path string) (*sql.DB, error) {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+// openNova opens one of the demo's Nova databases for writing.
+func openNova(path string) (*sql.DB, error) {
+	db, err := openWritable(path)
 	if err != nil {
 		return nil, fmt.Errorf("demo nova database: %w", err)
 	}
-	db.SetMaxOpenConns(1)
 	return db, nil
 }
 
+// novaTx runs f in one write transaction on the cell's database.
 func (s *simulator) novaTx(ctx context.Context, f func(tx *sql.Tx) error) error {
-	tx, err := s.nova.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	if err := f(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return inTx(ctx, s.nova.db, f)
 }
 
 // novaTick is the computes' heartbeat (ServiceGroup's report_state).
