@@ -187,17 +187,13 @@ func collectNova(emit emitFunc, s *novacache.State) {
 			}
 			emit(novaComputeDisabledFamily, boolValue(cs.Disabled), cell.Name, cs.Host)
 			emit(novaComputeForcedDownFamily, boolValue(cs.ForcedDown), cell.Name, cs.Host)
-			emit(novaComputeRingFamily, boolValue(cs.RingCandidate && cs.Up), cell.Name, cs.Host)
+			emit(novaComputeRingFamily, boolValue(cs.RingMember()), cell.Name, cs.Host)
 		}
 		for _, v := range cell.Views {
 			emit(novaComputeErrorFamily, boolValue(v.Err != nil), cell.Name, v.Host)
-			counts := map[string]int{"instance": 0, "ring": 0}
-			for _, src := range v.Nodes {
-				counts[string(src)]++
-			}
-			for _, src := range []string{"instance", "ring"} {
-				emit(novaComputeNodesFamily, float64(counts[src]), cell.Name, v.Host, src)
-			}
+			byInstance, byRing := v.Counts()
+			emit(novaComputeNodesFamily, float64(byInstance), cell.Name, v.Host, "instance")
+			emit(novaComputeNodesFamily, float64(byRing), cell.Name, v.Host, "ring")
 		}
 	}
 	for i, n := range s.Nodes {

@@ -46,6 +46,10 @@ type ComputeState struct {
 	RingCandidate bool
 }
 
+// RingMember reports whether the compute is in the other computes' rings:
+// a ring candidate that is up (peer_list may still leave it out of some).
+func (c ComputeState) RingMember() bool { return c.RingCandidate && c.Up }
+
 // AnswerInput is what a cell's answer depends on besides its rows.
 type AnswerInput struct {
 	// Now is the time the computes ask at.

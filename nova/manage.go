@@ -33,6 +33,18 @@ type View struct {
 	Nodes map[string]rules.NovaSource
 }
 
+// Counts are how many nodes the view manages by instance and by ring.
+func (v View) Counts() (byInstance, byRing int) {
+	for _, src := range v.Nodes {
+		if src == rules.NovaSourceInstance {
+			byInstance++
+		} else {
+			byRing++
+		}
+	}
+	return byInstance, byRing
+}
+
 // Managed returns the uuids of the nodes the compute manages, sorted.
 func (v View) Managed() []string {
 	return slices.Sorted(maps.Keys(v.Nodes))

@@ -40,12 +40,6 @@ type novaProblemRow struct {
 	Count        int
 }
 
-// novaClaimRow is one compute's claim on the looked-up node.
-type novaClaimRow struct {
-	Cell, Host, Source string
-	Up                 bool
-}
-
 // novaProblemTexts say each problem reason in words.
 var novaProblemTexts = map[string]string{
 	nova.ProblemUnclaimed:           "Ironic nodes no nova-compute manages",
@@ -69,23 +63,15 @@ func buildNova(s *novacache.State, now time.Time) *novaData {
 		if c.Err != nil {
 			d.Stale = append(d.Stale, c.Name)
 		}
-		nodes := map[string][2]int{}
-		failing := map[string]bool{}
+		views := map[string]nova.View{}
 		for _, v := range c.Views {
-			var n [2]int
-			for _, src := range v.Nodes {
-				if src == "instance" {
-					n[0]++
-				} else {
-					n[1]++
-				}
-			}
-			nodes[v.Host], failing[v.Host] = n, v.Err != nil
+			views[v.Host] = v
 		}
 		for _, cs := range c.Computes {
+			v := views[cs.Host]
 			row := novaComputeRow{Cell: c.Name, Host: cs.Host, Up: cs.Up, Disabled: cs.Disabled, ForcedDown: cs.ForcedDown,
-				RingMember: cs.RingCandidate && cs.Up, NoHeartbeat: cs.Heartbeat.IsZero(),
-				ByInstance: nodes[cs.Host][0], ByRing: nodes[cs.Host][1], Failing: failing[cs.Host]}
+				RingMember: cs.RingMember(), NoHeartbeat: cs.Heartbeat.IsZero(), Failing: v.Err != nil}
+			row.ByInstance, row.ByRing = v.Counts()
 			if !row.NoHeartbeat {
 				row.HeartbeatAge = now.Sub(cs.Heartbeat).Round(time.Second)
 			}
@@ -143,20 +129,6 @@ func summarizeNova(s *summary, d *novaData) {
 		}
 		add(level, "Nova: %d %s.", p.Count, p.Text)
 	}
-}
-
-// novaLookup is the looked-up node's Nova side: nil without Nova or when
-// the answer does not cover the node.
-func novaLookup(s *novacache.State, uuid string) []novaClaimRow {
-	claims, ok := s.NodeClaims(uuid)
-	if !ok {
-		return nil
-	}
-	out := make([]novaClaimRow, 0, len(claims))
-	for _, c := range claims {
-		out = append(out, novaClaimRow{Cell: c.Cell, Host: c.Host, Source: c.Source, Up: c.Up})
-	}
-	return out
 }
 
 // nodeOfInstance finds the node whose instance_uuid is ident.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -203,7 +204,7 @@ type lookupResult struct {
 	// NovaKnown: the Nova answer covers the node; NovaClaims are the
 	// computes that manage it (none: no view does).
 	NovaKnown  bool
-	NovaClaims []novaClaimRow
+	NovaClaims []nova.FleetClaim
 }
 
 func build(v topology.View, now time.Time, query string, opts Options) pageData {
@@ -348,8 +349,7 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 	res.StuckText = stuckText(n)
 	res.Instance, res.ByInstance = deref(n.InstanceUUID), byInstance
 	if novaState != nil {
-		res.NovaClaims = novaLookup(novaState, n.UUID)
-		res.NovaKnown = res.NovaClaims != nil
+		res.NovaClaims, res.NovaKnown = novaState.NodeClaims(n.UUID)
 	}
 	return res
 }
