@@ -71,8 +71,6 @@ type State struct {
 	// Err is why the last read failed as a whole (nova_api); Cells are then
 	// those of the read before.
 	Err error
-	// Attempts and Failures count reads and failed ones (nova_api).
-	Attempts, Failures int
 	// TableReads count, since start, the cells' reads of compute_nodes and
 	// instances that read the rows again (Read) and that reused the last
 	// ones, their probes unchanged (Reused).
@@ -181,8 +179,6 @@ type CellState struct {
 	Err error
 	// ReadAt is when the rows were read; zero when never.
 	ReadAt time.Time
-	// NodeCount is how many Ironic nodes the answer covers.
-	NodeCount int
 }
 
 // Cache holds the Nova answer.
@@ -244,7 +240,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	prev := c.state.Load()
-	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, Attempts: prev.Attempts + 1, Failures: prev.Failures, TableReads: prev.TableReads,
+	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
 		Nodes: prev.Nodes, Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, index: prev.index}
 	var hosts []string
 	if c.cfg.Computes != nil {
@@ -254,7 +250,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	}
 	snap, err := c.cfg.Reader.Read(ctx, hosts)
 	if err != nil {
-		next.Err, next.Failures = err, prev.Failures+1
+		next.Err = err
 		if prev.Err == nil {
 			c.cfg.Logger.Error("reading Nova's databases failed; the Nova answers are stale", "err", err)
 		}
@@ -364,7 +360,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes []nova.IronicNo
 			}
 		}
 		out = append(out, CellState{CellAnswer: a, Database: cr.Database, Backend: cr.Backend, Err: cr.Err,
-			ReadAt: cr.ReadAt, NodeCount: len(nodes)})
+			ReadAt: cr.ReadAt})
 	}
 	return out
 }
