@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
@@ -170,10 +169,6 @@ type TableReads struct{ Read, Reused int }
 // CellState is one cell's answer.
 type CellState struct {
 	nova.CellAnswer
-	// Database is the cell's connection without its password, Backend its
-	// kind.
-	Database string
-	Backend  dbconn.Backend
 	// Err is why the last read of the cell failed: the answer is then
 	// computed from the rows of ReadAt.
 	Err error
@@ -359,7 +354,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes []nova.IronicNo
 				c.cfg.Logger.Warn(w, "cell", cr.Cell.Name)
 			}
 		}
-		out = append(out, CellState{CellAnswer: a, Database: cr.Database, Backend: cr.Backend, Err: cr.Err,
+		out = append(out, CellState{CellAnswer: a, Err: cr.Err,
 			ReadAt: cr.ReadAt})
 	}
 	return out
