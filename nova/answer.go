@@ -114,9 +114,10 @@ func judge(in AnswerInput) (CellAnswer, judgement) {
 		}
 	}
 	rulesOf := func(rel rules.Release) rules.NovaRules { return rules.NewNova(rel, in.Backend, in.Settings) }
+	defaults := DefaultComputes(rulesOf(newest), in.Cell)
 	computes := in.Computes
 	if computes == nil {
-		computes = DefaultComputes(rulesOf(newest), in.Cell)
+		computes = defaults
 	}
 	candidates := map[int64]bool{}
 	for _, s := range RingCandidates(rulesOf(newest), in.Cell) {
@@ -126,7 +127,7 @@ func judge(in AnswerInput) (CellAnswer, judgement) {
 	// service row: one whose records all moved to others while it was down
 	// is no longer joined to an ironic compute node, yet it is the one to
 	// watch.
-	judged := DefaultComputes(rulesOf(newest), in.Cell)
+	judged := slices.Clone(defaults)
 	for _, c := range computes {
 		if !slices.ContainsFunc(judged, func(j Compute) bool { return j.Host == c.Host }) {
 			judged = append(judged, Compute{Host: c.Host})
@@ -138,13 +139,9 @@ func judge(in AnswerInput) (CellAnswer, judgement) {
 				continue
 			}
 			r := rulesOf(release[s.Host])
-			hb := s.LastSeenUp
-			if hb.IsZero() {
-				hb = s.CreatedAt
-			}
 			a.Computes = append(a.Computes, ComputeState{Host: s.Host, Version: s.Version, Release: release[s.Host],
 				Up: r.ServiceIsUp(in.Now, s.LastSeenUp, s.CreatedAt, s.ForcedDown), Disabled: s.Disabled,
-				ForcedDown: s.ForcedDown, Heartbeat: hb, RingCandidate: candidates[s.ID]})
+				ForcedDown: s.ForcedDown, Heartbeat: rules.ServiceHeartbeat(s.LastSeenUp, s.CreatedAt), RingCandidate: candidates[s.ID]})
 			break
 		}
 	}

@@ -117,10 +117,7 @@ func ServiceIsUp(now, lastSeenUp, createdAt time.Time, forcedDown bool, serviceD
 	if forcedDown {
 		return false
 	}
-	hb := lastSeenUp
-	if hb.IsZero() {
-		hb = createdAt
-	}
+	hb := ServiceHeartbeat(lastSeenUp, createdAt)
 	if hb.IsZero() {
 		return false
 	}
@@ -129,6 +126,16 @@ func ServiceIsUp(now, lastSeenUp, createdAt time.Time, forcedDown bool, serviceD
 		d = -d
 	}
 	return d <= time.Duration(EffectiveServiceDownTime(serviceDownTime, reportInterval))*time.Second
+}
+
+// ServiceHeartbeat is the time DbDriver.is_up judges a service by:
+// last_seen_up, or created_at for a service that never reported (zero
+// when both are NULL).
+func ServiceHeartbeat(lastSeenUp, createdAt time.Time) time.Time {
+	if lastSeenUp.IsZero() {
+		return createdAt
+	}
+	return lastSeenUp
 }
 
 // ServiceIsUp is ServiceIsUp with these rules' settings.
