@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // The reasons of Fleet.Problems, a bounded set (a label value each).
@@ -81,15 +83,21 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) Fleet {
 	records := make([]string, len(nodes))
 	hasRecord := make([]bool, len(nodes))
 	novaInstance := make([]string, len(nodes))
+	upClaims := make([]int, len(nodes)) // claims of computes that are up
+	healthy := make([]bool, len(nodes)) // claimed by a compute up and enabled
 	for _, c := range cells {
 		for _, cs := range c.Answer.Computes {
 			computes[[2]string{c.Cell.UUID, cs.Host}] = state{cs.Up, cs.Disabled}
 		}
 		for _, v := range c.Answer.Views {
+			st := computes[[2]string{c.Cell.UUID, v.Host}]
 			for u, src := range v.Nodes {
 				if i, ok := index[u]; ok {
-					up := computes[[2]string{c.Cell.UUID, v.Host}].up
-					f.Claims[i] = append(f.Claims[i], FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: up})
+					f.Claims[i] = append(f.Claims[i], FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: st.up})
+					if st.up {
+						upClaims[i]++
+					}
+					healthy[i] = healthy[i] || st.up && !st.disabled
 				}
 			}
 		}
@@ -119,38 +127,29 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) Fleet {
 			}
 		}
 	}
-	cellUUID := map[string]string{}
-	for _, c := range cells {
-		cellUUID[c.Cell.Name] = c.Cell.UUID
-	}
 	for i, n := range nodes {
 		claims := f.Claims[i]
 		slices.SortFunc(claims, func(a, b FleetClaim) int {
 			return cmp.Or(strings.Compare(a.Cell, b.Cell), strings.Compare(a.Host, b.Host))
 		})
-		up, healthy := 0, false
-		var upClaim FleetClaim // the claim of an up compute (the last)
-		for _, cl := range claims {
-			st := computes[[2]string{cellUUID[cl.Cell], cl.Host}]
-			if st.up {
-				up, upClaim = up+1, cl
-			}
-			healthy = healthy || st.up && !st.disabled
-		}
 		switch {
 		case len(claims) == 0:
 			f.Problems[ProblemUnclaimed]++
-		case !healthy:
+		case !healthy[i]:
 			f.Problems[ProblemComputeDown]++
 		}
-		if up >= 2 {
+		if upClaims[i] >= 2 {
 			f.Problems[ProblemClaimedTwice]++
 		}
 		if !hasRecord[i] && n.ProvisionState == "available" && n.InstanceUUID == "" && !n.Maintenance {
 			f.Problems[ProblemNoComputeNode]++
 		}
-		if hasRecord[i] && up == 1 && upClaim.Source == "ring" && records[i] != upClaim.Host {
-			f.Problems[ProblemRecordHostDiffers]++
+		if hasRecord[i] && upClaims[i] == 1 {
+			// The one compute that is up and claims the node.
+			j := slices.IndexFunc(claims, func(cl FleetClaim) bool { return cl.Up })
+			if claims[j].Source == string(rules.NovaSourceRing) && records[i] != claims[j].Host {
+				f.Problems[ProblemRecordHostDiffers]++
+			}
 		}
 		if n.InstanceUUID != novaInstance[i] && (n.InstanceUUID != "" || novaInstance[i] != "") {
 			f.Problems[ProblemInstanceMismatch]++
