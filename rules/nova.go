@@ -128,9 +128,9 @@ func ServiceIsUp(now, lastSeenUp, createdAt time.Time, forcedDown bool, serviceD
 	return d <= time.Duration(EffectiveServiceDownTime(serviceDownTime, reportInterval))*time.Second
 }
 
-// ServiceHeartbeat is the time DbDriver.is_up judges a service by:
-// last_seen_up, or created_at for a service that never reported (zero
-// when both are NULL).
+// ServiceHeartbeat is the time DbDriver.is_up (nova/servicegroup/drivers/
+// db.py) judges a service by: last_seen_up (commit 594b1b1520, Newton), or
+// created_at for a service that never reported; zero when both are NULL.
 func ServiceHeartbeat(lastSeenUp, createdAt time.Time) time.Time {
 	if lastSeenUp.IsZero() {
 		return createdAt
