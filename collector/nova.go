@@ -70,8 +70,8 @@ type NovaCollector struct {
 	// the same (a refresh that kept the views and Fleet): rendering and
 	// compressing 100k series at every Nova refresh (15 s) would cost 1.5%
 	// of a core of the steady-state CPU row's 2%.
-	node       *exposition.Piece
-	nodeClaims *[]nova.FleetClaim
+	node      *exposition.Piece
+	nodeFleet *nova.Fleet
 }
 
 var _ prometheus.Collector = (*NovaCollector)(nil)
@@ -102,13 +102,9 @@ func (c *NovaCollector) Pieces() []*exposition.Piece {
 	if c.state == s {
 		return slices.Clone(c.pieces) // exposition.Write sorts what it is given
 	}
-	var claims *[]nova.FleetClaim
-	if len(s.Fleet.Claims) > 0 {
-		claims = &s.Fleet.Claims[0]
-	}
-	renderNodes := c.node == nil || claims != c.nodeClaims
+	renderNodes := c.node == nil || s.Fleet != c.nodeFleet
 	if renderNodes {
-		c.node, c.nodeClaims = nil, nil
+		c.node, c.nodeFleet = nil, nil
 	}
 	tf := exposition.Families{}
 	emit := textEmit(tf)
@@ -126,7 +122,7 @@ func (c *NovaCollector) Pieces() []*exposition.Piece {
 			// a plain scrape (Prometheus asks gzip). Its text would be 14 MB
 			// of live heap at 100k nodes, 140 B/node of the memory row
 			// (live heap <= 600 B/node, 1038 with Nova today: not met).
-			c.node, c.nodeClaims = &exposition.Piece{Name: name, Stream: novaNodeStream{s, p.Z}}, claims
+			c.node, c.nodeFleet = &exposition.Piece{Name: name, Stream: novaNodeStream{s, p.Z}}, s.Fleet
 			return
 		}
 		pieces = append(pieces, p)
@@ -193,22 +189,25 @@ func collectNova(emit emitFunc, s *novacache.State) {
 		}
 		for _, v := range cell.Views {
 			emit(novaComputeErrorFamily, boolValue(v.Err != nil), cell.Name, v.Host)
-			byInstance, byRing := v.Counts()
+			byInstance, byRing := v.ByInstance, v.ByRing
 			emit(novaComputeNodesFamily, float64(byInstance), cell.Name, v.Host, "instance")
 			emit(novaComputeNodesFamily, float64(byRing), cell.Name, v.Host, "ring")
 		}
 	}
-	for i, n := range s.Nodes {
-		claims := s.Fleet.Claims[i]
-		if len(claims) == 0 {
-			emit(nodeNovaComputeFamily, 1, "", n.UUID, "", "none")
+	if s.Fleet != nil {
+		for i := range s.Fleet.Len() {
+			claimed := false
+			for cl := range s.Fleet.Claims(i) {
+				claimed = true
+				emit(nodeNovaComputeFamily, 1, cl.Cell, s.UUID(i), cl.Host, cl.Source)
+			}
+			if !claimed {
+				emit(nodeNovaComputeFamily, 1, "", s.UUID(i), "", "none")
+			}
 		}
-		for _, cl := range claims {
-			emit(nodeNovaComputeFamily, 1, cl.Cell, n.UUID, cl.Host, cl.Source)
+		for _, r := range nova.ProblemReasons {
+			emit(novaProblemsFamily, float64(s.Fleet.Problems[r]), r)
 		}
-	}
-	for _, r := range nova.ProblemReasons {
-		emit(novaProblemsFamily, float64(s.Fleet.Problems[r]), r)
 	}
 	for _, table := range []string{"compute_nodes", "instances"} {
 		emit(novaTableReadsFamily, float64(s.TableReads[table].Read), "read", table)

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,9 +81,10 @@ func TestDemoNova(t *testing.T) {
 	}
 	instances := map[string]int{} // host -> nodes with its instances
 	s := read("at start")
-	for i, claims := range s.Fleet.Claims {
+	for i := range s.Fleet.Len() {
+		claims := slices.Collect(s.Fleet.Claims(i))
 		if len(claims) != 1 {
-			t.Fatalf("at start node %s has %d claims", s.Nodes[i].UUID, len(claims))
+			t.Fatalf("at start node %s has %d claims", s.UUID(i), len(claims))
 		}
 		if claims[0].Source == "instance" {
 			instances[claims[0].Host]++

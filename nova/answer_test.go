@@ -100,7 +100,7 @@ func TestFleetProblems(t *testing.T) {
 	if diff := cmp.Diff(want, f.Problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
-	if got := f.Claims[2]; len(got) != 3 || got[0].Host != "a" || got[1].Host != "b" || got[2].Host != "c" || got[1].Up {
+	if got := slices.Collect(f.Claims(2)); len(got) != 3 || got[0].Host != "a" || got[1].Host != "b" || got[2].Host != "c" || got[1].Up {
 		t.Errorf("n-twice claims %+v, want a, b (down), c", got)
 	}
 }

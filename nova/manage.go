@@ -31,18 +31,20 @@ type View struct {
 	Err error
 	// Nodes maps the uuid of each node the compute manages to why.
 	Nodes map[string]rules.NovaSource
+	// ByInstance and ByRing count Nodes by why.
+	ByInstance, ByRing int
 }
 
-// Counts are how many nodes the view manages by instance and by ring.
-func (v View) Counts() (byInstance, byRing int) {
+// counted returns v with its counts.
+func (v View) counted() View {
 	for _, src := range v.Nodes {
 		if src == rules.NovaSourceInstance {
-			byInstance++
+			v.ByInstance++
 		} else {
-			byRing++
+			v.ByRing++
 		}
 	}
-	return byInstance, byRing
+	return v
 }
 
 // Managed returns the uuids of the nodes the compute manages, sorted.
@@ -141,7 +143,7 @@ func Views(in Input) []View {
 		}
 		if in.InstanceOnly {
 			addInstances(in, v, own[c.Host], byInstance, listed)
-			views = append(views, v)
+			views = append(views, v.counted())
 			continue
 		}
 		members, err := RingMembers(in, candidates, c)
@@ -170,7 +172,7 @@ func Views(in Input) []View {
 			}
 		}
 		addInstances(in, v, own[c.Host], byInstance, listed)
-		views = append(views, v)
+		views = append(views, v.counted())
 	}
 	return views
 }

@@ -74,15 +74,21 @@ type State struct {
 	// instances that read the rows again (Read) and that reused the last
 	// ones, their probes unchanged (Reused).
 	TableReads map[string]TableReads
-	// Nodes are the Ironic nodes the answer covers, in id order, and Fleet
-	// the cells' answers joined over them.
-	Nodes []nova.IronicNode
-	Fleet nova.Fleet
+	// Fleet is the cells' answers joined over the Ironic nodes the answer
+	// covers (UUID); nil before the first answer.
+	Fleet *nova.Fleet
 	// Assumed: no computes file, every compute taken with no [ironic]
 	// option set.
 	Assumed bool
 
-	index map[string]int // node uuid -> its index in Nodes
+	// nodes are the Ironic nodes the answer covers, in id order (those of
+	// the latest topology, or of one whose nodes Nova's node list gives
+	// the same: sameNodes), and byUUID their indexes sorted by uuid.
+	// Pointers and indexes, not copies: at 100k nodes a copy of what Nova
+	// reads of each node took 12.8 MB of the live heap, whose row in the
+	// README's Performance table is 600 B/node with Nova configured.
+	nodes  []*db.Node
+	byUUID []int32
 	// inputs are what the views and Fleet were computed from.
 	inputs inputs
 }
@@ -134,16 +140,56 @@ func (in inputs) equal(o inputs) bool { return slices.Equal(in.cells, o.cells) }
 
 // sameNodes reports whether t's nodes are, as Nova's node list gives them,
 // nodes: a power state or a lock changing in Ironic changes no answer.
-func sameNodes(t *topology.Topology, nodes []nova.IronicNode) bool {
+func sameNodes(t *topology.Topology, nodes []*db.Node) bool {
 	if t == nil || len(t.Nodes) != len(nodes) {
 		return t == nil && nodes == nil
 	}
 	for i := range t.Nodes {
-		if ironicNode(t.Nodes[i].Node) != nodes[i] {
+		if n := t.Nodes[i].Node; n != nodes[i] && ironicNode(n) != ironicNode(nodes[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// nodesOf are t's nodes: nodes itself when they are the same pointers
+// (Ironic's nodes unchanged, as in a quiet fleet), so that no refresh
+// allocates them again.
+func nodesOf(t *topology.Topology, nodes []*db.Node) []*db.Node {
+	if t == nil {
+		return nil
+	}
+	if len(nodes) == len(t.Nodes) {
+		i := 0
+		for i < len(nodes) && t.Nodes[i].Node == nodes[i] {
+			i++
+		}
+		if i == len(nodes) {
+			return nodes
+		}
+	}
+	out := make([]*db.Node, len(t.Nodes))
+	for i := range t.Nodes {
+		out[i] = t.Nodes[i].Node
+	}
+	return out
+}
+
+// Shared is the novadb.Shared of the current Ironic topology (ironic
+// returns it, nil when there is none): the Nova rows then share the uuid
+// strings of Ironic's nodes.
+func Shared(ironic func() *topology.Topology) novadb.Shared {
+	return func(uuid string) (string, *string, bool) {
+		t := ironic()
+		if t == nil {
+			return "", nil, false
+		}
+		// Node falls back to names: only a node of that very uuid shares.
+		if n, ok := t.Node(uuid); ok && n.UUID == uuid {
+			return n.UUID, n.InstanceUUID, true
+		}
+		return "", nil, false
+	}
 }
 
 // ironicNode is what Nova's node list and the problems read of n.
@@ -153,14 +199,17 @@ func ironicNode(n *db.Node) nova.IronicNode {
 		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance}
 }
 
+// UUID is the uuid of the answer's node i, 0 <= i < Fleet.Len().
+func (s *State) UUID(i int) string { return s.nodes[i].UUID }
+
 // NodeClaims are the claims on the node of uuid; ok is false when the
 // answer does not cover it.
 func (s *State) NodeClaims(uuid string) (claims []nova.FleetClaim, ok bool) {
-	i, ok := s.index[uuid]
+	j, ok := slices.BinarySearchFunc(s.byUUID, uuid, func(i int32, u string) int { return strings.Compare(s.nodes[i].UUID, u) })
 	if !ok {
 		return nil, false
 	}
-	return s.Fleet.Claims[i], true
+	return slices.Collect(s.Fleet.Claims(int(s.byUUID[j]))), true
 }
 
 // TableReads count the reads of one table.
@@ -236,7 +285,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	defer cancel()
 	prev := c.state.Load()
 	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
-		Nodes: prev.Nodes, Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, index: prev.index}
+		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, nodes: prev.nodes, byUUID: prev.byUUID}
 	var hosts []string
 	if c.cfg.Computes != nil {
 		for _, fc := range c.cfg.Computes.Computes {
@@ -277,41 +326,41 @@ func (c *Cache) Refresh(ctx context.Context) {
 	now := c.cfg.Now()
 	t := c.cfg.Ironic()
 	next.inputs = c.inputsOf(snap, now)
-	same := !prev.ReadAt.IsZero() && next.inputs.equal(prev.inputs) && sameNodes(t, prev.Nodes)
+	same := !prev.ReadAt.IsZero() && next.inputs.equal(prev.inputs) && sameNodes(t, prev.nodes)
+	next.nodes = nodesOf(t, prev.nodes)
+	var nodes []nova.IronicNode // what Nova reads of next.nodes, for a new answer
 	if !same {
-		next.Nodes = c.ironicNodes(t)
+		nodes = make([]nova.IronicNode, len(next.nodes))
+		for i, n := range next.nodes {
+			nodes[i] = ironicNode(n)
+		}
 	}
-	next.Cells = c.answer(snap, prev, next.Nodes, t, now, same)
+	next.Cells = c.answer(snap, prev, nodes, t, now, same)
 	if same {
-		c.state.Store(next) // Nodes, Fleet and index are prev's
+		c.state.Store(next) // the views, Fleet and byUUID are prev's
 		return
 	}
 	fc := make([]nova.FleetCell, len(snap.Cells))
 	for i, cr := range snap.Cells {
 		fc[i] = nova.FleetCell{Cell: cr.Cell, Answer: next.Cells[i].CellAnswer}
 	}
-	next.Fleet = nova.NewFleet(fc, next.Nodes)
-	next.index = make(map[string]int, len(next.Nodes))
-	for i, n := range next.Nodes {
-		next.index[n.UUID] = i
+	next.Fleet = nova.NewFleet(fc, nodes)
+	for i := range next.Cells {
+		// The Fleet holds the claims; the views' maps of them would be
+		// 50 B/node more of the live heap (State.nodes says which row).
+		for j := range next.Cells[i].Views {
+			next.Cells[i].Views[j].Nodes = nil
+		}
 	}
+	next.byUUID = make([]int32, len(next.nodes))
+	for i := range next.byUUID {
+		next.byUUID[i] = int32(i)
+	}
+	slices.SortFunc(next.byUUID, func(a, b int32) int { return strings.Compare(next.nodes[a].UUID, next.nodes[b].UUID) })
 	c.state.Store(next)
 	if c.cfg.AnswerReplaced != nil {
 		c.cfg.AnswerReplaced(c.cfg.Idle)
 	}
-}
-
-// ironicNodes are the nodes of the current Ironic topology, as Nova's
-// node list gives them.
-func (c *Cache) ironicNodes(t *topology.Topology) []nova.IronicNode {
-	if t == nil {
-		return nil
-	}
-	nodes := make([]nova.IronicNode, len(t.Nodes))
-	for i := range t.Nodes {
-		nodes[i] = ironicNode(t.Nodes[i].Node)
-	}
-	return nodes
 }
 
 // answer computes each cell's answer over nodes at now; with same (the

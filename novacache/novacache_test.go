@@ -3,7 +3,7 @@ package novacache
 import (
 	"context"
 	"errors"
-	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,11 +34,11 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 	c := New(Config{Reader: r, Ironic: func() *topology.Topology { return topo }, Now: func() time.Time { return now }})
 	c.Refresh(context.Background())
 	s := c.Current()
-	if s.Err != nil || len(s.Cells) != 1 || len(s.Nodes) != 2 || !s.Assumed {
+	if s.Err != nil || len(s.Cells) != 1 || s.Fleet.Len() != 2 || !s.Assumed {
 		t.Fatalf("first read: %+v", s)
 	}
-	for i, claims := range s.Fleet.Claims {
-		if len(claims) != 1 || claims[0].Host != "c-a" {
+	for i := range s.Fleet.Len() {
+		if claims := slices.Collect(s.Fleet.Claims(i)); len(claims) != 1 || claims[0].Host != "c-a" {
 			t.Errorf("node %d claims %+v, want c-a alone (it is its ring)", i, claims)
 		}
 	}
@@ -48,7 +48,7 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 	if stale.Err == nil || len(stale.Cells) != 1 || !stale.ReadAt.Equal(now) {
 		t.Errorf("after an outage: err %v, cells %d, read at %v", stale.Err, len(stale.Cells), stale.ReadAt)
 	}
-	if len(stale.Fleet.Claims) != 2 {
+	if stale.Fleet != s.Fleet || stale.Fleet.Len() != 2 {
 		t.Errorf("the answer was dropped: %+v", stale.Fleet)
 	}
 }
@@ -76,7 +76,7 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 	snap.Cells[0].Cell.Services[0].LastSeenUp = clock
 	c.Refresh(context.Background())
 	kept := c.Current()
-	if &kept.Fleet.Claims[0] != &first.Fleet.Claims[0] || reflect.ValueOf(kept.Cells[0].Views[0].Nodes).UnsafePointer() != reflect.ValueOf(first.Cells[0].Views[0].Nodes).UnsafePointer() {
+	if kept.Fleet != first.Fleet || &kept.Cells[0].Views[0] != &first.Cells[0].Views[0] {
 		t.Error("unchanged inputs: the views or Fleet were computed again")
 	}
 	if got := kept.Cells[0].Computes[0].Heartbeat; !got.Equal(clock) {
@@ -87,12 +87,32 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 	snap.Cells[0].Cell.Services[0].LastSeenUp = clock
 	c.Refresh(context.Background())
 	moved := c.Current()
-	if &moved.Fleet.Claims[0] == &first.Fleet.Claims[0] {
+	if moved.Fleet == first.Fleet {
 		t.Fatal("a compute went down and the Fleet was kept")
 	}
-	for i, claims := range moved.Fleet.Claims {
-		if i < 2 && (len(claims) == 0 || claims[len(claims)-1].Host != "c-a" && claims[0].Host != "c-a") {
+	for i := range moved.Fleet.Len() {
+		if claims := slices.Collect(moved.Fleet.Claims(i)); i < 2 && (len(claims) == 0 || claims[len(claims)-1].Host != "c-a" && claims[0].Host != "c-a") {
 			t.Errorf("node %d: %+v, want c-a's ring to hold it", i, claims)
 		}
+	}
+}
+
+// TestShared: a node's uuid shares its strings; its name, or a uuid Ironic
+// does not have, none.
+func TestShared(t *testing.T) {
+	name, inst := "rack1-n1", "i1"
+	topo := &topology.Topology{}
+	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1", Name: &name, InstanceUUID: &inst}}}
+	shared := Shared(func() *topology.Topology { return topo })
+	if n, i, ok := shared("n1"); !ok || n != "n1" || i != &inst {
+		t.Errorf("n1: %q %v %v", n, i, ok)
+	}
+	for _, u := range []string{"rack1-n1", "n2"} {
+		if _, _, ok := shared(u); ok {
+			t.Errorf("%s shares a node's strings", u)
+		}
+	}
+	if _, _, ok := Shared(func() *topology.Topology { return nil })("n1"); ok {
+		t.Error("no topology: shared")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	_ "modernc.org/sqlite"
 
@@ -139,5 +140,36 @@ func TestAPIFailure(t *testing.T) {
 	}
 	if _, err := Open(Config{APIConnection: "oracle://x"}); err == nil || !strings.Contains(err.Error(), "nova_api connection") {
 		t.Errorf("bad DSN: %v", err)
+	}
+}
+
+// TestReadShares: with Shared, the rows hold Ironic's strings of the node
+// and instance uuids it knows (the same memory, not a copy), and their own
+// of the others.
+func TestReadShares(t *testing.T) {
+	cfg, _, _ := fleet(t)
+	node, inst := strings.Clone("n1"), strings.Clone("i1")
+	cfg.Shared = func(u string) (string, *string, bool) {
+		if u == node {
+			return node, &inst, true
+		}
+		return "", nil, false
+	}
+	r, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	snap, err := r.Read(context.Background(), []string{"c-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b string) bool { return a == b && unsafe.StringData(a) == unsafe.StringData(b) }
+	c := snap.Cells[0].Cell
+	if cn := c.ComputeNodes; !same(cn[0].UUID, node) || !same(cn[0].HypervisorHostname, node) || cn[1].UUID != "n2" {
+		t.Errorf("compute nodes: %+v, want n1 Ironic's string", cn)
+	}
+	if in := c.Instances; !same(in[0].UUID, inst) || !same(in[0].Node, node) || in[1].UUID != "i4" || in[1].Node != "n9" {
+		t.Errorf("instances: %+v, want i1 and n1 Ironic's strings", in)
 	}
 }

@@ -49,11 +49,12 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 }
 
 // readComputeNodes runs SQLComputeNodes.
-// The hosts are interned and hypervisor_hostname shares uuid's string when
-// they are equal (an ironic compute node's are): at 100k nodes the rows
-// are kept between reads, and a string each would be 4 MB of the live heap
-// (the memory row of the README's Performance table).
-func readComputeNodes(s *dbconn.Session) ([]nova.ComputeNode, error) {
+// The hosts are interned, uuid is Ironic's string of it (Shared), and
+// hypervisor_hostname shares uuid's string when they are equal (an ironic
+// compute node's are): at 100k nodes the rows are kept between reads, and
+// a string each would be 4 MB of the live heap (the memory row of the
+// README's Performance table).
+func readComputeNodes(s *dbconn.Session, shared Shared) ([]nova.ComputeNode, error) {
 	var out []nova.ComputeNode
 	hosts := map[string]string{}
 	err := s.Rows("reading compute_nodes", SQLComputeNodes, false, func(rows *sql.Rows) error {
@@ -71,7 +72,7 @@ func readComputeNodes(s *dbconn.Session) ([]nova.ComputeNode, error) {
 			h = string(host)
 			hosts[h] = h
 		}
-		cn.UUID, cn.Host, cn.Deleted = uuid.String, h, deleted.Int64 != 0
+		cn.UUID, cn.Host, cn.Deleted = shared.node(uuid.String), h, deleted.Int64 != 0
 		if cn.HypervisorHostname = cn.UUID; string(hh) != cn.UUID {
 			cn.HypervisorHostname = string(hh)
 		}
@@ -82,8 +83,9 @@ func readComputeNodes(s *dbconn.Session) ([]nova.ComputeNode, error) {
 }
 
 // readInstances runs SQLInstances, then SQLInstancesOfHost for each of
-// hosts that no compute node's host is (exactly), each instance once.
-func readInstances(s *dbconn.Session, backend dbconn.Backend, cns []nova.ComputeNode, hosts []string) ([]nova.Instance, error) {
+// hosts that no compute node's host is (exactly), each instance once, its
+// uuid and node Ironic's strings of them where Ironic has them (Shared).
+func readInstances(s *dbconn.Session, backend dbconn.Backend, cns []nova.ComputeNode, hosts []string, shared Shared) ([]nova.Instance, error) {
 	var out []nova.Instance
 	seen := map[string]bool{}
 	interned := map[string]string{} // hosts, as readComputeNodes interns them
@@ -102,7 +104,8 @@ func readInstances(s *dbconn.Session, backend dbconn.Backend, cns []nova.Compute
 		}
 		if !seen[uuid.String] {
 			seen[uuid.String] = true
-			out = append(out, nova.Instance{UUID: uuid.String, Host: h, Node: node.String})
+			n, u := shared.instance(node.String, uuid.String)
+			out = append(out, nova.Instance{UUID: u, Host: h, Node: n})
 		}
 		return nil
 	}

@@ -71,7 +71,7 @@ func buildNova(s *novacache.State, now time.Time) *novaData {
 			v := views[cs.Host]
 			row := novaComputeRow{Cell: c.Name, Host: cs.Host, Up: cs.Up, Disabled: cs.Disabled, ForcedDown: cs.ForcedDown,
 				RingMember: cs.RingMember(), NoHeartbeat: cs.Heartbeat.IsZero(), Failing: v.Err != nil}
-			row.ByInstance, row.ByRing = v.Counts()
+			row.ByInstance, row.ByRing = v.ByInstance, v.ByRing
 			if !row.NoHeartbeat {
 				row.HeartbeatAge = now.Sub(cs.Heartbeat).Round(time.Second)
 			}

@@ -98,7 +98,9 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 			return nil, nil, fmt.Errorf("--nova.computes-file: %w", err)
 		}
 	}
-	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, Options: opts})
+	current := func() *topology.Topology { return ironic.Current().Topology }
+	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, Options: opts,
+		Shared: novacache.Shared(current)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,7 +110,7 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 	}
 	logger.Info("reading Nova's databases", "nova_api", reader.String(), "interval", c.interval,
 		"service_down_time", settings.ServiceDownTime, "report_interval", settings.ReportInterval)
-	cache := novacache.New(novacache.Config{Reader: reader, Ironic: func() *topology.Topology { return ironic.Current().Topology },
+	cache := novacache.New(novacache.Config{Reader: reader, Ironic: current,
 		Settings: settings, Computes: computes, Interval: c.interval, Timeout: timeout, Logger: logger,
 		AnswerReplaced: memlimit.Settle, Idle: ironic.Idle})
 	return cache, reader, nil
