@@ -57,7 +57,7 @@ func novaBenchFleet(_ testing.TB, n, computes int) (*novacache.Cache, *bool) {
 			cell.Instances = append(cell.Instances, nova.Instance{UUID: inst, Host: host, Node: u})
 		}
 		topo.Nodes = append(topo.Nodes, topology.NodeInfo{Node: node})
-		cell.ComputeNodes = append(cell.ComputeNodes, nova.ComputeNode{ID: int64(i + 1), UUID: u, Host: host, HypervisorHostname: u, HypervisorType: "ironic"})
+		cell.ComputeNodes = append(cell.ComputeNodes, nova.ComputeNode{UUID: u, Host: host, HypervisorHostname: u})
 	}
 	changing := new(bool)
 	c := novacache.New(novacache.Config{Reader: benchNovaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}, changing},

@@ -180,7 +180,7 @@ func (s *simulator) novaCell(ctx context.Context, tx *sql.Tx) (nova.Cell, error)
 		}
 		sv.Binary, sv.LastSeenUp, sv.CreatedAt, sv.Version = "nova-compute", seen.T, s.nova.created, novaServiceVersion
 		c.Services = append(c.Services, sv)
-		c.ComputeNodes = append(c.ComputeNodes, nova.ComputeNode{ID: sv.ID, Host: sv.Host, HypervisorType: "ironic"})
+		c.ComputeNodes = append(c.ComputeNodes, nova.ComputeNode{Host: sv.Host})
 	}
 	if err := rows.Err(); err != nil {
 		return c, err

@@ -25,7 +25,7 @@ func TestAnswerPerRelease(t *testing.T) {
 		{ID: 4, Host: "conductor", Binary: "nova-conductor", LastSeenUp: now, Version: 51},
 	}}
 	for _, s := range cell.Services[:3] {
-		cell.ComputeNodes = append(cell.ComputeNodes, ComputeNode{ID: s.ID, Host: s.Host, HypervisorType: "ironic"})
+		cell.ComputeNodes = append(cell.ComputeNodes, ComputeNode{Host: s.Host})
 	}
 	var nodes []IronicNode
 	for i := range 64 {
@@ -79,10 +79,10 @@ func TestFleetProblems(t *testing.T) {
 	}
 	cell := Cell{Name: "cell1", UUID: "c1",
 		ComputeNodes: []ComputeNode{
-			{UUID: "n-ok", Host: "a", HypervisorType: "ironic"}, {UUID: "n-twice", Host: "a", HypervisorType: "ironic"},
-			{UUID: "n-down", Host: "b", HypervisorType: "ironic"}, {UUID: "n-moved", Host: "b", HypervisorType: "ironic"},
-			{UUID: "n-mismatch", Host: "a", HypervisorType: "ironic"}, {UUID: "n-gone", Host: "a", HypervisorType: "ironic"},
-			{UUID: "n-deleted-gone", Host: "a", HypervisorType: "ironic", Deleted: true},
+			{UUID: "n-ok", Host: "a"}, {UUID: "n-twice", Host: "a"},
+			{UUID: "n-down", Host: "b"}, {UUID: "n-moved", Host: "b"},
+			{UUID: "n-mismatch", Host: "a"}, {UUID: "n-gone", Host: "a"},
+			{UUID: "n-deleted-gone", Host: "a", Deleted: true},
 		},
 		Instances: []Instance{{UUID: "i-ok", Host: "b", Node: "n-ok"}, {UUID: "i-nova", Host: "a", Node: "n-mismatch"}},
 	}

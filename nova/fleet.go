@@ -138,7 +138,7 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) *Fleet {
 			}
 		}
 		for _, cn := range c.Cell.ComputeNodes {
-			if cn.Deleted || cn.HypervisorType != "ironic" {
+			if cn.Deleted {
 				continue
 			}
 			i, ok := index[cn.UUID]
@@ -152,9 +152,6 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) *Fleet {
 			records[i], hasRecord[i] = cn.Host, true
 		}
 		for _, in := range c.Cell.Instances {
-			if in.Deleted {
-				continue
-			}
 			if i, ok := index[in.Node]; ok {
 				novaInstance[i] = in.UUID
 				if st, known := computes[[2]string{c.Cell.UUID, in.Host}]; known && !st.up {

@@ -72,14 +72,14 @@ func RingCandidates(r rules.NovaRules, cell Cell) []Service {
 	return out
 }
 
-// ironicHosts are the SQLKeys of the compute_nodes hosts with
-// hypervisor_type = 'ironic', whatever their deleted: the other side of
+// ironicHosts are the SQLKeys of the (ironic) compute_nodes hosts,
+// whatever their deleted: the other side of
 // the join of service_get_all_computes_by_hv_type. "" is a NULL host (the
 // reader's), which joins nothing.
 func ironicHosts(r rules.NovaRules, cell Cell) map[string]bool {
 	ironic := map[string]bool{}
 	for _, cn := range cell.ComputeNodes {
-		if cn.Host != "" && r.SQLEqual(cn.HypervisorType, "ironic") {
+		if cn.Host != "" {
 			ironic[r.SQLKey(cn.Host)] = true
 		}
 	}
@@ -121,27 +121,33 @@ func RingMembers(in Input, candidates []Service, c Compute) ([]string, error) {
 // README's Performance table).
 func Views(in Input) []View {
 	candidates := RingCandidates(in.Rules, in.Cell)
-	own := map[string][]string{} // instances.host -> uuids (deleted = 0)
+	own := map[string][]string{} // instances.host -> uuids
 	for _, i := range in.Cell.Instances {
-		if !i.Deleted {
-			own[i.Host] = append(own[i.Host], i.UUID)
-		}
+		own[i.Host] = append(own[i.Host], i.UUID)
 	}
-	byInstance := map[string][]int{} // Ironic instance_uuid -> nodes
+	// Ironic instance_uuid -> node: one node at most, as the nodes table's
+	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it; a slice per
+	// instance was a third of what a Nova answer allocates at 100k nodes,
+	// at the peak of the memory row (the README's Performance table).
+	byInstance := make(map[string]int32, len(in.Nodes))
 	for i, n := range in.Nodes {
 		if n.InstanceUUID != "" {
-			byInstance[n.InstanceUUID] = append(byInstance[n.InstanceUUID], i)
+			byInstance[n.InstanceUUID] = int32(i)
 		}
 	}
 	owners := newOwners(in.Nodes)
 	passes := map[string]map[string][]int{} // ring and filters -> owner -> nodes without instance
 	views := make([]View, 0, len(in.Computes))
 	for _, c := range in.Computes {
-		v := View{Host: c.Host, Nodes: map[string]rules.NovaSource{}}
+		// Each view's map is made at its size: grown by doubling, the maps
+		// were the largest part of what a Nova answer allocates (the peak
+		// of the memory row).
+		v := View{Host: c.Host}
 		listed := func(n IronicNode) bool {
 			return in.Rules.NodeListed(c, in.IronicBackend, n.ConductorGroup, n.Shard, n.ParentNode)
 		}
 		if in.InstanceOnly {
+			v.Nodes = make(map[string]rules.NovaSource, len(own[c.Host]))
 			addInstances(in, v, own[c.Host], byInstance, listed)
 			views = append(views, v.counted())
 			continue
@@ -166,7 +172,9 @@ func Views(in Input) []View {
 			}
 			passes[key] = buckets
 		}
-		for _, i := range buckets[in.Rules.RingName(c.Host)] {
+		mine := buckets[in.Rules.RingName(c.Host)]
+		v.Nodes = make(map[string]rules.NovaSource, len(mine)+len(own[c.Host]))
+		for _, i := range mine {
 			if src := in.Rules.NovaManages(c, "", false, in.Rules.RingName(c.Host)); src != rules.NovaSourceNone {
 				v.Nodes[in.Nodes[i].UUID] = src
 			}
@@ -179,14 +187,16 @@ func Views(in Input) []View {
 
 // addInstances adds to v the listed nodes whose instance is one of the
 // compute's (own: its instances' uuids).
-func addInstances(in Input, v View, own []string, byInstance map[string][]int, listed func(IronicNode) bool) {
+func addInstances(in Input, v View, own []string, byInstance map[string]int32, listed func(IronicNode) bool) {
 	c := Compute{Host: v.Host}
 	for _, u := range own {
-		for _, i := range byInstance[u] {
-			if n := in.Nodes[i]; listed(n) {
-				if src := in.Rules.NovaManages(c, u, true, ""); src != rules.NovaSourceNone {
-					v.Nodes[n.UUID] = src
-				}
+		i, ok := byInstance[u]
+		if !ok {
+			continue
+		}
+		if n := in.Nodes[i]; listed(n) {
+			if src := in.Rules.NovaManages(c, u, true, ""); src != rules.NovaSourceNone {
+				v.Nodes[n.UUID] = src
 			}
 		}
 	}

@@ -30,17 +30,25 @@ func newFleet(release rules.Release, backend rules.Backend, n int) *fleet {
 	return f
 }
 
-// service adds a nova-compute service row and its compute node row.
+// service adds a nova-compute service row and its ironic compute node row.
 func (f *fleet) service(host string, age time.Duration, mod ...func(*Service, *ComputeNode)) {
 	id := int64(len(f.in.Cell.Services) + 1)
 	s := Service{ID: id, Host: host, Binary: "nova-compute", CreatedAt: now.Add(-time.Hour), LastSeenUp: now.Add(-age)}
-	cn := ComputeNode{ID: id, Host: host, HypervisorType: "ironic", UUID: fmt.Sprintf("cn-%d", id)}
+	cn := ComputeNode{Host: host, UUID: fmt.Sprintf("cn-%d", id)}
 	for _, m := range mod {
 		m(&s, &cn)
 	}
 	f.in.Cell.Services = append(f.in.Cell.Services, s)
-	f.in.Cell.ComputeNodes = append(f.in.Cell.ComputeNodes, cn)
+	if cn.UUID != notIronicUUID {
+		f.in.Cell.ComputeNodes = append(f.in.Cell.ComputeNodes, cn)
+	}
 }
+
+// notIronicUUID marks a service whose compute node is of another
+// hypervisor type (QEMU): one the reader does not read.
+const notIronicUUID = "not-ironic"
+
+func notIronic(_ *Service, cn *ComputeNode) { cn.UUID = notIronicUUID }
 
 func (f *fleet) computes(cs ...Compute) *fleet { f.in.Computes = cs; return f }
 
@@ -114,7 +122,7 @@ func TestRingFilters(t *testing.T) {
 	f.service("disabled", 0, func(s *Service, _ *ComputeNode) { s.Disabled = true })
 	f.service("deleted", 0, func(s *Service, _ *ComputeNode) { s.Deleted = true })
 	f.service("softcn", 0, func(_ *Service, cn *ComputeNode) { cn.Deleted = true }) // only soft-deleted compute nodes: still a member
-	f.service("libvirt", 0, func(_ *Service, cn *ComputeNode) { cn.HypervisorType = "QEMU" })
+	f.service("libvirt", 0, notIronic)
 	f.service("conductor", 0, func(s *Service, _ *ComputeNode) { s.Binary = "nova-conductor" })
 	f.computes(hosts("a", "disabled", "forced")...)
 	v := f.views(t)
@@ -181,13 +189,12 @@ func TestInstances(t *testing.T) {
 	f.service("b", 0)
 	f.in.Nodes[0].InstanceUUID = "i-a"     // a's instance
 	f.in.Nodes[1].InstanceUUID = "i-b"     // b's
-	f.in.Nodes[2].InstanceUUID = "i-gone"  // deleted in Nova: no one manages it
+	f.in.Nodes[2].InstanceUUID = "i-gone"  // deleted in Nova (not read): no one manages it
 	f.in.Nodes[3].InstanceUUID = "i-upper" // instances.host "A": not a's (exact)
 	f.in.Nodes[4].InstanceUUID = "i-none"  // no such instance
 	f.in.Cell.Instances = []Instance{
 		{UUID: "i-a", Host: "a", Node: f.in.Nodes[0].UUID},
 		{UUID: "i-b", Host: "b", Node: f.in.Nodes[1].UUID},
-		{UUID: "i-gone", Host: "a", Deleted: true},
 		{UUID: "i-upper", Host: "A"},
 	}
 	f.computes(hosts("a", "b")...)
@@ -331,7 +338,7 @@ func TestDefaultComputes(t *testing.T) {
 	f.service("disabled", 0, func(s *Service, _ *ComputeNode) { s.Disabled = true })
 	f.service("down", time.Hour)
 	f.service("deleted", 0, func(s *Service, _ *ComputeNode) { s.Deleted = true })
-	f.service("qemu", 0, func(_ *Service, cn *ComputeNode) { cn.HypervisorType = "QEMU" })
+	f.service("qemu", 0, notIronic)
 	f.service("softcn", 0, func(_ *Service, cn *ComputeNode) { cn.Deleted = true })
 	var got []string
 	for _, c := range DefaultComputes(f.in.Rules, f.in.Cell) {

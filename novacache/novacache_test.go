@@ -27,7 +27,7 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	cell := nova.Cell{Name: "cell1", UUID: "c1",
 		Services:     []nova.Service{{ID: 1, Host: "c-a", Binary: "nova-compute", LastSeenUp: now, Version: 68}},
-		ComputeNodes: []nova.ComputeNode{{ID: 1, UUID: "n1", Host: "c-a", HypervisorHostname: "n1", HypervisorType: "ironic"}}}
+		ComputeNodes: []nova.ComputeNode{{UUID: "n1", Host: "c-a", HypervisorHostname: "n1"}}}
 	r := &fakeReader{snap: &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}}
 	topo := &topology.Topology{}
 	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}}
@@ -62,8 +62,8 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 	cell := nova.Cell{Name: "cell1", UUID: "c1",
 		Services: []nova.Service{{ID: 1, Host: "c-a", Binary: "nova-compute", LastSeenUp: now, Version: 68},
 			{ID: 2, Host: "c-b", Binary: "nova-compute", LastSeenUp: now, Version: 68}},
-		ComputeNodes: []nova.ComputeNode{{ID: 1, UUID: "n1", Host: "c-a", HypervisorType: "ironic"},
-			{ID: 2, UUID: "n2", Host: "c-b", HypervisorType: "ironic"}}}
+		ComputeNodes: []nova.ComputeNode{{UUID: "n1", Host: "c-a"},
+			{UUID: "n2", Host: "c-b"}}}
 	snap := &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}
 	topo := &topology.Topology{}
 	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}, {Node: &db.Node{UUID: "n3"}}}

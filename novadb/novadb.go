@@ -304,7 +304,7 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 		out.Cell.ComputeNodes = c.last.Cell.ComputeNodes
 	} else {
 		out.Reread.ComputeNodes = true
-		if out.Cell.ComputeNodes, err = readComputeNodes(s, shared); err != nil {
+		if out.Cell.ComputeNodes, err = readComputeNodes(s, shared, probes[0].count); err != nil {
 			return out, probes, err
 		}
 	}

@@ -25,7 +25,7 @@ ORDER BY id`
 	// SQLComputeNodes reads the ironic compute nodes, soft-deleted ones
 	// too: the join of service_get_all_computes_by_hv_type does not filter
 	// compute_nodes.deleted.
-	SQLComputeNodes = `SELECT id, uuid, host, hypervisor_hostname, deleted
+	SQLComputeNodes = `SELECT uuid, host, hypervisor_hostname, deleted
 FROM compute_nodes
 WHERE hypervisor_type = 'ironic'
 ORDER BY id`

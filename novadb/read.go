@@ -53,18 +53,20 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 // hypervisor_hostname shares uuid's string when they are equal (an ironic
 // compute node's are): at 100k nodes the rows are kept between reads, and
 // a string each would be 4 MB of the live heap (the memory row of the
-// README's Performance table).
-func readComputeNodes(s *dbconn.Session, shared Shared) ([]nova.ComputeNode, error) {
-	var out []nova.ComputeNode
+// README's Performance table). For the same row, the slice is made for
+// count, the probe's count of the table (every row, ironic or not), not
+// grown by appending (up to a quarter unused).
+func readComputeNodes(s *dbconn.Session, shared Shared, count int64) ([]nova.ComputeNode, error) {
+	out := make([]nova.ComputeNode, 0, count)
 	hosts := map[string]string{}
 	err := s.Rows("reading compute_nodes", SQLComputeNodes, false, func(rows *sql.Rows) error {
 		var (
 			uuid     sql.NullString
 			host, hh sql.RawBytes
 			deleted  sql.NullInt64
-			cn       = nova.ComputeNode{HypervisorType: "ironic"}
+			cn       nova.ComputeNode
 		)
-		if err := rows.Scan(&cn.ID, &uuid, &host, &hh, &deleted); err != nil {
+		if err := rows.Scan(&uuid, &host, &hh, &deleted); err != nil {
 			return err
 		}
 		h, ok := hosts[string(host)]

@@ -40,8 +40,8 @@ func TestNovaOnCallPath(t *testing.T) {
 			{ID: 2, Host: "ironic-down", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68},
 		},
 		ComputeNodes: []nova.ComputeNode{
-			{ID: 1, UUID: snap.Nodes[0].UUID, Host: "ironic-down", HypervisorHostname: snap.Nodes[0].UUID, HypervisorType: "ironic"},
-			{ID: 2, UUID: "gone", Host: "ironic-up", HypervisorHostname: "gone", HypervisorType: "ironic"},
+			{UUID: snap.Nodes[0].UUID, Host: "ironic-down", HypervisorHostname: snap.Nodes[0].UUID},
+			{UUID: "gone", Host: "ironic-up", HypervisorHostname: "gone"},
 		},
 		Instances: []nova.Instance{{UUID: inst, Host: "ironic-down", Node: snap.Nodes[0].UUID}}}
 	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},

@@ -277,12 +277,18 @@ func input(t *testing.T, release rules.Release, backend rules.Backend, c caseJSO
 			Disabled: s.Disabled == nil || *s.Disabled, ForcedDown: s.ForcedDown != nil && *s.ForcedDown,
 			Deleted: s.Deleted, CreatedAt: parseTime(t, s.CreatedAt), LastSeenUp: parseTime(t, s.LastSeenUp), Version: s.Version})
 	}
+	// The rows novadb's statements keep (SQLComputeNodes: hypervisor_type
+	// 'ironic' as the database compares; SQLInstances: deleted = 0).
 	for _, x := range res.Rows.ComputeNodes {
-		in.Cell.ComputeNodes = append(in.Cell.ComputeNodes, nova.ComputeNode{ID: x.ID, UUID: str(x.UUID), Host: str(x.Host),
-			HypervisorHostname: str(x.HypervisorHostname), HypervisorType: x.HypervisorType, Deleted: x.Deleted})
+		if in.Rules.SQLEqual(x.HypervisorType, "ironic") {
+			in.Cell.ComputeNodes = append(in.Cell.ComputeNodes, nova.ComputeNode{UUID: str(x.UUID), Host: str(x.Host),
+				HypervisorHostname: str(x.HypervisorHostname), Deleted: x.Deleted})
+		}
 	}
 	for _, x := range res.Rows.Instances {
-		in.Cell.Instances = append(in.Cell.Instances, nova.Instance{UUID: x.UUID, Host: str(x.Host), Node: str(x.Node), Deleted: x.Deleted})
+		if !x.Deleted {
+			in.Cell.Instances = append(in.Cell.Instances, nova.Instance{UUID: x.UUID, Host: str(x.Host), Node: str(x.Node)})
+		}
 	}
 	for _, n := range c.Nodes {
 		in.Nodes = append(in.Nodes, nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: n.Shard,
