@@ -3,6 +3,7 @@ package collector
 import (
 	"compress/flate"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 
@@ -102,31 +103,30 @@ func (c *NovaCollector) Pieces() []*exposition.Piece {
 	if c.state == s {
 		return slices.Clone(c.pieces) // exposition.Write sorts what it is given
 	}
-	renderNodes := c.node == nil || s.Fleet != c.nodeFleet
-	if renderNodes {
+	fw := exposition.NewFlate(flate.BestSpeed) // once per answer
+	if c.node == nil || s.Fleet != c.nodeFleet {
 		c.node, c.nodeFleet = nil, nil
+		// A series per node, written straight into the compressor and
+		// kept compressed only (written again for a plain scrape; Prometheus
+		// asks gzip): its text is 14 MB at 100k nodes, which kept would be
+		// 140 B/node of the memory row (live heap <= 600 B/node), and
+		// gathered first its series and text were the peak of that row's
+		// peak RSS (<= 2x the live heap).
+		if s.Fleet != nil && s.Fleet.Len() > 0 {
+			z := exposition.NewCompressor(fw)
+			_ = writeNovaNodeFamily(z, s) // into memory: no error
+			c.node, c.nodeFleet = &exposition.Piece{Name: nodeNovaComputeFamily.Name, Stream: novaNodeStream{s, z.Finish()}}, s.Fleet
+		}
 	}
 	tf := exposition.Families{}
 	emit := textEmit(tf)
 	collectNova(func(f *family, v float64, labels ...string) {
-		if f != nodeNovaComputeFamily || renderNodes {
+		if f != nodeNovaComputeFamily {
 			emit(f, v, labels...)
 		}
 	}, s)
-	fw := exposition.NewFlate(flate.BestSpeed) // once per answer
 	var pieces []*exposition.Piece
-	tf.Each(func(name string, text []byte) {
-		p := exposition.NewPiece(name, text, fw)
-		if name == nodeNovaComputeFamily.Name {
-			// A series per node: kept compressed only, written again for
-			// a plain scrape (Prometheus asks gzip). Its text would be 14 MB
-			// of live heap at 100k nodes, 140 B/node of the memory row
-			// (live heap <= 600 B/node, 1038 with Nova today: not met).
-			c.node, c.nodeFleet = &exposition.Piece{Name: name, Stream: novaNodeStream{s, p.Z}}, s.Fleet
-			return
-		}
-		pieces = append(pieces, p)
-	})
+	tf.Each(func(name string, text []byte) { pieces = append(pieces, exposition.NewPiece(name, text, fw)) })
 	if c.node != nil {
 		pieces = append(pieces, c.node)
 	}
@@ -142,25 +142,60 @@ type novaNodeStream struct {
 }
 
 // WriteText implements exposition.Stream.
-func (n novaNodeStream) WriteText(w io.Writer) error {
-	tf := exposition.Families{}
-	emit := textEmit(tf)
-	collectNova(func(f *family, v float64, labels ...string) {
-		if f == nodeNovaComputeFamily {
-			emit(f, v, labels...)
-		}
-	}, n.state)
-	var err error
-	tf.Each(func(_ string, text []byte) {
-		if err == nil {
-			_, err = w.Write(text)
-		}
-	})
-	return err
-}
+func (n novaNodeStream) WriteText(w io.Writer) error { return writeNovaNodeFamily(w, n.state) }
 
 // Gzipped implements exposition.Stream.
 func (n novaNodeStream) Gzipped() *exposition.Chunk { return &n.z }
+
+// writeNovaNodeFamily writes the node family of s (its Fleet's claims) to w
+// in the bytes and the order client_golang's registry writes it
+// (TestNovaPiecesAreClientGolang): series by label values, that is by
+// cell, then node_uuid, nova_compute (a node's claims are sorted by cell
+// and host) and source, through a buffer of about nodeTextFlush bytes.
+func writeNovaNodeFamily(w io.Writer, s *novacache.State) error {
+	cells := map[string]bool{}
+	for i := range s.Fleet.Len() {
+		claimed := false
+		for cl := range s.Fleet.Claims(i) {
+			cells[cl.Cell], claimed = true, true
+		}
+		cells[""] = cells[""] || !claimed
+	}
+	b := make([]byte, 0, nodeTextFlush+1024)
+	b = exposition.AppendHead(b, &nodeNovaComputeFamily.Family)
+	line := func(cell, uuid, host, source string) {
+		b = append(b, nodeNovaComputeFamily.Name+`{cell="`...)
+		b = exposition.AppendLabelValue(b, cell)
+		b = append(b, `",node_uuid="`...)
+		b = exposition.AppendLabelValue(b, uuid)
+		b = append(b, `",nova_compute="`...)
+		b = exposition.AppendLabelValue(b, host)
+		b = append(b, `",source="`...)
+		b = exposition.AppendLabelValue(b, source)
+		b = append(b, "\"} 1\n"...)
+	}
+	for _, cell := range slices.Sorted(maps.Keys(cells)) {
+		for i := range s.InUUIDOrder() {
+			claimed := false
+			for cl := range s.Fleet.Claims(i) {
+				if claimed = true; cl.Cell == cell {
+					line(cell, s.UUID(i), cl.Host, cl.Source)
+				}
+			}
+			if !claimed && cell == "" {
+				line("", s.UUID(i), "", "none")
+			}
+			if len(b) >= nodeTextFlush {
+				if _, err := w.Write(b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
 
 // collectNova emits the families of s.
 func collectNova(emit emitFunc, s *novacache.State) {

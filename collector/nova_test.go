@@ -4,15 +4,23 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/exposition"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // TestNovaPiecesArePromhttp: the Nova families the text exposition splices
@@ -80,5 +88,71 @@ func comparePieces(t *testing.T, reg *prometheus.Registry, nc *NovaCollector) {
 	}
 	if p1, p2 := nc.Pieces(), nc.Pieces(); p1[0] != p2[0] {
 		t.Error("the pieces of one answer are rendered again")
+	}
+}
+
+// TestNovaNodeFamilyOrder: the node family, written in the registry's order
+// without gathering its series, is client_golang's on fleets whose order is
+// not one cell's: two cells, one of them unnamed (its name "" sorts first),
+// nodes claimed in both, by instance only (the computes that are down), and
+// by none.
+func TestNovaNodeFamilyOrder(t *testing.T) {
+	now := time.Now().UTC()
+	for _, tc := range []struct {
+		name string
+		up   [2]bool // the computes of cell "" and of cell "b" up
+		has  []string
+	}{
+		{"b's computes up, the unnamed cell's down", [2]bool{false, true}, []string{`cell="",`, `source="instance"`, `cell="b",`, `source="ring"`}},
+		{"every compute down: nodes claimed by instance or by none", [2]bool{false, false}, []string{`cell="",`, `source="none"`, `cell="b",`}},
+		{"every compute up: nodes claimed in both cells", [2]bool{true, true}, []string{`cell="",`, `cell="b",`, `source="ring"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topo := &topology.Topology{}
+			cells := []nova.Cell{{Name: "", UUID: "c-unnamed"}, {Name: "b", UUID: "c-b"}}
+			for ci := range cells {
+				for k := range 3 {
+					seen := now
+					if !tc.up[ci] {
+						seen = now.Add(-time.Hour)
+					}
+					cells[ci].Services = append(cells[ci].Services, nova.Service{ID: int64(k + 1),
+						Host: fmt.Sprintf("c%d-%d", ci, k), Binary: "nova-compute", LastSeenUp: seen, Version: 68})
+				}
+			}
+			for i := range 60 {
+				// uuids out of the nodes' order, so that the uuid order is not theirs
+				u := fmt.Sprintf("%08x-0000-4000-8000-%012x", (i*37)%60, i)
+				node := &db.Node{ID: int64(i + 1), UUID: u}
+				if i%3 != 0 {
+					ci, inst := i%2, fmt.Sprintf("%08x-1111-4000-8000-%012x", i, i)
+					node.InstanceUUID = &inst
+					host := cells[ci].Services[i%3].Host
+					cells[ci].Instances = append(cells[ci].Instances, nova.Instance{UUID: inst, Host: host, Node: u})
+				}
+				topo.Nodes = append(topo.Nodes, topology.NodeInfo{Node: node})
+				for ci := range cells {
+					host := cells[ci].Services[i%3].Host
+					cells[ci].ComputeNodes = append(cells[ci].ComputeNodes, nova.ComputeNode{UUID: u, Host: host, HypervisorHostname: u})
+				}
+			}
+			read := []novadb.CellRead{{Cell: cells[0], ReadAt: now}, {Cell: cells[1], ReadAt: now}}
+			c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: &novadb.Snapshot{ReadAt: now, Cells: read}},
+				Ironic: func() *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
+			c.Refresh(context.Background())
+			nc := NewNovaCollector(c)
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(nc)
+			comparePieces(t, reg, nc)
+			var text bytes.Buffer
+			if err := (novaNodeStream{state: c.Current()}).WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range tc.has {
+				if !bytes.Contains(text.Bytes(), []byte(h)) {
+					t.Errorf("the fleet has no series with %s", h)
+				}
+			}
+		})
 	}
 }

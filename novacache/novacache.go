@@ -10,6 +10,7 @@ package novacache
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"slices"
@@ -201,6 +202,18 @@ func ironicNode(n *db.Node) nova.IronicNode {
 
 // UUID is the uuid of the answer's node i, 0 <= i < Fleet.Len().
 func (s *State) UUID(i int) string { return s.nodes[i].UUID }
+
+// InUUIDOrder yields the indexes of the answer's nodes (as UUID and
+// Fleet.Claims take them) in the order of their uuids.
+func (s *State) InUUIDOrder() iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for _, i := range s.byUUID {
+			if !yield(int(i)) {
+				return
+			}
+		}
+	}
+}
 
 // NodeClaims are the claims on the node of uuid; ok is false when the
 // answer does not cover it.
