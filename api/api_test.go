@@ -1079,7 +1079,7 @@ func TestRoutingErrorsCarryNoVersionHeaders(t *testing.T) {
 // conductor row.
 func TestAffinityFieldNullWhenUnknown(t *testing.T) {
 	snap := testSnapshot(db.BackendPostgreSQL)
-	snap.Nodes[1].ConductorAffinity = ip(99) // no such conductor
+	snap.Nodes[1].HasConductorAffinity, snap.Nodes[1].ConductorAffinity = true, 99 // no such conductor
 	f := newFixture(t, snap, nil, Options{})
 	links := func(u string) string {
 		return `[{"href": "http://example.com/v1/nodes/` + u + `", "rel": "self"}, {"href": "http://example.com/nodes/` + u + `", "rel": "bookmark"}]`

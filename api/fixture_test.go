@@ -22,7 +22,6 @@ var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func sp(s string) *string { return &s }
 
-func ip(i int64) *int64 { return &i }
 
 func uuidN(i int) string {
 	return "aaaaaaaa-bbbb-4ccc-8ddd-0000000000" + string(rune('0'+i/10)) + string(rune('0'+i%10))
@@ -54,7 +53,7 @@ func testSnapshot(backend db.Backend) *db.Snapshot {
 			{ID: 1, UUID: uuidN(1), Name: sp("node-1"), Driver: "ipmi", ProvisionState: sp("active"),
 				PowerState: sp("power on"), InstanceUUID: sp("22222222-2222-4222-8222-222222222222"),
 				ResourceClass: sp("baremetal"), CreatedAt: testNow.Add(-time.Hour), UpdatedAt: testNow.Add(-time.Minute),
-				ConductorAffinity: ip(3)},
+				HasConductorAffinity: true, ConductorAffinity: 3},
 			{ID: 2, UUID: uuidN(2), Driver: "ipmi", ProvisionState: sp("available"), PowerState: sp("power off"),
 				CreatedAt: testNow.Add(-time.Hour)},
 			{ID: 3, UUID: uuidN(3), Name: sp("node-3"), Driver: "redfish", ProvisionState: sp("enroll"),

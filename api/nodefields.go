@@ -116,7 +116,7 @@ var nodeFields = []nodeField{
 	{name: "id", kind: kindColumn, sort: sortBy, cmp: func(a, b *topology.NodeInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) }},
 	{name: "", kind: kindColumn, sort: sortBy, cmp: func(a, b *topology.NodeInfo, _ collation) int { return 0 }}, // Ironic: by id only
 	{name: "conductor_affinity", kind: kindColumn, sort: sortBy, cmp: func(a, b *topology.NodeInfo, c collation) int {
-		return compareNullableInt(a.ConductorAffinity, b.ConductorAffinity, c)
+		return compareNullableInt(a.HasConductorAffinity, b.HasConductorAffinity, a.ConductorAffinity, b.ConductorAffinity, c)
 	}},
 	{name: "allocation_id", kind: kindColumn, sort: sortUnread},
 	{name: "chassis_id", kind: kindColumn, sort: sortUnread},
@@ -335,10 +335,11 @@ func compareTime(a, b time.Time, c collation) int {
 	return a.Compare(b)
 }
 
-// compareNullableInt orders nil (NULL) as the database orders NULL.
-func compareNullableInt(a, b *int64, c collation) int {
-	if o, null := c.compareNulls(a == nil, b == nil); null {
+// compareNullableInt orders a and b, NULL unless hasA and hasB, as the
+// database orders NULL.
+func compareNullableInt(hasA, hasB bool, a, b int32, c collation) int {
+	if o, null := c.compareNulls(!hasA, !hasB); null {
 		return o
 	}
-	return cmp.Compare(*a, *b)
+	return cmp.Compare(a, b)
 }

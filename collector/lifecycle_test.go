@@ -12,9 +12,10 @@ import (
 // "other"), maintenance, affinity, stranded boot environments and stuck
 // nodes, with bounded labels.
 func TestLifecycleMetrics(t *testing.T) {
-	n := func(id int64, uuid, group, state string, affinity int64, reservation string) *db.Node {
+	n := func(id int64, uuid, group, state string, affinity int32, reservation string) *db.Node {
 		x := fixture.Node(id, uuid, group, "ipmi")
-		x.ProvisionState, x.ConductorAffinity = fixture.Ptr(state), fixture.ID(affinity)
+		x.ProvisionState = fixture.Ptr(state)
+		fixture.SetAffinity(x, affinity)
 		if reservation != "" {
 			x.Reservation = fixture.Ptr(reservation)
 		}

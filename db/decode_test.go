@@ -77,7 +77,7 @@ func TestDecoderKeepsUnchangedNodes(t *testing.T) {
 	if got[1] == prev[1] || *got[1].PowerState != "power off" || *prev[1] != kept {
 		t.Errorf("node 2, powered off: %+v (the last read's: %+v)", got[1], prev[1])
 	}
-	if got[2] == prev[2] || *got[2].ConductorAffinity != 8 || got[2].Name != prev[2].Name {
+	if got[2] == prev[2] || got[2].ConductorAffinity != 8 || got[2].Name != prev[2].Name {
 		t.Errorf("node 3, another affinity: %+v, want a new Node sharing its name", got[2])
 	}
 }

@@ -205,7 +205,8 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		Lessee:               dec.in.keep(t[colLessee], old.Lessee),
 		Shard:                dec.in.keep(t[colShard], old.Shard),
 		ParentNode:           ptrOf(t[colParent], old.ParentNode),
-		ConductorAffinity:    affinity(r.affinity, old.ConductorAffinity),
+		HasConductorAffinity: r.affinity.Valid,
+		ConductorAffinity:    affinity(r.affinity),
 	}
 	if old != &unread && n == *old {
 		dec.out = append(dec.out, old) // every pointer is old's: the same values
@@ -219,17 +220,13 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 // unread is the previous node of a row that no read had.
 var unread Node
 
-// affinity is conductor_affinity, nil for NULL: old when it has that value.
-func affinity(v sql.NullInt64, old *int64) *int64 {
-	switch {
-	case !v.Valid:
-		return nil
-	case old != nil && *old == v.Int64:
-		return old
+// affinity is conductor_affinity as Node keeps it: 0 for NULL, -1 for a
+// value beyond int32.
+func affinity(v sql.NullInt64) int32 {
+	if v.Int64 != int64(int32(v.Int64)) {
+		return -1
 	}
-	p := new(int64) // not &v.Int64: v would then be allocated for every row
-	*p = v.Int64
-	return p
+	return int32(v.Int64)
 }
 
 // warnings describes the problems of the rows added.

@@ -64,10 +64,10 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	if n[1].Name == nil || *n[1].Name != "ünïcødé ☃" || n[1].ConductorGroup != "" {
 		t.Errorf("node 2: %+v", n[1])
 	}
-	if !n[2].CreatedAt.IsZero() || !n[2].UpdatedAt.IsZero() || n[2].ConductorAffinity == nil || *n[2].ConductorAffinity != -5 {
+	if !n[2].CreatedAt.IsZero() || !n[2].UpdatedAt.IsZero() || !n[2].HasConductorAffinity || n[2].ConductorAffinity != -5 {
 		t.Errorf("infinity: %+v", n[2])
 	}
-	if n[3].CreatedAt.Year() != -43 || n[3].UpdatedAt.Nanosecond() != 500000000 || *n[3].ConductorAffinity != 2147483647 {
+	if n[3].CreatedAt.Year() != -43 || n[3].UpdatedAt.Nanosecond() != 500000000 || n[3].ConductorAffinity != 2147483647 {
 		t.Errorf("BC and year 9999: %v, %v", n[3].CreatedAt, n[3].UpdatedAt)
 	}
 	wantCounts := []WarningCount{{tableNodes, ReasonBadTimestamp, 1}, {tableNodes, ReasonNull, 1}}

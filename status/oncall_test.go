@@ -23,13 +23,13 @@ func degradedSnapshot() *db.Snapshot {
 	s.Conductors[1].HardwareTypes = []string{"ipmi", "redfish"}
 	s.Conductors = append(s.Conductors, db.Conductor{ID: 3, Hostname: "cond-c", Online: true,
 		UpdatedAt: now.Add(-3 * time.Second), HardwareTypes: []string{"ipmi"}})
-	s.Nodes[0].ConductorAffinity = fixture.ID(1)
+	fixture.SetAffinity(s.Nodes[0], 1)
 	s.Nodes[0].ProvisionState = strp("active")
 	s.Nodes = append(s.Nodes,
 		&db.Node{ID: 3, UUID: "aaaaaaaa-3333-4333-8333-333333333333", Name: strp("web-2"), Driver: "ipmi",
-			ProvisionState: strp("active"), ConductorAffinity: fixture.ID(2)},
+			ProvisionState: strp("active"), HasConductorAffinity: true, ConductorAffinity: 2},
 		&db.Node{ID: 4, UUID: "44444444-4444-4444-8444-444444444444", Name: strp("web-3"), Driver: "ipmi",
-			ProvisionState: strp("wait call-back"), ConductorAffinity: fixture.ID(2), Reservation: strp("cond-b")})
+			ProvisionState: strp("wait call-back"), HasConductorAffinity: true, ConductorAffinity: 2, Reservation: strp("cond-b")})
 	return s
 }
 

@@ -152,7 +152,7 @@ func affinityText(n *topology.NodeInfo, r *lookupResult) string {
 	case topology.AffinityNone:
 		return "No conductor has prepared this node's boot environment yet (conductor_affinity is empty)."
 	case topology.AffinityMissing:
-		where = fmt.Sprintf("Boot files were prepared by a conductor that no longer exists (id %d)", *n.ConductorAffinity)
+		where = fmt.Sprintf("Boot files were prepared by a conductor that no longer exists (id %d)", n.ConductorAffinity)
 	default:
 		where = fmt.Sprintf("Boot files were prepared by %s (%s)", n.AffinityHost, r.AffinityState)
 	}

@@ -207,8 +207,8 @@ func (t *Topology) lifecycle() {
 			}
 		}
 		n.Affinity = AffinityNone
-		if n.ConductorAffinity != nil {
-			ai, ok := byID[*n.ConductorAffinity]
+		if n.HasConductorAffinity {
+			ai, ok := byID[int64(n.ConductorAffinity)]
 			switch {
 			case !ok:
 				n.Affinity = AffinityMissing

@@ -14,12 +14,12 @@ import (
 // was id 9 and its row is deleted. Nodes prepared by each, in states that
 // are stuck or not.
 func lifecycleSnapshot() *db.Snapshot {
-	mk := func(id int64, uuid, group, driver, state string, affinity int64, reservation string, maint bool) *db.Node {
+	mk := func(id int64, uuid, group, driver, state string, affinity int32, reservation string, maint bool) *db.Node {
 		n := node(id, uuid, group, driver)
 		if state != "" {
 			n.ProvisionState = ptr(state)
 		}
-		n.ConductorAffinity = fixture.ID(affinity)
+		fixture.SetAffinity(n, affinity)
 		if reservation != "" {
 			n.Reservation = ptr(reservation)
 		}

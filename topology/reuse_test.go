@@ -43,7 +43,7 @@ func reuseFleet(backend db.Backend, nodes int) *db.Snapshot {
 			n.ProvisionState = ptr(s)
 		}
 		if a := rng.IntN(11); a < 10 {
-			n.ConductorAffinity = fixture.ID(int64(a)) // 0: NULL; 9: no such conductor
+			fixture.SetAffinity(n, int32(a)) // 0: NULL; 9: no such conductor
 		}
 		if h := holders[rng.IntN(len(holders))]; h != "" {
 			n.Reservation = ptr(h)
