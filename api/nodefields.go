@@ -291,7 +291,7 @@ func (rq *request) appendNode(b []byte, base string, n *topology.NodeInfo, field
 		case kindConductor:
 			b = appendHostname(b, n.Conductor)
 		case kindAffinity:
-			b = appendHostname(b, n.AffinityHost)
+			b = appendHostname(b, n.AffinityHost())
 		case kindNova:
 			b = appendNovaClaims(b, rq.h.nova, n.UUID)
 		}

@@ -182,7 +182,7 @@ func TestFleet(t *testing.T) {
 	for _, n := range topo.Nodes {
 		if n.ProvisionState != nil && *n.ProvisionState == "active" {
 			active++
-			if n.Affinity == topology.AffinityUp && n.AffinityHost == n.Conductor {
+			if n.Affinity == topology.AffinityUp && n.AffinityHost() == n.Conductor {
 				prepared++
 			}
 		}

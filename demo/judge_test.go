@@ -247,8 +247,8 @@ func TestSimulatorAgreesWithExporter(t *testing.T) {
 		if n.ProvisionState == nil || *n.ProvisionState != "active" || n.Reservation != nil || n.Conductor == "" {
 			continue
 		}
-		if c := conductorOf(t, exp, n.Conductor); c.State == rules.StateAlive && n.AffinityHost != n.Conductor {
-			elsewhere = append(elsewhere, fmt.Sprintf("%s served by %s, boot files on %q", n.UUID, n.Conductor, n.AffinityHost))
+		if c := conductorOf(t, exp, n.Conductor); c.State == rules.StateAlive && n.AffinityHost() != n.Conductor {
+			elsewhere = append(elsewhere, fmt.Sprintf("%s served by %s, boot files on %q", n.UUID, n.Conductor, n.AffinityHost()))
 		}
 	}
 	if len(elsewhere) > 0 {

@@ -337,12 +337,12 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 	}
 	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
 		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost}
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost()}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true
 	}
-	if c, ok := t.Conductor(n.AffinityHost); ok {
+	if c, ok := t.Conductor(n.AffinityHost()); ok {
 		res.AffinityState = c.State
 	}
 	res.AffinityText = affinityText(n, res)

@@ -36,9 +36,9 @@ func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []nodeRow)
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
 		if (n.Affinity == topology.AffinityNotAlive || n.Affinity == topology.AffinityMissing) && len(stranded) < maxNodeRows {
-			r := strandedRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Host: n.AffinityHost,
+			r := strandedRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Host: n.AffinityHost(),
 				Gone: n.Affinity == topology.AffinityMissing, Conductor: n.Conductor}
-			if c, ok := t.Conductor(n.AffinityHost); ok {
+			if c, ok := t.Conductor(n.AffinityHost()); ok {
 				r.HostState = c.State
 			}
 			stranded = append(stranded, r)
@@ -154,12 +154,12 @@ func affinityText(n *topology.NodeInfo, r *lookupResult) string {
 	case topology.AffinityMissing:
 		where = fmt.Sprintf("Boot files were prepared by a conductor that no longer exists (id %d)", n.ConductorAffinity)
 	default:
-		where = fmt.Sprintf("Boot files were prepared by %s (%s)", n.AffinityHost, r.AffinityState)
+		where = fmt.Sprintf("Boot files were prepared by %s (%s)", n.AffinityHost(), r.AffinityState)
 	}
 	switch n.Conductor {
 	case "":
 		return where + "; no conductor serves the node now, so nothing will rebuild them."
-	case n.AffinityHost:
+	case n.AffinityHost():
 		return where + "; the ring maps the node to the same conductor: its files and logs are there."
 	}
 	where += "; the ring now maps the node to " + n.Conductor

@@ -218,13 +218,13 @@ func (t *Topology) lifecycle() {
 				n.Affinity = AffinityNotAlive
 			}
 			if ok {
-				n.AffinityHost = t.Conductors[ai].Hostname
+				n.affinityHost = &t.Conductors[ai].Hostname
 				prepared[ai]++
 			}
 			if n.Affinity != AffinityUp && bootMatters(n.ProvisionState) {
 				t.AffinityUnavailable[AffinityKey{n.ConductorGroup, n.Affinity}]++
 			}
-			if owner != nil && (!ok || n.AffinityHost != owner.Hostname) {
+			if owner != nil && (!ok || n.AffinityHost() != owner.Hostname) {
 				owner.AffinityElsewhere++
 			}
 		}
@@ -253,8 +253,8 @@ func (t *Topology) lifecycle() {
 		backing = backing[:end]
 	}
 	for i := range t.Nodes {
-		if n := &t.Nodes[i]; n.AffinityHost != "" {
-			c := &t.Conductors[t.byHost[n.AffinityHost]]
+		if n := &t.Nodes[i]; n.affinityHost != nil {
+			c := &t.Conductors[t.byHost[*n.affinityHost]]
 			c.Prepared = append(c.Prepared, i)
 		}
 	}

@@ -77,8 +77,8 @@ func TestLifecycle(t *testing.T) {
 	}
 	for i, w := range wants {
 		n := &topo.Nodes[i]
-		if n.AffinityHost != w.host || n.Affinity != w.affinity || n.Stuck != w.stuck {
-			t.Errorf("node %d: affinity %q %s, stuck %q; want %q %s, %q", n.ID, n.AffinityHost, n.Affinity, n.Stuck,
+		if n.AffinityHost() != w.host || n.Affinity != w.affinity || n.Stuck != w.stuck {
+			t.Errorf("node %d: affinity %q %s, stuck %q; want %q %s, %q", n.ID, n.AffinityHost(), n.Affinity, n.Stuck,
 				w.host, w.affinity, w.stuck)
 		}
 	}

@@ -107,14 +107,25 @@ type NodeInfo struct {
 	// Conductor is the hostname Ironic's get_conductor_for returns, or ""
 	// when no ring serves the node's group and driver (NoValidHost).
 	Conductor string
-	// AffinityHost is the hostname of the conductor whose id is in
-	// conductor_affinity, "" when NULL or when no such conductor exists.
-	AffinityHost string
+	// affinityHost is the Hostname, in this topology's Conductors, of the
+	// conductor whose id is in conductor_affinity; nil when NULL or when no
+	// such conductor exists. A pointer, not a copy of the string: 8 bytes a
+	// node less of the memory row (the README's Performance table).
+	affinityHost *string
 	// Affinity says whether that conductor is up, down or gone.
 	Affinity Affinity
 	// Stuck is why the node, in a state a conductor works or waits in,
 	// cannot progress; "" when it can or is not in progress.
 	Stuck Stuck
+}
+
+// AffinityHost is the hostname of the conductor whose id is in
+// conductor_affinity, "" when NULL or when no such conductor exists.
+func (n *NodeInfo) AffinityHost() string {
+	if n.affinityHost == nil {
+		return ""
+	}
+	return *n.affinityHost
 }
 
 // NameOrEmpty returns the node's name, "" when it has none.
