@@ -82,9 +82,9 @@ func TestFleetProblems(t *testing.T) {
 			{UUID: "n-ok", Host: "a"}, {UUID: "n-twice", Host: "a"},
 			{UUID: "n-down", Host: "b"}, {UUID: "n-moved", Host: "b"},
 			{UUID: "n-mismatch", Host: "a"}, {UUID: "n-gone", Host: "a"},
-			{UUID: "n-deleted-gone", Host: "a", Deleted: true},
 		},
-		Instances: []Instance{{UUID: "i-ok", Host: "b", Node: "n-ok"}, {UUID: "i-nova", Host: "a", Node: "n-mismatch"}},
+		SoftDeletedHosts: []string{"a"}, // a soft-deleted row is no record (and no orphan)
+		Instances:        []Instance{{UUID: "i-ok", Host: "b", Node: "n-ok"}, {UUID: "i-nova", Host: "a", Node: "n-mismatch"}},
 	}
 	answer := CellAnswer{Name: "cell1", UUID: "c1",
 		Computes: []ComputeState{{Host: "a", Up: true}, {Host: "b"}, {Host: "c", Up: true}},

@@ -138,9 +138,6 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) *Fleet {
 			}
 		}
 		for _, cn := range c.Cell.ComputeNodes {
-			if cn.Deleted {
-				continue
-			}
 			i, ok := index[cn.UUID]
 			if !ok {
 				i, ok = index[cn.HypervisorHostname]

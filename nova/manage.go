@@ -83,6 +83,11 @@ func ironicHosts(r rules.NovaRules, cell Cell) map[string]bool {
 			ironic[r.SQLKey(cn.Host)] = true
 		}
 	}
+	for _, h := range cell.SoftDeletedHosts {
+		if h != "" {
+			ironic[r.SQLKey(h)] = true
+		}
+	}
 	return ironic
 }
 

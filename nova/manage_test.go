@@ -39,16 +39,22 @@ func (f *fleet) service(host string, age time.Duration, mod ...func(*Service, *C
 		m(&s, &cn)
 	}
 	f.in.Cell.Services = append(f.in.Cell.Services, s)
-	if cn.UUID != notIronicUUID {
+	switch cn.UUID {
+	case notIronicUUID:
+	case softDeletedUUID:
+		f.in.Cell.SoftDeletedHosts = append(f.in.Cell.SoftDeletedHosts, cn.Host)
+	default:
 		f.in.Cell.ComputeNodes = append(f.in.Cell.ComputeNodes, cn)
 	}
 }
 
 // notIronicUUID marks a service whose compute node is of another
-// hypervisor type (QEMU): one the reader does not read.
-const notIronicUUID = "not-ironic"
+// hypervisor type (QEMU): one the reader does not read; softDeletedUUID
+// one whose only compute node is soft-deleted (its host read apart).
+const notIronicUUID, softDeletedUUID = "not-ironic", "soft-deleted"
 
-func notIronic(_ *Service, cn *ComputeNode) { cn.UUID = notIronicUUID }
+func notIronic(_ *Service, cn *ComputeNode)   { cn.UUID = notIronicUUID }
+func softDeleted(_ *Service, cn *ComputeNode) { cn.UUID = softDeletedUUID }
 
 func (f *fleet) computes(cs ...Compute) *fleet { f.in.Computes = cs; return f }
 
@@ -121,7 +127,7 @@ func TestRingFilters(t *testing.T) {
 	f.service("forced", 0, func(s *Service, _ *ComputeNode) { s.ForcedDown = true })
 	f.service("disabled", 0, func(s *Service, _ *ComputeNode) { s.Disabled = true })
 	f.service("deleted", 0, func(s *Service, _ *ComputeNode) { s.Deleted = true })
-	f.service("softcn", 0, func(_ *Service, cn *ComputeNode) { cn.Deleted = true }) // only soft-deleted compute nodes: still a member
+	f.service("softcn", 0, softDeleted) // only soft-deleted compute nodes: still a member
 	f.service("libvirt", 0, notIronic)
 	f.service("conductor", 0, func(s *Service, _ *ComputeNode) { s.Binary = "nova-conductor" })
 	f.computes(hosts("a", "disabled", "forced")...)
@@ -339,7 +345,7 @@ func TestDefaultComputes(t *testing.T) {
 	f.service("down", time.Hour)
 	f.service("deleted", 0, func(s *Service, _ *ComputeNode) { s.Deleted = true })
 	f.service("qemu", 0, notIronic)
-	f.service("softcn", 0, func(_ *Service, cn *ComputeNode) { cn.Deleted = true })
+	f.service("softcn", 0, softDeleted)
 	var got []string
 	for _, c := range DefaultComputes(f.in.Rules, f.in.Cell) {
 		got = append(got, c.Host)

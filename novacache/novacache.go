@@ -112,6 +112,7 @@ type cellInputs struct {
 	instances     *nova.Instance
 	instanceCount int
 	services      string // id, host, binary, flags, version and up of each row
+	softDeleted   string // SoftDeletedHosts
 }
 
 // inputsOf are the inputs of an answer over t's nodes and snap's cells at
@@ -126,6 +127,7 @@ func (c *Cache) inputsOf(snap *novadb.Snapshot, now time.Time) inputs {
 		if ci.instanceCount > 0 {
 			ci.instances = &cr.Cell.Instances[0]
 		}
+		ci.softDeleted = strings.Join(cr.Cell.SoftDeletedHosts, "\x00")
 		var b strings.Builder
 		for _, sv := range cr.Cell.Services {
 			up := rules.ServiceIsUp(now, sv.LastSeenUp, sv.CreatedAt, sv.ForcedDown, c.cfg.Settings.ServiceDownTime, c.cfg.Settings.ReportInterval)

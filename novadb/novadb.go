@@ -301,10 +301,10 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 	}
 	hasLast := !c.last.ReadAt.IsZero()
 	if hasLast && c.vouch[0] && probes[0] == c.probes[0] {
-		out.Cell.ComputeNodes = c.last.Cell.ComputeNodes
+		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = c.last.Cell.ComputeNodes, c.last.Cell.SoftDeletedHosts
 	} else {
 		out.Reread.ComputeNodes = true
-		if out.Cell.ComputeNodes, err = readComputeNodes(s, shared, probes[0].count); err != nil {
+		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, shared, probes[0].count); err != nil {
 			return out, probes, err
 		}
 	}
@@ -313,7 +313,7 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 		out.Cell.Instances = c.last.Cell.Instances
 	} else {
 		out.Reread.Instances = true
-		if out.Cell.Instances, err = readInstances(s, c.pool.Backend(), out.Cell.ComputeNodes, hosts, shared); err != nil {
+		if out.Cell.Instances, err = readInstances(s, c.pool.Backend(), out.Cell, hosts, shared); err != nil {
 			return out, probes, err
 		}
 	}

@@ -56,10 +56,11 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 // README's Performance table). For the same row, the slice is made for
 // count, the probe's count of the table (every row, ironic or not), not
 // grown by appending (up to a quarter unused).
-func readComputeNodes(s *dbconn.Session, shared Shared, count int64) ([]nova.ComputeNode, error) {
-	out := make([]nova.ComputeNode, 0, count)
+func readComputeNodes(s *dbconn.Session, shared Shared, count int64) (live []nova.ComputeNode, softDeleted []string, err error) {
+	live = make([]nova.ComputeNode, 0, count)
 	hosts := map[string]string{}
-	err := s.Rows("reading compute_nodes", SQLComputeNodes, false, func(rows *sql.Rows) error {
+	deletedHosts := map[string]bool{}
+	err = s.Rows("reading compute_nodes", SQLComputeNodes, false, func(rows *sql.Rows) error {
 		var (
 			uuid     sql.NullString
 			host, hh sql.RawBytes
@@ -74,20 +75,27 @@ func readComputeNodes(s *dbconn.Session, shared Shared, count int64) ([]nova.Com
 			h = string(host)
 			hosts[h] = h
 		}
-		cn.UUID, cn.Host, cn.Deleted = shared.node(uuid.String), h, deleted.Int64 != 0
+		if deleted.Int64 != 0 {
+			if !deletedHosts[h] {
+				deletedHosts[h] = true
+				softDeleted = append(softDeleted, h)
+			}
+			return nil
+		}
+		cn.UUID, cn.Host = shared.node(uuid.String), h
 		if cn.HypervisorHostname = cn.UUID; string(hh) != cn.UUID {
 			cn.HypervisorHostname = string(hh)
 		}
-		out = append(out, cn)
+		live = append(live, cn)
 		return nil
 	})
-	return out, err
+	return live, softDeleted, err
 }
 
 // readInstances runs SQLInstances, then SQLInstancesOfHost for each of
 // hosts that no compute node's host is (exactly), each instance once, its
 // uuid and node Ironic's strings of them where Ironic has them (Shared).
-func readInstances(s *dbconn.Session, backend dbconn.Backend, cns []nova.ComputeNode, hosts []string, shared Shared) ([]nova.Instance, error) {
+func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, hosts []string, shared Shared) ([]nova.Instance, error) {
 	var out []nova.Instance
 	seen := map[string]bool{}
 	interned := map[string]string{} // hosts, as readComputeNodes interns them
@@ -114,9 +122,12 @@ func readInstances(s *dbconn.Session, backend dbconn.Backend, cns []nova.Compute
 	if err := s.Rows("reading instances", SQLInstances, false, scan); err != nil {
 		return nil, err
 	}
-	cnHosts := map[string]bool{}
-	for _, cn := range cns {
+	cnHosts := map[string]bool{} // every ironic compute node's, soft-deleted too (SQLInstances')
+	for _, cn := range cell.ComputeNodes {
 		cnHosts[cn.Host] = true
+	}
+	for _, h := range cell.SoftDeletedHosts {
+		cnHosts[h] = true
 	}
 	q := SQLInstancesOfHost
 	if backend == dbconn.BackendPostgreSQL {

@@ -278,11 +278,18 @@ func input(t *testing.T, release rules.Release, backend rules.Backend, c caseJSO
 			Deleted: s.Deleted, CreatedAt: parseTime(t, s.CreatedAt), LastSeenUp: parseTime(t, s.LastSeenUp), Version: s.Version})
 	}
 	// The rows novadb's statements keep (SQLComputeNodes: hypervisor_type
-	// 'ironic' as the database compares; SQLInstances: deleted = 0).
+	// 'ironic' as the database compares, the soft-deleted rows' hosts apart;
+	// SQLInstances: deleted = 0).
 	for _, x := range res.Rows.ComputeNodes {
-		if in.Rules.SQLEqual(x.HypervisorType, "ironic") {
+		switch {
+		case !in.Rules.SQLEqual(x.HypervisorType, "ironic"):
+		case x.Deleted:
+			if h := str(x.Host); !slices.Contains(in.Cell.SoftDeletedHosts, h) {
+				in.Cell.SoftDeletedHosts = append(in.Cell.SoftDeletedHosts, h)
+			}
+		default:
 			in.Cell.ComputeNodes = append(in.Cell.ComputeNodes, nova.ComputeNode{UUID: str(x.UUID), Host: str(x.Host),
-				HypervisorHostname: str(x.HypervisorHostname), Deleted: x.Deleted})
+				HypervisorHostname: str(x.HypervisorHostname)})
 		}
 	}
 	for _, x := range res.Rows.Instances {
