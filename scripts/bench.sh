@@ -28,12 +28,19 @@
 #     nodes), the exporter reading it with --nova.dsn;
 #   - ironic: real Ironic 21.4's API (python3-ironic,
 #     conformance/ironic_fleet.py serve) and the sidecar under wrk on one
-#     IRONIC_NODES-node fleet.
+#     IRONIC_NODES-node fleet;
+#   - openstack (when OPENSTACK_EXPORTER names its binary): what operators
+#     use today, openstack-exporter, scraping real Ironic 21.4's and Nova
+#     26.2's APIs behind a real Keystone, beside the sidecar reading the
+#     same databases (NOVA_NODES nodes, NOVA_COMPUTES ironic computes):
+#     scrape time, CPU of every process a scrape makes work, PostgreSQL's
+#     CPU and the rows it read.
 #
 # Needs PostgreSQL on 127.0.0.1:5432 (trust, user postgres) and psql,
 # python3-ironic with python3-psycopg2 (Debian's /usr/bin/python3, or
-# $ICE_PYTHON), and wrk (installed from Debian when missing). About 25
-# minutes on the 2-core reference machine.
+# $ICE_PYTHON), and wrk (installed from Debian when missing); the
+# openstack section Debian's keystone and the Nova chroot (make provision).
+# About 25 minutes on the 2-core reference machine, without openstack.
 #
 # Environment (defaults in brackets):
 #   ROUNDS [3]              alternated rounds of the node read and wrk phases
@@ -42,8 +49,15 @@
 #   STEADY_SIZES [100000 1000000]  fleets of the steady state
 #   LOOKUP_SECONDS [20]     length of the 500 lookups/s phase
 #   IRONIC_WRK_SECONDS [8], IRONIC_ROUNDS [2], IRONIC_NODES [3000]
-#   NOVA_NODES [100000], NOVA_COMPUTES [100]  the steady state with Nova
-#   SECTIONS [refresh read scrape steady nova ironic]  what to run (its rows
+#   NOVA_NODES [100000], NOVA_COMPUTES [100]  the steady state with Nova,
+#                           and the openstack section's fleet
+#   OPENSTACK_EXPORTER []   an openstack-exporter binary, built from its
+#                           source (its module is not on the Go module
+#                           proxy); the openstack section runs when it is set
+#   OPENSTACK_ROUNDS [1] (a scrape of openstack-exporter takes minutes), NOVA_CHROOT [the bookworm chroot of
+#                           conformance/nova/chroots.sh: Nova 26.2]
+#   SECTIONS [refresh read scrape steady nova ironic, and openstack when
+#                           OPENSTACK_EXPORTER is set]  what to run (its rows
 #                           only; the lookup rows come with steady)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,9 +71,11 @@ LOOKUP_SECONDS=${LOOKUP_SECONDS:-20}
 IRONIC_WRK_SECONDS=${IRONIC_WRK_SECONDS:-8}
 IRONIC_ROUNDS=${IRONIC_ROUNDS:-2}
 IRONIC_NODES=${IRONIC_NODES:-3000}
-SECTIONS=${SECTIONS:-refresh read scrape steady nova ironic}
+SECTIONS=${SECTIONS:-refresh read scrape steady nova ironic${OPENSTACK_EXPORTER:+ openstack}}
 NOVA_NODES=${NOVA_NODES:-100000}
 NOVA_COMPUTES=${NOVA_COMPUTES:-100}
+OPENSTACK_ROUNDS=${OPENSTACK_ROUNDS:-1}
+NOVA_CHROOT=${NOVA_CHROOT:-${NOVA_CHROOT_CACHE:-/var/cache/ironic-conductor-exporter/nova-chroots}/bookworm}
 PG=(-h 127.0.0.1 -U postgres)
 
 out=$(mktemp -d /tmp/ice-bench.XXXXXX)
@@ -485,6 +501,155 @@ if want ironic; then
 			"sidecar $(median <"$out/sc.$i") req/s, Ironic $(median <"$out/ir.$i") req/s: $(stats <"$out/r")" \
 			"$(meets "$(median <"$out/r")" '>=' 50)"
 	done
+fi
+
+# --- openstack: what operators use today, on the same fleet ---------------------------
+# openstack-exporter scraping real Ironic 21.4's and real Nova's APIs behind a
+# real Keystone (scripts/bench-openstack.py, scripts/bench-nova-api.py in the
+# Nova chroot), and the sidecar reading the same databases, on one
+# NOVA_NODES-node fleet with NOVA_COMPUTES ironic nova-computes. Alternated
+# rounds, the other exporter stopped (SIGSTOP) meanwhile: one scrape of
+# openstack-exporter against one 15 s scrape interval of the sidecar (its
+# refreshes included). CPU from /proc of every process the scrape makes work
+# (openstack-exporter, ironic-api, nova-api, keystone) and of PostgreSQL
+# (its live processes, and the postmaster's reaped children); rows read from
+# pg_stat_database over the Ironic and Nova databases.
+if want openstack; then
+	phase "openstack-exporter and the sidecar on one $NOVA_NODES-node fleet, $NOVA_COMPUTES ironic nova-computes, $OPENSTACK_ROUNDS rounds"
+	[[ -n ${OPENSTACK_EXPORTER:-} && -x $OPENSTACK_EXPORTER ]] || {
+		echo "bench: SECTIONS has openstack: OPENSTACK_EXPORTER must name an openstack-exporter binary (README, Performance)" >&2
+		exit 1
+	}
+	[[ -f $NOVA_CHROOT/.nova-conformance-ready ]] ||
+		{ echo "bench: no Nova chroot at $NOVA_CHROOT: conformance/nova/chroots.sh bookworm" >&2; exit 1; }
+	osdb=ice_bench_os_$$
+	newdb "$osdb" "$NOVA_NODES"
+	ironic_release=$("$PYTHON" -c 'from ironic import version; print(version.version_info.release_string())')
+	read -r node_v cond_v < <("$PYTHON" -c 'from ironic import objects; objects.register_all(); print(objects.Node.VERSION, objects.Conductor.VERSION)')
+	psql -q "${PG[@]}" -d "$osdb" -c "UPDATE nodes SET version = '$node_v', console_enabled = false" \
+		-c "UPDATE conductors SET version = '$cond_v'" \
+		-c "UPDATE nodes SET instance_uuid = md5('instance-' || id)::uuid::text WHERE id % 100 < 72" >/dev/null
+	# Nova 26.2's schema by its own nova-manage, its rows as its objects
+	# write them, its API as nova-api serves it: from the chroot.
+	# nova-api's api-paste.ini is nova-common's, whose postinst a chroot
+	# cannot run: the file taken from the package.
+	if [[ ! -f $NOVA_CHROOT/etc/nova/api-paste.ini ]]; then
+		chroot "$NOVA_CHROOT" sh -c 'cd /tmp && apt-get -qq update && apt-get -qq download nova-common &&
+			dpkg-deb -x nova-common_*.deb /tmp/nova-common && mkdir -p /etc/nova &&
+			cp /tmp/nova-common/usr/share/nova-common/api-paste.ini /etc/nova/ && rm -rf nova-common_*.deb /tmp/nova-common' >/dev/null ||
+			{ echo "bench: no api-paste.ini for nova-api: nova-common could not be fetched into $NOVA_CHROOT" >&2; exit 1; }
+	fi
+	nw=/tmp/ice-bench-nova-$$
+	mkdir -p "$NOVA_CHROOT$nw"
+	cp scripts/bench-nova-api.py "$NOVA_CHROOT$nw/"
+	novapy=(chroot "$NOVA_CHROOT" /usr/bin/python3 "$nw/bench-nova-api.py")
+	novaprefix=${osdb}_nova
+	dbs+=("${novaprefix}_api" "${novaprefix}_cell0" "${novaprefix}_cell1")
+	"${novapy[@]}" schema --prefix "$novaprefix" --workdir "$nw" >"$out/nova-schema.log" 2>&1 ||
+		{ tail -20 "$out/nova-schema.log" >&2; exit 1; }
+	"${novapy[@]}" fill --prefix "$novaprefix" --workdir "$nw" --ironic-db "$osdb" --computes "$NOVA_COMPUTES" >"$out/nova-fill.log" 2>&1 ||
+		{ tail -20 "$out/nova-fill.log" >&2; exit 1; }
+	kport=$(freeport) iport=$(freeport) nport=$(freeport) oport=$(freeport)
+	keystone=http://127.0.0.1:$kport/v3
+	ksdb=${osdb}_keystone
+	dbs+=("$ksdb")
+	"$PYTHON" scripts/bench-openstack.py keystone --db "$ksdb" --dir "$out/keystone" --port "$kport"
+	setsid keystone-wsgi-public --host 127.0.0.1 --port "$kport" -- --config-file "$out/keystone/keystone.conf" >"$out/keystone.log" 2>&1 &
+	pids+=($!) && kpid=$!
+	for _ in $(seq 60); do curl -fs -o /dev/null "$keystone" && break; sleep 1; done
+	"$PYTHON" scripts/bench-openstack.py register --keystone "$keystone" --baremetal "http://127.0.0.1:$iport" \
+		--compute "http://127.0.0.1:$nport/v2.1" --clouds "$out/clouds.yaml"
+	"$PYTHON" scripts/bench-openstack.py ironic-conf --conf "$out/ironic-keystone.conf" \
+		--db-url "postgresql+psycopg2://postgres@127.0.0.1/$osdb" --port "$iport" --keystone "$keystone"
+	setsid "$PYTHON" scripts/bench-openstack.py ironic --conf "$out/ironic-keystone.conf" >"$out/ironic-keystone.log" 2>&1 &
+	pids+=($!) && ipid=$!
+	setsid "${novapy[@]}" serve --prefix "$novaprefix" --workdir "$nw" --port "$nport" --keystone "$keystone" \
+		--user nova --password novapw --project service --workers 2 >"$out/nova-api.log" 2>&1 &
+	pids+=($!) && npid=$!
+	for _ in $(seq 120); do curl -s -o /dev/null "http://127.0.0.1:$iport/" && curl -s -o /dev/null "http://127.0.0.1:$nport/" && break; sleep 1; done
+	# The conductors and the nova-computes heartbeat every 10 s (Nova's
+	# report_state writes these two columns).
+	(while :; do
+		heartbeat "$osdb"
+		psql -q "${PG[@]}" -d "${novaprefix}_cell1" -c "UPDATE services SET last_seen_up = now() AT TIME ZONE 'utc', updated_at = now() AT TIME ZONE 'utc'" >/dev/null
+		sleep 10
+	done) &
+	osbg=$!
+	# openstack-exporter as its README runs it, on the services this
+	# compares: baremetal and compute (identity's metrics are Keystone's).
+	setsid "$OPENSTACK_EXPORTER" --os-client-config "$out/clouds.yaml" --web.listen-address "127.0.0.1:$oport" \
+		--disable-service.identity bench >"$out/openstack-exporter.log" 2>&1 &
+	pids+=($!) && opid=$!
+	start_exporter sidecar "$osdb" --nova.dsn "postgresql://postgres@127.0.0.1/${novaprefix}_api?sslmode=disable"
+	spid=${pids[-1]}
+	heartbeat "$osdb"
+	assert_fresh "$sidecar" 300
+	# pg CPU: the postmaster's reaped children and every live process.
+	pmaster=$(pgrep -o -u postgres -x postgres)
+	pgticks() {
+		local t=0 p
+		for p in $(pgrep -u postgres -x postgres); do
+			t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+		done
+		echo $((t + $(awk '{ print $16 + $17 }' "/proc/$pmaster/stat")))
+	}
+	treeticks() { # PGID: CPU ticks of a process group's live processes
+		local t=0 p
+		for p in $(pgrep -g "$1"); do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+		echo "$t"
+	}
+	dbrows() {
+		psql -Atq "${PG[@]}" -d postgres -c "SELECT sum(tup_returned + tup_fetched), sum(xact_commit + xact_rollback)
+			FROM pg_stat_database WHERE datname IN ('$osdb', '${novaprefix}_api', '${novaprefix}_cell0', '${novaprefix}_cell1')" | tr '|' ' '
+	}
+	# snap: the counters, one line (the statistics of idle backends reach
+	# pg_stat_database within PostgreSQL's 10 s idle interval: waited for)
+	snap() { sleep 11; echo "$SECONDS $(treeticks "$opid") $(treeticks "$ipid") $(treeticks "$npid") $(treeticks "$kpid") $(cpu_ticks "$spid") $(pgticks) $(dbrows)"; }
+	: >"$out/os.ose" && : >"$out/os.side"
+	hz=$(getconf CLK_TCK)
+	for r in $(seq "$OPENSTACK_ROUNDS"); do
+		kill -STOP "$spid"
+		s0=$(snap)
+		t=$(curl -fs -o "$out/ose.txt" --max-time 1800 -w '%{time_total}' "http://127.0.0.1:$oport/metrics") ||
+			{ echo "bench: openstack-exporter's scrape failed" >&2; tail -20 "$out/openstack-exporter.log" >&2; exit 1; }
+		s1=$(snap)
+		kill -CONT "$spid"
+		kill -STOP "$opid"
+		# Back in its steady state first: the refreshes it missed while
+		# stopped (a full read of the nodes, Nova's tables) are not a
+		# scrape interval's.
+		for i in $(seq 10); do (assert_fresh "$sidecar" 300 2>/dev/null) && break; sleep 1; done
+		assert_fresh "$sidecar" 300
+		sleep 30
+		curl -fs -o /dev/null -H 'Accept-Encoding: gzip' "$sidecar/metrics"
+		s2=$(snap)
+		ts=$(curl -fs -o /dev/null -H 'Accept-Encoding: gzip' -H 'X-Prometheus-Scrape-Timeout-Seconds: 10' -w '%{time_total}' "$sidecar/metrics")
+		sleep 15
+		s3=$(snap)
+		kill -CONT "$opid"
+		# time, CPU s (exporter, ironic-api, nova-api, keystone, PostgreSQL), rows, transactions
+		echo "$t $s0 $s1" | awk -v hz="$hz" '{ printf "%s %.2f %.2f %.2f %.2f %.2f %d %d\n", $1, ($12-$3)/hz, ($13-$4)/hz, ($14-$5)/hz, ($15-$6)/hz, ($17-$8)/hz, $18-$9, $19-$10 }' >>"$out/os.ose"
+		# the sidecar's counters per 15 s of its phase (the phase lasts about 26 s: the waits of snap)
+		echo "$ts $s2 $s3" | awk -v hz="$hz" '{ k = 15 / ($11 - $2); printf "%s %.2f 0 0 0 %.2f %d %d\n", $1, k * ($16-$7)/hz, k * ($17-$8)/hz, k * ($18-$9), k * ($19-$10) }' >>"$out/os.side"
+		echo "  round $r: openstack-exporter $(tail -1 "$out/os.ose"); sidecar $(tail -1 "$out/os.side")" >&2
+	done
+	kill "$osbg" 2>/dev/null || true
+	kill -TERM -- "-$npid" 2>/dev/null || true
+	rm -rf "${NOVA_CHROOT:?}$nw"
+	col() { awk -v c="$1" '{ print $c }' "$2" | median; }
+	ironic_series=$(grep -c '^openstack_ironic_node{' "$out/ose.txt" || true)
+	nova_up=$(awk '/^openstack_nova_up / { print $2 }' "$out/ose.txt")
+	ironic_up=$(awk '/^openstack_ironic_up / { print $2 }' "$out/ose.txt")
+	curl -fs --compressed "$sidecar/metrics" >"$out/side.txt"
+	ose_version=$("$OPENSTACK_EXPORTER" --version 2>&1 | sed -n '1s/.*version \([^ ]*\) .*/\1/p')
+	row "openstack-exporter ${ose_version:-(version unknown)} on real Ironic $ironic_release's and Nova 26.2's APIs behind Keystone, one scrape, $NOVA_NODES nodes, $NOVA_COMPUTES ironic computes (median of $OPENSTACK_ROUNDS, alternated)" \
+		"(what operators use today)" \
+		"$(col 1 "$out/os.ose") s; CPU s: exporter $(col 2 "$out/os.ose"), ironic-api $(col 3 "$out/os.ose"), nova-api $(col 4 "$out/os.ose"), keystone $(col 5 "$out/os.ose"), PostgreSQL $(col 6 "$out/os.ose"); $(col 7 "$out/os.ose") rows read in $(col 8 "$out/os.ose") transactions; openstack_ironic_up $ironic_up, openstack_nova_up $nova_up, $ironic_series ironic nodes exported of $NOVA_NODES, $(grep -c '^openstack_nova_agent_state{' "$out/ose.txt" || true) nova agents, no node's conductor or nova-compute" \
+		"(comparison)"
+	row "the sidecar on the same databases, one 15 s scrape interval (its refreshes and one gzip scrape; median of $OPENSTACK_ROUNDS, alternated)" \
+		"(beside it)" \
+		"scrape $(col 1 "$out/os.side") s; CPU s: sidecar $(col 2 "$out/os.side"), PostgreSQL $(col 6 "$out/os.side"); $(col 7 "$out/os.side") rows read in $(col 8 "$out/os.side") transactions; $(grep -c '^ironic_node_conductor_info{' "$out/side.txt") nodes' conductors, $(grep -c '^ironic_node_nova_compute_info{' "$out/side.txt") nodes' nova-computes, $(grep -c '^ironic_nova_compute_up{.*} 1$' "$out/side.txt") nova-computes up" \
+		"(comparison)"
 fi
 
 # --- the table ------------------------------------------------------------------------
