@@ -22,7 +22,6 @@ var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func sp(s string) *string { return &s }
 
-
 func uuidN(i int) string {
 	return "aaaaaaaa-bbbb-4ccc-8ddd-0000000000" + string(rune('0'+i/10)) + string(rune('0'+i%10))
 }
