@@ -313,9 +313,9 @@ def cmd_fill(a):
 # ---------------------------------------------------------------- serve
 # python3-nova has no api-paste.ini: Debian ships it in nova-common
 # (/usr/share/nova-common/api-paste.ini, copied to /etc/nova by its
-# postinst), which the chroot does not install (its postinst wants
-# dbconfig-common and a nova user); scripts/bench.sh extracts the file from
-# the package into the chroot's /etc/nova.
+# postinst), which the chroot does not install (it brings dbconfig-common
+# and its questions); scripts/bench.sh extracts the file from the package
+# into the chroot's /etc/nova.
 PASTE_FILES = ("/etc/nova/api-paste.ini", "/usr/share/nova-common/api-paste.ini")
 
 

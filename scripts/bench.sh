@@ -531,8 +531,9 @@ if want openstack; then
 		-c "UPDATE nodes SET instance_uuid = md5('instance-' || id)::uuid::text WHERE id % 100 < 72" >/dev/null
 	# Nova 26.2's schema by its own nova-manage, its rows as its objects
 	# write them, its API as nova-api serves it: from the chroot.
-	# nova-api's api-paste.ini is nova-common's, whose postinst a chroot
-	# cannot run: the file taken from the package.
+	# nova-api's api-paste.ini is nova-common's, which the chroot does not
+	# install (it brings dbconfig-common and its questions): the file is
+	# taken from the package.
 	if [[ ! -f $NOVA_CHROOT/etc/nova/api-paste.ini ]]; then
 		chroot "$NOVA_CHROOT" sh -c 'cd /tmp && apt-get -qq update && apt-get -qq download nova-common &&
 			dpkg-deb -x nova-common_*.deb /tmp/nova-common && mkdir -p /etc/nova &&
