@@ -2,6 +2,7 @@ package db
 
 import (
 	"database/sql"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -79,5 +80,31 @@ func TestDecoderKeepsUnchangedNodes(t *testing.T) {
 	}
 	if got[2] == prev[2] || got[2].ConductorAffinity != 8 || got[2].Name != prev[2].Name {
 		t.Errorf("node 3, another affinity: %+v, want a new Node sharing its name", got[2])
+	}
+}
+
+// TestDecoderAffinityBeyondInt32: a conductor_affinity that Ironic's Integer
+// column cannot hold (SQLite stores it) reads as -1, set, with a warning
+// naming the row; one within int32 reads as itself, without one.
+func TestDecoderAffinityBeyondInt32(t *testing.T) {
+	row := func(id, affinity int64) *nodeRow {
+		r := &nodeRow{id: id}
+		r.text[colUUID], r.text[colGroup] = sql.RawBytes("u-"+string(rune('0'+id))), sql.RawBytes("")
+		r.affinity = sql.NullInt64{Int64: affinity, Valid: true}
+		return r
+	}
+	dec := newNodeDecoder(2)
+	dec.add(row(1, -2147483648))
+	dec.add(row(2, 1<<40))
+	got := dec.out
+	if !got[0].HasConductorAffinity || got[0].ConductorAffinity != -2147483648 {
+		t.Errorf("node 1: %+v, want affinity -2147483648", got[0])
+	}
+	if !got[1].HasConductorAffinity || got[1].ConductorAffinity != -1 {
+		t.Errorf("node 2: %+v, want affinity -1", got[1])
+	}
+	w := dec.warnings()
+	if len(w) != 1 || w[0].reason != ReasonOutOfRange || w[0].rows != 1 || !strings.Contains(w[0].line, "node u-2 (id 2), column conductor_affinity") {
+		t.Errorf("warnings: %+v", w)
 	}
 }

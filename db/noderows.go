@@ -144,11 +144,11 @@ type nodeDecoder struct {
 	// before is that *Node when no column changed, and keeps the strings
 	// that did not change otherwise, so that a refresh holds new values only
 	// for the nodes that changed (peak RSS within twice the live heap).
-	prev           []*Node
-	next           int
-	badTimes       int
-	firstBad       string
-	nulls, notUTF8 rowTally
+	prev                       []*Node
+	next                       int
+	badTimes                   int
+	firstBad                   string
+	nulls, notUTF8, outOfRange rowTally
 }
 
 // newNodeDecoder returns a decoder sized for n nodes.
@@ -167,6 +167,9 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 	if r.text[colGroup] == nil {
 		// Ironic's model: conductor_group NOT NULL, default ''.
 		dec.nulls.add(string(r.text[colUUID]), r.id, "conductor_group")
+	}
+	if r.affinity.Int64 != int64(int32(r.affinity.Int64)) {
+		dec.outOfRange.add(string(r.text[colUUID]), r.id, "conductor_affinity")
 	}
 	for i := range r.text {
 		if v := r.text[i]; v != nil && !utf8.Valid(v) {
@@ -221,7 +224,7 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 var unread Node
 
 // affinity is conductor_affinity as Node keeps it: 0 for NULL, -1 for a
-// value beyond int32.
+// value beyond int32 (add counts it for warnings).
 func affinity(v sql.NullInt64) int32 {
 	if v.Int64 != int64(int32(v.Int64)) {
 		return -1
@@ -243,6 +246,11 @@ func (dec *nodeDecoder) warnings() []nodeWarning {
 	if dec.notUTF8.n > 0 {
 		nw = append(nw, nodeWarning{ReasonNotUTF8, dec.notUTF8.n, fmt.Sprintf(
 			"%d node(s) with text that is not UTF-8, invalid bytes read as U+FFFD; first: %s", dec.notUTF8.n, dec.notUTF8.first)})
+	}
+	if dec.outOfRange.n > 0 {
+		nw = append(nw, nodeWarning{ReasonOutOfRange, dec.outOfRange.n, fmt.Sprintf(
+			"%d node(s) with a conductor_affinity beyond 32 bits (Ironic's Integer column), read as -1, no conductor; first: %s",
+			dec.outOfRange.n, dec.outOfRange.first)})
 	}
 	return nw
 }

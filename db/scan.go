@@ -178,6 +178,10 @@ const (
 	// ReasonNotUTF8: text that is not UTF-8 (e.g. a PostgreSQL SQL_ASCII
 	// or a MySQL latin1 database); invalid bytes read as U+FFFD.
 	ReasonNotUTF8 = "not_utf8"
+	// ReasonOutOfRange: an integer beyond the column type Ironic's model
+	// declares (conductor_affinity beyond 32 bits, which only SQLite
+	// stores); read as -1, no conductor's id.
+	ReasonOutOfRange = "out_of_range"
 	// ReasonNull: NULL in a column Ironic's model declares NOT NULL; read
 	// as Ironic's default ("" for conductor_group), or the row skipped
 	// (a NULL hardware_type).
