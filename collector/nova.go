@@ -149,7 +149,7 @@ func (n novaNodeStream) Gzipped() *exposition.Chunk { return &n.z }
 
 // writeNovaNodeFamily writes the node family of s (its Fleet's claims) to w
 // in the bytes and the order client_golang's registry writes it
-// (TestNovaPiecesAreClientGolang): series by label values, that is by
+// (TestNovaPiecesArePromhttp, TestNovaNodeFamilyOrder): series by label values, that is by
 // cell, then node_uuid, nova_compute (a node's claims are sorted by cell
 // and host) and source, through a buffer of about nodeTextFlush bytes.
 func writeNovaNodeFamily(w io.Writer, s *novacache.State) error {
