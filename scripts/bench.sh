@@ -220,6 +220,16 @@ newdb() {
 	psql -q "${PG[@]}" -d "$1" -v nodes="$2" -f scripts/bench-fleet.sql >/dev/null
 }
 heartbeat() { psql -q "${PG[@]}" -d "$1" -c "UPDATE conductors SET updated_at = now() AT TIME ZONE 'utc'" >/dev/null; }
+# for_ironic_api DB: the fleet in DB as Ironic's objects layer writes it and
+# its API needs it (conformance/fleet.py): the object versions; sets
+# ironic_release.
+for_ironic_api() {
+	local node_v cond_v
+	read -r node_v cond_v < <("$PYTHON" -c 'from ironic import objects; objects.register_all(); print(objects.Node.VERSION, objects.Conductor.VERSION)')
+	psql -q "${PG[@]}" -d "$1" -c "UPDATE nodes SET version = '$node_v', console_enabled = false" \
+		-c "UPDATE conductors SET version = '$cond_v'" >/dev/null
+	ironic_release=$("$PYTHON" -c 'from ironic import version; print(version.version_info.release_string())')
+}
 # start_exporter VAR DB ARGS...: runs the binary on DB (its process group
 # recorded for the cleanup, its stderr in $out/exporter.$port.log), sets VAR
 # to its base URL once it is ready.
@@ -452,11 +462,7 @@ if want ironic; then
 	phase "real Ironic's API vs the sidecar on one ${IRONIC_NODES}-node fleet, $IRONIC_ROUNDS rounds"
 	ironicdb=ice_bench_ironic_$$
 	newdb "$ironicdb" "$IRONIC_NODES"
-	# What Ironic's objects layer writes and its API needs (conformance/fleet.py).
-	read -r node_v cond_v < <("$PYTHON" -c 'from ironic import objects; objects.register_all(); print(objects.Node.VERSION, objects.Conductor.VERSION)')
-	psql -q "${PG[@]}" -d "$ironicdb" -c "UPDATE nodes SET version = '$node_v', console_enabled = false" \
-		-c "UPDATE conductors SET version = '$cond_v'" >/dev/null
-	ironic_release=$("$PYTHON" -c 'from ironic import version; print(version.version_info.release_string())')
+	for_ironic_api "$ironicdb"
 	iport=$(freeport)
 	# Ironic's defaults where they matter: hash_ring_reset_interval 15 s, two API workers (the cores).
 	(cd conformance && exec setsid "$PYTHON" ironic_fleet.py serve --db-url "postgresql+psycopg2://postgres@127.0.0.1/$ironicdb" \
@@ -524,11 +530,9 @@ if want openstack; then
 		{ echo "bench: no Nova chroot at $NOVA_CHROOT: conformance/nova/chroots.sh bookworm" >&2; exit 1; }
 	osdb=ice_bench_os_$$
 	newdb "$osdb" "$NOVA_NODES"
-	ironic_release=$("$PYTHON" -c 'from ironic import version; print(version.version_info.release_string())')
-	read -r node_v cond_v < <("$PYTHON" -c 'from ironic import objects; objects.register_all(); print(objects.Node.VERSION, objects.Conductor.VERSION)')
-	psql -q "${PG[@]}" -d "$osdb" -c "UPDATE nodes SET version = '$node_v', console_enabled = false" \
-		-c "UPDATE conductors SET version = '$cond_v'" \
-		-c "UPDATE nodes SET instance_uuid = md5('instance-' || id)::uuid::text WHERE id % 100 < 72" >/dev/null
+	for_ironic_api "$osdb"
+	# instances on 72% of the nodes, as scripts/bench-nova.sql puts them
+	psql -q "${PG[@]}" -d "$osdb" -c "UPDATE nodes SET instance_uuid = md5('instance-' || id)::uuid::text WHERE id % 100 < 72" >/dev/null
 	# Nova 26.2's schema by its own nova-manage, its rows as its objects
 	# write them, its API as nova-api serves it: from the chroot.
 	# nova-api's api-paste.ini is nova-common's, which the chroot does not
