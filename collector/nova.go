@@ -89,9 +89,12 @@ func (c *NovaCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *NovaCollector) Collect(ch chan<- prometheus.Metric) {
-	collectNova(func(f *family, v float64, labels ...string) {
+	emit := func(f *family, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(f.desc, f.Type, v, labels...)
-	}, c.cache.Current())
+	}
+	s := c.cache.Current()
+	collectNova(emit, s)
+	collectNovaNodes(emit, s)
 }
 
 // Pieces are the text exposition's pieces of the latest answer, rendered
@@ -119,12 +122,7 @@ func (c *NovaCollector) Pieces() []*exposition.Piece {
 		}
 	}
 	tf := exposition.Families{}
-	emit := textEmit(tf)
-	collectNova(func(f *family, v float64, labels ...string) {
-		if f != nodeNovaComputeFamily {
-			emit(f, v, labels...)
-		}
-	}, s)
+	collectNova(textEmit(tf), s)
 	var pieces []*exposition.Piece
 	tf.Each(func(name string, text []byte) { pieces = append(pieces, exposition.NewPiece(name, text, fw)) })
 	if c.node != nil {
@@ -197,7 +195,25 @@ func writeNovaNodeFamily(w io.Writer, s *novacache.State) error {
 	return err
 }
 
-// collectNova emits the families of s.
+// collectNovaNodes emits the node family of s, a series per node, which
+// Pieces writes with writeNovaNodeFamily instead.
+func collectNovaNodes(emit emitFunc, s *novacache.State) {
+	if s.ReadAt.IsZero() || s.Fleet == nil {
+		return
+	}
+	for i := range s.Fleet.Len() {
+		claimed := false
+		for cl := range s.Fleet.Claims(i) {
+			claimed = true
+			emit(nodeNovaComputeFamily, 1, cl.Cell, s.UUID(i), cl.Host, cl.Source)
+		}
+		if !claimed {
+			emit(nodeNovaComputeFamily, 1, "", s.UUID(i), "", "none")
+		}
+	}
+}
+
+// collectNova emits the families of s but its node family (collectNovaNodes).
 func collectNova(emit emitFunc, s *novacache.State) {
 	emit(novaAPIUpFamily, boolValue(s.Err == nil && !s.ReadAt.IsZero()))
 	source := "file"
@@ -230,16 +246,6 @@ func collectNova(emit emitFunc, s *novacache.State) {
 		}
 	}
 	if s.Fleet != nil {
-		for i := range s.Fleet.Len() {
-			claimed := false
-			for cl := range s.Fleet.Claims(i) {
-				claimed = true
-				emit(nodeNovaComputeFamily, 1, cl.Cell, s.UUID(i), cl.Host, cl.Source)
-			}
-			if !claimed {
-				emit(nodeNovaComputeFamily, 1, "", s.UUID(i), "", "none")
-			}
-		}
 		for _, r := range nova.ProblemReasons {
 			emit(novaProblemsFamily, float64(s.Fleet.Problems[r]), r)
 		}
