@@ -71,7 +71,7 @@ func TestAnswerPerRelease(t *testing.T) {
 func TestFleetProblems(t *testing.T) {
 	nodes := []IronicNode{
 		{UUID: "n-ok", InstanceUUID: "i-ok"},
-		{UUID: "n-unclaimed", ProvisionState: "available"}, // and no compute record
+		{UUID: "n-unclaimed", Available: true}, // and no compute record
 		{UUID: "n-twice"},
 		{UUID: "n-down"},
 		{UUID: "n-moved"},

@@ -168,7 +168,7 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) *Fleet {
 		if upClaims[i] >= 2 {
 			f.Problems[ProblemClaimedTwice]++
 		}
-		if !hasRecord[i] && n.ProvisionState == "available" && n.InstanceUUID == "" && !n.Maintenance {
+		if !hasRecord[i] && n.Available && n.InstanceUUID == "" {
 			f.Problems[ProblemNoComputeNode]++
 		}
 		if hasRecord[i] && upClaims[i] == 1 {

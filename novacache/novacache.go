@@ -199,7 +199,7 @@ func Shared(ironic func() *topology.Topology) novadb.Shared {
 func ironicNode(n *db.Node) nova.IronicNode {
 	return nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
 		InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance}
+		Available: deref(n.ProvisionState) == "available" && !n.Maintenance}
 }
 
 // UUID is the uuid of the answer's node i, 0 <= i < Fleet.Len().
