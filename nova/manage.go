@@ -134,7 +134,13 @@ func Views(in Input) []View {
 	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it; a slice per
 	// instance was a third of what a Nova answer allocates at 100k nodes,
 	// at the peak of the memory row (the README's Performance table).
-	byInstance := make(map[string]int32, len(in.Nodes))
+	deployed := 0
+	for _, n := range in.Nodes {
+		if n.InstanceUUID != "" {
+			deployed++
+		}
+	}
+	byInstance := make(map[string]int32, deployed)
 	for i, n := range in.Nodes {
 		if n.InstanceUUID != "" {
 			byInstance[n.InstanceUUID] = int32(i)
