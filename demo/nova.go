@@ -217,7 +217,7 @@ func (s *simulator) novaUpdate(ctx context.Context, tx *sql.Tx, first bool) erro
 			}
 		}
 	})
-	var nodes []nova.IronicNode
+	var nodes nova.Nodes
 	for _, id := range ids {
 		n := s.nodes[id]
 		in := nova.IronicNode{UUID: n.uuid, ConductorGroup: n.group, InstanceUUID: n.instance}

@@ -59,7 +59,7 @@ type AnswerInput struct {
 	// Settings are [DEFAULT] service_down_time and report_interval.
 	Settings rules.NovaSettings
 	Cell     Cell
-	Nodes    []IronicNode
+	Nodes    NodeList // nil: none
 	// Computes are those whose views to compute; nil: DefaultComputes.
 	Computes []Compute
 }

@@ -27,7 +27,7 @@ func TestAnswerPerRelease(t *testing.T) {
 	for _, s := range cell.Services[:3] {
 		cell.ComputeNodes = append(cell.ComputeNodes, ComputeNode{Host: s.Host})
 	}
-	var nodes []IronicNode
+	var nodes Nodes
 	for i := range 64 {
 		nodes = append(nodes, IronicNode{UUID: fmt.Sprintf("00000000-0000-4000-8000-%012x", i)})
 	}
@@ -69,7 +69,7 @@ func TestAnswerPerRelease(t *testing.T) {
 // TestFleetProblems: each reason counts the nodes (or rows) it names, and
 // every reason is present.
 func TestFleetProblems(t *testing.T) {
-	nodes := []IronicNode{
+	nodes := Nodes{
 		{UUID: "n-ok", InstanceUUID: "i-ok"},
 		{UUID: "n-unclaimed", Available: true}, // and no compute record
 		{UUID: "n-twice"},

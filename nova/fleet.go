@@ -92,22 +92,23 @@ type FleetCell struct {
 }
 
 // NewFleet joins the cells' answers over Ironic's nodes.
-func NewFleet(cells []FleetCell, nodes []IronicNode) *Fleet {
+func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
+	nodes = orNone(nodes)
 	f := &Fleet{Problems: map[string]int{}}
 	for _, r := range ProblemReasons {
 		f.Problems[r] = 0
 	}
-	index := make(map[string]int32, len(nodes))
-	for i, n := range nodes {
-		index[n.UUID] = int32(i)
+	index := make(map[string]int32, nodes.Len())
+	for i := range nodes.Len() {
+		index[nodes.Node(i).UUID] = int32(i)
 	}
 	type state struct{ up, disabled bool }
 	computes := map[[2]string]state{} // cell uuid, host
-	records := make([]string, len(nodes))
-	hasRecord := make([]bool, len(nodes))
-	novaInstance := make([]string, len(nodes))
-	upClaims := make([]int32, len(nodes)) // claims of computes that are up
-	healthy := make([]bool, len(nodes))   // claimed by a compute up and enabled
+	records := make([]string, nodes.Len())
+	hasRecord := make([]bool, nodes.Len())
+	novaInstance := make([]string, nodes.Len())
+	upClaims := make([]int32, nodes.Len()) // claims of computes that are up
+	healthy := make([]bool, nodes.Len())   // claimed by a compute up and enabled
 	distinct := map[FleetClaim]int32{}
 	// Made at its size, not grown by appending: NewFleet runs beside the
 	// views it joins, at the peak of the memory row with Nova (peak RSS
@@ -166,8 +167,9 @@ func NewFleet(cells []FleetCell, nodes []IronicNode) *Fleet {
 			}
 		}
 	}
-	f.place(len(nodes), claims)
-	for i, n := range nodes {
+	f.place(nodes.Len(), claims)
+	for i := range nodes.Len() {
+		n := nodes.Node(i)
 		switch {
 		case f.start[i] == f.start[i+1]:
 			f.Problems[ProblemUnclaimed]++

@@ -18,14 +18,22 @@ func strp(s string) *string { return &s }
 // fleet builds a cell of ironic computes, each with one compute_nodes row,
 // heartbeating at now-age, and n nodes without instances.
 type fleet struct {
-	in Input
+	in    Input
+	nodes Nodes // in's, set by input
+}
+
+// input is f.in over f.nodes.
+func (f *fleet) input() Input {
+	in := f.in
+	in.Nodes = f.nodes
+	return in
 }
 
 func newFleet(release rules.Release, backend rules.Backend, n int) *fleet {
 	f := &fleet{in: Input{Now: now, Rules: rules.NewNova(release, backend, rules.DefaultNovaSettings()),
 		IronicBackend: rules.PostgreSQL}}
 	for i := range n {
-		f.in.Nodes = append(f.in.Nodes, IronicNode{UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i)})
+		f.nodes = append(f.nodes, IronicNode{UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i)})
 	}
 	return f
 }
@@ -61,7 +69,7 @@ func (f *fleet) computes(cs ...Compute) *fleet { f.in.Computes = cs; return f }
 func (f *fleet) views(t *testing.T) map[string]View {
 	t.Helper()
 	out := map[string]View{}
-	for _, v := range Views(f.in) {
+	for _, v := range Views(f.input()) {
 		out[v.Host] = v
 	}
 	return out
@@ -76,7 +84,7 @@ func (f *fleet) want(t *testing.T, members []string, host string) []string {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, n := range f.in.Nodes {
+	for _, n := range f.nodes {
 		if h, _ := r.Get([]byte(n.UUID)); h == host && n.InstanceUUID == "" {
 			out = append(out, n.UUID)
 		}
@@ -193,32 +201,32 @@ func TestInstances(t *testing.T) {
 	f := newFleet(rules.MustRelease("26.2"), rules.PostgreSQL, 40)
 	f.service("a", 0)
 	f.service("b", 0)
-	f.in.Nodes[0].InstanceUUID = "i-a"     // a's instance
-	f.in.Nodes[1].InstanceUUID = "i-b"     // b's
-	f.in.Nodes[2].InstanceUUID = "i-gone"  // deleted in Nova (not read): no one manages it
-	f.in.Nodes[3].InstanceUUID = "i-upper" // instances.host "A": not a's (exact)
-	f.in.Nodes[4].InstanceUUID = "i-none"  // no such instance
+	f.nodes[0].InstanceUUID = "i-a"     // a's instance
+	f.nodes[1].InstanceUUID = "i-b"     // b's
+	f.nodes[2].InstanceUUID = "i-gone"  // deleted in Nova (not read): no one manages it
+	f.nodes[3].InstanceUUID = "i-upper" // instances.host "A": not a's (exact)
+	f.nodes[4].InstanceUUID = "i-none"  // no such instance
 	f.in.Cell.Instances = []Instance{
-		{UUID: "i-a", Host: "a", Node: f.in.Nodes[0].UUID},
-		{UUID: "i-b", Host: "b", Node: f.in.Nodes[1].UUID},
+		{UUID: "i-a", Host: "a", Node: f.nodes[0].UUID},
+		{UUID: "i-b", Host: "b", Node: f.nodes[1].UUID},
 		{UUID: "i-upper", Host: "A"},
 	}
 	f.computes(hosts("a", "b")...)
 	v := f.views(t)
-	if v["a"].Nodes[f.in.Nodes[0].UUID] != rules.NovaSourceInstance || v["b"].Nodes[f.in.Nodes[1].UUID] != rules.NovaSourceInstance {
+	if v["a"].Nodes[f.nodes[0].UUID] != rules.NovaSourceInstance || v["b"].Nodes[f.nodes[1].UUID] != rules.NovaSourceInstance {
 		t.Error("each compute manages the nodes of its instances")
 	}
-	if _, ok := v["a"].Nodes[f.in.Nodes[1].UUID]; ok {
+	if _, ok := v["a"].Nodes[f.nodes[1].UUID]; ok {
 		t.Error("a manages b's instance's node")
 	}
-	claims := Claims(Views(f.in))
+	claims := Claims(Views(f.input()))
 	for i := 2; i <= 4; i++ {
-		if c, ok := claims[f.in.Nodes[i].UUID]; ok {
-			t.Errorf("node %d (instance %s) claimed by %v", i, f.in.Nodes[i].InstanceUUID, c)
+		if c, ok := claims[f.nodes[i].UUID]; ok {
+			t.Errorf("node %d (instance %s) claimed by %v", i, f.nodes[i].InstanceUUID, c)
 		}
 	}
 	// every node without an instance is claimed exactly once (same views)
-	for _, n := range f.in.Nodes[5:] {
+	for _, n := range f.nodes[5:] {
 		if c := claims[n.UUID]; len(c) != 1 || c[0].Source != rules.NovaSourceRing {
 			t.Errorf("node %s: claims %v", n.UUID, c)
 		}
@@ -227,8 +235,8 @@ func TestInstances(t *testing.T) {
 
 func TestPeerListAndGroups(t *testing.T) {
 	f := newFleet(rules.MustRelease("31.0"), rules.PostgreSQL, 60)
-	for i := range f.in.Nodes {
-		f.in.Nodes[i].ConductorGroup = []string{"g1", "g2", ""}[i%3]
+	for i := range f.nodes {
+		f.nodes[i].ConductorGroup = []string{"g1", "g2", ""}[i%3]
 	}
 	f.service("a", 0)
 	f.service("b", 0)
@@ -246,8 +254,8 @@ func TestPeerListAndGroups(t *testing.T) {
 		t.Errorf("rings %v %v, want %v (d down)", v["a"].Ring, v["b"].Ring, want)
 	}
 	for _, u := range append(v["a"].Managed(), v["b"].Managed()...) {
-		if i := slices.IndexFunc(f.in.Nodes, func(n IronicNode) bool { return n.UUID == u }); f.in.Nodes[i].ConductorGroup != "g1" {
-			t.Errorf("a or b manages %s of group %q", u, f.in.Nodes[i].ConductorGroup)
+		if i := slices.IndexFunc(f.nodes, func(n IronicNode) bool { return n.UUID == u }); f.nodes[i].ConductorGroup != "g1" {
+			t.Errorf("a or b manages %s of group %q", u, f.nodes[i].ConductorGroup)
 		}
 	}
 	if len(v["a"].Nodes)+len(v["b"].Nodes) != 20 {
@@ -267,7 +275,7 @@ func TestPeerListAndGroups(t *testing.T) {
 		t.Errorf("f manages %d, want %d", len(got), len(want))
 	}
 	// "GroupA" lists nothing from a PostgreSQL Ironic, everything of groupa from a MySQL one
-	f.in.Nodes[0].ConductorGroup = "groupa"
+	f.nodes[0].ConductorGroup = "groupa"
 	f.computes(Compute{Host: "a", ConductorGroup: strp("GroupA"), PeerList: []string{"a"}})
 	if n := len(f.views(t)["a"].Nodes); n != 0 {
 		t.Errorf("PostgreSQL Ironic: %d nodes", n)
@@ -280,19 +288,19 @@ func TestPeerListAndGroups(t *testing.T) {
 
 func TestShard(t *testing.T) {
 	f := newFleet(rules.MustRelease("29.0"), rules.PostgreSQL, 30)
-	for i := range f.in.Nodes {
-		f.in.Nodes[i].Shard = []string{"s1", "s2", ""}[i%3]
+	for i := range f.nodes {
+		f.nodes[i].Shard = []string{"s1", "s2", ""}[i%3]
 	}
-	f.in.Nodes[0].ParentNode = f.in.Nodes[3].UUID // a child: never listed
+	f.nodes[0].ParentNode = f.nodes[3].UUID // a child: never listed
 	f.service("A", 0)
 	f.service("b", 0)
 	f.computes(Compute{Host: "A", Shard: "s1", ConductorGroup: strp("ignored-for-peers")}, Compute{Host: "b", Shard: "s2"})
-	f.in.Nodes[3].ConductorGroup = "ignored-for-peers"
+	f.nodes[3].ConductorGroup = "ignored-for-peers"
 	v := f.views(t)
 	if !slices.Equal(v["A"].Ring, []string{"a"}) || !slices.Equal(v["b"].Ring, []string{"b"}) {
 		t.Errorf("shard rings %v %v, want the compute alone", v["A"].Ring, v["b"].Ring)
 	}
-	if len(v["A"].Nodes) != 1 || v["A"].Nodes[f.in.Nodes[3].UUID] != rules.NovaSourceRing {
+	if len(v["A"].Nodes) != 1 || v["A"].Nodes[f.nodes[3].UUID] != rules.NovaSourceRing {
 		t.Errorf("A (shard s1 and a conductor group): %v", v["A"].Managed())
 	}
 	if len(v["b"].Nodes) != 10 {
@@ -334,7 +342,7 @@ func BenchmarkViews100k(b *testing.B) {
 	}
 	f.computes(cs...)
 	for b.Loop() {
-		Views(f.in)
+		Views(f.input())
 	}
 }
 

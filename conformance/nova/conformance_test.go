@@ -297,10 +297,12 @@ func input(t *testing.T, release rules.Release, backend rules.Backend, c caseJSO
 			in.Cell.Instances = append(in.Cell.Instances, nova.Instance{UUID: x.UUID, Host: str(x.Host), Node: str(x.Node)})
 		}
 	}
+	var nodes nova.Nodes
 	for _, n := range c.Nodes {
-		in.Nodes = append(in.Nodes, nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: n.Shard,
+		nodes = append(nodes, nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: n.Shard,
 			InstanceUUID: n.InstanceUUID, ParentNode: n.ParentNode})
 	}
+	in.Nodes = nodes
 	for _, cp := range cell.Computes {
 		in.Computes = append(in.Computes, nova.Compute{Host: cp.Host, ConductorGroup: cp.ConductorGroup, Shard: cp.Shard, PeerList: cp.PeerList})
 	}
