@@ -71,7 +71,7 @@ func TestAnswerPerRelease(t *testing.T) {
 func TestFleetProblems(t *testing.T) {
 	nodes := Nodes{
 		{UUID: "n-ok", InstanceUUID: "i-ok"},
-		{UUID: "n-unclaimed", Available: true}, // and no compute record
+		{UUID: "n-unclaimed", ProvisionState: "available"}, // and no compute record
 		{UUID: "n-twice"},
 		{UUID: "n-down"},
 		{UUID: "n-moved"},
@@ -102,5 +102,27 @@ func TestFleetProblems(t *testing.T) {
 	}
 	if got := slices.Collect(f.Claims(2)); len(got) != 3 || got[0].Host != "a" || got[1].Host != "b" || got[2].Host != "c" || got[1].Up {
 		t.Errorf("n-twice claims %+v, want a, b (down), c", got)
+	}
+}
+
+// TestFleetNoComputeNode: a node without a compute record counts as one
+// Nova cannot schedule only when available, not in maintenance and
+// without an instance.
+func TestFleetNoComputeNode(t *testing.T) {
+	for _, c := range []struct {
+		node IronicNode
+		want int
+	}{
+		{IronicNode{UUID: "n", ProvisionState: "available"}, 1},
+		{IronicNode{UUID: "n", ProvisionState: "available", Maintenance: true}, 0},
+		{IronicNode{UUID: "n", ProvisionState: "available", InstanceUUID: "i"}, 0},
+		{IronicNode{UUID: "n", ProvisionState: "active"}, 0},
+		{IronicNode{UUID: "n", ProvisionState: "Available"}, 0},
+		{IronicNode{UUID: "n"}, 0}, // a NULL provision state
+	} {
+		f := NewFleet([]FleetCell{{Cell: Cell{Name: "cell1", UUID: "c1"}}}, Nodes{c.node})
+		if got := f.Problems[ProblemNoComputeNode]; got != c.want {
+			t.Errorf("%+v: no_compute_node %d, want %d", c.node, got, c.want)
+		}
 	}
 }

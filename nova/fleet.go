@@ -107,19 +107,10 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 	records := make([]string, nodes.Len())
 	hasRecord := make([]bool, nodes.Len())
 	novaInstance := make([]string, nodes.Len())
-	upClaims := make([]int32, nodes.Len()) // claims of computes that are up
-	healthy := make([]bool, nodes.Len())   // claimed by a compute up and enabled
+	upClaims := make([]int, nodes.Len()) // claims of computes that are up
+	healthy := make([]bool, nodes.Len()) // claimed by a compute up and enabled
 	distinct := map[FleetClaim]int32{}
-	// Made at its size, not grown by appending: NewFleet runs beside the
-	// views it joins, at the peak of the memory row with Nova (peak RSS
-	// within twice the live heap, the README's Performance table).
-	n := 0
-	for _, c := range cells {
-		for _, v := range c.Answer.Views {
-			n += len(v.Nodes)
-		}
-	}
-	claims := make([]nodeClaim, 0, n)
+	var claims []nodeClaim
 	for _, c := range cells {
 		for _, cs := range c.Answer.Computes {
 			computes[[2]string{c.Cell.UUID, cs.Host}] = state{cs.Up, cs.Disabled}
@@ -179,7 +170,7 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 		if upClaims[i] >= 2 {
 			f.Problems[ProblemClaimedTwice]++
 		}
-		if !hasRecord[i] && n.Available && n.InstanceUUID == "" {
+		if !hasRecord[i] && n.ProvisionState == "available" && n.InstanceUUID == "" && !n.Maintenance {
 			f.Problems[ProblemNoComputeNode]++
 		}
 		if hasRecord[i] && upClaims[i] == 1 {

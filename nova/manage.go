@@ -135,13 +135,7 @@ func Views(in Input) []View {
 	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it; a slice per
 	// instance was a third of what a Nova answer allocates at 100k nodes,
 	// at the peak of the memory row (the README's Performance table).
-	deployed := 0
-	for i := range in.Nodes.Len() {
-		if in.Nodes.Node(i).InstanceUUID != "" {
-			deployed++
-		}
-	}
-	byInstance := make(map[string]int32, deployed)
+	byInstance := make(map[string]int32, in.Nodes.Len())
 	for i := range in.Nodes.Len() {
 		if n := in.Nodes.Node(i); n.InstanceUUID != "" {
 			byInstance[n.InstanceUUID] = int32(i)

@@ -82,12 +82,10 @@ type IronicNode struct {
 	Shard          string // NULL reads as ""
 	InstanceUUID   string // NULL reads as ""
 	ParentNode     string // NULL reads as ""
-	// Available is whether the node is in provision state "available" and
-	// not in maintenance, one a compute record would make schedulable: not
-	// in Nova's node list filter, the problems (Fleet) use it. A flag, not
-	// the state's string: a Nova answer holds an IronicNode per node beside
-	// what it builds (the peak of the README's memory row).
-	Available bool
+	// ProvisionState and Maintenance are not in Nova's node list filter;
+	// the problems (Fleet) use them.
+	ProvisionState string
+	Maintenance    bool
 }
 
 // NodeList is Ironic's nodes, every one of them, as Nova's node list

@@ -211,7 +211,7 @@ func (n ironicNodes) Node(i int) nova.IronicNode { return ironicNode(n[i]) }
 func ironicNode(n *db.Node) nova.IronicNode {
 	return nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
 		InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode),
-		Available: deref(n.ProvisionState) == "available" && !n.Maintenance}
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance}
 }
 
 // UUID is the uuid of the answer's node i, 0 <= i < Fleet.Len().

@@ -116,25 +116,3 @@ func TestShared(t *testing.T) {
 		t.Error("no topology: shared")
 	}
 }
-
-// TestIronicNodeAvailable: a node is one a compute record would make
-// schedulable (the no_compute_node problem) only when available and not in
-// maintenance.
-func TestIronicNodeAvailable(t *testing.T) {
-	state := func(s string) *string { return &s }
-	for _, c := range []struct {
-		state       *string
-		maintenance bool
-		want        bool
-	}{
-		{state("available"), false, true},
-		{state("available"), true, false},
-		{state("active"), false, false},
-		{state("Available"), false, false},
-		{nil, false, false},
-	} {
-		if got := ironicNode(&db.Node{ProvisionState: c.state, Maintenance: c.maintenance}).Available; got != c.want {
-			t.Errorf("provision state %v, maintenance %v: Available %v, want %v", deref(c.state), c.maintenance, got, c.want)
-		}
-	}
-}
