@@ -96,8 +96,9 @@ var (
 
 // ExporterOptions tunes what the exporter renders.
 type ExporterOptions struct {
-	// NodeInfo enables the per-node ironic_node_conductor_info series. Turn
-	// it off on very large fleets to save series.
+	// NodeInfo enables the families with a series per node:
+	// ironic_node_conductor_info and, with Nova, ironic_node_nova_compute_info.
+	// Turn it off on very large fleets to save series.
 	NodeInfo bool
 }
 

@@ -63,6 +63,7 @@ var (
 // core: the steady-state CPU row of the README's Performance table is 2%.
 type NovaCollector struct {
 	cache *novacache.Cache
+	opts  ExporterOptions
 
 	mu     sync.Mutex
 	state  *novacache.State
@@ -77,8 +78,12 @@ type NovaCollector struct {
 
 var _ prometheus.Collector = (*NovaCollector)(nil)
 
-// NewNovaCollector returns the collector of cache's answers.
-func NewNovaCollector(cache *novacache.Cache) *NovaCollector { return &NovaCollector{cache: cache} }
+// NewNovaCollector returns the collector of cache's answers. opts.NodeInfo
+// decides, as for Ironic's families, whether the per-node family
+// (ironic_node_nova_compute_info) is exported.
+func NewNovaCollector(cache *novacache.Cache, opts ExporterOptions) *NovaCollector {
+	return &NovaCollector{cache: cache, opts: opts}
+}
 
 // Describe implements prometheus.Collector.
 func (c *NovaCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -94,7 +99,9 @@ func (c *NovaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	s := c.cache.Current()
 	collectNova(emit, s)
-	collectNovaNodes(emit, s)
+	if c.opts.NodeInfo {
+		collectNovaNodes(emit, s)
+	}
 }
 
 // Pieces are the text exposition's pieces of the latest answer, rendered
@@ -107,7 +114,9 @@ func (c *NovaCollector) Pieces() []*exposition.Piece {
 		return slices.Clone(c.pieces) // exposition.Write sorts what it is given
 	}
 	fw := exposition.NewFlate(flate.BestSpeed) // once per answer
-	if c.node == nil || s.Fleet != c.nodeFleet {
+	if !c.opts.NodeInfo {
+		c.node, c.nodeFleet = nil, nil
+	} else if c.node == nil || s.Fleet != c.nodeFleet {
 		c.node, c.nodeFleet = nil, nil
 		// A series per node, written straight into the compressor and
 		// kept compressed only (written again for a plain scrape; Prometheus

@@ -89,8 +89,8 @@ func BenchmarkNova(b *testing.B) {
 	})
 	c.Refresh(context.Background())
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewNovaCollector(c))
-	nc := NewNovaCollector(c)
+	reg.MustRegister(NewNovaCollector(c, ExporterOptions{NodeInfo: true}))
+	nc := NewNovaCollector(c, ExporterOptions{NodeInfo: true})
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	b.Run("scrape/nodes=100000", func(b *testing.B) {
 		b.ReportAllocs()

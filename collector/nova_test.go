@@ -29,7 +29,7 @@ import (
 func TestNovaPiecesArePromhttp(t *testing.T) {
 	c, _ := novaBenchFleet(nil, 2000, 7)
 	c.Refresh(context.Background())
-	nc := NewNovaCollector(c)
+	nc := NewNovaCollector(c, ExporterOptions{NodeInfo: true})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(nc)
 	for round := range 2 {
@@ -51,6 +51,47 @@ func TestNovaPiecesArePromhttp(t *testing.T) {
 			}
 		}
 		comparePieces(t, reg, nc)
+	}
+}
+
+// TestNovaWithoutNodeInfo: --no-collector.node-info drops the Nova node
+// family too, from both renderings, and nothing else.
+func TestNovaWithoutNodeInfo(t *testing.T) {
+	c, _ := novaBenchFleet(nil, 200, 3)
+	c.Refresh(context.Background())
+	with := NewNovaCollector(c, ExporterOptions{NodeInfo: true})
+	without := NewNovaCollector(c, ExporterOptions{})
+	count := func(nc *NovaCollector) (families map[string]bool, series int) {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(nc)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		families = map[string]bool{}
+		for _, mf := range mfs {
+			families[mf.GetName()] = true
+			series += len(mf.GetMetric())
+		}
+		for _, p := range nc.Pieces() {
+			if p.Name == nodeNovaComputeFamily.Name && !families[p.Name] {
+				t.Errorf("Pieces has %s, Collect has not", p.Name)
+			}
+		}
+		return families, series
+	}
+	fw, sw := count(with)
+	fo, so := count(without)
+	if !fw[nodeNovaComputeFamily.Name] || fo[nodeNovaComputeFamily.Name] {
+		t.Errorf("node family with the option %v, without %v; want true, false", fw[nodeNovaComputeFamily.Name], fo[nodeNovaComputeFamily.Name])
+	}
+	if sw-so != 200 {
+		t.Errorf("the option added %d series, want 200 (one per node)", sw-so)
+	}
+	for name := range fw {
+		if name != nodeNovaComputeFamily.Name && !fo[name] {
+			t.Errorf("%s lost without the option", name)
+		}
 	}
 }
 
@@ -140,7 +181,7 @@ func TestNovaNodeFamilyOrder(t *testing.T) {
 			c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: &novadb.Snapshot{ReadAt: now, Cells: read}},
 				Ironic: func() *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
 			c.Refresh(context.Background())
-			nc := NewNovaCollector(c)
+			nc := NewNovaCollector(c, ExporterOptions{NodeInfo: true})
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(nc)
 			comparePieces(t, reg, nc)

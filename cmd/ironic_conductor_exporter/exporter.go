@@ -204,7 +204,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 		Logger:          a.logger,
 	}
 	if a.nova != nil {
-		metricsOpts.Nova = collector.NewNovaCollector(a.nova)
+		metricsOpts.Nova = collector.NewNovaCollector(a.nova, metricsOpts.ExporterOptions)
 	}
 	metricsHandler := collector.NewHandler(a.cache, metricsOpts)
 	metrics := methods.GetHead(limit.Renders(quietOnDisconnect(metricsHandler, a.logger), cfg.web.maxRenders, 5*time.Second, "renders"))

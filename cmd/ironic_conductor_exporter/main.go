@@ -137,7 +137,7 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 	app.Flag("refresh.full-interval", "A refresh reads the nodes only when a probe of the nodes table changed, and then only the rows that changed, merged into the previous ones; every node is read when they were all last read this long ago; 0 reads them all at every refresh.").
 		Default("10m").DurationVar(&cfg.fullInterval)
 	app.Flag("refresh.timeout", "Deadline of one refresh (all queries and the topology).").Default("30s").DurationVar(&cfg.refreshTimeout)
-	app.Flag("collector.node-info", "Export ironic_node_conductor_info, one series per node (--no-collector.node-info on very large fleets).").
+	app.Flag("collector.node-info", "Export the per-node families ironic_node_conductor_info and, with Nova, ironic_node_nova_compute_info (--no-collector.node-info on very large fleets).").
 		Default("true").BoolVar(&cfg.nodeInfo)
 	app.Flag("web.shutdown-grace-period", "Time given to in-flight requests on SIGTERM.").Default("10s").DurationVar(&cfg.shutdownGracePeriod)
 	app.Flag("web.probe-listen-address", "Address of a second, plain-HTTP listener that serves only /healthz and /readyz, "+
