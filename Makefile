@@ -122,7 +122,7 @@ test-upstream:
 
 ## bench: the performance contract at 100k and 1M nodes: Go benchmarks, the binary in a steady
 ## state on real PostgreSQL fleets, lookups under wrk, alone and next to real Ironic 21.4's API: one
-## table (README "Performance"). About 25 minutes; not part of `make test`.
+## table, written into docs/performance.md. About 25 minutes; not part of `make test`.
 bench:
 	./scripts/bench.sh
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make bench: the performance contract (README, Performance), measured at
-# 100k and 1M nodes, printed as one table: each figure, its target, what
-# was measured and whether it meets it.
+# make bench: the performance contract (docs/performance.md), measured at
+# 100k and 1M nodes, printed as one table (each figure, its target, what
+# was measured and whether it meets it) and written into docs/performance.md.
 #
 #   - refresh: the load a refresh puts on Ironic's database (cmd
 #     BenchmarkRefreshFloors: unchanged nodes cost the probe alone, one
@@ -523,7 +523,7 @@ fi
 if want openstack; then
 	phase "openstack-exporter and the sidecar on one $NOVA_NODES-node fleet, $NOVA_COMPUTES ironic nova-computes, $OPENSTACK_ROUNDS rounds"
 	[[ -n ${OPENSTACK_EXPORTER:-} && -x $OPENSTACK_EXPORTER ]] || {
-		echo "bench: SECTIONS has openstack: OPENSTACK_EXPORTER must name an openstack-exporter binary (README, Performance)" >&2
+		echo "bench: SECTIONS has openstack: OPENSTACK_EXPORTER must name an openstack-exporter binary (docs/performance.md)" >&2
 		exit 1
 	}
 	[[ -f $NOVA_CHROOT/.nova-conformance-ready ]] ||
@@ -658,9 +658,21 @@ if want openstack; then
 fi
 
 # --- the table ------------------------------------------------------------------------
+# Printed, and written into docs/performance.md between its two markers.
+header="make bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo -dirty), sections: $SECTIONS, took $(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s"
+table=$(printf '| figure | target | measured | meets it |\n|---|---|---|---|\n'; printf '%s\n' "${rows[@]}")
 echo
-echo "make bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo -dirty), took $(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s"
+echo "$header"
 echo
-echo "| figure | target | measured | meets it |"
-echo "|---|---|---|---|"
-printf '%s\n' "${rows[@]}"
+echo "$table"
+doc=docs/performance.md
+if grep -q '^<!-- make bench: begin -->$' "$doc" && grep -q '^<!-- make bench: end -->$' "$doc"; then
+	{
+		sed '/^<!-- make bench: begin -->$/q' "$doc"
+		printf '```\n%s\n```\n\n%s\n' "$header" "$table"
+		sed -n '/^<!-- make bench: end -->$/,$p' "$doc"
+	} >"$doc.tmp" && mv "$doc.tmp" "$doc"
+	echo "bench: the table is in $doc"
+else
+	echo "bench: $doc has no make bench markers: the table is not written" >&2
+fi
