@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/exposition"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -76,6 +77,15 @@ var (
 	stuckFamily = newFamily("ironic_nodes_stuck",
 		"Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), that no ring serves (no_conductor), or whose ring conductor is not running (conductor_not_alive).",
 		"conductor_group", "provision_state", "reason")
+	concurrentActionsFamily = newFamily("ironic_concurrent_actions",
+		"Nodes in the provision states Ironic's concurrency limit of the action counts (deploy: deploying, wait call-back; clean: deleting, cleaning, clean wait), by conductor group; from Ironic 21.1.",
+		"action", "conductor_group")
+	concurrentActionLimitFamily = newFamily("ironic_concurrent_action_limit",
+		"Ironic's limit of the action ([conductor]max_concurrent_deploy, max_concurrent_clean), over every node (scope=global) or each conductor group's (scope=conductor_group, max_concurrent_per_conductor_group, 35.0+).",
+		"action", "scope")
+	concurrentActionHeadroomFamily = newFamily("ironic_concurrent_action_headroom",
+		"How many more of the action Ironic accepts for the group's nodes now: its limit less the nodes its conductors count; 0 or less: Ironic refuses new ones (ConcurrentActionLimit).",
+		"action", "conductor_group")
 	lastSuccessFamily = newFamily("ironic_exporter_last_refresh_success_timestamp_seconds",
 		"When the served topology was read from the database, as a Unix timestamp.")
 	dataAgeFamily = newFamily("ironic_exporter_data_age_seconds",
@@ -255,6 +265,27 @@ func collectTopology(emit emitFunc, t *topology.Topology) {
 		emit(nodesWithoutConductorFamily, float64(n), k.ConductorGroup, k.Driver)
 	}
 	emit(nodesFamily, float64(len(t.Nodes)))
+	collectConcurrency(emit, t)
+}
+
+// collectConcurrency emits where each conductor group stands against
+// Ironic's concurrency limits (nothing before 21.1).
+func collectConcurrency(emit emitFunc, t *topology.Topology) {
+	limits, ok := t.Rules.ConcurrencyLimits()
+	if !ok {
+		return
+	}
+	scope := "global"
+	if limits.PerGroup {
+		scope = "conductor_group"
+	}
+	for _, a := range rules.Actions {
+		emit(concurrentActionLimitFamily, float64(limits.Limit(a)), a.String(), scope)
+	}
+	for _, c := range t.Concurrency() {
+		emit(concurrentActionsFamily, float64(c.InFlight), c.Action.String(), c.ConductorGroup)
+		emit(concurrentActionHeadroomFamily, float64(c.Headroom()), c.Action.String(), c.ConductorGroup)
+	}
 }
 
 // collectNodeInfo emits ironic_node_conductor_info, presorted so that the

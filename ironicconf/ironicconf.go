@@ -100,6 +100,11 @@ type Config struct {
 	// HashDistributionReplicas is [DEFAULT] hash_distribution_replicas
 	// (Ironic 12.1 and older).
 	HashDistributionReplicas Opt[int]
+	// MaxConcurrentDeploy, MaxConcurrentClean and
+	// MaxConcurrentPerConductorGroup are the [conductor] options of Ironic's
+	// concurrency limits (rules.ConcurrencyLimits).
+	MaxConcurrentDeploy, MaxConcurrentClean Opt[int]
+	MaxConcurrentPerConductorGroup          Opt[bool]
 	// Auth holds the options of the API's authentication and policy
 	// (AuthOptions), keyed "section.key"; an option no file sets is absent.
 	// [keystone_authtoken] password is a secret: never log it.
@@ -360,6 +365,23 @@ func (r *reader) integer(section, key string) Opt[int] {
 	return Opt[int]{}
 }
 
+// boolean is the true or false of [section] key, as oslo.config's Boolean
+// type reads it: true, yes, on or 1, false, no, off or 0, in any case.
+func (r *reader) boolean(section, key string) Opt[bool] {
+	so := r.str([]optName{{section, key}}, false)
+	if !so.Set {
+		return Opt[bool]{}
+	}
+	switch strings.ToLower(so.Value) {
+	case "true", "yes", "on", "1":
+		return Opt[bool]{Value: true, Set: true, Place: so.Place}
+	case "false", "no", "off", "0":
+		return Opt[bool]{Set: true, Place: so.Place}
+	}
+	r.errs = append(r.errs, &Error{Place: so.Place, Msg: fmt.Sprintf("not a boolean: %q", so.Value)})
+	return Opt[bool]{}
+}
+
 // Load reads files, then every *.conf file of each of dirs (sorted), and
 // returns the options found. A missing file or directory is an error, as in
 // oslo.config; an option no file sets is not (its Set is false).
@@ -404,13 +426,16 @@ func readFiles(files, dirs []string) (*reader, []string, error) {
 
 func (r *reader) config(paths []string) (*Config, error) {
 	c := &Config{
-		Files:                    paths,
-		Connection:               r.str(connectionNames, true),
-		HashPartitionExponent:    r.integer("DEFAULT", "hash_partition_exponent"),
-		HashRingAlgorithm:        r.str([]optName{{"DEFAULT", "hash_ring_algorithm"}}, false),
-		PinReleaseVersion:        r.str([]optName{{"DEFAULT", "pin_release_version"}}, false),
-		HashDistributionReplicas: r.integer("DEFAULT", "hash_distribution_replicas"),
-		Auth:                     map[string]Opt[string]{},
+		Files:                          paths,
+		Connection:                     r.str(connectionNames, true),
+		HashPartitionExponent:          r.integer("DEFAULT", "hash_partition_exponent"),
+		HashRingAlgorithm:              r.str([]optName{{"DEFAULT", "hash_ring_algorithm"}}, false),
+		PinReleaseVersion:              r.str([]optName{{"DEFAULT", "pin_release_version"}}, false),
+		HashDistributionReplicas:       r.integer("DEFAULT", "hash_distribution_replicas"),
+		MaxConcurrentDeploy:            r.integer("conductor", "max_concurrent_deploy"),
+		MaxConcurrentClean:             r.integer("conductor", "max_concurrent_clean"),
+		MaxConcurrentPerConductorGroup: r.boolean("conductor", "max_concurrent_per_conductor_group"),
+		Auth:                           map[string]Opt[string]{},
 	}
 	if hb := r.integer("conductor", "heartbeat_timeout"); hb.Set {
 		c.HeartbeatTimeout = Opt[time.Duration]{Value: time.Duration(hb.Value) * time.Second, Set: true, Place: hb.Place}

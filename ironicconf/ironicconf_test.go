@@ -105,7 +105,12 @@ type want struct {
 	HeartbeatSeconds  *int   `json:"heartbeat_timeout"`
 	PartitionExponent *int   `json:"hash_partition_exponent"`
 	Algorithm         string `json:"hash_ring_algorithm"`
+	MaxDeploy         *int   `json:"max_concurrent_deploy"`
+	MaxClean          *int   `json:"max_concurrent_clean"`
+	PerGroup          *bool  `json:"max_concurrent_per_conductor_group"`
 }
+
+func bp(b bool) *bool { return &b }
 
 func ip(i int) *int { return &i }
 
@@ -135,6 +140,15 @@ func toWant(c *Config) want {
 	}
 	if c.HashRingAlgorithm.Set {
 		w.Algorithm = c.HashRingAlgorithm.Value
+	}
+	if c.MaxConcurrentDeploy.Set {
+		w.MaxDeploy = ip(c.MaxConcurrentDeploy.Value)
+	}
+	if c.MaxConcurrentClean.Set {
+		w.MaxClean = ip(c.MaxConcurrentClean.Value)
+	}
+	if c.MaxConcurrentPerConductorGroup.Set {
+		w.PerGroup = bp(c.MaxConcurrentPerConductorGroup.Value)
 	}
 	return w
 }
@@ -178,6 +192,13 @@ var loadCases = []struct {
 	}, []string{"--config-file", "a.conf"},
 		want{Connection: "sqlite:////srv/ironic/x$y.db", HeartbeatSeconds: ip(40)}},
 	{"nothing set", map[string]string{"a.conf": "[DEFAULT]\ndebug = true\n"}, []string{"--config-file", "a.conf"}, want{}},
+	{"concurrency limits", map[string]string{
+		"a.conf": "[conductor]\nmax_concurrent_deploy = 40\nmax_concurrent_clean = 8\nmax_concurrent_per_conductor_group = YES\n",
+		"b.conf": "[conductor]\nmax_concurrent_clean = 9\n",
+	}, []string{"--config-file", "a.conf", "--config-file", "b.conf"},
+		want{MaxDeploy: ip(40), MaxClean: ip(9), PerGroup: bp(true)}},
+	{"per group off", map[string]string{"a.conf": "[conductor]\nmax_concurrent_per_conductor_group = Off\n"},
+		[]string{"--config-file", "a.conf"}, want{PerGroup: bp(false)}},
 }
 
 func load(t *testing.T, dir string, args []string) (*Config, error) {
@@ -224,12 +245,17 @@ c.register_opts([cfg.StrOpt('connection', deprecated_opts=[
     cfg.DeprecatedOpt('sql_connection', group='DEFAULT'),
     cfg.DeprecatedOpt('sql_connection', group='DATABASE'),
     cfg.DeprecatedOpt('connection', group='sql')])], group='database')
-c.register_opts([cfg.IntOpt('heartbeat_timeout'), cfg.IntOpt('base')], group='conductor')
+c.register_opts([cfg.IntOpt('heartbeat_timeout'), cfg.IntOpt('base'), cfg.IntOpt('max_concurrent_deploy', min=1),
+                 cfg.IntOpt('max_concurrent_clean', min=1), cfg.BoolOpt('max_concurrent_per_conductor_group')],
+                group='conductor')
 try:
     c(sys.argv[1:], project='x', default_config_files=[], default_config_dirs=[])
     print(json.dumps({'connection': c.database.connection or '', 'heartbeat_timeout': c.conductor.heartbeat_timeout,
                       'hash_partition_exponent': c.hash_partition_exponent,
-                      'hash_ring_algorithm': c.hash_ring_algorithm or ''}))
+                      'hash_ring_algorithm': c.hash_ring_algorithm or '',
+                      'max_concurrent_deploy': c.conductor.max_concurrent_deploy,
+                      'max_concurrent_clean': c.conductor.max_concurrent_clean,
+                      'max_concurrent_per_conductor_group': c.conductor.max_concurrent_per_conductor_group}))
 except Exception as e:
     print('ERROR', type(e).__name__, e)
 `
@@ -387,5 +413,15 @@ func TestDeprecatedConnection(t *testing.T) {
 		if n.Connection.Deprecated() != tc.deprecated || n.APIConnection.Set && !n.APIConnection.Deprecated() {
 			t.Errorf("%q: LoadNova's Deprecated() %v (api_database %v), want %v", tc.files["a.conf"], n.Connection.Deprecated(), n.APIConnection.Deprecated(), tc.deprecated)
 		}
+	}
+}
+
+// TestLoadBadBoolean: a value oslo.config's Boolean refuses is an error
+// naming the option, as Ironic refuses to start with it.
+func TestLoadBadBoolean(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.conf": "[conductor]\nmax_concurrent_per_conductor_group = maybe\n"})
+	if _, err := Load([]string{filepath.Join(dir, "a.conf")}, nil); err == nil || !strings.Contains(err.Error(), "max_concurrent_per_conductor_group") {
+		t.Errorf("a boolean that is not: %v", err)
 	}
 }

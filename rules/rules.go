@@ -59,6 +59,12 @@ type Settings struct {
 	// ironic.conf); it decides IronicUsesSQLite. When empty, the backend the
 	// exporter reads decides.
 	Connection string
+	// MaxConcurrentDeploy and MaxConcurrentClean are [conductor]
+	// max_concurrent_deploy and max_concurrent_clean (0: Ironic's defaults,
+	// 250 and 50); MaxConcurrentPerConductorGroup is [conductor]
+	// max_concurrent_per_conductor_group (ConcurrencyLimits).
+	MaxConcurrentDeploy, MaxConcurrentClean int
+	MaxConcurrentPerConductorGroup          bool
 }
 
 // Rules are Ironic's rules for one release, backend and settings.
@@ -86,9 +92,11 @@ var changes = []struct {
 	{Release{12, 2}, "hash_distribution_replicas (removed)"},
 	{algorithmSince, "hash_ring_algorithm (honoured)"},
 	{Release{16, 1}, "pin_release_version's ungrouped rings (removed)"},
+	{concurrencySince, "the concurrency limits of deploys and cleanings"},
 	{sqliteSince, "SQLite heartbeats and ring membership"},
 	{Release{23, 1}, "the drain on stop (online=false while heartbeating)"},
 	{onlineAliveSince, "the API's alive (online and a fresh heartbeat)"},
+	{concurrencyPerGroupSince, "max_concurrent_per_conductor_group"},
 	// (not the root's version headers (26.1), alone not worth a warning,
 	// nor host:port names (24.0) or the NoValidHost reason (24.1), which
 	// the API answers alike on every release: api/doc.go)

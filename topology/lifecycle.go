@@ -195,6 +195,7 @@ func (t *Topology) lifecycle() {
 	}
 	t.AffinityUnavailable = map[AffinityKey]int{}
 	t.Stuck = map[StuckKey]int{}
+	t.Actions = map[ActionKey]int{}
 	prepared := make([]int, len(t.Conductors))
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
@@ -226,6 +227,11 @@ func (t *Topology) lifecycle() {
 			}
 			if owner != nil && (!ok || n.AffinityHost() != owner.Hostname) {
 				owner.AffinityElsewhere++
+			}
+		}
+		if n.ProvisionState != nil {
+			if a, ok := rules.ActionOf(*n.ProvisionState); ok {
+				t.Actions[ActionKey{a, n.ConductorGroup}]++
 			}
 		}
 		if InProgress(n.ProvisionState) {

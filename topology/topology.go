@@ -236,6 +236,10 @@ type NodeResults struct {
 	// Stuck counts nodes in progress that cannot move on, by group,
 	// provision state and reason.
 	Stuck map[StuckKey]int
+	// Actions counts, by limited action and conductor group, the nodes in
+	// the provision states that action's limit counts (rules.ActionOf),
+	// whatever their conductor: what count_nodes_in_provision_state counts.
+	Actions map[ActionKey]int
 	// NodeGeneration identifies the nodes' labels: it is carried over from
 	// the previous topology while every node keeps its UUID, name, group,
 	// driver and conductor in the same order, and is new otherwise. Renderers

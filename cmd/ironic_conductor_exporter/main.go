@@ -64,6 +64,11 @@ type config struct {
 	// fill were given explicitly (those win over the files).
 	ironicConfigFiles, ironicConfigDirs              []string
 	heartbeatSet, partitionExponentSet, algorithmSet bool
+	// Ironic's concurrency limits ([conductor]max_concurrent_*), and whether
+	// their flags were given explicitly
+	maxConcurrentDeploy, maxConcurrentClean                    int
+	maxConcurrentPerGroup                                      bool
+	maxConcurrentDeploySet, maxConcurrentCleanSet, perGroupSet bool
 	// from ironic.conf only: options that change Ironic's rings
 	pinReleaseVersion, ironicConnection string
 	hashDistributionReplicas            int
@@ -119,7 +124,7 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 	app.Flag("db.query-timeout", "Deadline of each database query.").Default("10s").DurationVar(&cfg.queryTimeout)
 	app.Flag("db.max-open-conns", "Connections the exporter may hold open.").Default("2").IntVar(&cfg.maxOpenConns)
 	app.Flag("ironic.config-file", "Ironic's configuration file (ironic.conf), read as oslo.config reads it for [database]connection, "+
-		"[conductor]heartbeat_timeout, [DEFAULT]hash_partition_exponent and [DEFAULT]hash_ring_algorithm; repeatable, later files win. "+
+		"[conductor]heartbeat_timeout, [DEFAULT]hash_partition_exponent, [DEFAULT]hash_ring_algorithm and [conductor]max_concurrent_*; repeatable, later files win. "+
 		"Explicit flags win over the files.").StringsVar(&cfg.ironicConfigFiles)
 	app.Flag("ironic.config-dir", "Directory whose *.conf files are read, in lexical order, after --ironic.config-file (repeatable).").
 		StringsVar(&cfg.ironicConfigDirs)
@@ -131,6 +136,12 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 		IsSetByUser(&cfg.partitionExponentSet).IntVar(&cfg.partitionExponent)
 	app.Flag("ironic.hash-ring-algorithm", "Ironic's [DEFAULT]hash_ring_algorithm: "+strings.Join(ring.Algorithms(), ", ")+".").
 		Default("md5").IsSetByUser(&cfg.algorithmSet).StringVar(&cfg.algorithm)
+	app.Flag("ironic.max-concurrent-deploy", "Ironic's [conductor]max_concurrent_deploy: nodes deploying or waiting for their ramdisk beyond which Ironic refuses new deploys (21.1+).").
+		Default("250").IsSetByUser(&cfg.maxConcurrentDeploySet).IntVar(&cfg.maxConcurrentDeploy)
+	app.Flag("ironic.max-concurrent-clean", "Ironic's [conductor]max_concurrent_clean: nodes deleting or cleaning beyond which Ironic refuses new tear-downs and cleanings (21.1+).").
+		Default("50").IsSetByUser(&cfg.maxConcurrentCleanSet).IntVar(&cfg.maxConcurrentClean)
+	app.Flag("ironic.max-concurrent-per-conductor-group", "Ironic's [conductor]max_concurrent_per_conductor_group: the limits count each conductor group's nodes apart (35.0+).").
+		Default("false").IsSetByUser(&cfg.perGroupSet).BoolVar(&cfg.maxConcurrentPerGroup)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.telemetryPath)
 	app.Flag("refresh.min-interval", "A scrape or lookup reads the database only when the cached topology is older than this.").
 		Default("5s").DurationVar(&cfg.minInterval)

@@ -32,7 +32,9 @@ func topologySettings(cfg config, src sources) (topology.Settings, error) {
 	return topology.Settings{Settings: rules.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
 		PartitionExponent: cfg.partitionExponent, Algorithm: alg,
 		PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
-		Connection: cfg.ironicConnection},
+		Connection:          cfg.ironicConnection,
+		MaxConcurrentDeploy: cfg.maxConcurrentDeploy, MaxConcurrentClean: cfg.maxConcurrentClean,
+		MaxConcurrentPerConductorGroup: cfg.maxConcurrentPerGroup},
 		Release: release}, nil
 }
 
@@ -87,6 +89,18 @@ func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
 		cfg.algorithm = conf.HashRingAlgorithm.Value
 		src.algorithm = conf.HashRingAlgorithm.Where()
 		note("hash_ring_algorithm", conf.HashRingAlgorithm)
+	}
+	if !givenBy(cfg.maxConcurrentDeploySet, "ironic.max-concurrent-deploy") && conf.MaxConcurrentDeploy.Set {
+		cfg.maxConcurrentDeploy = conf.MaxConcurrentDeploy.Value
+		note("max_concurrent_deploy", conf.MaxConcurrentDeploy)
+	}
+	if !givenBy(cfg.maxConcurrentCleanSet, "ironic.max-concurrent-clean") && conf.MaxConcurrentClean.Set {
+		cfg.maxConcurrentClean = conf.MaxConcurrentClean.Value
+		note("max_concurrent_clean", conf.MaxConcurrentClean)
+	}
+	if !givenBy(cfg.perGroupSet, "ironic.max-concurrent-per-conductor-group") && conf.MaxConcurrentPerConductorGroup.Set {
+		cfg.maxConcurrentPerGroup = conf.MaxConcurrentPerConductorGroup.Value
+		note("max_concurrent_per_conductor_group", conf.MaxConcurrentPerConductorGroup)
 	}
 	cfg.ironicConnection = conf.Connection.Value
 	if conf.PinReleaseVersion.Set {
