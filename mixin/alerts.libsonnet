@@ -264,6 +264,25 @@ local strip(s) = std.rstripChars(s, '\n');
           ),
         ],
       },
+      {
+        // Ironic's own limits on new work (21.1+: without them the series
+        // are absent and these never fire).
+        name: 'ironic-conductor-exporter.limits',
+        rules: [
+          alert(
+            'IronicConcurrencyLimitReached',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_concurrent_action_headroom{%(selector)s} <= 0
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            "Ironic refuses new deploys or cleanings: its concurrency limit is reached.",
+            'For %s Ironic has refused every new {{ if eq $labels.action "deploy" }}deploy{{ else }}tear-down and cleaning{{ end }} of the nodes of conductor group "{{ $labels.conductor_group }}" (ConcurrentActionLimit): the nodes its conductors count reached [conductor]max_concurrent_{{ $labels.action }} ({{ $value | humanize }} left).' % humanize(c['for'].IronicConcurrencyLimitReached),
+          ),
+        ],
+      },
     ],
   },
 }

@@ -42,6 +42,7 @@
       IronicNovaComputeDown: '2m',
       IronicNovaNodesUnschedulable: '15m',
       IronicNovaRebalanceStuck: '30m',
+      IronicConcurrencyLimitReached: '5m',
     },
     // Thresholds.
     dataStaleSeconds: 120,
