@@ -136,6 +136,8 @@ type pageData struct {
 	ToggleURL      string // this page with the refresh switch flipped
 	// Nova is the Nova side; nil without Nova.
 	Nova *novaData
+	// Limits are Ironic's concurrency limits; nil before 21.1.
+	Limits *limitsData
 }
 
 // summary is the banner at the top: the worst level and what is wrong.
@@ -258,6 +260,7 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	}
 	slices.SortFunc(d.Stuck, func(a, b stuckRow) int { return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Host, b.Host)) })
 	d.Stranded, d.StuckNodes = nodeTrouble(t)
+	d.Limits = buildLimits(t)
 	var novaState *novacache.State
 	if opts.Nova != nil {
 		novaState = opts.Nova()

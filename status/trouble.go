@@ -99,6 +99,9 @@ func summarize(d pageData, t *topology.Topology) summary {
 		if n := d.Counts[string(rules.StateDraining)]; n > 0 {
 			add("warn", "conductors-h", "%d conductor(s) draining.", n)
 		}
+		for _, text := range limitProblems(d.Limits) {
+			add("warn", "limits-h", "%s", text)
+		}
 	}
 	if d.Nova != nil {
 		summarizeNova(&s, d.Nova)

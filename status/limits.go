@@ -1,0 +1,63 @@
+package status
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// limitsData is where each conductor group stands against Ironic's
+// concurrency limits (topology.Concurrency).
+type limitsData struct {
+	// PerGroup: the limits count each group's nodes apart.
+	PerGroup bool
+	Rows     []limitRow
+}
+
+type limitRow struct {
+	Action, Group                      string
+	InFlight, Counted, Limit, Headroom int
+}
+
+// buildLimits returns the limits' rows of t; nil when its release has none.
+func buildLimits(t *topology.Topology) *limitsData {
+	limits, ok := t.Rules.ConcurrencyLimits()
+	if !ok {
+		return nil
+	}
+	d := &limitsData{PerGroup: limits.PerGroup}
+	for _, c := range t.Concurrency() {
+		d.Rows = append(d.Rows, limitRow{Action: c.Action.String(), Group: c.ConductorGroup, InFlight: c.InFlight,
+			Counted: c.Counted, Limit: c.Limit, Headroom: c.Headroom()})
+	}
+	return d
+}
+
+// limitProblems says, for the summary, which new actions Ironic refuses now:
+// per group with per-group limits, once per action otherwise.
+func limitProblems(d *limitsData) []string {
+	if d == nil {
+		return nil
+	}
+	var out []string
+	said := map[string]bool{}
+	for _, r := range d.Rows {
+		if r.Headroom > 0 || said[r.Action] {
+			continue
+		}
+		what := "deploys"
+		if r.Action != "deploy" {
+			what = "tear-downs and cleanings"
+		}
+		where := "of any node"
+		if d.PerGroup {
+			where = "in conductor group " + cmp.Or(r.Group, "(default)")
+		} else {
+			said[r.Action] = true
+		}
+		out = append(out, fmt.Sprintf("Ironic refuses new %s %s: %d in flight, max_concurrent_%s is %d.",
+			what, where, r.Counted, r.Action, r.Limit))
+	}
+	return out
+}

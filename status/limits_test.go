@@ -1,0 +1,57 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
+)
+
+// TestLimits: the page shows each group against Ironic's concurrency
+// limits, and the summary says which new actions Ironic refuses: once per
+// action over every node, per group with per-group limits (35.0+).
+func TestLimits(t *testing.T) {
+	page := func(release string, perGroup bool) string {
+		s := topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5,
+			MaxConcurrentDeploy: 1, MaxConcurrentClean: 5, MaxConcurrentPerConductorGroup: perGroup}, Release: rules.MustRelease(release)}
+		cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(degradedSnapshot()), Settings: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body := get(t, NewHandler(cache, Options{Version: "1.2.3"}), "/")
+		return body
+	}
+	// degradedSnapshot: one deploy in wait call-back, in group "".
+	body := page("29.0", true)
+	for _, want := range []string{
+		`<li class="warn"><a href="/#limits-h">Ironic refuses new deploys of any node: 1 in flight, max_concurrent_deploy is 1.</a></li>`,
+		`counted over every node.</caption>`,
+		`<tr><td>deploy</td><td>(default)</td><td class="num">1</td><td class="num">1</td><td class="num">1</td><td class="num dead">0</td></tr>`,
+		`<tr><td>deploy</td><td>rack1</td><td class="num">0</td><td class="num">1</td><td class="num">1</td><td class="num dead">0</td></tr>`,
+		`<tr><td>clean</td><td>rack1</td><td class="num">0</td><td class="num">0</td><td class="num">5</td><td class="num">5</td></tr>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("29.0 (per group asked, not honoured): page lacks %s", want)
+		}
+	}
+	if strings.Count(body, "Ironic refuses new") != 1 {
+		t.Error("29.0: the global limit is said more than once")
+	}
+	body = page("35.0", true)
+	for _, want := range []string{
+		`<li class="warn"><a href="/#limits-h">Ironic refuses new deploys in conductor group (default): 1 in flight, max_concurrent_deploy is 1.</a></li>`,
+		`counted in each conductor group apart.</caption>`,
+		`<tr><td>deploy</td><td>rack1</td><td class="num">0</td><td class="num">0</td><td class="num">1</td><td class="num">1</td></tr>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("35.0 per group: page lacks %s", want)
+		}
+	}
+	if body := page("21.0", false); strings.Contains(body, `id="limits-h"`) || strings.Contains(body, "Ironic refuses new") {
+		t.Error("21.0 has no limits, the page shows some")
+	}
+}
