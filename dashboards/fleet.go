@@ -235,6 +235,18 @@ func Fleet() (dashboard.Dashboard, error) {
 			ColorScheme(fixedColor(red)).
 			Thresholds(thresholds(green, step{1, red})).
 			Legend(legendTable()).
+			GridPos(gridPos(12, 8))).
+		WithPanel(newTimeseries().
+			Title("Concurrency headroom").
+			Description("How many more deploys (action=deploy) or tear-downs and cleanings (clean) Ironic accepts for each " +
+				"conductor group's nodes (ironic_concurrent_action_headroom): [conductor]max_concurrent_deploy or " +
+				"max_concurrent_clean less the nodes Ironic counts against it, over every node or, with " +
+				"max_concurrent_per_conductor_group (35.0+), the group's. At 0 Ironic refuses new ones. Empty before Ironic 21.1.").
+			WithTarget(query("A", defaultGroup("min by (action, conductor_group) ("+sel("ironic_concurrent_action_headroom")+")"), "{{action}} {{conductor_group}}")).
+			Decimals(0).
+			Thresholds(thresholds(red, step{1, green})).
+			ThresholdsStyle(dashedThresholds()).
+			Legend(legendTable()).
 			GridPos(gridPos(12, 8)))
 
 	// Reservations.
