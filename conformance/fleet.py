@@ -29,6 +29,15 @@ IFACES = [('power', ['ipmitool', 'redfish', 'fake']),
           ('management', ['ipmitool', 'redfish']),
           ('boot', ['pxe', 'ipxe'])]
 
+# With --provision-states (the pgconf case: Ironic's concurrency limits),
+# each node's provision state, as objects.Node.create would store it; the
+# states the limits count (deploying, wait call-back; deleting, cleaning,
+# clean wait) are frequent enough that small limits are reached.
+PROVISION_STATES = ['enroll', 'manageable', 'available', 'active',
+                    'deploying', 'wait call-back', 'deploy failed',
+                    'deleting', 'cleaning', 'clean wait', 'clean failed']
+PROVISION_WEIGHTS = [5, 10, 15, 25, 8, 8, 4, 4, 8, 8, 5]
+
 # Conductor categories (age is "seconds since last heartbeat" at setup time).
 #   alive         online, fresh heartbeat
 #   just_inside   online, age = timeout - margin   (alive, in the rings)
@@ -57,7 +66,8 @@ def _iso(dt):
 def _write_ironic_conf(path, db_url, heartbeat_timeout, port=None,
                        log_file=None, hash_partition_exponent=5,
                        hash_ring_algorithm='md5', workers=1,
-                       hash_ring_reset_interval=0, debug=False):
+                       hash_ring_reset_interval=0, debug=False,
+                       conductor_options=()):
     lines = [
         '[DEFAULT]',
         'auth_strategy = noauth',
@@ -83,6 +93,7 @@ def _write_ironic_conf(path, db_url, heartbeat_timeout, port=None,
         'api_workers = %d' % workers,
         '[conductor]',
         'heartbeat_timeout = %d' % heartbeat_timeout,
+    ] + ['%s = %s' % kv for kv in conductor_options] + [
         '[database]',
         'connection = %s' % db_url,
         '[json_rpc]',
@@ -359,12 +370,21 @@ def cmd_setup(a):
 
     # Nodes first (their timestamps do not matter), heartbeats last so that
     # the ages are as fresh as possible when setup returns.
+    if getattr(a, 'provision_states', False):
+        # Drawn from an RNG of their own, so that the rest of the seed's
+        # fleet is the same with and without them.
+        rng = random.Random(a.seed * 7919 + 1)
+        for n in nodes:
+            n['provision_state'] = rng.choices(
+                PROVISION_STATES, weights=PROVISION_WEIGHTS)[0]
     for n in nodes:
         # 'version' is what objects.Node.create() would store; without it
         # the API fails with 500 (objects.base: is_compatible(None, ...)).
         values = {'uuid': n['uuid'], 'driver': n['driver'],
                   'conductor_group': n['conductor_group'],
                   'version': objects.Node.get_target_version()}
+        if n.get('provision_state'):
+            values['provision_state'] = n['provision_state']
         if n['name']:
             values['name'] = n['name']
         dbapi.create_node(values)

@@ -20,6 +20,8 @@ Subcommands (modules):
   cli      run the stock `baremetal` CLI against an endpoint and check
            output                                                   (cli.py)
   capture  save real Ironic responses                           (capture.py)
+  limits, limits-compare  Ironic's own concurrency-limit answer per group
+           vs the sidecar's ironic_concurrent_action_headroom    (limits.py)
 
 See README.md next to this file.
 """
@@ -34,6 +36,7 @@ from capture import cmd_capture  # noqa: E402
 from cli import cmd_cli  # noqa: E402
 from compare import DIFFERENCES, cmd_compare  # noqa: E402
 from fleet import cmd_dropdb, cmd_heartbeat, cmd_setup  # noqa: E402
+from limits import cmd_limits, cmd_limits_compare  # noqa: E402
 from server import cmd_serve  # noqa: E402
 # --------------------------------------------------------------------------
 
@@ -52,6 +55,9 @@ def main(argv=None):
     s.add_argument('--max-nodes', type=int, default=0,
                    help='at most this many nodes (0: the 50-400 drawn)')
     s.add_argument('--out')
+    s.add_argument('--provision-states', action='store_true',
+                   help='give the nodes provision states (fleet.py '
+                        'PROVISION_STATES), from an RNG of their own')
     s.set_defaults(func=cmd_setup)
 
     s = sub.add_parser('heartbeat', help='re-stamp heartbeat ages to now')
@@ -76,7 +82,23 @@ def main(argv=None):
     s.add_argument('--log-dir')
     s.add_argument('--debug', action='store_true')
     s.add_argument('--no-request-log', action='store_true')
+    s.add_argument('--conductor-option', action='append', default=[],
+                   metavar='KEY=VALUE', help='a [conductor] option of the '
+                   "API's ironic.conf (repeatable)")
     s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser('limits', help="Ironic's own concurrency-limit "
+                       'answer per conductor group (limits.py)')
+    s.add_argument('--config-file', required=True)
+    s.add_argument('--fleet', required=True)
+    s.add_argument('--out', required=True)
+    s.set_defaults(func=cmd_limits)
+
+    s = sub.add_parser('limits-compare', help="the sidecar's headroom vs "
+                       "Ironic's answer (limits.py)")
+    s.add_argument('--sidecar', required=True)
+    s.add_argument('--limits', required=True)
+    s.set_defaults(func=cmd_limits_compare)
 
     s = sub.add_parser('compare', help='compare sidecar with Ironic')
     s.add_argument('--ironic', required=True)

@@ -35,10 +35,13 @@
 #                mysql       MYURL (MariaDB/MySQL through pymysql)
 #                sqlite      a file under the (chroot's) work directory
 #                pgconf      PostgreSQL with a non-default hash_ring_algorithm,
-#                            hash_partition_exponent and heartbeat_timeout
-#                            per release (PGCONF below), which the sidecar
-#                            learns only from --ironic.config-file (the
-#                            ironic.conf the Ironic API uses)
+#                            hash_partition_exponent, heartbeat_timeout and
+#                            concurrency limits per release (pgconf_of,
+#                            limits_of below), which the sidecar learns only
+#                            from --ironic.config-file (the ironic.conf the
+#                            Ironic API uses); its nodes have provision
+#                            states, and Ironic's own _concurrent_action_limit
+#                            is asked per group (limits.py)
 #   SEED_OFFSET added to every seed (default 0): run again with other
 #              offsets for more fleets
 #   BACKENDS   keep only the cases of these backends (e.g. "mysql sqlite")
@@ -107,6 +110,17 @@ pgconf_of() {
     case "$1" in
     16.0) echo "sha1 6 45" ;; 21.4) echo "sha256 7 30" ;;
     29.0) echo "sha512 8 40" ;; *) echo "sha384 6 50" ;;
+    esac
+}
+# the [conductor] concurrency limits of its pgconf case (ironic.conf, which
+# Ironic and the sidecar read; 16.0 has no limits and ignores them): small
+# enough that the fleet's nodes (setup --provision-states) reach some
+limits_of() {
+    case "$1" in
+    16.0) echo "max_concurrent_deploy=3 max_concurrent_clean=3" ;;
+    21.4) echo "max_concurrent_deploy=1000 max_concurrent_clean=4" ;;
+    29.0) echo "max_concurrent_deploy=4 max_concurrent_clean=1000 max_concurrent_per_conductor_group=true" ;;
+    *)    echo "max_concurrent_deploy=3 max_concurrent_clean=3 max_concurrent_per_conductor_group=true" ;;
     esac
 }
 # the differences accepted for a release besides ACCEPT (compare.py
@@ -279,6 +293,7 @@ for rel in $RELEASES; do
         db="${DBPREFIX}${rel//./_}_${backend}_${seed}"
         hb=60
         serve_args=()
+        setup_args=()
         side_url=""
         case "$backend" in
         postgresql) url="$PGURL/$db" ;;
@@ -287,7 +302,9 @@ for rel in $RELEASES; do
                     side_url="sqlite:///$W/$db.sqlite" ;;
         pgconf)     url="$PGURL/$db"
                     read -r alg exp hb <<<"$(pgconf_of "$rel")"
-                    serve_args=(--hash-partition-exponent "$exp" --hash-ring-algorithm "$alg") ;;
+                    serve_args=(--hash-partition-exponent "$exp" --hash-ring-algorithm "$alg")
+                    for o in $(limits_of "$rel"); do serve_args+=(--conductor-option "$o"); done
+                    setup_args=(--provision-states) ;;
         *)          echo "!! unknown backend in CASES: $case"
                     step_error "$cell"
                     continue ;;
@@ -298,7 +315,7 @@ for rel in $RELEASES; do
         echo "=== $name: setup ($url)"
         if ! ipy "$ROOT" setup --db-url "$url" --seed "$seed" \
                 --heartbeat-timeout "$hb" --max-nodes "$NODES_MAX" \
-                --out "$WIN/fleet-$name.json" \
+                --out "$WIN/fleet-$name.json" "${setup_args[@]}" \
                 >"$W/setup-$name.out" 2>&1; then
             tail -n 30 "$W/setup-$name.out"
             step_error "$cell"
@@ -386,6 +403,23 @@ for rel in $RELEASES; do
         if [[ "$SIDECAR" != ironic ]]; then
             det="$(grep -m1 -o 'msg="Ironic rules".*' "$W/sidecar-$name.log" || true)"
             echo "    sidecar: ${det:-(no release detection logged)}"
+        fi
+
+        if [[ "$backend" == pgconf && "$SIDECAR" != ironic ]]; then
+            # Ironic's own _concurrent_action_limit per conductor group, on
+            # the API's ironic.conf, vs the sidecar's headroom
+            echo "=== $name: concurrency limits ($(limits_of "$rel"))"
+            if ipy "$ROOT" limits --config-file "$WIN/log-$name/ironic-api-$port.conf" \
+                    --fleet "$WIN/fleet-$name.json" --out "$WIN/limits-$name.json" \
+                    >"$W/limits-ironic-$name.out" 2>&1; then
+                "$PY" "$W/harness/ironic_fleet.py" limits-compare --sidecar "$side" \
+                    --limits "$W/limits-$name.json" >"$W/limits-$name.out" 2>&1
+                show "$W/limits-$name.out"
+                count "$W/limits-$name.out" "$cell"
+            else
+                tail -n 30 "$W/limits-ironic-$name.out"
+                step_error "$cell"
+            fi
         fi
 
         if [[ " $CLI_BACKENDS " == *" $backend "* ]]; then

@@ -61,7 +61,9 @@ def cmd_serve(a):
                        hash_partition_exponent=a.hash_partition_exponent,
                        hash_ring_algorithm=a.hash_ring_algorithm,
                        workers=a.workers, debug=a.debug,
-                       hash_ring_reset_interval=a.hash_ring_reset_interval)
+                       hash_ring_reset_interval=a.hash_ring_reset_interval,
+                       conductor_options=[tuple(o.split('=', 1))
+                                          for o in a.conductor_option])
     print('ironic-api: config %s, log %s, requests %s' % (
         conf, log_file, os.path.join(logdir, 'requests-%d.jsonl' % a.port)),
         flush=True)

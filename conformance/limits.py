@@ -1,0 +1,92 @@
+"""Ironic's concurrency limits: Ironic's own answer vs the sidecar's metrics.
+
+`limits` (Ironic side, in the release's chroot) loads the ironic.conf the
+API runs with, as an Ironic command does, and asks the release's own
+ConductorManager._concurrent_action_limit (ironic/conductor/manager.py,
+21.1+) whether it refuses a deploy ('provisioning') and a cleaning
+('cleaning') with [conductor]conductor_group set to each conductor group of
+the fleet, on the fleet's database: the answer a conductor of that group
+gives. A release without the method has no limits.
+
+`limits-compare` (host side) reads the sidecar's /metrics and checks that
+ironic_concurrent_action_headroom <= 0 exactly where Ironic refuses, for
+every group the sidecar reports, and that a release without limits has no
+such series.
+"""
+
+import json
+import re
+import urllib.request
+
+from common import Checker
+from fleet import _prepare, import_ironic_command
+
+ACTIONS = (('provisioning', 'deploy'), ('cleaning', 'clean'))
+
+
+def cmd_limits(a):
+    import_ironic_command()
+    _prepare(['ironic-fleet', '--config-file', a.config_file])
+    from ironic.common import exception
+    from ironic.conductor import manager
+    from ironic.conf import CONF
+    from ironic.db import api as db_api
+    with open(a.fleet) as f:
+        fleet = json.load(f)
+    if not hasattr(manager.ConductorManager, '_concurrent_action_limit'):
+        out = {'limits': False}
+    else:
+        # Only the method's own state: the database API (a whole
+        # ConductorManager would start a conductor).
+        mgr = manager.ConductorManager.__new__(manager.ConductorManager)
+        mgr.dbapi = db_api.get_instance()
+        groups = sorted({c['conductor_group'] for c in fleet['conductors']} |
+                        {n['conductor_group'] for n in fleet['nodes']})
+        refused = {}
+        for g in groups:
+            CONF.set_override('conductor_group', g, 'conductor')
+            for action, label in ACTIONS:
+                try:
+                    mgr._concurrent_action_limit(action)
+                    refused.setdefault(g, {})[label] = False
+                except exception.ConcurrentActionLimit:
+                    refused.setdefault(g, {})[label] = True
+        out = {'limits': True, 'refused': refused}
+    with open(a.out, 'w') as f:
+        json.dump(out, f)
+    return 0
+
+
+_SERIES = re.compile(r'^ironic_concurrent_action_headroom\{(.*)\} (\S+)$')
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def cmd_limits_compare(a):
+    with open(a.limits) as f:
+        ironic = json.load(f)
+    with urllib.request.urlopen(a.sidecar + '/metrics', timeout=60) as r:
+        body = r.read().decode()
+    headroom = {}
+    for line in body.splitlines():
+        m = _SERIES.match(line)
+        if m:
+            labels = dict(_LABEL.findall(m.group(1)))
+            headroom[(labels['conductor_group'], labels['action'])] = float(m.group(2))
+    ck = Checker()
+    if not ironic['limits']:
+        ck.eq('no concurrency limits in this release: no headroom series', {}, headroom)
+    else:
+        refused = ironic['refused']
+        if not headroom:
+            ck.fail('the sidecar reports no headroom while Ironic has limits')
+        counts = {True: 0, False: 0}
+        for (group, action), value in sorted(headroom.items()):
+            if group not in refused:
+                ck.fail('headroom of group %r, which the fleet does not have' % group)
+                continue
+            want = refused[group][action]
+            counts[want] += 1
+            ck.eq('%s refused in group %r (headroom %g)' % (action, group, value), want, value <= 0)
+        print('limits: %d refused, %d accepted (group x action)' % (counts[True], counts[False]))
+    print('%d passed, %d failed' % (ck.passed, ck.failed))
+    return 1 if ck.failed else 0
