@@ -77,6 +77,9 @@ var (
 	stuckFamily = newFamily("ironic_nodes_stuck",
 		"Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), that no ring serves (no_conductor), or whose ring conductor is not running (conductor_not_alive).",
 		"conductor_group", "provision_state", "reason")
+	faultedFamily = newFamily("ironic_nodes_faulted",
+		"Nodes Ironic put in maintenance itself (nodes.fault: power failure, clean failure, rescue abort failure, service failure; 'other' for any other value), by conductor group and ring conductor ('' when none).",
+		"conductor", "conductor_group", "fault")
 	concurrentActionsFamily = newFamily("ironic_concurrent_actions",
 		"Nodes in the provision states Ironic's concurrency limit of the action counts (deploy: deploying, wait call-back; clean: deleting, cleaning, clean wait), by conductor group; from Ironic 21.1.",
 		"action", "conductor_group")
@@ -265,6 +268,9 @@ func collectTopology(emit emitFunc, t *topology.Topology) {
 		emit(nodesWithoutConductorFamily, float64(n), k.ConductorGroup, k.Driver)
 	}
 	emit(nodesFamily, float64(len(t.Nodes)))
+	for k, n := range t.Faults {
+		emit(faultedFamily, float64(n), k.Conductor, k.ConductorGroup, k.Fault)
+	}
 	collectConcurrency(emit, t)
 }
 

@@ -68,6 +68,7 @@ var (
 		{name: "conductor_affinity"}, {name: "target_provision_state", kind: columnText},
 		{name: "owner", kind: columnText, since: genLessee}, {name: "lessee", kind: columnText, since: genLessee},
 		{name: "shard", kind: columnText, since: genShard}, {name: "parent_node", kind: columnText, since: genParentNode},
+		{name: "fault", kind: columnText},
 	}
 )
 

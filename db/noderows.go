@@ -79,13 +79,14 @@ const (
 	colLessee
 	colShard
 	colParent
+	colFault
 	nodeTextCols
 )
 
 // nodeTextNames name the columns of nodeRow.text, for warnings.
 var nodeTextNames = [nodeTextCols]string{"uuid", "name", "driver", "conductor_group", "reservation",
 	"instance_uuid", "power_state", "provision_state", "resource_class", "target_provision_state",
-	"owner", "lessee", "shard", "parent_node"}
+	"owner", "lessee", "shard", "parent_node", "fault"}
 
 // targets are the scan targets of r, one per column of nodeColumns in
 // their order; with binary the timestamps are timestamp_send's. It panics
@@ -208,6 +209,7 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		Lessee:               dec.in.keep(t[colLessee], old.Lessee),
 		Shard:                dec.in.keep(t[colShard], old.Shard),
 		ParentNode:           ptrOf(t[colParent], old.ParentNode),
+		Fault:                dec.in.keep(t[colFault], old.Fault),
 		HasConductorAffinity: r.affinity.Valid,
 		ConductorAffinity:    affinity(r.affinity),
 	}

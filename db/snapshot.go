@@ -131,6 +131,10 @@ type Node struct {
 	// ParentNode is the uuid of the node's parent (nodes.parent_node), or
 	// nil; also nil on schemas without the column (before Ironic 22.0).
 	ParentNode *string
+	// Fault is why Ironic itself put the node in maintenance (nodes.fault,
+	// since 11.0, commit 6b44f269c: "power failure", "clean failure",
+	// "rescue abort failure", "service failure" from 23.0), or nil.
+	Fault *string
 	// CreatedAt is the row's creation time; zero when NULL.
 	CreatedAt Stamp
 	// UpdatedAt is the row's last update; zero when NULL.

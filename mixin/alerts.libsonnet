@@ -270,6 +270,18 @@ local strip(s) = std.rstripChars(s, '\n');
         name: 'ironic-conductor-exporter.limits',
         rules: [
           alert(
+            'IronicNodesFaulted',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_nodes_faulted{%(selector)s} > 0
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'Ironic put nodes in maintenance itself (a fault).',
+            '{{ $value | humanize }} node(s) of conductor group "{{ $labels.conductor_group }}"{{ if $labels.conductor }} served by {{ $labels.conductor }}{{ end }} have been in maintenance for %s because Ironic recorded a {{ $labels.fault }}{{ if eq $labels.fault "power failure" }}: their BMC did not answer the power state sync, and their conductor lifts it by itself once the BMC answers again{{ else }}: maintenance is lifted by hand once the cause is fixed{{ end }}.' % humanize(c['for'].IronicNodesFaulted),
+          ),
+          alert(
             'IronicConcurrencyLimitReached',
             'warning',
             |||

@@ -43,6 +43,7 @@
       IronicNovaNodesUnschedulable: '15m',
       IronicNovaRebalanceStuck: '30m',
       IronicConcurrencyLimitReached: '5m',
+      IronicNodesFaulted: '15m',
     },
     // Thresholds.
     dataStaleSeconds: 120,

@@ -40,3 +40,13 @@ func TestActionOf(t *testing.T) {
 		t.Errorf("labels %q %q", ActionDeploy, ActionClean)
 	}
 }
+
+func TestFaultLabel(t *testing.T) {
+	for in, want := range map[string]string{"power failure": "power failure", "clean failure": "clean failure",
+		"rescue abort failure": "rescue abort failure", "service failure": "service failure",
+		"Power Failure": "other", "": "other", "bmc on fire": "other"} {
+		if got := FaultLabel(in); got != want {
+			t.Errorf("FaultLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -55,3 +55,29 @@ func TestLimits(t *testing.T) {
 		t.Error("21.0 has no limits, the page shows some")
 	}
 }
+
+// TestFaults: a node Ironic faulted shows in the summary, in the faults
+// section and in its lookup.
+func TestFaults(t *testing.T) {
+	snap := degradedSnapshot()
+	snap.Nodes[0].Maintenance, snap.Nodes[0].Fault = true, strp("power failure")
+	h := newHandler(t, fixture.NewSource(snap))
+	_, body := get(t, h, "/")
+	for _, want := range []string{
+		`<li class="warn"><a href="/#faults-h">1 node(s) put in maintenance by Ironic itself (a power, cleaning, rescue or service failure).</a></li>`,
+		`<td class="num dead">1</td></tr>`,
+		`<td>power failure</td>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	_, body = get(t, h, "/?node="+snap.Nodes[0].UUID)
+	if !strings.Contains(body, `<dt>Maintenance</dt><dd>yes, <span class="dead">set by Ironic: power failure</span></dd>`) {
+		t.Error("the lookup does not say Ironic set the maintenance")
+	}
+	_, body = get(t, newHandler(t, fixture.NewSource(degradedSnapshot())), "/")
+	if !strings.Contains(body, "No node is in maintenance by Ironic's own decision.") || strings.Contains(body, "put in maintenance by Ironic itself") {
+		t.Error("no fault, yet the page reports one")
+	}
+}

@@ -138,6 +138,8 @@ type pageData struct {
 	Nova *novaData
 	// Limits are Ironic's concurrency limits; nil before 21.1.
 	Limits *limitsData
+	// Faults are the nodes Ironic put in maintenance itself.
+	Faults []faultRow
 }
 
 // summary is the banner at the top: the worst level and what is wrong.
@@ -196,6 +198,7 @@ type lookupResult struct {
 	ProvisionState       string
 	ConductorKnown       bool
 	Maintenance          bool
+	Fault                string // why Ironic put the node in maintenance itself, "" when it did not
 	AffinityHost         string
 	AffinityState        rules.State
 	AffinityText         string // where the boot files are, in words
@@ -261,6 +264,7 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	slices.SortFunc(d.Stuck, func(a, b stuckRow) int { return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Host, b.Host)) })
 	d.Stranded, d.StuckNodes = nodeTrouble(t)
 	d.Limits = buildLimits(t)
+	d.Faults = faultRows(t)
 	var novaState *novacache.State
 	if opts.Nova != nil {
 		novaState = opts.Nova()
@@ -340,7 +344,7 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 	}
 	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
 		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, AffinityHost: n.AffinityHost()}
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, Fault: deref(n.Fault), AffinityHost: n.AffinityHost()}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true

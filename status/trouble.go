@@ -99,6 +99,9 @@ func summarize(d pageData, t *topology.Topology) summary {
 		if n := d.Counts[string(rules.StateDraining)]; n > 0 {
 			add("warn", "conductors-h", "%d conductor(s) draining.", n)
 		}
+		if n := sum(t.Faults); n > 0 {
+			add("warn", "faults-h", "%d node(s) put in maintenance by Ironic itself (a power, cleaning, rescue or service failure).", n)
+		}
 		for _, text := range limitProblems(d.Limits) {
 			add("warn", "limits-h", "%s", text)
 		}

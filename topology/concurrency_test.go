@@ -56,3 +56,18 @@ func TestConcurrency(t *testing.T) {
 		t.Errorf("21.0: %v, want none", got)
 	}
 }
+
+// TestFaults: the nodes Ironic faulted, by group, ring conductor and
+// bounded fault label.
+func TestFaults(t *testing.T) {
+	snap := lifecycleSnapshot()
+	snap.Nodes[0].Fault = ptr("power failure")             // c-up
+	snap.Nodes[1].Fault = ptr("power failure")             // c-up
+	snap.Nodes[4].Fault = ptr("clean failure")             // rack9: no conductor
+	snap.Nodes[5].Fault = ptr("a fault of a newer Ironic") // c-up
+	topo := mustBuild(t, snap, testSettings, nil)
+	want := map[FaultKey]int{{"", "c-up", "power failure"}: 2, {"rack9", "", "clean failure"}: 1, {"", "c-up", "other"}: 1}
+	if !reflect.DeepEqual(topo.Faults, want) {
+		t.Errorf("Faults %v, want %v", topo.Faults, want)
+	}
+}

@@ -196,6 +196,7 @@ func (t *Topology) lifecycle() {
 	t.AffinityUnavailable = map[AffinityKey]int{}
 	t.Stuck = map[StuckKey]int{}
 	t.Actions = map[ActionKey]int{}
+	t.Faults = map[FaultKey]int{}
 	prepared := make([]int, len(t.Conductors))
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
@@ -228,6 +229,9 @@ func (t *Topology) lifecycle() {
 			if owner != nil && (!ok || n.AffinityHost() != owner.Hostname) {
 				owner.AffinityElsewhere++
 			}
+		}
+		if n.Fault != nil {
+			t.Faults[FaultKey{n.ConductorGroup, n.Conductor, rules.FaultLabel(*n.Fault)}]++
 		}
 		if n.ProvisionState != nil {
 			if a, ok := rules.ActionOf(*n.ProvisionState); ok {

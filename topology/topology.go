@@ -240,6 +240,10 @@ type NodeResults struct {
 	// the provision states that action's limit counts (rules.ActionOf),
 	// whatever their conductor: what count_nodes_in_provision_state counts.
 	Actions map[ActionKey]int
+	// Faults counts the nodes Ironic put in maintenance itself (a fault
+	// set), by group, ring conductor ("" when none) and bounded fault label
+	// (rules.FaultLabel).
+	Faults map[FaultKey]int
 	// NodeGeneration identifies the nodes' labels: it is carried over from
 	// the previous topology while every node keeps its UUID, name, group,
 	// driver and conductor in the same order, and is new otherwise. Renderers

@@ -170,5 +170,6 @@ var MiniSchemaPostgreSQL = []string{
 	`CREATE TABLE nodes (id serial PRIMARY KEY, uuid varchar(36), name varchar(255), driver varchar(255),
 			conductor_group varchar(255), reservation varchar(255), instance_uuid varchar(36), power_state varchar(15),
 			provision_state varchar(15), maintenance boolean, resource_class varchar(80), created_at timestamp, updated_at timestamp,
-			conductor_affinity int, target_provision_state varchar(15), owner varchar(255), lessee varchar(255))`,
+			conductor_affinity int, target_provision_state varchar(15), owner varchar(255), lessee varchar(255),
+			fault varchar(255))`,
 }

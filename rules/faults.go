@@ -1,0 +1,24 @@
+package rules
+
+// Faults are the values Ironic writes into nodes.fault when it puts a node
+// in maintenance itself (ironic/common/faults.py VALID_FAULTS): a power
+// state sync that failed (_power_failure_handling), a cleaning or a rescue
+// abort that failed, and from 23.0 (commit 2366a4b86) a service step that
+// failed. nodes.fault exists since 11.0 (commit 6b44f269c), so on every
+// schema the exporter reads.
+var Faults = []string{"power failure", "clean failure", "rescue abort failure", "service failure"}
+
+// FaultOther is the label of a fault Ironic's list does not have (a newer
+// release's, or anything else a database holds): labels stay bounded.
+const FaultOther = "other"
+
+// FaultLabel returns the bounded label of a fault: its value when Ironic
+// writes it, FaultOther otherwise.
+func FaultLabel(fault string) string {
+	for _, f := range Faults {
+		if f == fault {
+			return f
+		}
+	}
+	return FaultOther
+}
