@@ -524,7 +524,7 @@ func TestNodeList(t *testing.T) {
 	for _, p := range []string{"/v1/nodes/detail?limit=1", "/v1/nodes?detail=True&limit=1", "/v1/nodes/detail/?limit=1", "/nodes/detail?limit=1"} {
 		rec = f.get(p, latest)
 		expectStatus(t, rec, 200)
-		wantNode := `{"uuid": "` + uuidN(1) + `", "created_at": "2026-01-02T02:04:05+00:00", "updated_at": "2026-01-02T03:03:05+00:00", "conductor_group": "", "driver": "ipmi", "instance_uuid": "22222222-2222-4222-8222-222222222222", "maintenance": false, "name": "node-1", "power_state": "power on", "provision_state": "active", "reservation": null, "resource_class": "baremetal", "links": ` + links(uuidN(1)) + `, "conductor": "` + conductors[uuidN(1)] + `"`
+		wantNode := `{"uuid": "` + uuidN(1) + `", "created_at": "2026-01-02T02:04:05+00:00", "updated_at": "2026-01-02T03:03:05+00:00", "conductor_group": "", "driver": "ipmi", "fault": null, "instance_uuid": "22222222-2222-4222-8222-222222222222", "maintenance": false, "name": "node-1", "power_state": "power on", "provision_state": "active", "reservation": null, "resource_class": "baremetal", "links": ` + links(uuidN(1)) + `, "conductor": "` + conductors[uuidN(1)] + `"`
 		// Ironic's bytes, then the extension (node 1's boot files were
 		// prepared by conductor id 3).
 		wantNode += `, "exporter_conductor_affinity": "Cond-C"}`
@@ -613,7 +613,8 @@ func TestNodeList(t *testing.T) {
 		{"fields=created_at", "Field created_at is not a valid field.", 400},
 		{"fields=uuid,driver_info", "Field driver_info is not served by ironic-conductor-exporter: it does not read it from Ironic's database.", 400},
 		{"fields=uuid&fields=name", "Expected string for fields: ['uuid', 'name']", 400},
-		{"fault=x", "Filtering nodes by fault is not supported by ironic-conductor-exporter: it does not read that from Ironic's database.", 400},
+		{"fault=x", `Unrecognized fault "x" is specified, allowed faults are ('power failure', 'clean failure', 'rescue abort failure')`, 400},
+		{"fault=service%20failure", `Unrecognized fault "service failure" is specified, allowed faults are ('power failure', 'clean failure', 'rescue abort failure')`, 400},
 		{"owner=x", "Request not acceptable. The minimal required API version should be 1.50", 406},
 		{"foo=bar", "Unexpected arguments: foo", 400},
 		{"limit=%zz", "Expected an integer for limit: %zz", 400},

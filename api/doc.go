@@ -21,11 +21,11 @@
 //
 // Like Ironic, paths without "/v1" (the bookmark links), trailing slashes and
 // a ".json" extension are accepted. Node filters: conductor, conductor_group,
-// driver, provision_state, resource_class, maintenance, associated,
+// driver, fault, provision_state, resource_class, maintenance, associated,
 // instance_uuid. Sort keys: conductors id, hostname, conductor_group,
 // online, created_at, updated_at; nodes id, uuid, name, instance_uuid,
 // power_state, provision_state, maintenance, driver, conductor_group,
-// resource_class, reservation, created_at, updated_at.
+// fault, resource_class, reservation, created_at, updated_at.
 //
 // Status codes: 200; 400 invalid parameters (Ironic's messages, including
 // "Unexpected arguments: x" for unknown ones); 404 unknown resources and
@@ -116,12 +116,12 @@
 // # Node fields not served
 //
 // The sidecar reads only the columns it needs. The node representation has
-// uuid, created_at, updated_at, conductor_group, driver, instance_uuid,
-// maintenance, name, power_state, provision_state, reservation,
+// uuid, created_at, updated_at, conductor_group, driver, fault,
+// instance_uuid, maintenance, name, power_state, provision_state, reservation,
 // resource_class, links and conductor; Ironic 21.4's other fields (owner,
 // properties, driver_info, ...: the unserved entries of nodeFields) and the
 // ports/states/portgroups/volume links are left out, and asking for one
 // with fields= is a 400 that names it. Filtering or sorting by a column it
-// does not have (owner, fault, shard, ...) is a 400 too, never a silently
+// does not have (owner, shard, ...) is a 400 too, never a silently
 // wrong answer.
 package api

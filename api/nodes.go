@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -135,7 +137,7 @@ var nodeListParams = []param{
 	{name: "driver", gate: minor16DriverFilter, field: nodeFieldByName["driver"]},
 	{name: "fields", kind: paramStringList},
 	{name: "resource_class", gate: minor21ResourceClass, field: nodeFieldByName["resource_class"]},
-	{name: "fault", gate: minor42Fault, unread: true},
+	{name: "fault", gate: minor42Fault, field: nodeFieldByName["fault"]},
 	{name: "conductor_group", gate: minor46ConductorGroup, field: nodeFieldByName["conductor_group"]},
 	{name: "detail", kind: paramBool},
 	{name: "conductor", gate: minor49Conductors},
@@ -273,8 +275,32 @@ func (rq *request) checkNodeFilters(a *nodeListArgs) *apiError {
 		if _, given := a.given[p.name]; given && p.gate > 0 && rq.minor < p.gate {
 			return minVersionError(p.gate)
 		}
+		if fault := a.filter("fault"); p.name == "fault" && fault != nil {
+			if err := rq.checkFault(*fault); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// checkFault is check_allow_filter_by_fault's value check: a fault of the
+// release's faults.VALID_FAULTS (the release of the served topology, the
+// newest's before one is read), named in the error as Python prints the
+// tuple.
+func (rq *request) checkFault(fault string) *apiError {
+	valid := rules.Faults
+	if t := rq.h.cache.Get(rq.r.Context()).Topology; t != nil {
+		valid = t.Rules.ValidFaults()
+	}
+	if slices.Contains(valid, fault) {
+		return nil
+	}
+	quoted := make([]string, len(valid))
+	for i, f := range valid {
+		quoted[i] = "'" + f + "'"
+	}
+	return badRequest(`Unrecognized fault "` + fault + `" is specified, allowed faults are (` + strings.Join(quoted, ", ") + ")")
 }
 
 // nodeSortField resolves the sort key, once the topology is known.
