@@ -80,6 +80,9 @@ var (
 	faultedFamily = newFamily("ironic_nodes_faulted",
 		"Nodes Ironic put in maintenance itself (nodes.fault: power failure, clean failure, rescue abort failure, service failure; 'other' for any other value), by conductor group and ring conductor ('' when none).",
 		"conductor", "conductor_group", "fault")
+	healthFamily = newFamily("ironic_nodes_health",
+		"Nodes by the hardware health their BMC reported at the last power sync (nodes.health, Ironic 34.0+: OK, Warning, Critical; 'other' for any other value), by conductor group and ring conductor ('' when none).",
+		"conductor", "conductor_group", "health")
 	concurrentActionsFamily = newFamily("ironic_concurrent_actions",
 		"Nodes in the provision states Ironic's concurrency limit of the action counts (deploy: deploying, wait call-back; clean: deleting, cleaning, clean wait), by conductor group; from Ironic 21.1.",
 		"action", "conductor_group")
@@ -270,6 +273,9 @@ func collectTopology(emit emitFunc, t *topology.Topology) {
 	emit(nodesFamily, float64(len(t.Nodes)))
 	for k, n := range t.Faults {
 		emit(faultedFamily, float64(n), k.Conductor, k.ConductorGroup, k.Fault)
+	}
+	for k, n := range t.Health {
+		emit(healthFamily, float64(n), k.Conductor, k.ConductorGroup, k.Fault)
 	}
 	collectConcurrency(emit, t)
 }

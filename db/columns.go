@@ -34,6 +34,9 @@ const (
 	// genParentNode: nodes.parent_node (alembic fe222f476baf, Ironic
 	// 22.0, 2023.2).
 	genParentNode
+	// genHealth: nodes.health (alembic 9f8c7d6e5b4a, Ironic 34.0, commit
+	// f61755d81).
+	genHealth
 	// schemaGens counts the generations; the newest is schemaGens-1.
 	schemaGens
 )
@@ -68,7 +71,7 @@ var (
 		{name: "conductor_affinity"}, {name: "target_provision_state", kind: columnText},
 		{name: "owner", kind: columnText, since: genLessee}, {name: "lessee", kind: columnText, since: genLessee},
 		{name: "shard", kind: columnText, since: genShard}, {name: "parent_node", kind: columnText, since: genParentNode},
-		{name: "fault", kind: columnText},
+		{name: "fault", kind: columnText}, {name: "health", kind: columnText, since: genHealth},
 	}
 )
 

@@ -80,13 +80,14 @@ const (
 	colShard
 	colParent
 	colFault
+	colHealth
 	nodeTextCols
 )
 
 // nodeTextNames name the columns of nodeRow.text, for warnings.
 var nodeTextNames = [nodeTextCols]string{"uuid", "name", "driver", "conductor_group", "reservation",
 	"instance_uuid", "power_state", "provision_state", "resource_class", "target_provision_state",
-	"owner", "lessee", "shard", "parent_node", "fault"}
+	"owner", "lessee", "shard", "parent_node", "fault", "health"}
 
 // targets are the scan targets of r, one per column of nodeColumns in
 // their order; with binary the timestamps are timestamp_send's. It panics
@@ -210,6 +211,7 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		Shard:                dec.in.keep(t[colShard], old.Shard),
 		ParentNode:           ptrOf(t[colParent], old.ParentNode),
 		Fault:                dec.in.keep(t[colFault], old.Fault),
+		Health:               dec.in.keep(t[colHealth], old.Health),
 		HasConductorAffinity: r.affinity.Valid,
 		ConductorAffinity:    affinity(r.affinity),
 	}

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
@@ -24,6 +25,8 @@ func TestSnapshotSchemaGenerations(t *testing.T) {
 			{name: "21.4", want: genShard, owner: true, shard: true},
 			{name: "parent_node", alter: `ALTER TABLE nodes ADD COLUMN parent_node varchar(36)`,
 				undo: `ALTER TABLE nodes DROP COLUMN parent_node`, want: genParentNode, owner: true, shard: true},
+			{name: "health", alter: `ALTER TABLE nodes ADD COLUMN parent_node varchar(36);ALTER TABLE nodes ADD COLUMN health varchar(32)`,
+				undo: `ALTER TABLE nodes DROP COLUMN health;ALTER TABLE nodes DROP COLUMN parent_node`, want: genHealth, owner: true, shard: true},
 			{name: "no shard", alter: `ALTER TABLE nodes RENAME COLUMN shard TO shard_away`,
 				undo: `ALTER TABLE nodes RENAME COLUMN shard_away TO shard`, want: genLessee, owner: true},
 			{name: "no lessee", alter: `ALTER TABLE nodes RENAME COLUMN lessee TO lessee_away`,
@@ -37,11 +40,14 @@ func TestSnapshotSchemaGenerations(t *testing.T) {
 				conn := b.admin(t)
 				b.exec(t, conn, `UPDATE nodes SET shard = 'S1' WHERE id = 10`)
 				if c.alter != "" {
-					b.exec(t, conn, c.alter)
-					t.Cleanup(func() { b.exec(t, conn, c.undo) })
+					b.exec(t, conn, strings.Split(c.alter, ";")...)
+					t.Cleanup(func() { b.exec(t, conn, strings.Split(c.undo, ";")...) })
 				}
-				if c.want == genParentNode {
+				if c.want >= genParentNode {
 					b.exec(t, conn, `UPDATE nodes SET parent_node = 'P' WHERE id = 10`)
+				}
+				if c.want == genHealth {
+					b.exec(t, conn, `UPDATE nodes SET health = 'Critical' WHERE id = 10`)
 				}
 				d := openTest(t, b.dsn, dbconn.Options{})
 				for i := range 2 {
@@ -53,8 +59,11 @@ func TestSnapshotSchemaGenerations(t *testing.T) {
 						t.Fatalf("snapshot %d: %d nodes, want 3", i, len(got.Nodes))
 					}
 					n := got.Nodes[2]
-					if (n.Lessee != nil) != c.owner || (n.Shard != nil) != c.shard || (n.ParentNode != nil) != (c.want == genParentNode) {
+					if (n.Lessee != nil) != c.owner || (n.Shard != nil) != c.shard || (n.ParentNode != nil) != (c.want >= genParentNode) {
 						t.Errorf("snapshot %d: node %s lessee %v shard %v parent_node %v", i, n.UUID, n.Lessee, n.Shard, n.ParentNode)
+					}
+					if (n.Health != nil) != (c.want == genHealth) || n.Health != nil && *n.Health != "Critical" {
+						t.Errorf("snapshot %d: node %s health %v", i, n.UUID, n.Health)
 					}
 					if c.owner && *n.Lessee != "Projekt-ö" || c.shard && *n.Shard != "S1" {
 						t.Errorf("snapshot %d: node %s lessee %q shard %q", i, n.UUID, *n.Lessee, *n.Shard)

@@ -135,6 +135,10 @@ type Node struct {
 	// since 11.0, commit 6b44f269c: "power failure", "clean failure",
 	// "rescue abort failure", "service failure" from 23.0), or nil.
 	Fault *string
+	// Health is the hardware health the BMC reported at the last power
+	// sync (nodes.health, since 34.0, commit f61755d81: "OK", "Warning",
+	// "Critical"), or nil; also nil on schemas without the column.
+	Health *string
 	// CreatedAt is the row's creation time; zero when NULL.
 	CreatedAt Stamp
 	// UpdatedAt is the row's last update; zero when NULL.

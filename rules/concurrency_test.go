@@ -50,3 +50,20 @@ func TestFaultLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestValidFaults(t *testing.T) {
+	if got := New(Release{22, 1}, PostgreSQL, Settings{}).ValidFaults(); len(got) != 3 || got[2] != "rescue abort failure" {
+		t.Errorf("22.1: %q", got)
+	}
+	if got := New(Release{23, 0}, PostgreSQL, Settings{}).ValidFaults(); len(got) != 4 || got[3] != "service failure" {
+		t.Errorf("23.0: %q", got)
+	}
+}
+
+func TestHealthLabel(t *testing.T) {
+	for in, want := range map[string]string{"OK": "OK", "Warning": "Warning", "Critical": "Critical", "ok": "other", "": "other"} {
+		if got := HealthLabel(in); got != want {
+			t.Errorf("HealthLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -22,3 +22,31 @@ func FaultLabel(fault string) string {
 	}
 	return FaultOther
 }
+
+var serviceFailureSince = Release{23, 0} // commit 2366a4b86
+
+// ValidFaults are the faults of this release's faults.VALID_FAULTS, in its
+// order: the values its API accepts in GET /v1/nodes?fault=
+// (check_allow_filter_by_fault).
+func (r Rules) ValidFaults() []string {
+	if r.release.AtLeast(serviceFailureSince) {
+		return Faults
+	}
+	return Faults[:3]
+}
+
+// Healths are the values of nodes.health (34.0, commit f61755d81): the
+// hardware health the BMC reported at the node's last power state sync
+// (ManagementInterface.get_node_health; Redfish's Status.Health).
+var Healths = []string{"OK", "Warning", "Critical"}
+
+// HealthLabel returns the bounded label of a health value: its value when
+// Ironic writes it, FaultOther ("other") otherwise.
+func HealthLabel(health string) string {
+	for _, h := range Healths {
+		if h == health {
+			return h
+		}
+	}
+	return FaultOther
+}

@@ -57,16 +57,17 @@ func TestLimits(t *testing.T) {
 }
 
 // TestFaults: a node Ironic faulted shows in the summary, in the faults
-// section and in its lookup.
+// section and in its lookup; its health too.
 func TestFaults(t *testing.T) {
 	snap := degradedSnapshot()
-	snap.Nodes[0].Maintenance, snap.Nodes[0].Fault = true, strp("power failure")
+	snap.Nodes[0].Maintenance, snap.Nodes[0].Fault, snap.Nodes[0].Health = true, strp("power failure"), strp("Critical")
 	h := newHandler(t, fixture.NewSource(snap))
 	_, body := get(t, h, "/")
 	for _, want := range []string{
 		`<li class="warn"><a href="/#faults-h">1 node(s) put in maintenance by Ironic itself (a power, cleaning, rescue or service failure).</a></li>`,
 		`<td class="num dead">1</td></tr>`,
 		`<td>power failure</td>`,
+		`<li class="warn">1 node(s) whose BMC reports Critical hardware health.</li>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s", want)
@@ -75,6 +76,9 @@ func TestFaults(t *testing.T) {
 	_, body = get(t, h, "/?node="+snap.Nodes[0].UUID)
 	if !strings.Contains(body, `<dt>Maintenance</dt><dd>yes, <span class="dead">set by Ironic: power failure</span></dd>`) {
 		t.Error("the lookup does not say Ironic set the maintenance")
+	}
+	if !strings.Contains(body, `<dt>Hardware health</dt><dd class="dead">Critical (the BMC, at the last power sync)</dd>`) {
+		t.Error("the lookup does not show the node's health")
 	}
 	_, body = get(t, newHandler(t, fixture.NewSource(degradedSnapshot())), "/")
 	if !strings.Contains(body, "No node is in maintenance by Ironic's own decision.") || strings.Contains(body, "put in maintenance by Ironic itself") {

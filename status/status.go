@@ -199,6 +199,7 @@ type lookupResult struct {
 	ConductorKnown       bool
 	Maintenance          bool
 	Fault                string // why Ironic put the node in maintenance itself, "" when it did not
+	Health               string // the hardware health the BMC reported (34.0+), "" when none
 	AffinityHost         string
 	AffinityState        rules.State
 	AffinityText         string // where the boot files are, in words
@@ -344,7 +345,7 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 	}
 	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
 		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, Fault: deref(n.Fault), AffinityHost: n.AffinityHost()}
+		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, Fault: deref(n.Fault), Health: deref(n.Health), AffinityHost: n.AffinityHost()}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true

@@ -102,6 +102,15 @@ func summarize(d pageData, t *topology.Topology) summary {
 		if n := sum(t.Faults); n > 0 {
 			add("warn", "faults-h", "%d node(s) put in maintenance by Ironic itself (a power, cleaning, rescue or service failure).", n)
 		}
+		critical := 0
+		for k, n := range t.Health {
+			if k.Fault == "Critical" {
+				critical += n
+			}
+		}
+		if critical > 0 {
+			add("warn", "", "%d node(s) whose BMC reports Critical hardware health.", critical)
+		}
 		for _, text := range limitProblems(d.Limits) {
 			add("warn", "limits-h", "%s", text)
 		}

@@ -65,9 +65,14 @@ func TestFaults(t *testing.T) {
 	snap.Nodes[1].Fault = ptr("power failure")             // c-up
 	snap.Nodes[4].Fault = ptr("clean failure")             // rack9: no conductor
 	snap.Nodes[5].Fault = ptr("a fault of a newer Ironic") // c-up
+	snap.Nodes[0].Health = ptr("Critical")
+	snap.Nodes[4].Health = ptr("OK")
 	topo := mustBuild(t, snap, testSettings, nil)
 	want := map[FaultKey]int{{"", "c-up", "power failure"}: 2, {"rack9", "", "clean failure"}: 1, {"", "c-up", "other"}: 1}
 	if !reflect.DeepEqual(topo.Faults, want) {
 		t.Errorf("Faults %v, want %v", topo.Faults, want)
+	}
+	if want := map[FaultKey]int{{"", "c-up", "Critical"}: 1, {"rack9", "", "OK"}: 1}; !reflect.DeepEqual(topo.Health, want) {
+		t.Errorf("Health %v, want %v", topo.Health, want)
 	}
 }

@@ -197,6 +197,7 @@ func (t *Topology) lifecycle() {
 	t.Stuck = map[StuckKey]int{}
 	t.Actions = map[ActionKey]int{}
 	t.Faults = map[FaultKey]int{}
+	t.Health = map[FaultKey]int{}
 	prepared := make([]int, len(t.Conductors))
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
@@ -232,6 +233,9 @@ func (t *Topology) lifecycle() {
 		}
 		if n.Fault != nil {
 			t.Faults[FaultKey{n.ConductorGroup, n.Conductor, rules.FaultLabel(*n.Fault)}]++
+		}
+		if n.Health != nil {
+			t.Health[FaultKey{n.ConductorGroup, n.Conductor, rules.HealthLabel(*n.Health)}]++
 		}
 		if n.ProvisionState != nil {
 			if a, ok := rules.ActionOf(*n.ProvisionState); ok {

@@ -244,6 +244,10 @@ type NodeResults struct {
 	// set), by group, ring conductor ("" when none) and bounded fault label
 	// (rules.FaultLabel).
 	Faults map[FaultKey]int
+	// Health counts the nodes with a hardware health (nodes.health, 34.0+)
+	// by group, ring conductor and bounded label (rules.HealthLabel), in
+	// FaultKey's Fault.
+	Health map[FaultKey]int
 	// NodeGeneration identifies the nodes' labels: it is carried over from
 	// the previous topology while every node keeps its UUID, name, group,
 	// driver and conductor in the same order, and is new otherwise. Renderers
