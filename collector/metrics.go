@@ -83,6 +83,9 @@ var (
 	healthFamily = newFamily("ironic_nodes_health",
 		"Nodes by the hardware health their BMC reported at the last power sync (nodes.health, Ironic 34.0+: OK, Warning, Critical; 'other' for any other value), by conductor group and ring conductor ('' when none).",
 		"conductor", "conductor_group", "health")
+	unregisteredFamily = newFamily("ironic_nodes_driver_unregistered",
+		"Nodes without a conductor whose hardware type no conductor registers in any group, alive or not: removed from Ironic by the release the rules follow (reason=removed_from_ironic: oneview 12.0, xclarity and ibmc 26.0, ilo, ilo5, irmc and snmp 36.0) or enabled on no conductor (not_enabled).",
+		"driver", "reason")
 	concurrentActionsFamily = newFamily("ironic_concurrent_actions",
 		"Nodes in the provision states Ironic's concurrency limit of the action counts (deploy: deploying, wait call-back; clean: deleting, cleaning, clean wait), by conductor group; from Ironic 21.1.",
 		"action", "conductor_group")
@@ -276,6 +279,13 @@ func collectTopology(emit emitFunc, t *topology.Topology) {
 	}
 	for k, n := range t.Health {
 		emit(healthFamily, float64(n), k.Conductor, k.ConductorGroup, k.Fault)
+	}
+	for driver, n := range t.Unregistered() {
+		reason := "not_enabled"
+		if _, removed := t.Rules.HardwareTypeRemoved(driver); removed {
+			reason = "removed_from_ironic"
+		}
+		emit(unregisteredFamily, float64(n), driver, reason)
 	}
 	collectConcurrency(emit, t)
 }

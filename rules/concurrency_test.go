@@ -67,3 +67,19 @@ func TestHealthLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestHardwareTypeRemoved(t *testing.T) {
+	for _, c := range []struct {
+		release Release
+		driver  string
+		removed bool
+	}{
+		{Release{35, 0}, "ilo", false}, {Release{36, 0}, "ilo", true}, {Release{36, 0}, "irmc", true},
+		{Release{39, 0}, "snmp", true}, {Release{25, 0}, "ibmc", false}, {Release{26, 0}, "xclarity", true},
+		{Release{39, 0}, "redfish", false}, {Release{39, 0}, "ipmi", false},
+	} {
+		if _, got := New(c.release, PostgreSQL, Settings{}).HardwareTypeRemoved(c.driver); got != c.removed {
+			t.Errorf("%s on %s: removed %v, want %v", c.driver, c.release, got, c.removed)
+		}
+	}
+}

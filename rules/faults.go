@@ -50,3 +50,23 @@ func HealthLabel(health string) string {
 	}
 	return FaultOther
 }
+
+// removedHardwareTypes are hardware types Ironic removed, with the release
+// that removed them: nodes still enrolled with one have no ring after the
+// upgrade (no conductor can register the type any more).
+var removedHardwareTypes = map[string]Release{
+	"oneview":  {12, 0}, // commit abb086577
+	"xclarity": {26, 0}, // commit c02ad76fe
+	"ibmc":     {26, 0}, // commit f14794ca2
+	"ilo":      {36, 0}, // commit afb64cf26
+	"ilo5":     {36, 0}, // commit afb64cf26
+	"irmc":     {36, 0}, // commit 908d4d35f
+	"snmp":     {36, 0}, // commit 95f99ac58
+}
+
+// HardwareTypeRemoved reports whether Ironic of this release no longer has
+// the hardware type at all, and the release that removed it.
+func (r Rules) HardwareTypeRemoved(hardwareType string) (Release, bool) {
+	since, ok := removedHardwareTypes[hardwareType]
+	return since, ok && r.release.AtLeast(since)
+}

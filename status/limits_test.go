@@ -85,3 +85,26 @@ func TestFaults(t *testing.T) {
 		t.Error("no fault, yet the page reports one")
 	}
 }
+
+// TestUnregisteredDrivers: the summary names a hardware type no conductor
+// registers, and says when the release removed it.
+func TestUnregisteredDrivers(t *testing.T) {
+	snap := degradedSnapshot()
+	snap.Nodes[0].Driver = "irmc"
+	snap.Nodes[1].Driver = "xclarity"
+	s := topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5},
+		Release: rules.MustRelease("36.0")}
+	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap), Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, NewHandler(cache, Options{Version: "1.2.3"}), "/")
+	for _, want := range []string{
+		`1 node(s) use hardware type irmc, which no conductor registers: Ironic removed it in 36.0; move them to another hardware type (baremetal node set --driver).`,
+		`1 node(s) use hardware type xclarity, which no conductor registers: Ironic removed it in 26.0;`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}

@@ -83,6 +83,9 @@ func summarize(d pageData, t *topology.Topology) summary {
 		if n := sum(t.Orphans); n > 0 { // d.Orphans has a row per entry
 			add("bad", "orphans-h", "%d node(s) without a conductor.", n)
 		}
+		for _, text := range unregisteredProblems(t) {
+			add("bad", "orphans-h", "%s", text)
+		}
 		locks := 0
 		for _, st := range d.Stuck {
 			locks += st.Nodes

@@ -76,3 +76,16 @@ func TestFaults(t *testing.T) {
 		t.Errorf("Health %v, want %v", topo.Health, want)
 	}
 }
+
+// TestUnregistered: orphans whose hardware type no conductor row has, in
+// any group or state.
+func TestUnregistered(t *testing.T) {
+	snap := lifecycleSnapshot()
+	snap.Nodes[0].Driver = "ilo"     // no conductor has it
+	snap.Nodes[4].Driver = "redfish" // rack9, no conductor there; nobody has redfish either
+	snap.Nodes[5].ConductorGroup = "rack9"
+	topo := mustBuild(t, snap, testSettings, nil)
+	if got, want := topo.Unregistered(), map[string]int{"ilo": 1, "redfish": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Unregistered %v, want %v (node 6 is ipmi in rack9: a group without conductor, not an unregistered type)", got, want)
+	}
+}
