@@ -572,6 +572,24 @@ def case_node_lists(c):
              lambda r: node_list_problems(r[0], r[1], served))
 
 
+def case_fault_filters(c):
+    """?fault= for each fault a release may write (400 with the release's
+    VALID_FAULTS where it is not one of them), an unknown one, and below
+    1.42 (406): status, body and headers."""
+    g, served, task, get, both = c.g, c.served, c.task, c.get, c.both
+    for fault in ('power failure', 'clean failure', 'rescue abort failure',
+                  'service failure'):
+        path = '/v1/nodes/detail?fault=%s' % urllib.parse.quote(fault)
+        task('GET %s' % path, get(path),
+             lambda r: node_list_problems(r[0], r[1], served))
+    for path, hdrs in (('/v1/nodes?fault=bogus', None),
+                       ('/v1/nodes?fault=power%20failure', _vheaders((1, 41)))):
+        task('GET %s%s (status, body, headers)' % (
+            path, ' at 1.41' if hdrs else ''), get(path, hdrs),
+            both(lambda r: resp_problems(r[0], r[1]),
+                 lambda r: header_problems(r[0], r[1], g)))
+
+
 def case_each_conductor(c):
     """Each conductor."""
     (P, H, I, S, same, req_pool, ic, rci, chk, judge, q, tasks) = (
@@ -846,6 +864,7 @@ CASES = [
     ('conductor lists', case_conductor_lists),
     ('errors and versions', case_errors_and_versions),
     ('node lists', case_node_lists),
+    ('fault filters', case_fault_filters),
     ('each conductor', case_each_conductor),
     ('case variants', case_case_variants),
     ('conductor filters', case_conductor_filters),

@@ -377,6 +377,18 @@ def cmd_setup(a):
         for n in nodes:
             n['provision_state'] = rng.choices(
                 PROVISION_STATES, weights=PROVISION_WEIGHTS)[0]
+        # and some in maintenance with a fault of the release's own list,
+        # as Ironic itself sets them (_power_failure_handling, ...)
+        from ironic.common import faults as ironic_faults
+        for n in nodes:
+            if rng.random() < 0.15:
+                n['fault'] = rng.choice(ironic_faults.VALID_FAULTS)
+        # and, where the release has nodes.health (34.0+), a health for some
+        from ironic.db.sqlalchemy import models
+        if hasattr(models.Node, 'health'):
+            for n in nodes:
+                if rng.random() < 0.4:
+                    n['health'] = rng.choice(['OK', 'Warning', 'Critical'])
     for n in nodes:
         # 'version' is what objects.Node.create() would store; without it
         # the API fails with 500 (objects.base: is_compatible(None, ...)).
@@ -385,6 +397,11 @@ def cmd_setup(a):
                   'version': objects.Node.get_target_version()}
         if n.get('provision_state'):
             values['provision_state'] = n['provision_state']
+        if n.get('fault'):
+            values['maintenance'] = True
+            values['fault'] = n['fault']
+        if n.get('health'):
+            values['health'] = n['health']
         if n['name']:
             values['name'] = n['name']
         dbapi.create_node(values)

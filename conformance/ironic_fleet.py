@@ -98,6 +98,7 @@ def main(argv=None):
                        "Ironic's answer (limits.py)")
     s.add_argument('--sidecar', required=True)
     s.add_argument('--limits', required=True)
+    s.add_argument('--ironic', help="Ironic's API, for the nodes' health")
     s.set_defaults(func=cmd_limits_compare)
 
     s = sub.add_parser('compare', help='compare sidecar with Ironic')

@@ -1,4 +1,5 @@
-"""Ironic's concurrency limits: Ironic's own answer vs the sidecar's metrics.
+"""What Ironic itself knows of its nodes beyond the API the sidecar serves:
+Ironic's own answers vs the sidecar's metrics (the pgconf case).
 
 `limits` (Ironic side, in the release's chroot) loads the ironic.conf the
 API runs with, as an Ironic command does, and asks the release's own
@@ -11,14 +12,17 @@ gives. A release without the method has no limits.
 `limits-compare` (host side) reads the sidecar's /metrics and checks that
 ironic_concurrent_action_headroom <= 0 exactly where Ironic refuses, for
 every group the sidecar reports, and that a release without limits has no
-such series.
+such series. With --ironic it also counts the nodes by hardware health as
+Ironic's API answers them (GET /v1/nodes?fields=uuid,health at 1.109, 34.0+)
+against ironic_nodes_health summed by health; an Ironic whose API predates
+1.109 must leave the sidecar without that family.
 """
 
 import json
 import re
 import urllib.request
 
-from common import Checker
+from common import Checker, _list_all_raw
 from fleet import _prepare, import_ironic_command
 
 ACTIONS = (('provisioning', 'deploy'), ('cleaning', 'clean'))
@@ -73,6 +77,8 @@ def cmd_limits_compare(a):
             labels = dict(_LABEL.findall(m.group(1)))
             headroom[(labels['conductor_group'], labels['action'])] = float(m.group(2))
     ck = Checker()
+    if a.ironic:
+        _health(ck, a.ironic, body)
     if not ironic['limits']:
         ck.eq('no concurrency limits in this release: no headroom series', {}, headroom)
     else:
@@ -90,3 +96,33 @@ def cmd_limits_compare(a):
         print('limits: %d refused, %d accepted (group x action)' % (counts[True], counts[False]))
     print('%d passed, %d failed' % (ck.passed, ck.failed))
     return 1 if ck.failed else 0
+
+
+_HEALTH = re.compile(r'^ironic_nodes_health\{(.*)\} (\S+)$')
+
+
+def _health(ck, ironic, metrics):
+    """The nodes by health: Ironic's API (1.109+) vs ironic_nodes_health."""
+    side = {}
+    for line in metrics.splitlines():
+        m = _HEALTH.match(line)
+        if m:
+            h = dict(_LABEL.findall(m.group(1)))['health']
+            side[h] = side.get(h, 0) + int(float(m.group(2)))
+    with urllib.request.urlopen(ironic + '/', timeout=60) as r:
+        top = json.loads(r.read().decode())
+    maximum = top['default_version']['version']
+    if tuple(int(x) for x in maximum.split('.')) < (1, 109):
+        ck.eq('Ironic %s has no nodes.health: no ironic_nodes_health' % maximum, {}, side)
+        return
+    status, _, body = _list_all_raw(ironic, '/v1/nodes?fields=uuid,health', 'nodes',
+                                    {'X-OpenStack-Ironic-API-Version': '1.109'})
+    if status != 200:
+        ck.fail('Ironic GET /v1/nodes?fields=uuid,health at 1.109: %s' % status, body)
+        return
+    want = {}
+    for n in body['nodes']:
+        if n.get('health') is not None:
+            want[n['health']] = want.get(n['health'], 0) + 1
+    ck.eq('nodes by health: Ironic\'s API vs ironic_nodes_health', want, side)
+    print('health: %s' % (want or 'no node has one'))

@@ -408,12 +408,12 @@ for rel in $RELEASES; do
         if [[ "$backend" == pgconf && "$SIDECAR" != ironic ]]; then
             # Ironic's own _concurrent_action_limit per conductor group, on
             # the API's ironic.conf, vs the sidecar's headroom
-            echo "=== $name: concurrency limits ($(limits_of "$rel"))"
+            echo "=== $name: concurrency limits ($(limits_of "$rel")) and health"
             if ipy "$ROOT" limits --config-file "$WIN/log-$name/ironic-api-$port.conf" \
                     --fleet "$WIN/fleet-$name.json" --out "$WIN/limits-$name.json" \
                     >"$W/limits-ironic-$name.out" 2>&1; then
                 "$PY" "$W/harness/ironic_fleet.py" limits-compare --sidecar "$side" \
-                    --limits "$W/limits-$name.json" >"$W/limits-$name.out" 2>&1
+                    --ironic "$ep" --limits "$W/limits-$name.json" >"$W/limits-$name.out" 2>&1
                 show "$W/limits-$name.out"
                 count "$W/limits-$name.out" "$cell"
             else
