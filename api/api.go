@@ -64,8 +64,12 @@ type NovaClaim struct {
 // A value belongs to one request and need not be safe for concurrent use
 // (auth's reuses one target map between its checks).
 type Access interface {
-	// CanGetConductors is baremetal:conductor:get.
+	// CanGetConductors is baremetal:conductor:get; it also decides whether
+	// AffinityField shows the conductor's name.
 	CanGetConductors() bool
+	// CanSeeComputes is Nova's hypervisor policy: whether NovaField shows
+	// the compute hosts.
+	CanSeeComputes() bool
 	// ListNodes is check_list_policy: the project to filter nodes by
 	// ("" for none), or ok false and the rule that refused.
 	ListNodes(project string) (filter, rule string, ok bool)

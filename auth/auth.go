@@ -160,6 +160,13 @@ func (a *Access) CanGetConductors() bool {
 	return a.e.Check(policy.RuleConductorGet, a.c, a.c)
 }
 
+// CanSeeComputes is Nova's os_compute_api:os-hypervisors:show (admin only
+// by default): whether the caller may see which compute hosts manage a
+// node.
+func (a *Access) CanSeeComputes() bool {
+	return a.e.Check(policy.RuleNovaHypervisors, a.c, a.c)
+}
+
 // ListNodes is check_list_policy('node', project): every node when
 // baremetal:node:list_all allows it; otherwise, for a project-scoped caller
 // whom baremetal:node:list allows, the nodes its project owns or leases
