@@ -371,13 +371,18 @@ func (rq *request) topology() (*topology.Topology, *apiError) {
 	return v.Topology, nil
 }
 
+// hdrNoSniff is X-Content-Type-Options (Ironic does not send it).
+const hdrNoSniff = "X-Content-Type-Options"
+
 // reply writes a 200 JSON body.
 func (rq *request) reply(body []byte) { rq.write(http.StatusOK, body) }
 
-// write writes a JSON body (none for HEAD) with its status.
+// write writes a JSON body (none for HEAD) with its status. nosniff keeps
+// a browser from reading as HTML an error body that echoes the request.
 func (rq *request) write(status int, body []byte) {
 	hdr := rq.w.Header()
 	hdr["Content-Type"] = []string{"application/json"}
+	hdr[hdrNoSniff] = []string{"nosniff"}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
 	rq.w.WriteHeader(status)
 	if rq.r.Method != http.MethodHead {

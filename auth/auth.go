@@ -42,9 +42,11 @@ type Failure struct {
 	Body   []byte
 }
 
-// Send writes the failure as the answer.
+// Send writes the failure as the answer, with X-Content-Type-Options:
+// nosniff (its body may echo what the client sent).
 func (f *Failure) Send(w http.ResponseWriter) {
 	maps.Copy(w.Header(), f.Header)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(f.Status)
 	w.Write(f.Body) //nolint:errcheck // the client is gone if it fails: nothing to tell it
 }

@@ -103,3 +103,23 @@ func TestLRU(t *testing.T) {
 		t.Errorf("len %d", len(c.m))
 	}
 }
+
+// TestFailureNoSniff: an authentication failure's JSON body (which may
+// echo the Authorization type the client sent) carries
+// X-Content-Type-Options: nosniff.
+func TestFailureNoSniff(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/v1/nodes", nil)
+	r.Header.Set("Authorization", "<script>alert(1)</script> x")
+	_, f := (&Basic{}).Authenticate(r)
+	if f == nil || f.Status != http.StatusBadRequest {
+		t.Fatalf("an unknown Authorization type: %+v, want 400", f)
+	}
+	rec := httptest.NewRecorder()
+	f.Send(rec)
+	if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", got)
+	}
+	if got := rec.Header().Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type %q", got)
+	}
+}

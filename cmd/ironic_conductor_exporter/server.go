@@ -135,9 +135,11 @@ func listen(addrs []string, maxConns int) ([]net.Listener, error) {
 }
 
 // checkDoors refuses a combination of doors that cannot work, and checks
-// --api.config-file. On one door, the basic auth of --web.config.file
+// --api.config-file (a TLS minimum below 1.2 is warned about). On one door, the basic auth of --web.config.file
 // wraps the API too: a Keystone token alone would get its 401.
 func checkDoors(cfg config, flags *web.FlagConfig, mode string, logger *slog.Logger) error {
+	warnWeakTLS("--web.config.file", *flags.WebConfigFile, logger)
+	warnWeakTLS("--api.config-file", cfg.apiConfigFile, logger)
 	if len(cfg.apiListen) == 0 {
 		if cfg.apiConfigFile != "" {
 			return errors.New("--api.config-file: needs --api.listen-address")
@@ -180,23 +182,53 @@ func checkDoors(cfg config, flags *web.FlagConfig, mode string, logger *slog.Log
 	return nil
 }
 
-// basicAuthUsers counts the basic_auth_users of a web configuration file
-// ("" : none).
-func basicAuthUsers(file string) (int, error) {
+// webConfigFile is what the exporter checks itself in a web configuration
+// file (the exporter-toolkit reads the rest).
+type webConfigFile struct {
+	Users map[string]string `yaml:"basic_auth_users"`
+	TLS   struct {
+		MinVersion string `yaml:"min_version"`
+	} `yaml:"tls_server_config"`
+}
+
+// readWebConfig reads a web configuration file ("": an empty one).
+func readWebConfig(file string) (webConfigFile, error) {
+	var c webConfigFile
 	if file == "" {
-		return 0, nil
+		return c, nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return 0, err
-	}
-	var c struct {
-		Users map[string]string `yaml:"basic_auth_users"`
+		return c, err
 	}
 	if err := yaml.Unmarshal(b, &c); err != nil {
-		return 0, fmt.Errorf("%s: %w", file, err)
+		return c, fmt.Errorf("%s: %w", file, err)
 	}
-	return len(c.Users), nil
+	return c, nil
+}
+
+// basicAuthUsers counts the basic_auth_users of a web configuration file
+// ("" : none).
+func basicAuthUsers(file string) (int, error) {
+	c, err := readWebConfig(file)
+	return len(c.Users), err
+}
+
+// warnWeakTLS warns when a web configuration file lets clients negotiate
+// TLS 1.0 or 1.1 (RFC 8996 deprecates both). A warning, not a refusal: the
+// toolkit's format takes these values and other exporters sharing the file
+// run with them; the operator who needs them for an old client keeps them,
+// knowingly. An unreadable file is left to the toolkit's own check.
+func warnWeakTLS(flag, file string, logger *slog.Logger) {
+	c, err := readWebConfig(file)
+	if err != nil {
+		return
+	}
+	switch strings.ToUpper(c.TLS.MinVersion) {
+	case "TLS10", "TLS11":
+		logger.Warn(flag+": tls_server_config.min_version is below TLS 1.2: clients may negotiate TLS 1.0 or 1.1, "+
+			"deprecated by RFC 8996 (remove it for the toolkit's default, TLS12)", "file", file, "min_version", c.TLS.MinVersion)
+	}
 }
 
 // quietOnDisconnect hides write errors from h after the first one: a
