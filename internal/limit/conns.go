@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -93,21 +92,15 @@ func (c *Conns) Accept() (net.Conn, error) {
 }
 
 // oldestIdle is the idle connection to close first, nil when none is
-// idle: one that never sent a byte before one that did (a client that
-// sent its request is not closed while its headers are being read, however
-// fast silent connections come), then the one quiet longest.
+// idle: the one idle longest, counted from its accept for a connection
+// that has not finished a request's headers (a slowloris that keeps
+// sending a byte gains nothing), from its last answer for a keep-alive
+// one.
 func (c *Conns) oldestIdle() *trackedConn {
 	var o *trackedConn
-	var oHeard bool
-	var oSince int64
 	for t := range c.open {
-		if t.busy {
-			continue
-		}
-		last := t.lastHeard.Load()
-		heard, since := last != 0, max(last, t.idleSince.UnixNano())
-		if o == nil || !heard && oHeard || heard == oHeard && since < oSince {
-			o, oHeard, oSince = t, heard, since
+		if !t.busy && (o == nil || t.idleSince.Before(o.idleSince)) {
+			o = t
 		}
 	}
 	return o
@@ -116,21 +109,11 @@ func (c *Conns) oldestIdle() *trackedConn {
 // trackedConn is a connection of Conns.
 type trackedConn struct {
 	net.Conn
-	owner     *Conns
-	busy      bool // under c.owner.mu
+	owner *Conns
+	// busy and idleSince are under owner.mu.
+	busy      bool
 	idleSince time.Time
-	// lastHeard is when the client last sent bytes (Unix ns, 0: never).
-	lastHeard atomic.Int64
 	closeOnce sync.Once
-}
-
-// Read notes when the client last sent something.
-func (t *trackedConn) Read(p []byte) (int, error) {
-	n, err := t.Conn.Read(p)
-	if n > 0 {
-		t.lastHeard.Store(time.Now().UnixNano())
-	}
-	return n, err
 }
 
 func (t *trackedConn) setState(s http.ConnState) {
@@ -140,7 +123,9 @@ func (t *trackedConn) setState(s http.ConnState) {
 	switch s {
 	case http.StateActive:
 		t.busy = true
-	case http.StateIdle, http.StateNew:
+	case http.StateNew: // idle since its accept
+		t.busy = false
+	case http.StateIdle:
 		t.busy, t.idleSince = false, time.Now()
 	case http.StateHijacked, http.StateClosed:
 		t.busy = true // not ours to evict any more; Close frees the slot
