@@ -64,8 +64,12 @@ type NovaClaim struct {
 // A value belongs to one request and need not be safe for concurrent use
 // (auth's reuses one target map between its checks).
 type Access interface {
-	// CanGetConductors is baremetal:conductor:get.
+	// CanGetConductors is baremetal:conductor:get; it also decides whether
+	// AffinityField shows the conductor's name.
 	CanGetConductors() bool
+	// CanSeeComputes is Nova's hypervisor policy: whether NovaField shows
+	// the compute hosts.
+	CanSeeComputes() bool
 	// ListNodes is check_list_policy: the project to filter nodes by
 	// ("" for none), or ok false and the rule that refused.
 	ListNodes(project string) (filter, rule string, ok bool)
@@ -367,13 +371,18 @@ func (rq *request) topology() (*topology.Topology, *apiError) {
 	return v.Topology, nil
 }
 
+// hdrNoSniff is X-Content-Type-Options (Ironic does not send it).
+const hdrNoSniff = "X-Content-Type-Options"
+
 // reply writes a 200 JSON body.
 func (rq *request) reply(body []byte) { rq.write(http.StatusOK, body) }
 
-// write writes a JSON body (none for HEAD) with its status.
+// write writes a JSON body (none for HEAD) with its status. nosniff keeps
+// a browser from reading as HTML an error body that echoes the request.
 func (rq *request) write(status int, body []byte) {
 	hdr := rq.w.Header()
 	hdr["Content-Type"] = []string{"application/json"}
+	hdr[hdrNoSniff] = []string{"nosniff"}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
 	rq.w.WriteHeader(status)
 	if rq.r.Method != http.MethodHead {

@@ -223,7 +223,8 @@ func TestMaxMicroversionOption(t *testing.T) {
 	}
 }
 
-// The exact error bodies, as captured from Ironic 21.4.
+// The exact error bodies, as captured from Ironic 21.4, with
+// X-Content-Type-Options: nosniff.
 func TestErrorBodies(t *testing.T) {
 	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
 	for _, tc := range []struct {
@@ -244,6 +245,10 @@ func TestErrorBodies(t *testing.T) {
 		}
 		if got := rec.Header().Get("Content-Length"); got != fmt.Sprint(len(tc.want)) {
 			t.Errorf("GET %s: Content-Length %s", tc.path, got)
+		}
+		// The bodies echo the request: no browser may sniff them as HTML.
+		if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s: X-Content-Type-Options %q, want nosniff", tc.path, got)
 		}
 	}
 }

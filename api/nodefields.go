@@ -112,8 +112,16 @@ var nodeFields = []nodeField{
 		str: func(n *topology.NodeInfo) *string { return n.ResourceClass }},
 	{name: "links", kind: kindLinks},
 	{name: "conductor", minor: minor49Conductors, kind: kindConductor, selectable: true, tail: true},
-	{name: AffinityField, minor: minor49Conductors, kind: kindAffinity, selectable: true, tail: true},
-	{name: NovaField, minor: minor49Conductors, kind: kindNova, selectable: true, tail: true},
+	// The extensions show what the API that owns the value shows the
+	// caller: the conductor's name as GET /v1/conductors does
+	// (baremetal:conductor:get), the compute hosts as Nova's hypervisors
+	// API does.
+	{name: AffinityField, minor: minor49Conductors, kind: kindAffinity, selectable: true, tail: true,
+		hidden:   func(acc Access, _ *topology.NodeInfo) bool { return !acc.CanGetConductors() },
+		redacted: "** Redacted - requires baremetal:conductor:get permission. **"},
+	{name: NovaField, minor: minor49Conductors, kind: kindNova, selectable: true, tail: true,
+		hidden:   func(acc Access, _ *topology.NodeInfo) bool { return !acc.CanSeeComputes() },
+		redacted: "** Redacted - requires os_compute_api:os-hypervisors:show permission. **"},
 
 	{name: "id", kind: kindColumn, sort: sortBy, cmp: func(a, b *topology.NodeInfo, _ collation) int { return cmp.Compare(a.ID, b.ID) }},
 	{name: "", kind: kindColumn, sort: sortBy, cmp: func(a, b *topology.NodeInfo, _ collation) int { return 0 }}, // Ironic: by id only
@@ -273,12 +281,12 @@ func (rq *request) appendNode(b []byte, base string, n *topology.NodeInfo, field
 	b = append(b, '{')
 	for i, f := range fields {
 		b = appendKey(b, i == 0, f.name)
+		if f.hidden != nil && rq.acc != nil && f.hidden(rq.acc, n) {
+			b = appendString(b, f.redacted)
+			continue
+		}
 		switch f.kind {
 		case kindString:
-			if f.hidden != nil && rq.acc != nil && f.hidden(rq.acc, n) {
-				b = appendString(b, f.redacted)
-				continue
-			}
 			v := f.str(n)
 			if f.name == "provision_state" {
 				v = rq.provisionState(v)

@@ -24,6 +24,13 @@ func persona(project any, system any, roles ...string) *auth.Credentials {
 // Ironic 21.4's default policy: P1 owns nodes 1, 3 and 7, P2 leases 3 and 7.
 func policyFixture(t *testing.T) *fixture {
 	t.Helper()
+	return policyFixtureWith(t, nil)
+}
+
+// policyFixtureWith is policyFixture with Nova's answer (nil: no Nova) and
+// an admin persona beside the readers.
+func policyFixtureWith(t *testing.T, nova NovaLookup) *fixture {
+	t.Helper()
 	snap := testSnapshot(db.BackendPostgreSQL)
 	for _, n := range []int{1, 3, 7} {
 		snap.Nodes[n-1].Owner = sp("P1")
@@ -40,10 +47,48 @@ func policyFixture(t *testing.T) *fixture {
 		"owner":  persona("P1", nil, "member", "reader"),
 		"lessee": persona("P2", nil, "member", "reader"),
 		"norole": persona("P3", nil),
+		"admin":  persona("P1", nil, "admin", "member", "reader"),
 	}
-	return newFixture(t, snap, nil, Options{Access: func(r *http.Request) Access {
+	return newFixture(t, snap, nil, Options{Nova: nova, Access: func(r *http.Request) Access {
 		return auth.NewAccess(enf, people[r.Header.Get(personaHeader)])
 	}})
+}
+
+// TestPolicyExtensionFields: the extensions show what the API owning the
+// value shows the caller: a project reader who may read its node but not
+// GET /v1/conductors (403) sees the affinity conductor's name redacted, and
+// the compute hosts redacted unless Nova's hypervisor policy (admin) allows
+// them; a system reader sees the conductor, not the computes; an admin
+// sees both.
+func TestPolicyExtensionFields(t *testing.T) {
+	nova := fakeNova{uuidN(1): {{Cell: "cell1", Host: "c-a", Source: "instance", Up: true}}}
+	f := policyFixtureWith(t, nova)
+	who := func(p string) string { return personaHeader + ": " + p }
+	const (
+		cond      = `"Cond-C"`
+		computes  = `[{"cell": "cell1", "host": "c-a", "source": "instance", "up": true}]`
+		noCond    = `"** Redacted - requires baremetal:conductor:get permission. **"`
+		noCompute = `"** Redacted - requires os_compute_api:os-hypervisors:show permission. **"`
+	)
+	expectStatus(t, f.get("/v1/conductors/Cond-C", latest, who("owner")), http.StatusForbidden)
+	for _, c := range []struct{ persona, affinity, nova string }{
+		{"owner", noCond, noCompute}, {"system", cond, noCompute}, {"admin", cond, computes},
+	} {
+		for _, target := range []string{"/v1/nodes/" + uuidN(1), "/v1/nodes/" + uuidN(1) + "?fields=uuid," + AffinityField + "," + NovaField,
+			"/v1/nodes/detail"} {
+			rec := f.get(target, latest, who(c.persona))
+			expectStatus(t, rec, http.StatusOK)
+			body := rec.Body.String()
+			for _, want := range []string{`"` + AffinityField + `": ` + c.affinity, `"` + NovaField + `": ` + c.nova} {
+				if !strings.Contains(body, want) {
+					t.Errorf("%s %s: lacks %s:\n%s", c.persona, target, want, body)
+				}
+			}
+			if c.persona == "owner" && (strings.Contains(body, "Cond-C") || strings.Contains(body, "c-a")) {
+				t.Errorf("a project reader reads the conductor or compute in %s:\n%s", target, body)
+			}
+		}
+	}
 }
 
 func nodeUUIDs(t *testing.T, body []byte) (uuids []string, reservations map[string]any, next string) {

@@ -42,9 +42,11 @@ type Failure struct {
 	Body   []byte
 }
 
-// Send writes the failure as the answer.
+// Send writes the failure as the answer, with X-Content-Type-Options:
+// nosniff (its body may echo what the client sent).
 func (f *Failure) Send(w http.ResponseWriter) {
 	maps.Copy(w.Header(), f.Header)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(f.Status)
 	w.Write(f.Body) //nolint:errcheck // the client is gone if it fails: nothing to tell it
 }
@@ -158,6 +160,13 @@ func (a *Access) CanGetConductors() bool {
 	// The target is the credentials' values, as Ironic's cdict; Check only
 	// reads it.
 	return a.e.Check(policy.RuleConductorGet, a.c, a.c)
+}
+
+// CanSeeComputes is Nova's os_compute_api:os-hypervisors:show (admin only
+// by default): whether the caller may see which compute hosts manage a
+// node.
+func (a *Access) CanSeeComputes() bool {
+	return a.e.Check(policy.RuleNovaHypervisors, a.c, a.c)
 }
 
 // ListNodes is check_list_policy('node', project): every node when

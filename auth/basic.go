@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -34,14 +36,27 @@ import (
 // bcrypt costs tens of milliseconds of a core per comparison (cost 10:
 // ~55 ms, 12: ~210 ms), so three bounds keep a flood of passwords from
 // taking the cores from /metrics and the probes:
-//   - results are cached, true and false, for the last 256 (digest,
-//     password) pairs, as Ironic 32.0 does since 2a6271888 ("Memoize calls
+//   - results are cached, true and false, for the last 256 (user, digest,
+//     password) triples, as Ironic 32.0 does since 2a6271888 ("Memoize calls
 //     to bcrypt.checkpw", functools.lru_cache(maxsize=256)); the key is a
-//     SHA-256 of the pair, so no password is kept;
+//     SHA-256 of the triple, so no password is kept. The user is in the key
+//     (Ironic's key is digest and password) so that one unknown user's
+//     result never answers for another: with a shared key, (candidate, p)
+//     then (other, p) answered from the cache exactly when the candidate
+//     was unknown;
 //   - at most Workers comparisons run at once (default half the cores, at
-//     least 1); a request waits up to Wait (1 s) for one, then gets 503;
-//   - an unknown user costs a comparison too, against a digest of the
-//     file's highest cost, so timing does not tell which users exist.
+//     least 1); a request waits up to Wait (1 s) for one, then gets 503.
+//
+// Timing does not tell which users exist: an unknown user costs one
+// comparison against the digest of a user of the file, the one a keyed
+// hash of the name picks (HMAC-SHA256 under a secret drawn at start). So
+// each unknown name costs, every time, what some user costs, and unknown
+// names as a whole cost what the file's users cost, whatever mix of bcrypt
+// costs the file holds; comparing every unknown name against one digest of
+// the highest cost instead made the users with cheaper digests stand out
+// (cost 4: ~3 ms against ~230 ms). Padding every check to the highest
+// cost was the other way; it spends a core for nothing on every cheap
+// user's request. A file without users falls back to a digest of cost 10.
 type Basic struct {
 	File string
 	Log  *slog.Logger
@@ -49,10 +64,12 @@ type Basic struct {
 	Wait time.Duration
 
 	workers chan struct{}
-	// dummy is compared for unknown users.
+	// dummy is compared for unknown users when the file has no user.
 	dummy []byte
-	mu    sync.Mutex
-	cache *lru[[32]byte, bool]
+	// secret keys the choice of a user's digest for an unknown name.
+	secret [32]byte
+	mu     sync.Mutex
+	cache  *lru[[32]byte, bool]
 }
 
 // BasicCacheSize is the number of bcrypt results kept, as Ironic's
@@ -67,33 +84,44 @@ func NewBasic(file string, workers int, log *slog.Logger) (*Basic, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http_basic_auth_user_file: %w", err)
 	}
-	cost := bcrypt.DefaultCost
 	for user, digest := range htpasswd(b) {
 		if !isBcrypt(digest) {
 			return nil, fmt.Errorf("http_basic_auth_user_file %s: only bcrypt digested passwords are supported for %s", file, user)
-		}
-		if c, err := bcrypt.Cost([]byte(digest)); err == nil {
-			cost = max(cost, c)
 		}
 	}
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)/2)
 	}
-	var secret [16]byte
-	_, _ = rand.Read(secret[:])
-	dummy, err := bcrypt.GenerateFromPassword([]byte(hex.EncodeToString(secret[:])), min(cost, bcrypt.MaxCost))
+	bb := &Basic{File: file, Log: log, Wait: time.Second, workers: make(chan struct{}, workers),
+		cache: newLRU[[32]byte, bool](BasicCacheSize)}
+	_, _ = rand.Read(bb.secret[:])
+	dummy, err := bcrypt.GenerateFromPassword([]byte(hex.EncodeToString(bb.secret[:])), bcrypt.DefaultCost)
 	if err != nil {
 		return nil, err
 	}
-	return &Basic{File: file, Log: log, Wait: time.Second, workers: make(chan struct{}, workers), dummy: dummy,
-		cache: newLRU[[32]byte, bool](BasicCacheSize)}, nil
+	bb.dummy = dummy
+	return bb, nil
+}
+
+// stand picks the digest an unknown user is compared against: the one of
+// the file's users (digests) a keyed hash of the name selects, or the
+// start-up dummy when the file has none.
+func (b *Basic) stand(user []byte, digests [][]byte) []byte {
+	if len(digests) == 0 {
+		return b.dummy
+	}
+	m := hmac.New(sha256.New, b.secret[:])
+	m.Write(user)
+	return digests[binary.BigEndian.Uint64(m.Sum(nil))%uint64(len(digests))]
 }
 
 // check is bcrypt.CompareHashAndPassword, cached and bounded; ok false
 // when no worker was free within b.Wait (or the client went away).
-func (b *Basic) check(ctx context.Context, digest, pass []byte) (match, ok bool) {
+func (b *Basic) check(ctx context.Context, user, digest, pass []byte) (match, ok bool) {
 	h := sha256.New()
+	h.Write(user)
+	h.Write([]byte{0})
 	h.Write(digest)
 	h.Write([]byte{0})
 	h.Write(pass)
@@ -178,19 +206,24 @@ func (b *Basic) Authenticate(r *http.Request) (*Credentials, *Failure) {
 		b.Log.Error("auth: reading the http_basic user file", "err", err)
 		return nil, basicFailure(http.StatusInternalServerError, "Invalid configuration file. Problem reading auth user file")
 	}
-	digest := b.dummy
-	known := false
+	var digest []byte
+	var digests [][]byte // the users' digests, for an unknown user's stand-in
 	for u, d := range htpasswd(data) {
-		if u != string(user) {
-			continue
+		if u == string(user) && digest == nil {
+			if !isBcrypt(d) {
+				return nil, basicFailure(http.StatusInternalServerError, "Invalid configuration file. Only bcrypt digested passwords are supported for "+string(user))
+			}
+			digest = []byte(d)
 		}
-		if !isBcrypt(d) {
-			return nil, basicFailure(http.StatusInternalServerError, "Invalid configuration file. Only bcrypt digested passwords are supported for "+string(user))
+		if isBcrypt(d) {
+			digests = append(digests, []byte(d))
 		}
-		digest, known = []byte(d), true
-		break
 	}
-	match, ok := b.check(r.Context(), digest, pass)
+	known := digest != nil
+	if !known {
+		digest = b.stand(user, digests)
+	}
+	match, ok := b.check(r.Context(), user, digest, pass)
 	switch {
 	case !ok:
 		return nil, basicFailure(http.StatusServiceUnavailable, "Too many authentication requests at once, try again later")

@@ -28,8 +28,8 @@ func digest(t *testing.T, pass string, cost int) string {
 }
 
 // TestBasic: results are cached (true and false) as Ironic's
-// lru_cache(maxsize=256); an unknown user costs a comparison of the file's
-// highest cost; '#' lines are comments as Apache reads them; when no
+// lru_cache(maxsize=256), keyed by user too; an unknown user costs a
+// comparison; '#' lines are comments as Apache reads them; when no
 // bcrypt worker frees up in time the answer is 503 and cached results still
 // pass.
 func TestBasic(t *testing.T) {
@@ -42,9 +42,6 @@ func TestBasic(t *testing.T) {
 	b, err := NewBasic(file, 1, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if c, _ := bcrypt.Cost(b.dummy); c != bcrypt.DefaultCost {
-		t.Errorf("dummy digest of cost %d, want the file's highest, at least the default %d", c, bcrypt.DefaultCost)
 	}
 	status := func(user, pass string) int {
 		creds, f := b.Authenticate(basicRequest(user, pass))
@@ -62,6 +59,9 @@ func TestBasic(t *testing.T) {
 	}{
 		{"admin", "right", 200, 1}, {"admin", "right", 200, 1}, {"admin", "wrong", 401, 2}, {"admin", "wrong", 401, 2},
 		{"nobody", "x", 401, 3}, {"#alice", "old", 401, 4}, {"bob", "b", 200, 5},
+		// One unknown user's result never answers for another, nor for a
+		// known user with the same password.
+		{"other", "x", 401, 6}, {"admin", "x", 401, 7}, {"nobody", "x", 401, 7},
 	} {
 		if got := status(c.user, c.pass); got != c.want {
 			t.Errorf("%s:%s: %d, want %d", c.user, c.pass, got, c.want)
@@ -101,5 +101,25 @@ func TestLRU(t *testing.T) {
 	c.remove(1)
 	if len(c.m) != 1 {
 		t.Errorf("len %d", len(c.m))
+	}
+}
+
+// TestFailureNoSniff: an authentication failure's JSON body (which may
+// echo the Authorization type the client sent) carries
+// X-Content-Type-Options: nosniff.
+func TestFailureNoSniff(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/v1/nodes", nil)
+	r.Header.Set("Authorization", "<script>alert(1)</script> x")
+	_, f := (&Basic{}).Authenticate(r)
+	if f == nil || f.Status != http.StatusBadRequest {
+		t.Fatalf("an unknown Authorization type: %+v, want 400", f)
+	}
+	rec := httptest.NewRecorder()
+	f.Send(rec)
+	if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", got)
+	}
+	if got := rec.Header().Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type %q", got)
 	}
 }

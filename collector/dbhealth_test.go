@@ -111,7 +111,7 @@ func wantSnapshotWarnings(t *testing.T, health *DatabaseHealth, series string) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(health)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ironic_exporter_snapshot_warnings Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, not_utf8, null, out_of_range, empty_hostname).
+# HELP ironic_exporter_snapshot_warnings Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, bad_value, not_utf8, null, out_of_range, empty_hostname).
 # TYPE ironic_exporter_snapshot_warnings gauge
 `+series+"\n"), "ironic_exporter_snapshot_warnings"); err != nil {
 		t.Error(err)

@@ -71,7 +71,7 @@ var (
 		"1 for the kind of error the latest refresh from the database failed with (timeout, connection, auth, schema, query, other); all 0 when it worked.",
 		[]string{"kind"}, nil)
 	snapshotWarningsDesc = prometheus.NewDesc(namespace+"_exporter_snapshot_warnings",
-		"Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, not_utf8, null, out_of_range, empty_hostname).",
+		"Rows of the latest snapshot that were kept or skipped with a warning, by table and reason (bad_json, bad_timestamp, bad_value, not_utf8, null, out_of_range, empty_hostname).",
 		[]string{"table", "reason"}, nil)
 )
 

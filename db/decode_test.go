@@ -56,8 +56,8 @@ func TestDecoderKeepsUnchangedNodes(t *testing.T) {
 		r := &nodeRow{id: id}
 		r.text[colUUID], r.text[colGroup], r.text[colDriver] = sql.RawBytes("u"), sql.RawBytes("g"), sql.RawBytes("ipmi")
 		r.text[colName], r.text[colPower], r.text[colProvision] = sql.RawBytes("name"), sql.RawBytes(power), sql.RawBytes("active")
-		r.affinity = sql.NullInt64{Int64: affinity, Valid: true}
-		r.maintenance = true
+		r.affinity = anyInt{Int64: affinity, Valid: true}
+		r.maintenance = anyBool{V: true}
 		return r
 	}
 	first := newNodeDecoder(3)
@@ -90,7 +90,7 @@ func TestDecoderAffinityBeyondInt32(t *testing.T) {
 	row := func(id, affinity int64) *nodeRow {
 		r := &nodeRow{id: id}
 		r.text[colUUID], r.text[colGroup] = sql.RawBytes("u-"+string(rune('0'+id))), sql.RawBytes("")
-		r.affinity = sql.NullInt64{Int64: affinity, Valid: true}
+		r.affinity = anyInt{Int64: affinity, Valid: true}
 		return r
 	}
 	dec := newNodeDecoder(2)

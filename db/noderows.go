@@ -133,7 +133,7 @@ type nodeRow struct {
 	text             [nodeTextCols]sql.RawBytes
 	maintenance      anyBool
 	created, updated dbconn.Time
-	affinity         sql.NullInt64
+	affinity         anyInt
 }
 
 // nodeDecoder turns node rows into Nodes, the values of low-cardinality
@@ -151,6 +151,7 @@ type nodeDecoder struct {
 	badTimes                   int
 	firstBad                   string
 	nulls, notUTF8, outOfRange rowTally
+	badValue                   rowTally
 }
 
 // newNodeDecoder returns a decoder sized for n nodes.
@@ -169,6 +170,12 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 	if r.text[colGroup] == nil {
 		// Ironic's model: conductor_group NOT NULL, default ''.
 		dec.nulls.add(string(r.text[colUUID]), r.id, "conductor_group")
+	}
+	if r.maintenance.Bad != "" {
+		dec.badValue.add(string(r.text[colUUID]), r.id, "maintenance "+r.maintenance.Bad)
+	}
+	if r.affinity.Bad != "" {
+		dec.badValue.add(string(r.text[colUUID]), r.id, "conductor_affinity "+r.affinity.Bad)
 	}
 	if r.affinity.Int64 != int64(int32(r.affinity.Int64)) {
 		dec.outOfRange.add(string(r.text[colUUID]), r.id, "conductor_affinity")
@@ -201,7 +208,7 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		InstanceUUID:         ptrOf(t[colInstance], old.InstanceUUID),
 		PowerState:           dec.in.keep(t[colPower], old.PowerState),
 		ProvisionState:       dec.in.keep(t[colProvision], old.ProvisionState),
-		Maintenance:          bool(r.maintenance),
+		Maintenance:          r.maintenance.V,
 		ResourceClass:        dec.in.keep(t[colResourceClass], old.ResourceClass),
 		CreatedAt:            StampOf(r.created.T),
 		UpdatedAt:            StampOf(r.updated.T),
@@ -229,7 +236,7 @@ var unread Node
 
 // affinity is conductor_affinity as Node keeps it: 0 for NULL, -1 for a
 // value beyond int32 (add counts it for warnings).
-func affinity(v sql.NullInt64) int32 {
+func affinity(v anyInt) int32 {
 	if v.Int64 != int64(int32(v.Int64)) {
 		return -1
 	}
@@ -255,6 +262,11 @@ func (dec *nodeDecoder) warnings() []nodeWarning {
 		nw = append(nw, nodeWarning{ReasonOutOfRange, dec.outOfRange.n, fmt.Sprintf(
 			"%d node(s) with a conductor_affinity beyond 32 bits (Ironic's Integer column), read as -1, no conductor; first: %s",
 			dec.outOfRange.n, dec.outOfRange.first)})
+	}
+	if dec.badValue.n > 0 {
+		nw = append(nw, nodeWarning{ReasonBadValue, dec.badValue.n, fmt.Sprintf(
+			"%d node(s) with a maintenance that is no boolean (read as false) or a conductor_affinity that is no integer (read as NULL); first: %s",
+			dec.badValue.n, dec.badValue.first)})
 	}
 	return nw
 }

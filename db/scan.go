@@ -18,41 +18,103 @@ import (
 // anyBool scans a boolean column: a boolean (PostgreSQL), or an integer
 // (MySQL TINYINT(1), SQLite INTEGER) where any non-zero value is true, as
 // SQLAlchemy's Boolean and MySQL's "IS TRUE" read it. NULL is false, as in
-// Ironic's online.is_(True) filter.
-type anyBool bool
+// Ironic's online.is_(True) filter. Anything else (SQLite keeps any value
+// in any column: 'maybe', 'yes', 0.5) reads as false with Bad set, a
+// warning about its row, never a failed read: Ironic's own
+// online.is_(True) (SQLite "online IS 1") leaves such a conductor out of
+// its rings.
+type anyBool struct {
+	V bool
+	// Bad is the value, quoted, when it is no boolean.
+	Bad string
+}
 
 func (b *anyBool) Scan(v any) error {
+	*b = anyBool{}
 	switch x := v.(type) {
 	case nil:
-		*b = false
 	case bool:
-		*b = anyBool(x)
+		b.V = x
 	case int64:
-		*b = x != 0
+		b.V = x != 0
+	case float64:
+		if x != 0 && x != 1 {
+			b.Bad = strconv.FormatFloat(x, 'g', -1, 64)
+		}
+		b.V = x == 1
 	case []byte:
-		return b.text(string(x))
+		b.text(string(x))
 	case string:
-		return b.text(x)
+		b.text(x)
 	default:
-		return fmt.Errorf("boolean column holds a %T", v)
+		b.Bad = fmt.Sprintf("(a %T)", v)
 	}
 	return nil
 }
 
-func (b *anyBool) text(s string) error {
+func (b *anyBool) text(s string) {
 	switch s {
 	case "t", "true", "TRUE", "1":
-		*b = true
+		b.V = true
 	case "f", "false", "FALSE", "0", "":
-		*b = false
+		b.V = false
 	default:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return fmt.Errorf("boolean column holds %q", s)
+			b.Bad = quoteBad(s)
+			return
 		}
-		*b = n != 0
+		b.V = n != 0
+	}
+}
+
+// anyInt scans an integer column as sql.NullInt64 does, but a value that is
+// no integer (SQLite keeps 'abc' or 1e20 in an INTEGER column) reads as
+// NULL with Bad set, a warning about its row, never a failed read.
+type anyInt struct {
+	Int64 int64
+	Valid bool
+	// Bad is the value, quoted, when it is no 64-bit integer.
+	Bad string
+}
+
+func (n *anyInt) Scan(v any) error {
+	*n = anyInt{}
+	switch x := v.(type) {
+	case nil:
+	case int64:
+		n.Int64, n.Valid = x, true
+	case float64:
+		if x == math.Trunc(x) && x >= math.MinInt64 && x < math.MaxInt64 {
+			n.Int64, n.Valid = int64(x), true
+		} else {
+			n.Bad = strconv.FormatFloat(x, 'g', -1, 64)
+		}
+	case []byte:
+		n.text(string(x))
+	case string:
+		n.text(x)
+	default:
+		n.Bad = fmt.Sprintf("(a %T)", v)
 	}
 	return nil
+}
+
+func (n *anyInt) text(s string) {
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		n.Bad = quoteBad(s)
+		return
+	}
+	n.Int64, n.Valid = i, true
+}
+
+// quoteBad quotes an odd value for a warning, cut to 40 bytes.
+func quoteBad(s string) string {
+	if len(s) > 40 {
+		return strconv.Quote(s[:40]) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // pgBinaryTime scans a timestamp sent by PostgreSQL's timestamp_send as
@@ -182,6 +244,11 @@ const (
 	// declares (conductor_affinity beyond 32 bits, which only SQLite
 	// stores); read as -1, no conductor's id.
 	ReasonOutOfRange = "out_of_range"
+	// ReasonBadValue: a boolean or integer column holding something else
+	// (only SQLite stores one: online 'maybe', maintenance 'yes',
+	// conductor_affinity 'abc' or 1e20); a boolean reads as false, an
+	// integer as NULL.
+	ReasonBadValue = "bad_value"
 	// ReasonNull: NULL in a column Ironic's model declares NOT NULL; read
 	// as Ironic's default ("" for conductor_group), or the row skipped
 	// (a NULL hardware_type).

@@ -359,3 +359,56 @@ func TestSQLiteConcurrentWriter(t *testing.T) {
 		})
 	}
 }
+
+// TestSQLiteOddValues: SQLite keeps any value in any column; an odd value
+// in a boolean or integer column is a warning about its row, never a
+// failed snapshot (it failed the whole refresh, and the exporter never
+// became ready): online 'maybe' reads as false (out of the rings, as
+// Ironic's "online IS 1"), maintenance 'yes' as false, conductor_affinity
+// 'abc' or 1e20 as NULL; the other rows read as they are.
+func TestSQLiteOddValues(t *testing.T) {
+	needSQLite(t)
+	conn := sqliteBackend.admin(t)
+	sqliteBackend.reset(t, conn)
+	now := time.Now().UTC().Format("2006-01-02 15:04:05")
+	mustExec(t, conn,
+		`INSERT INTO conductors (id, hostname, drivers, online, conductor_group, created_at, updated_at) VALUES
+		 (1, 'good', '[]', 1, '', '`+now+`', '`+now+`'),
+		 (2, 'odd', '[]', 'maybe', '', '`+now+`', '`+now+`'),
+		 (3, 'half', '[]', 0.5, '', '`+now+`', '`+now+`')`,
+		`INSERT INTO nodes (id, uuid, driver, maintenance, conductor_affinity, created_at) VALUES
+		 (1, 'u1', 'ipmi', 'yes', 1, '`+now+`'),
+		 (2, 'u2', 'ipmi', 0, 'abc', '`+now+`'),
+		 (3, 'u3', 'ipmi', 0, 1e20, '`+now+`'),
+		 (4, 'u4', 'ipmi', 1, 1, '`+now+`')`)
+	d := openTest(t, sqliteDSN, dbconn.Options{})
+	got, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatalf("odd values failed the snapshot: %v", err)
+	}
+	var rows []string
+	for _, c := range got.Conductors {
+		rows = append(rows, fmt.Sprintf("%s online=%v", c.Hostname, c.Online))
+	}
+	for _, n := range got.Nodes {
+		rows = append(rows, fmt.Sprintf("%s maintenance=%v affinity=%v/%d", n.UUID, n.Maintenance, n.HasConductorAffinity, n.ConductorAffinity))
+	}
+	want := []string{"good online=true", "odd online=false", "half online=false",
+		"u1 maintenance=false affinity=true/1", "u2 maintenance=false affinity=false/0",
+		"u3 maintenance=false affinity=false/0", "u4 maintenance=true affinity=true/1"}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	wantWarnings := []string{
+		`conductor "odd" (id 2): online "maybe" is not a boolean, read as false`,
+		`conductor "half" (id 3): online 0.5 is not a boolean, read as false`,
+		`3 node(s) with a maintenance that is no boolean (read as false) or a conductor_affinity that is no integer (read as NULL); first: node u1 (id 1), column maintenance "yes"`,
+	}
+	if diff := cmp.Diff(wantWarnings, got.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]WarningCount{{Table: tableConductors, Reason: ReasonBadValue, Rows: 2},
+		{Table: tableNodes, Reason: ReasonBadValue, Rows: 3}}, got.WarningCounts); diff != "" {
+		t.Errorf("warning counts (-want +got):\n%s", diff)
+	}
+}

@@ -32,7 +32,11 @@ func (d *DB) readConductors(s *dbconn.Session, query string, w *warner) ([]Condu
 		}
 		c.Hostname = w.conductorText(c.ID, hostname.String, "hostname", hostname.Valid, hostname.String)
 		c.ConductorGroup = w.conductorText(c.ID, c.Hostname, "conductor_group", cgroup.Valid, cgroup.String)
-		c.Online = bool(online)
+		c.Online = online.V
+		if online.Bad != "" {
+			w.add(tableConductors, ReasonBadValue, fmt.Sprintf(
+				"conductor %q (id %d): online %s is not a boolean, read as false", c.Hostname, c.ID, online.Bad))
+		}
 		c.CreatedAt, c.UpdatedAt = created.T, updated.T
 		c.Version = version.String
 		for _, col := range []struct {

@@ -165,13 +165,34 @@ func (p *Pool) Begin(ctx context.Context, steps int) (*Session, error) {
 		}
 		return nil
 	})
-	s.ctx, s.cancel = context.WithTimeout(ctx, time.Duration(steps)*p.opts.QueryTimeout)
+	// BEGIN is a step too, bounded by QueryTimeout; but database/sql ties
+	// a transaction to the context BeginTx is given, so that context must
+	// be the session's. A BEGIN that overruns its own deadline cancels the
+	// whole session (which aborts the driver's call, or, for lib/pq, has
+	// the watchdog close the socket); before, a stalled server held BEGIN
+	// for the session's time, steps x QueryTimeout or the refresh timeout.
+	base, cancelBase := context.WithCancel(ctx)
+	tctx, cancel := context.WithTimeout(base, time.Duration(steps)*p.opts.QueryTimeout)
+	s.ctx, s.cancel = tctx, func() { cancel(); cancelBase() }
 	s.unwatch = s.watch(s.ctx)
 	start := time.Now()
-	if s.tx, err = conn.BeginTxx(s.ctx, &p.dialect.tx); err != nil {
-		err = stepError(s.ctx, "starting read-only transaction", start, err)
+	bctx, bcancel := context.WithTimeout(s.ctx, p.opts.QueryTimeout)
+	stop := context.AfterFunc(bctx, func() {
+		if errors.Is(bctx.Err(), context.DeadlineExceeded) {
+			cancelBase()
+		}
+	})
+	s.tx, err = conn.BeginTxx(s.ctx, &p.dialect.tx)
+	stop()
+	defer bcancel()
+	if err != nil {
+		err = stepError(bctx, "starting read-only transaction", start, err)
 		s.End(true)
 		return nil, err
+	}
+	if bctx.Err() != nil { // BEGIN answered, but after its deadline
+		s.End(true)
+		return nil, stepError(bctx, "starting read-only transaction", start, bctx.Err())
 	}
 	return s, nil
 }

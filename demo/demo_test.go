@@ -273,9 +273,11 @@ func TestTempDirRemoved(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds, for timeout stretched by the
+// machine's load (testenv.Scaled).
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	timeout = testenv.Scaled(timeout)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -47,6 +47,13 @@ type doors struct {
 // its own when the build has one.
 func startDoors(t *testing.T, h *harness, flags ...string) *doors {
 	t.Helper()
+	return startDoorsNofile(t, h, 0, flags...)
+}
+
+// startDoorsNofile is startDoors with the process's descriptor limit (soft
+// and hard) set to nofile first (0: inherited).
+func startDoorsNofile(t *testing.T, h *harness, nofile int, flags ...string) *doors {
+	t.Helper()
 	help, _ := exec.Command(floodBinary(), "--help").CombinedOutput()
 	addrs := testenv.FreeAddrs(t, 3)
 	d := &doors{metrics: addrs[0], api: addrs[0], probe: addrs[2], two: bytes.Contains(help, []byte("--api.listen-address")) && os.Getenv("ICE_FAULTS_ONE_DOOR") == ""}
@@ -56,7 +63,11 @@ func startDoors(t *testing.T, h *harness, flags ...string) *doors {
 		d.api = addrs[1]
 		args = append(args, "--api.listen-address="+d.api)
 	}
-	d.Process = testenv.Start(t, "exporter", floodBinary(), []string{"IRONIC_EXPORTER_DB_DSN=" + h.b.dsn(h.b.direct)}, append(args, flags...)...)
+	bin, args := floodBinary(), append(args, flags...)
+	if nofile > 0 {
+		bin, args = "/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile), bin}, args...)
+	}
+	d.Process = testenv.Start(t, "exporter", bin, []string{"IRONIC_EXPORTER_DB_DSN=" + h.b.dsn(h.b.direct)}, args...)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get("http://" + d.metrics + "/metrics")

@@ -54,6 +54,10 @@ const (
 	RuleConductorGet        = "baremetal:conductor:get"
 	RuleNodeFilterThreshold = "baremetal:node:get:filter_threshold"
 	RuleNodeReservation     = "baremetal:node:get:reservation"
+	// RuleNovaHypervisors is Nova's rule for showing a hypervisor (a
+	// compute host): the sidecar's node extension exporter_nova_computes
+	// shows compute hosts only to whom Nova's API would.
+	RuleNovaHypervisors = "os_compute_api:os-hypervisors:show"
 )
 
 // Check strings of ironic/common/policy.py (identical in 21.4, Debian
@@ -102,6 +106,14 @@ var defaults = []def{
 		depName: RuleNodeGet, depChck: deprecatedNodeGet},
 	{name: RuleConductorGet, check: systemReader, scopes: []string{"system"},
 		depName: RuleConductorGet, depChck: deprecatedNodeGet},
+	// Nova's, not Ironic's: nova/policies/hypervisors.py (openstack/nova
+	// 066e1e69d) registers os_compute_api:os-hypervisors:show as base.ADMIN,
+	// "rule:context_is_admin", and nova/policies/base.py's context_is_admin
+	// is "role:admin" (its deprecated rule:admin_api, is_admin:True, comes to
+	// the same role). Nova's scope_types are left out: Ironic's system-scoped
+	// admins read conductors, and Nova's own scope checks are Nova's. A
+	// policy file may override it under this name.
+	{name: RuleNovaHypervisors, check: `role:admin`},
 }
 
 // Options configure an Enforcer.

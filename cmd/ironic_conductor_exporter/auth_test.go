@@ -96,6 +96,7 @@ func TestPolicyFollowsRelease(t *testing.T) {
 type pageAccess struct{ listAll, conductors, reservation bool }
 
 func (p pageAccess) CanGetConductors() bool { return p.conductors }
+func (p pageAccess) CanSeeComputes() bool   { return p.conductors }
 func (p pageAccess) ListNodes(project string) (string, string, bool) {
 	if p.listAll {
 		return project, "", true

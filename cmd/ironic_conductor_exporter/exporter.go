@@ -272,15 +272,23 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 	}
 	var servers []*http.Server
 	var serves []func() error
+	// Every door's connections fit under the descriptor limit.
+	webConns, probeConns := fitConns(a.logger, cfg.web.maxConns, len(*toolkitFlags.WebListenAddresses)+len(cfg.apiListen),
+		cfg.probeListenAddress != "", cfg.maxOpenConns)
+	cfg.web.maxConns = webConns
 	if cfg.probeListenAddress != "" {
 		// No TLS, no authentication: /healthz and /readyz only.
 		probeSrv := &http.Server{Handler: a.probeMux(nil), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 8 << 10,
-			ReadTimeout: cfg.web.readTimeout, WriteTimeout: cfg.web.writeTimeout, IdleTimeout: cfg.web.idleTimeout}
-		l, err := net.Listen("tcp", cfg.probeListenAddress)
+			ReadTimeout: cfg.web.readTimeout, WriteTimeout: cfg.web.writeTimeout, IdleTimeout: cfg.web.idleTimeout,
+			ErrorLog: serverErrorLog(a.logger)}
+		limit.Track(probeSrv)
+		ln, err := net.Listen("tcp", cfg.probeListenAddress)
 		if err != nil {
 			return fmt.Errorf("--web.probe-listen-address: %w", err)
 		}
-		a.logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String())
+		l := limit.NewConns(ln, probeConns)
+		a.logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String(),
+			"max_connections", probeConns)
 		servers = append(servers, probeSrv)
 		serves = append(serves, func() error { return probeSrv.Serve(l) })
 	}

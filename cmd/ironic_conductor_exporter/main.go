@@ -168,7 +168,8 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 		Default("40").IntVar(&cfg.web.maxRequests)
 	app.Flag("web.max-renders", "Renders of the telemetry path at once (a render gives its slot back while a write waits for a slow client); more wait up to 5s, then get 503. 0: no limit.").
 		Default("2").IntVar(&cfg.web.maxRenders)
-	app.Flag("web.max-connections", "Open connections per listen address; more wait in the kernel's backlog. 0: no limit.").
+	app.Flag("web.max-connections", "Open connections per listen address; at the cap the connection idle longest is closed for a new one (all busy: it waits in the kernel's backlog). "+
+		"Lowered to fit the file descriptor limit. 0: as many as that limit allows.").
 		Default("512").IntVar(&cfg.web.maxConns)
 	app.Flag("web.external-url", "Base URL of links in the JSON API (Ironic's [api]public_endpoint), e.g. https://ironic.example.com:6385; "+
 		"default: the address the request arrived at.").StringVar(&cfg.web.externalURL)

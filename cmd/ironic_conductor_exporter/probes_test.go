@@ -248,6 +248,56 @@ func TestCheckDoors(t *testing.T) {
 	}
 }
 
+// TestWeakTLSWarned: a tls_server_config.min_version below TLS 1.2 in
+// --web.config.file or --api.config-file is warned about at start, naming
+// the flag; TLS12 and the default are not.
+func TestWeakTLSWarned(t *testing.T) {
+	dir := t.TempDir()
+	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeSelfSigned(t, certPath, keyPath)
+	file := func(name, minVersion string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n%s", certPath, keyPath, minVersion)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tls10 := file("tls10.yml", "  min_version: TLS10\n")
+	tls11 := file("tls11.yml", "  min_version: TLS11\n")
+	tls12 := file("tls12.yml", "  min_version: TLS12\n")
+	plain := file("plain.yml", "")
+	for _, c := range []struct {
+		web, api string
+		want     []string
+	}{
+		{tls10, "", []string{"--web.config.file"}},
+		{plain, tls11, []string{"--api.config-file"}},
+		{tls11, tls10, []string{"--web.config.file", "--api.config-file"}},
+		{tls12, plain, nil},
+		{"", "", nil},
+	} {
+		var logs strings.Builder
+		log := slog.New(slog.NewTextHandler(&logs, nil))
+		cfg := config{}
+		if c.api != "" {
+			cfg = config{apiListen: []string{":10069"}, apiConfigFile: c.api}
+		}
+		webConfig := c.web
+		if err := checkDoors(cfg, &web.FlagConfig{WebListenAddresses: &[]string{":10067"}, WebConfigFile: &webConfig}, "keystone", log); err != nil {
+			t.Fatalf("%s %s: %v", c.web, c.api, err)
+		}
+		got := strings.Count(logs.String(), "below TLS 1.2")
+		if got != len(c.want) {
+			t.Errorf("web %s, api %s: %d warnings, want %d:\n%s", c.web, c.api, got, len(c.want), logs.String())
+		}
+		for _, flag := range c.want {
+			if !strings.Contains(logs.String(), "level=WARN msg=\""+flag+": tls_server_config.min_version is below TLS 1.2") {
+				t.Errorf("no warning naming %s:\n%s", flag, logs.String())
+			}
+		}
+	}
+}
+
 // basicGetter returns a GET through client, with basic auth when user is
 // not empty: the status code and body, or 0 and the error.
 func basicGetter(t *testing.T, client *http.Client) func(url, user, pass string) (int, string) {

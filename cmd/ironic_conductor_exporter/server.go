@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,13 +11,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v2"
-	"golang.org/x/net/netutil"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
 )
 
 // webLimits are the flags bounding the HTTP servers, so that a silent
@@ -82,17 +84,57 @@ func checkFlags(cfg config) error {
 	return checkTelemetryPath(cfg.telemetryPath)
 }
 
-// newServer is the http.Server with its timeouts.
+// newServer is the http.Server with its timeouts, its connections'
+// states told to the listeners' caps (limit.Track).
 func newServer(h http.Handler, l webLimits, logger *slog.Logger) *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: min(10*time.Second, l.readTimeout),
 		ReadTimeout:       l.readTimeout,
 		WriteTimeout:      l.writeTimeout,
 		IdleTimeout:       l.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		ErrorLog:          serverErrorLog(logger),
 	}
+	limit.Track(srv)
+	return srv
+}
+
+// serverErrorLog is http.Server's ErrorLog: accept errors (e.g. "too many
+// open files", when the process is at its descriptor limit and every
+// door stops answering) at warning, at most one line per acceptWarnEvery
+// with the count of those left out; the rest (TLS handshake errors of
+// scanners, clients gone) at debug.
+func serverErrorLog(logger *slog.Logger) *log.Logger {
+	w := &acceptWarner{logger: logger}
+	return log.New(w, "", 0)
+}
+
+// acceptWarnEvery is the least time between two accept error warnings.
+const acceptWarnEvery = 10 * time.Second
+
+type acceptWarner struct {
+	logger *slog.Logger
+	mu     sync.Mutex
+	last   time.Time
+	held   int
+}
+
+func (a *acceptWarner) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if !strings.HasPrefix(msg, "http: Accept error") {
+		a.logger.Debug(msg)
+		return len(p), nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if now := time.Now(); now.Sub(a.last) >= acceptWarnEvery {
+		a.logger.Warn("accepting connections failed: every door may stop answering", "err", msg, "repeats_left_out", a.held)
+		a.last, a.held = now, 0
+	} else {
+		a.held++
+	}
+	return len(p), nil
 }
 
 // listenAndServe is web.ListenAndServe with at most maxConns connections
@@ -114,8 +156,9 @@ func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logge
 	return web.ServeMultiple(ls, srv, flags, logger)
 }
 
-// listen opens a TCP listener per address, each accepting at most maxConns
-// connections at once (0: no limit).
+// listen opens a TCP listener per address, each holding at most maxConns
+// connections at once (0: no limit), the one idle longest closed to make
+// room for a new one (limit.Conns).
 func listen(addrs []string, maxConns int) ([]net.Listener, error) {
 	var ls []net.Listener
 	for _, a := range addrs {
@@ -127,7 +170,7 @@ func listen(addrs []string, maxConns int) ([]net.Listener, error) {
 			return nil, err
 		}
 		if maxConns > 0 {
-			l = netutil.LimitListener(l, maxConns)
+			l = limit.NewConns(l, maxConns)
 		}
 		ls = append(ls, l)
 	}
@@ -135,9 +178,11 @@ func listen(addrs []string, maxConns int) ([]net.Listener, error) {
 }
 
 // checkDoors refuses a combination of doors that cannot work, and checks
-// --api.config-file. On one door, the basic auth of --web.config.file
+// --api.config-file (a TLS minimum below 1.2 is warned about). On one door, the basic auth of --web.config.file
 // wraps the API too: a Keystone token alone would get its 401.
 func checkDoors(cfg config, flags *web.FlagConfig, mode string, logger *slog.Logger) error {
+	warnWeakTLS("--web.config.file", *flags.WebConfigFile, logger)
+	warnWeakTLS("--api.config-file", cfg.apiConfigFile, logger)
 	if len(cfg.apiListen) == 0 {
 		if cfg.apiConfigFile != "" {
 			return errors.New("--api.config-file: needs --api.listen-address")
@@ -180,23 +225,53 @@ func checkDoors(cfg config, flags *web.FlagConfig, mode string, logger *slog.Log
 	return nil
 }
 
-// basicAuthUsers counts the basic_auth_users of a web configuration file
-// ("" : none).
-func basicAuthUsers(file string) (int, error) {
+// webConfigFile is what the exporter checks itself in a web configuration
+// file (the exporter-toolkit reads the rest).
+type webConfigFile struct {
+	Users map[string]string `yaml:"basic_auth_users"`
+	TLS   struct {
+		MinVersion string `yaml:"min_version"`
+	} `yaml:"tls_server_config"`
+}
+
+// readWebConfig reads a web configuration file ("": an empty one).
+func readWebConfig(file string) (webConfigFile, error) {
+	var c webConfigFile
 	if file == "" {
-		return 0, nil
+		return c, nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return 0, err
-	}
-	var c struct {
-		Users map[string]string `yaml:"basic_auth_users"`
+		return c, err
 	}
 	if err := yaml.Unmarshal(b, &c); err != nil {
-		return 0, fmt.Errorf("%s: %w", file, err)
+		return c, fmt.Errorf("%s: %w", file, err)
 	}
-	return len(c.Users), nil
+	return c, nil
+}
+
+// basicAuthUsers counts the basic_auth_users of a web configuration file
+// ("" : none).
+func basicAuthUsers(file string) (int, error) {
+	c, err := readWebConfig(file)
+	return len(c.Users), err
+}
+
+// warnWeakTLS warns when a web configuration file lets clients negotiate
+// TLS 1.0 or 1.1 (RFC 8996 deprecates both). A warning, not a refusal: the
+// toolkit's format takes these values and other exporters sharing the file
+// run with them; the operator who needs them for an old client keeps them,
+// knowingly. An unreadable file is left to the toolkit's own check.
+func warnWeakTLS(flag, file string, logger *slog.Logger) {
+	c, err := readWebConfig(file)
+	if err != nil {
+		return
+	}
+	switch strings.ToUpper(c.TLS.MinVersion) {
+	case "TLS10", "TLS11":
+		logger.Warn(flag+": tls_server_config.min_version is below TLS 1.2: clients may negotiate TLS 1.0 or 1.1, "+
+			"deprecated by RFC 8996 (remove it for the toolkit's default, TLS12)", "file", file, "min_version", c.TLS.MinVersion)
+	}
 }
 
 // quietOnDisconnect hides write errors from h after the first one: a

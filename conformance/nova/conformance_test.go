@@ -22,7 +22,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -199,7 +198,7 @@ func runReference(t *testing.T, here, suite, backend string, cases []caseJSON, b
 	// the schema is made once per work directory, and again when
 	// reference.py changes (its digest names the directory)
 	work := fmt.Sprintf("%s/work-%s-%x", win, backend, digest(src))
-	cmd := exec.Command("chroot", root, "/usr/bin/python3", win+"/reference.py",
+	cmd := testenv.Chroot(root, "/usr/bin/python3", win+"/reference.py",
 		"--backend", backend, "--workdir", work, "--prefix", "ice_nova_"+suite, win+"/"+casesFile)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

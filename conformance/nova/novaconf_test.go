@@ -3,7 +3,6 @@ package novaconformance
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,7 +80,7 @@ func TestNovaConfOptions(t *testing.T) {
 						}
 						paths, args = append(paths, filepath.Join(dir, name)), append(args, inside+"/"+name)
 					}
-					cmd := exec.Command("chroot", append([]string{root, "/usr/bin/python3", "-c", novaConfScript}, args...)...)
+					cmd := testenv.Chroot(root, append([]string{"/usr/bin/python3", "-c", novaConfScript}, args...)...)
 					var stderr strings.Builder
 					cmd.Stderr = &stderr
 					out, err := cmd.Output()

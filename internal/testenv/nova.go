@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -27,9 +28,36 @@ func NovaChroot(suite string) Dep {
 			if os.Geteuid() != 0 {
 				return errors.New("entering a chroot needs root")
 			}
+			if _, err := chrootPath(); err != nil {
+				return err
+			}
 			_, err := NovaVersion(suite)
 			return err
 		})
+}
+
+// chrootPath is chroot(8) from PATH, else from /usr/sbin or /sbin, which a
+// user's PATH often lacks (coreutils installs it there).
+func chrootPath() (string, error) {
+	if p, err := exec.LookPath("chroot"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/sbin/chroot", "/sbin/chroot"} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("chroot is neither in PATH nor in /usr/sbin or /sbin (Debian's coreutils)")
+}
+
+// Chroot is the command running args in the chroot root, with chroot(8)
+// found as chrootPath finds it (NovaChroot checked it is there).
+func Chroot(root string, args ...string) *exec.Cmd {
+	p, err := chrootPath()
+	if err != nil {
+		p = "chroot" // exec then says it is missing
+	}
+	return exec.Command(p, append([]string{root}, args...)...)
 }
 
 // NovaChrootDir is the directory of suite's chroot.

@@ -1,0 +1,146 @@
+package limit
+
+import (
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Conns is a listener that holds at most n connections open at once, as
+// netutil.LimitListener does, but that makes room for a new connection by
+// closing the one that has been idle longest: a connection that has not
+// finished a request's headers yet (a TLS handshake, a slowloris dribbling
+// its headers, a connection that sends nothing) or a keep-alive
+// connection between requests. A flood of idle connections then takes no
+// file descriptor beyond n+1 and never shuts a prober or a scraper out:
+// a new connection that sends its request at once is the newest, evicted
+// last. When every connection is busy with a request, Accept waits for one
+// to end (the kernel's backlog holds the rest), as LimitListener does.
+//
+// The states come from the server's ConnState hook: Track sets it.
+type Conns struct {
+	net.Listener
+	n int
+
+	mu    sync.Mutex
+	freed *sync.Cond
+	open  map[*trackedConn]struct{}
+	// Evicted counts the idle connections closed to make room.
+	evicted int
+}
+
+// NewConns caps l at n connections (n > 0).
+func NewConns(l net.Listener, n int) *Conns {
+	c := &Conns{Listener: l, n: max(1, n), open: map[*trackedConn]struct{}{}}
+	c.freed = sync.NewCond(&c.mu)
+	return c
+}
+
+// Track sets srv's ConnState hook to tell the Conns listeners it serves
+// which of their connections are idle (keeping a hook srv had).
+func Track(srv *http.Server) {
+	prev := srv.ConnState
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
+			c = tc.NetConn()
+		}
+		if t, ok := c.(*trackedConn); ok {
+			t.setState(s)
+		}
+		if prev != nil {
+			prev(c, s)
+		}
+	}
+}
+
+// Evicted is how many idle connections were closed to make room.
+func (c *Conns) Evicted() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.evicted
+}
+
+// Accept accepts a connection, then, when n are open, closes the one idle
+// longest, or waits for one to close when none is idle.
+func (c *Conns) Accept() (net.Conn, error) {
+	raw, err := c.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	t := &trackedConn{Conn: raw, owner: c, idleSince: time.Now()}
+	c.mu.Lock()
+	for len(c.open) >= c.n {
+		if v := c.oldestIdle(); v != nil {
+			delete(c.open, v) // its slot is free now; Close below finds it gone
+			c.evicted++
+			c.mu.Unlock()
+			_ = v.Conn.Close()
+			// Let the connections accepted before read their requests:
+			// under a flood this loop would otherwise accept (and evict)
+			// for a whole time slice while they wait to be scheduled.
+			runtime.Gosched()
+			c.mu.Lock()
+			continue
+		}
+		c.freed.Wait()
+	}
+	c.open[t] = struct{}{}
+	c.mu.Unlock()
+	return t, nil
+}
+
+// oldestIdle is the idle connection to close first, nil when none is
+// idle: the one idle longest, counted from its accept for a connection
+// that has not finished a request's headers (a slowloris that keeps
+// sending a byte gains nothing), from its last answer for a keep-alive
+// one.
+func (c *Conns) oldestIdle() *trackedConn {
+	var o *trackedConn
+	for t := range c.open {
+		if !t.busy && (o == nil || t.idleSince.Before(o.idleSince)) {
+			o = t
+		}
+	}
+	return o
+}
+
+// trackedConn is a connection of Conns.
+type trackedConn struct {
+	net.Conn
+	owner *Conns
+	// busy and idleSince are under owner.mu.
+	busy      bool
+	idleSince time.Time
+	closeOnce sync.Once
+}
+
+func (t *trackedConn) setState(s http.ConnState) {
+	c := t.owner
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch s {
+	case http.StateActive:
+		t.busy = true
+	case http.StateNew: // idle since its accept
+		t.busy = false
+	case http.StateIdle:
+		t.busy, t.idleSince = false, time.Now()
+	case http.StateHijacked, http.StateClosed:
+		t.busy = true // not ours to evict any more; Close frees the slot
+	}
+}
+
+// Close closes the connection and frees its slot.
+func (t *trackedConn) Close() error {
+	err := t.Conn.Close()
+	t.closeOnce.Do(func() {
+		c := t.owner
+		c.mu.Lock()
+		delete(c.open, t)
+		c.freed.Signal()
+		c.mu.Unlock()
+	})
+	return err
+}
