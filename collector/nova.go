@@ -23,6 +23,9 @@ var (
 		"1 when the latest read of the Nova cell's database worked, else 0: its answers are then from the rows of its last good read.", "cell")
 	novaCellReadFamily = makeFamily(namespace+"_exporter_nova_cell_last_read_timestamp_seconds",
 		"When the rows the Nova cell's answers are computed from were read; absent before the first good read.", "cell")
+	novaCellConnectionFamily = makeFamily(namespace+"_exporter_nova_cell_connection_info",
+		`Which credentials the exporter reads the Nova cell with: credentials="template" (--nova.cell-dsn-template, the exporter's own user) or "cell_mappings" (the cell's URL in nova_api, Nova's own read-write user); user is the database user ("" when not known).`,
+		"cell", "credentials", "user")
 	novaComputesFamily = makeFamily(namespace+"_exporter_nova_computes_settings_info",
 		`Where the ironic nova-computes' own settings come from: source="file" (--nova.computes-file) or "assumed" (no file: every compute taken with no [ironic] option set, exact only for those).`,
 		"source")
@@ -50,7 +53,7 @@ var (
 	novaProblemsFamily = makeFamily(namespace+"_nova_problems",
 		"What is wrong between Ironic and Nova, by reason: nodes (or compute_nodes rows, or instances) counted once per reason.", "reason")
 
-	novaFamilies = []*family{novaAPIUpFamily, novaCellUpFamily, novaCellReadFamily, novaComputesFamily, novaComputeUpFamily,
+	novaFamilies = []*family{novaAPIUpFamily, novaCellUpFamily, novaCellReadFamily, novaCellConnectionFamily, novaComputesFamily, novaComputeUpFamily,
 		novaComputeHeartbeatFamily, novaComputeDisabledFamily, novaComputeForcedDownFamily, novaComputeRingFamily,
 		novaComputeNodesFamily, novaComputeErrorFamily, nodeNovaComputeFamily, novaTableReadsFamily, novaProblemsFamily}
 )
@@ -226,6 +229,7 @@ func collectNova(emit emitFunc, s *novacache.State) {
 	}
 	for _, cell := range s.Cells {
 		emit(novaCellUpFamily, boolValue(cell.Err == nil), cell.Name)
+		emit(novaCellConnectionFamily, 1, cell.Name, cell.Credentials, cell.User)
 		if !cell.ReadAt.IsZero() {
 			emit(novaCellReadFamily, unixSeconds(cell.ReadAt), cell.Name)
 		}

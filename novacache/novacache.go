@@ -250,6 +250,10 @@ type CellState struct {
 	Err error
 	// ReadAt is when the rows were read; zero when never.
 	ReadAt time.Time
+	// Database is the cell's connection without its password, Credentials
+	// where it comes from (novadb.CredentialsCellMappings or
+	// CredentialsTemplate) and User the database user it logs in as.
+	Database, Credentials, User string
 }
 
 // Cache holds the Nova answer.
@@ -391,9 +395,10 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 	if t != nil {
 		ironicBackend = t.Rules.Backend()
 	}
-	wasErr, warned := map[string]bool{}, map[string]bool{}
+	wasErr, warned, connected := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, p := range prev.Cells {
 		wasErr[p.UUID] = p.Err != nil
+		connected[p.UUID+"\x00"+p.Database+"\x00"+p.Credentials] = true
 		for _, w := range p.Warnings {
 			warned[p.UUID+"\x00"+w] = true
 		}
@@ -413,6 +418,14 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 		} else {
 			a = nova.Answer(in)
 		}
+		if !connected[cr.Cell.UUID+"\x00"+cr.Database+"\x00"+cr.Credentials] {
+			level := slog.LevelInfo
+			if cr.Credentials == novadb.CredentialsCellMappings {
+				level = slog.LevelWarn // Nova's own, read-write user
+			}
+			c.cfg.Logger.Log(context.Background(), level, "reading a Nova cell", "cell", cr.Cell.Name, "database", cr.Database,
+				"user", cr.User, "credentials", cr.Credentials)
+		}
 		switch {
 		case cr.Err != nil && !wasErr[cr.Cell.UUID]:
 			c.cfg.Logger.Error("reading a Nova cell failed; its answers are stale", "cell", cr.Cell.Name, "database", cr.Database, "err", cr.Err)
@@ -424,8 +437,8 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 				c.cfg.Logger.Warn(w, "cell", cr.Cell.Name)
 			}
 		}
-		out = append(out, CellState{CellAnswer: a, Err: cr.Err,
-			ReadAt: cr.ReadAt})
+		out = append(out, CellState{CellAnswer: a, Err: cr.Err, ReadAt: cr.ReadAt,
+			Database: cr.Database, Credentials: cr.Credentials, User: cr.User})
 	}
 	return out
 }
