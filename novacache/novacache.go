@@ -81,6 +81,10 @@ type State struct {
 	// Assumed: no computes file, every compute taken with no [ironic]
 	// option set.
 	Assumed bool
+	// ServicegroupDriver is Nova's [DEFAULT]servicegroup_driver: with any
+	// but "db" the computes' liveness is not in the database
+	// (rules.NovaSettings.LivenessKnown).
+	ServicegroupDriver string
 
 	// nodes are the Ironic nodes the answer covers, in id order (those of
 	// the latest topology, or of one whose nodes Nova's node list gives
@@ -130,7 +134,7 @@ func (c *Cache) inputsOf(snap *novadb.Snapshot, now time.Time) inputs {
 		ci.softDeleted = strings.Join(cr.Cell.SoftDeletedHosts, "\x00")
 		var b strings.Builder
 		for _, sv := range cr.Cell.Services {
-			up := rules.ServiceIsUp(now, sv.LastSeenUp, sv.CreatedAt, sv.ForcedDown, c.cfg.Settings.ServiceDownTime, c.cfg.Settings.ReportInterval)
+			up := rules.NewNova(rules.Release{}, rules.PostgreSQL, c.cfg.Settings).ServiceIsUp(now, sv.LastSeenUp, sv.CreatedAt, sv.ForcedDown)
 			fmt.Fprintf(&b, "%d\x00%s\x00%s\x00%t%t%t%t\x00%d\n", sv.ID, sv.Host, sv.Binary, sv.Disabled, sv.ForcedDown, sv.Deleted, up, sv.Version)
 		}
 		ci.services = b.String()
@@ -280,7 +284,7 @@ func New(cfg Config) *Cache {
 		cfg.Idle = func() bool { return true }
 	}
 	c := &Cache{cfg: cfg}
-	c.state.Store(&State{})
+	c.state.Store(&State{Assumed: cfg.Computes == nil, ServicegroupDriver: cfg.Settings.ServicegroupDriver})
 	return c
 }
 
@@ -316,7 +320,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	defer cancel()
 	prev := c.state.Load()
 	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
-		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, nodes: prev.nodes, byUUID: prev.byUUID}
+		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, ServicegroupDriver: c.cfg.Settings.ServicegroupDriver, nodes: prev.nodes, byUUID: prev.byUUID}
 	var hosts []string
 	if c.cfg.Computes != nil {
 		for _, fc := range c.cfg.Computes.Computes {

@@ -134,9 +134,13 @@ func TestReadOnlyGrants(t *testing.T) {
 				testenv.Need(t, testenv.PostgreSQL)
 				dsn := testenv.EnvOr("ICE_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=postgres sslmode=disable")
 				adminURL = testenv.EnvOr("ICE_TEST_PG_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432")
-				admin = func(db string) *sql.DB { return openAdmin(t, "postgres", strings.Replace(dsn, "dbname=postgres", "dbname="+db, 1)) }
+				admin = func(db string) *sql.DB {
+					return openAdmin(t, "postgres", strings.Replace(dsn, "dbname=postgres", "dbname="+db, 1))
+				}
 				q := func(c string) string { return `"` + c + `"` }
-				revoke = func(_, table, col string) string { return "REVOKE SELECT (" + q(col) + ") ON " + table + " FROM " + user }
+				revoke = func(_, table, col string) string {
+					return "REVOKE SELECT (" + q(col) + ") ON " + table + " FROM " + user
+				}
 				grant = func(_, table, col string) string { return "GRANT SELECT (" + q(col) + ") ON " + table + " TO " + user }
 			default:
 				testenv.Need(t, testenv.MariaDB)

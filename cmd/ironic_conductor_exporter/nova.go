@@ -44,7 +44,7 @@ func addNovaFlags(app *kingpin.Application, c *novaConfig) {
 		StringVar(&c.cellTemplate)
 	app.Flag("nova.cell-dsn-template-file", "File holding --nova.cell-dsn-template.").StringVar(&c.cellTemplateFile)
 	app.Flag("nova.config-file", "Nova's configuration file (nova.conf), read as oslo.config reads it for [api_database]connection, [database]connection "+
-		"(the values of templated cell connections), [DEFAULT]service_down_time and report_interval; repeatable, later files win.").
+		"(the values of templated cell connections), [DEFAULT]service_down_time, report_interval and servicegroup_driver; repeatable, later files win.").
 		StringsVar(&c.configFiles)
 	app.Flag("nova.computes-file", "YAML file giving each ironic nova-compute's [DEFAULT]host and [ironic] conductor_group, shard and peer_list "+
 		"(docs/nova-computes.md); default: every ironic nova-compute, taken with no [ironic] option set.").StringVar(&c.computesFile)
@@ -83,6 +83,10 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 			settings.ServiceDownTime = conf.ServiceDownTime.Value
 			from = append(from, "service_down_time", conf.ServiceDownTime.Where())
 		}
+		if conf.ServicegroupDriver.Set {
+			settings.ServicegroupDriver = conf.ServicegroupDriver.Value
+			from = append(from, "servicegroup_driver", conf.ServicegroupDriver.Where())
+		}
 		if conf.ReportInterval.Set {
 			settings.ReportInterval = conf.ReportInterval.Value
 			from = append(from, "report_interval", conf.ReportInterval.Where())
@@ -120,6 +124,11 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 		Shared: novacache.Shared(current)})
 	if err != nil {
 		return nil, nil, err
+	}
+	if !settings.LivenessKnown() {
+		logger.Warn("Nova's servicegroup_driver keeps the computes' heartbeats out of the database: their liveness is unknown "+
+			"(ironic_exporter_nova_compute_liveness_known 0, no ironic_nova_compute_up but for computes forced down); the rings take every compute as up",
+			"servicegroup_driver", settings.ServicegroupDriver)
 	}
 	if computes == nil {
 		logger.Warn("no --nova.computes-file: every ironic nova-compute is taken with no [ironic] conductor_group, shard or peer_list; " +

@@ -174,13 +174,19 @@ func TestNovaCellTemplateFlags(t *testing.T) {
 	}
 	// a SQLite URL has no host to fill: the template names the file, its
 	// scheme filled from the cell's URL
+	// a nova.conf without [api_database] (a nova-compute's), its
+	// servicegroup_driver read
 	c := novaConfig{dsnFile: write("api.dsn", "sqlite:///"+api),
-		cellTemplateFile: write("cells.tmpl", "{scheme}:///"+cell)}
+		cellTemplateFile: write("cells.tmpl", "{scheme}:///"+cell),
+		configFiles:      []string{write("nova.conf", "[DEFAULT]\nservicegroup_driver = mc\n")}}
 	cache, reader, err := setupNova(c, dbconn.Options{}, time.Second, nil, slog.New(slog.DiscardHandler))
 	if err != nil || cache == nil {
 		t.Fatalf("setupNova: %v", err)
 	}
 	defer func() { _ = reader.Close() }()
+	if d := cache.Current().ServicegroupDriver; d != "mc" {
+		t.Errorf("servicegroup_driver %q, want mc", d)
+	}
 	snap, err := reader.Read(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
