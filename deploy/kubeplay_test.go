@@ -683,6 +683,16 @@ func TestKubePlayHelm(t *testing.T) {
 			if p.confSecret != "" {
 				env.secrets[p.confSecret] = map[string]string{"ironic.conf": conf}
 			}
+			if p.novaSecret != "" {
+				// nova_api and the cells' template name databases without
+				// Nova's tables: the Nova side reports them down, the pod
+				// must start with every file in place and serve Ironic.
+				env.secrets[p.novaSecret] = map[string]string{"api-dsn": dsn, "cell-dsn-template": dsn}
+				env.secrets[p.novaConf] = map[string]string{"nova.conf": "[DEFAULT]\nservice_down_time = 60\nservicegroup_driver = mc\n"}
+				for _, cm := range renderProfile(t, p).configMaps { // the chart's computes file
+					env.configMaps[cm.Name] = cm.Data
+				}
+			}
 			checkPlayed(t, kubePlay(t, "h", docs, env), fixtureNodes)
 		})
 	}
