@@ -73,3 +73,23 @@ func GrantSQL(backend, user, apiDB string, cellDBs ...string) string {
 	}
 	return b.String()
 }
+
+// AnsiblePriv is Grants as the priv string of Ansible's mysql_user
+// (community.mysql: "db.table:SELECT (col, ...)" joined by "/"), the way
+// OpenStack-Ansible's galera_additional_users and Kolla-Ansible's
+// kolla_toolbox create database users. binary is backquoted, a reserved
+// word of MySQL.
+func AnsiblePriv(apiDB string, cellDBs ...string) string {
+	var parts []string
+	for i, db := range append([]string{apiDB}, cellDBs...) {
+		tables := Grants.Cell
+		if i == 0 {
+			tables = Grants.API
+		}
+		for _, t := range tables {
+			parts = append(parts, fmt.Sprintf("%s.%s:SELECT (%s)", db, t.Table,
+				strings.Replace(strings.Join(t.Columns, ", "), "binary", "`binary`", 1)))
+		}
+	}
+	return strings.Join(parts, "/")
+}

@@ -270,3 +270,16 @@ func mustExec(t *testing.T, d *sql.DB, stmts ...string) {
 		}
 	}
 }
+
+// TestAnsiblePrivInDocs: docs/nova-database.md gives OpenStack-Ansible's
+// galera_additional_users the priv string of Grants.
+func TestAnsiblePrivInDocs(t *testing.T) {
+	b, err := os.ReadFile("../docs/nova-database.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `priv: "` + AnsiblePriv("nova_api", "nova") + `"`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("docs/nova-database.md lacks\n%s", want)
+	}
+}
