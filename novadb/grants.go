@@ -4,6 +4,7 @@ package novadb
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -76,9 +77,12 @@ func GrantSQL(backend, user, apiDB string, cellDBs ...string) string {
 
 // AnsiblePriv is Grants as the priv string of Ansible's mysql_user
 // (community.mysql: "db.table:SELECT (col, ...)" joined by "/"), the way
-// OpenStack-Ansible's galera_additional_users and Kolla-Ansible's
-// kolla_toolbox create database users. binary is backquoted, a reserved
-// word of MySQL.
+// OpenStack-Ansible's galera_additional_users creates database users. A
+// table with a column named as a reserved word of MySQL (services.binary)
+// is granted whole: mysql_user drops backquotes and upper-cases the
+// columns, and its GRANT SELECT (BINARY, ...) is a syntax error
+// (TestReadOnlyGrants/mysql-ansible, community.mysql of Debian's ansible
+// 7.7).
 func AnsiblePriv(apiDB string, cellDBs ...string) string {
 	var parts []string
 	for i, db := range append([]string{apiDB}, cellDBs...) {
@@ -87,8 +91,11 @@ func AnsiblePriv(apiDB string, cellDBs ...string) string {
 			tables = Grants.API
 		}
 		for _, t := range tables {
-			parts = append(parts, fmt.Sprintf("%s.%s:SELECT (%s)", db, t.Table,
-				strings.Replace(strings.Join(t.Columns, ", "), "binary", "`binary`", 1)))
+			if slices.Contains(t.Columns, "binary") {
+				parts = append(parts, fmt.Sprintf("%s.%s:SELECT", db, t.Table))
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s.%s:SELECT (%s)", db, t.Table, strings.Join(t.Columns, ", ")))
 		}
 	}
 	return strings.Join(parts, "/")
