@@ -100,7 +100,7 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 	}
 	if apiDSN == "" {
 		if conf != nil {
-			return nil, nil, errors.New("--nova.config-file: no [api_database]connection in " + strings.Join(conf.Files, ",") + " (or give --nova.dsn)")
+			return nil, nil, errors.New("--nova.config-file: no [api_database]connection in " + strings.Join(conf.Files, ",") + " (a nova-compute's nova.conf has none: give --nova.dsn-file or --nova.dsn)")
 		}
 		if c.computesFile != "" || cellTemplate != "" {
 			return nil, nil, errors.New("--nova.computes-file and --nova.cell-dsn-template need --nova.dsn, --nova.dsn-file or --nova.config-file")
