@@ -199,7 +199,7 @@ func runReference(t *testing.T, here, suite, backend, prefix string, cases []cas
 	}
 	// the schema is made once per work directory, and again when
 	// reference.py changes (its digest names the directory)
-	work := fmt.Sprintf("%s/work-%s-%s-%x", win, prefix, backend, digest(src))
+	work := fmt.Sprintf("%s/work-%s-%x", win, backend, digest(src))
 	cmd := exec.Command("chroot", root, "/usr/bin/python3", win+"/reference.py",
 		"--backend", backend, "--workdir", work, "--prefix", prefix, win+"/"+casesFile)
 	var stderr bytes.Buffer
