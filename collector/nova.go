@@ -12,6 +12,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/exposition"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // Nova's families: the Nova side of every Ironic node (novacache). Label
@@ -23,11 +24,17 @@ var (
 		"1 when the latest read of the Nova cell's database worked, else 0: its answers are then from the rows of its last good read.", "cell")
 	novaCellReadFamily = makeFamily(namespace+"_exporter_nova_cell_last_read_timestamp_seconds",
 		"When the rows the Nova cell's answers are computed from were read; absent before the first good read.", "cell")
+	novaCellConnectionFamily = makeFamily(namespace+"_exporter_nova_cell_connection_info",
+		`Which credentials the exporter reads the Nova cell with: credentials="template" (--nova.cell-dsn-template, the exporter's own user) or "cell_mappings" (the cell's URL in nova_api, Nova's own read-write user); user is the database user ("" when not known).`,
+		"cell", "credentials", "user")
 	novaComputesFamily = makeFamily(namespace+"_exporter_nova_computes_settings_info",
 		`Where the ironic nova-computes' own settings come from: source="file" (--nova.computes-file) or "assumed" (no file: every compute taken with no [ironic] option set, exact only for those).`,
 		"source")
+	novaLivenessFamily = makeFamily(namespace+"_exporter_nova_compute_liveness_known",
+		`1 when Nova's database says which nova-computes are up (servicegroup_driver "db"), 0 when another driver keeps the heartbeats (e.g. "mc", memcached): ironic_nova_compute_up, _heartbeat_timestamp_seconds and _ring_member are then absent but for computes forced down, and the rings are computed with every compute taken as up.`,
+		"servicegroup_driver")
 	novaComputeUpFamily = makeFamily(namespace+"_nova_compute_up",
-		"1 when Nova's servicegroup says the ironic nova-compute is up (not forced down, heartbeat within service_down_time), else 0.", "cell", "host")
+		"1 when Nova's servicegroup says the ironic nova-compute is up (not forced down, heartbeat within service_down_time), else 0; absent when the liveness is unknown (ironic_exporter_nova_compute_liveness_known).", "cell", "host")
 	novaComputeHeartbeatFamily = makeFamily(namespace+"_nova_compute_heartbeat_timestamp_seconds",
 		"The ironic nova-compute's last heartbeat (services.last_seen_up, or created_at when it never reported), nova-conductor's clock.", "cell", "host")
 	novaComputeDisabledFamily = makeFamily(namespace+"_nova_compute_disabled",
@@ -50,7 +57,7 @@ var (
 	novaProblemsFamily = makeFamily(namespace+"_nova_problems",
 		"What is wrong between Ironic and Nova, by reason: nodes (or compute_nodes rows, or instances) counted once per reason.", "reason")
 
-	novaFamilies = []*family{novaAPIUpFamily, novaCellUpFamily, novaCellReadFamily, novaComputesFamily, novaComputeUpFamily,
+	novaFamilies = []*family{novaAPIUpFamily, novaCellUpFamily, novaCellReadFamily, novaCellConnectionFamily, novaComputesFamily, novaLivenessFamily, novaComputeUpFamily,
 		novaComputeHeartbeatFamily, novaComputeDisabledFamily, novaComputeForcedDownFamily, novaComputeRingFamily,
 		novaComputeNodesFamily, novaComputeErrorFamily, nodeNovaComputeFamily, novaTableReadsFamily, novaProblemsFamily}
 )
@@ -230,22 +237,31 @@ func collectNova(emit emitFunc, s *novacache.State) {
 		source = "assumed"
 	}
 	emit(novaComputesFamily, 1, source)
+	driver := s.ServicegroupDriver
+	if driver == "" {
+		driver = "db"
+	}
+	known := rules.NovaSettings{ServicegroupDriver: driver}.LivenessKnown()
+	emit(novaLivenessFamily, boolValue(known), driver)
 	if s.ReadAt.IsZero() {
 		return // nothing read yet: no answer to give
 	}
 	for _, cell := range s.Cells {
 		emit(novaCellUpFamily, boolValue(cell.Err == nil), cell.Name)
+		emit(novaCellConnectionFamily, 1, cell.Name, cell.Credentials, cell.User)
 		if !cell.ReadAt.IsZero() {
 			emit(novaCellReadFamily, unixSeconds(cell.ReadAt), cell.Name)
 		}
 		for _, cs := range cell.Computes {
-			emit(novaComputeUpFamily, boolValue(cs.Up), cell.Name, cs.Host)
-			if !cs.Heartbeat.IsZero() {
+			if cs.UpKnown {
+				emit(novaComputeUpFamily, boolValue(cs.Up), cell.Name, cs.Host)
+				emit(novaComputeRingFamily, boolValue(cs.RingMember()), cell.Name, cs.Host)
+			}
+			if !cs.Heartbeat.IsZero() && known {
 				emit(novaComputeHeartbeatFamily, unixSeconds(cs.Heartbeat), cell.Name, cs.Host)
 			}
 			emit(novaComputeDisabledFamily, boolValue(cs.Disabled), cell.Name, cs.Host)
 			emit(novaComputeForcedDownFamily, boolValue(cs.ForcedDown), cell.Name, cs.Host)
-			emit(novaComputeRingFamily, boolValue(cs.RingMember()), cell.Name, cs.Host)
 		}
 		for _, v := range cell.Views {
 			emit(novaComputeErrorFamily, boolValue(v.Err != nil), cell.Name, v.Host)

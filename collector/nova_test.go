@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,4 +197,66 @@ func TestNovaNodeFamilyOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNovaLivenessUnknown: with servicegroup_driver mc the database does
+// not say which computes are up: no ironic_nova_compute_up, heartbeat or
+// ring member series (so no down alert) but for the compute forced down,
+// and ironic_exporter_nova_compute_liveness_known 0 says why; the cell's
+// credentials are exported.
+func TestNovaLivenessUnknown(t *testing.T) {
+	now := time.Now().UTC()
+	cell := nova.Cell{Name: "cell1", UUID: "c1", Services: []nova.Service{
+		{ID: 1, Host: "stale", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68},
+		{ID: 2, Host: "forced", Binary: "nova-compute", LastSeenUp: now, ForcedDown: true, Version: 68},
+	}}
+	snap := &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now,
+		Credentials: novadb.CredentialsTemplate, User: "ironic_exporter_nova"}}}
+	settings := rules.DefaultNovaSettings()
+	settings.ServicegroupDriver = "mc"
+	c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: snap}, Settings: settings,
+		Ironic:   func() *topology.Topology { return &topology.Topology{} },
+		Computes: &nova.ComputesFile{Computes: []nova.FileCompute{{Host: "stale"}, {Host: "forced"}}}})
+	c.Refresh(context.Background())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewNovaCollector(c, ExporterOptions{NodeInfo: true}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := b.String()
+	for _, want := range []string{
+		`ironic_exporter_nova_compute_liveness_known{servicegroup_driver="mc"} 0`,
+		`ironic_nova_compute_up{cell="cell1",host="forced"} 0`,
+		`ironic_nova_compute_ring_member{cell="cell1",host="forced"} 0`,
+		`ironic_exporter_nova_cell_connection_info{cell="cell1",credentials="template",user="ironic_exporter_nova"} 1`,
+	} {
+		if !bytes.Contains(b.Bytes(), []byte(want+"\n")) {
+			t.Errorf("lacks %s\n%s", want, text)
+		}
+	}
+	for _, not := range []string{`host="stale"} `, "ironic_nova_compute_heartbeat_timestamp_seconds{"} {
+		if strings.Contains(grepFamilies(text, "ironic_nova_compute_up", "ironic_nova_compute_ring_member", "ironic_nova_compute_heartbeat"), not) {
+			t.Errorf("liveness unknown, yet %q is exported\n%s", not, text)
+		}
+	}
+}
+
+// grepFamilies are the sample lines of text of the families named.
+func grepFamilies(text string, names ...string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		for _, n := range names {
+			if strings.HasPrefix(l, n) {
+				out = append(out, l)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

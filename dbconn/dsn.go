@@ -39,6 +39,9 @@ type dialectBase struct {
 	// secret are the values that must never appear in an error or a log
 	// line (password, key passphrase).
 	secret []string
+	// user is the database user the connection logs in as ("" for
+	// SQLite, or when the driver picks it).
+	user string
 	// dropped lists, by name, the options of the DSN that the Go driver has
 	// no use for.
 	dropped []string

@@ -80,7 +80,7 @@ type mysqlSettings struct {
 
 func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	s := &mysqlSettings{user: u.User, password: u.Password, database: u.Database, ssl: map[string]string{}}
-	d := &mysqlDialect{dialectBase: dialectBase{kind: BackendMySQL, driver: "mysql", tx: repeatableReadOnly}}
+	d := &mysqlDialect{dialectBase: dialectBase{kind: BackendMySQL, driver: "mysql", tx: repeatableReadOnly, user: u.User}}
 	switch len(u.Hosts) {
 	case 0:
 	case 1:

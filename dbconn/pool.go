@@ -110,6 +110,11 @@ func Open(dsn string, opts Options) (*Pool, error) {
 // String is the DSN with its password replaced by "xxxxx".
 func (p *Pool) String() string { return p.redacted }
 
+// User is the database user the pool logs in as: the DSN's, or for
+// PostgreSQL libpq's default (PGUSER, the system user) when it names none;
+// "" for SQLite. For logs and metrics that say which credentials are used.
+func (p *Pool) User() string { return p.dialect.user }
+
 // Backend is the kind of database server.
 func (p *Pool) Backend() Backend { return p.dialect.kind }
 

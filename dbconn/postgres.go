@@ -233,7 +233,7 @@ func finishPostgres(p *pgParams) (dialect, error) {
 		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
 	}
 	return &postgres{dialectBase: dialectBase{kind: BackendPostgreSQL, driver: "postgres", tx: repeatableReadOnly,
-		secret: secrets, dropped: p.dropped}, params: p.vals, conn: &pgConnector{cfg: cfg, userTimeout: p.userTimeout}}, nil
+		secret: secrets, dropped: p.dropped, user: cfg.User}, params: p.vals, conn: &pgConnector{cfg: cfg, userTimeout: p.userTimeout}}, nil
 }
 
 // socketDirs are where libpq builds look for the server's socket by default.

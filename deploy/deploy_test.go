@@ -946,3 +946,30 @@ func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReade
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
 
 func parseDuration(s string) (model.Duration, error) { return model.ParseDuration(s) }
+
+// TestPrometheusReleaseLabel: every ServiceMonitor, PodMonitor and
+// PrometheusRule the overlays build carries the release label
+// kube-prometheus-stack's selectors match (components/prometheus-release),
+// so that its Prometheus does not ignore them.
+func TestPrometheusReleaseLabel(t *testing.T) {
+	for name, b := range overlays(t) {
+		var objs []metav1.Object
+		for _, o := range b.serviceMonitors {
+			objs = append(objs, o)
+		}
+		for _, o := range b.podMonitors {
+			objs = append(objs, o)
+		}
+		for _, o := range b.rules {
+			objs = append(objs, o)
+		}
+		if len(objs) == 0 {
+			t.Errorf("%s: no monitor or rule", name)
+		}
+		for _, o := range objs {
+			if o.GetLabels()["release"] != "kube-prometheus-stack" {
+				t.Errorf("%s: %s has no release label (labels %v)", name, o.GetName(), o.GetLabels())
+			}
+		}
+	}
+}

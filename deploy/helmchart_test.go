@@ -26,6 +26,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/deploy/helm"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/mixin"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 )
 
 // The Helm chart of deploy/helm is rendered here with Helm's own Go SDK
@@ -63,6 +64,10 @@ type helmProfile struct {
 	extraEnv            []string // names
 	extraObjects        int
 	scrapeAnnotations   bool // openstack-helm's Prometheus' discovery
+	// nova: the Nova side on, its read-only user's Secret novaSecret, a
+	// nova.conf from the Secret novaConf, the computes file's hosts.
+	novaSecret, novaConf string
+	novaComputes         []string
 }
 
 var defaultIronicFlags = []string{"--ironic.heartbeat-timeout=60s", "--ironic.hash-partition-exponent=5", "--ironic.hash-ring-algorithm=md5"}
@@ -89,6 +94,8 @@ var helmProfiles = []helmProfile{
 	{file: "monitoring-values.yaml", dsnSecret: "ironic-conductor-exporter-db", dsnKey: "dsn", ironicFlags: defaultIronicFlags,
 		replicas: 2, antiAffinity: "soft", pdb: true, job: "ironic-conductor-exporter", rules: true, dashboards: true,
 		ruleLabels: map[string]string{"release": "prometheus"}, smLabel: map[string]string{"release": "prometheus"}},
+	{file: "nova-values.yaml", dsnSecret: "ironic-conductor-exporter-db", dsnKey: "dsn", ironicFlags: defaultIronicFlags, replicas: 1, antiAffinity: "soft",
+		novaSecret: "ironic-conductor-exporter-nova", novaConf: "nova-etc", novaComputes: []string{"nova-compute-ironic-0"}},
 	{file: "custom-job-values.yaml", dsnSecret: "ironic-conductor-exporter-db", dsnKey: "dsn", ironicFlags: defaultIronicFlags,
 		replicas: 3, antiAffinity: "hard", pdb: true, job: "ironic", rules: true,
 		extraArgs: []string{"--no-collector.node-info", "--refresh.min-interval=10s"}},
@@ -441,6 +448,7 @@ func checkHelmPod(t *testing.T, p helmProfile, r *rendered, flags map[string]boo
 	case len(r.secrets) > 0:
 		t.Errorf("%d Secrets rendered: the profile brings its own", len(r.secrets))
 	}
+	checkHelmNova(t, p, r, c, pod)
 	if p.confConfigMap != "" || p.confSecret != "" {
 		path := "/etc/ironic/ironic.conf"
 		if !slices.Contains(c.Args, "--ironic.config-file="+path) {
@@ -617,8 +625,10 @@ func checkHelmMonitoring(t *testing.T, p helmProfile, r *rendered) {
 	// Dashboards: one ConfigMap per dashboard, labelled for the sidecar,
 	// holding dashboards/*.json as it is.
 	if !p.dashboards {
-		if len(r.configMaps) != 0 {
-			t.Error("dashboard ConfigMaps rendered while disabled")
+		for _, cm := range r.configMaps {
+			if !strings.HasSuffix(cm.Name, "-nova-computes") {
+				t.Error("dashboard ConfigMaps rendered while disabled")
+			}
 		}
 		return
 	}
@@ -916,4 +926,59 @@ func TestHelmChartOldNames(t *testing.T) {
 	if want := "ghcr.io/ironic-conductor-exporter/ironic-conductor-exporter:v" + loadChart(t).Metadata.AppVersion; image != want {
 		t.Errorf("image %s, want %s", image, want)
 	}
+}
+
+// checkHelmNova: with the Nova side on, nova_api's DSN and the cells'
+// template are files of the read-only user's Secret, never arguments or
+// environment; the nova.conf and the computes file are mounted, the
+// latter a ConfigMap the exporter's own parser reads.
+func checkHelmNova(t *testing.T, p helmProfile, r *rendered, c *corev1.Container, pod *corev1.PodSpec) {
+	novaArgs := map[string]string{}
+	for _, a := range c.Args {
+		if name, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "="); strings.HasPrefix(name, "nova.") {
+			novaArgs[name] = v
+		}
+	}
+	if p.novaSecret == "" {
+		if len(novaArgs) > 0 {
+			t.Errorf("Nova flags %v with the Nova side off", novaArgs)
+		}
+		return
+	}
+	if novaArgs["nova.dsn"] != "" || novaArgs["nova.cell-dsn-template"] != "" {
+		t.Error("a Nova DSN on the command line")
+	}
+	for flag, key := range map[string]string{"nova.dsn-file": "api-dsn", "nova.cell-dsn-template-file": "cell-dsn-template"} {
+		path := novaArgs[flag]
+		m, v := mountOf(c, pod, path)
+		if path == "" || m == nil || v == nil || v.Secret == nil || v.Secret.SecretName != p.novaSecret ||
+			!slices.ContainsFunc(v.Secret.Items, func(k corev1.KeyToPath) bool { return k.Key == key && strings.HasSuffix(path, "/"+k.Path) }) {
+			t.Errorf("--%s=%q is not key %s of the Secret %s", flag, path, key, p.novaSecret)
+		}
+	}
+	if m, v := mountOf(c, pod, novaArgs["nova.config-file"]); m == nil || v == nil || v.Secret == nil || v.Secret.SecretName != p.novaConf {
+		t.Errorf("--nova.config-file=%q is not from the Secret %s", novaArgs["nova.config-file"], p.novaConf)
+	}
+	path := novaArgs["nova.computes-file"]
+	m, v := mountOf(c, pod, path)
+	if m == nil || v == nil || v.ConfigMap == nil {
+		t.Fatalf("--nova.computes-file=%q is on no ConfigMap", path)
+	}
+	for _, cm := range r.configMaps {
+		if cm.Name == v.ConfigMap.Name {
+			f, err := nova.ParseComputes(strings.NewReader(cm.Data[filepath.Base(path)]), path)
+			if err != nil {
+				t.Fatalf("the computes file: %v", err)
+			}
+			var hosts []string
+			for _, fc := range f.Computes {
+				hosts = append(hosts, fc.Host)
+			}
+			if !slices.Equal(hosts, p.novaComputes) {
+				t.Errorf("computes %v, want %v", hosts, p.novaComputes)
+			}
+			return
+		}
+	}
+	t.Errorf("no ConfigMap %s rendered", v.ConfigMap.Name)
 }

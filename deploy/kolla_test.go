@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -31,13 +32,15 @@ func TestKollaPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := newKollaScrape(t, "ice_kolla", 4)
+	k := newKollaScrape(t, "ice_kolla", 5)
 	prometheusBin, rendered, alerts, addrs, port, exporter := k.prometheusBin, k.rendered, k.alerts, k.addrs, k.port, k.exporter
 
-	for i, layout := range []struct{ name, dir, flag string }{
-		{"kolla-ansible", filepath.Join(root, "deploy", "kolla", "config"), ""},
-		{"kayobe", filepath.Join(root, "deploy", "kolla", "kayobe", "kolla", "config"), "--kayobe"},
-		{"kayobe-merge_yaml", filepath.Join(root, "deploy", "kolla", "kayobe", "kolla", "config"), "--kayobe-merge"},
+	for i, layout := range []struct{ name, dir, flag, instanceLabel string }{
+		{"kolla-ansible", filepath.Join(root, "deploy", "kolla", "config"), "", ""},
+		{"kayobe", filepath.Join(root, "deploy", "kolla", "kayobe", "kolla", "config"), "--kayobe", ""},
+		{"kayobe-merge_yaml", filepath.Join(root, "deploy", "kolla", "kayobe", "kolla", "config"), "--kayobe-merge", ""},
+		// the host's prometheus_instance_label, as Kolla's own jobs honour it
+		{"kolla-ansible-instance-label", filepath.Join(root, "deploy", "kolla", "config"), "", "controller-1"},
 	} {
 		t.Run(layout.name, func(t *testing.T) {
 			promAddr := addrs[1+i]
@@ -48,7 +51,7 @@ func TestKollaPrometheus(t *testing.T) {
 			}
 			args = append(args, layout.dir, out, port)
 			cmd := exec.Command(py, args...)
-			cmd.Env = append(os.Environ(), "PROMETHEUS_ADDRESS="+promAddr)
+			cmd.Env = append(os.Environ(), "PROMETHEUS_ADDRESS="+promAddr, "PROMETHEUS_INSTANCE_LABEL="+layout.instanceLabel)
 			found, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("render.py: %v\n%s", err, found)
@@ -56,7 +59,8 @@ func TestKollaPrometheus(t *testing.T) {
 			if got := strings.TrimSpace(string(found)); got != "ironic-conductor-exporter.rules" {
 				t.Fatalf("Kolla's *.rules find picked %q", got)
 			}
-			loaded := runKollaPrometheus(t, prometheusBin, out, promAddr, port, alerts, rendered.Config.JobName, exporter)
+			instance := cmp.Or(layout.instanceLabel, "127.0.0.1:"+port)
+			loaded := runKollaPrometheus(t, prometheusBin, out, promAddr, port, instance, alerts, rendered.Config.JobName, exporter)
 			t.Logf("%s: %d rules loaded, job %s up", layout.name, loaded, rendered.Config.JobName)
 		})
 	}
@@ -119,7 +123,7 @@ func newKollaScrape(t *testing.T, dbName string, nAddrs int) *kollaScrape {
 // runKollaPrometheus runs Prometheus on out/prometheus.yml and waits until
 // every alert of the mixin is loaded and the exporter's job is up; it
 // returns the number of rules loaded.
-func runKollaPrometheus(t *testing.T, prometheusBin, out, promAddr, port string, alerts []string, jobName string, exporter *testenv.Process) int {
+func runKollaPrometheus(t *testing.T, prometheusBin, out, promAddr, port, instance string, alerts []string, jobName string, exporter *testenv.Process) int {
 	t.Helper()
 	prom := testenv.Start(t, "prometheus", prometheusBin, nil,
 		"--config.file="+filepath.Join(out, "prometheus.yml"),
@@ -160,7 +164,7 @@ func runKollaPrometheus(t *testing.T, prometheusBin, out, promAddr, port string,
 			}
 			slices.Sort(loaded)
 			for _, tg := range targets.Data.ActiveTargets {
-				if tg.Labels["job"] == jobName && tg.Labels["instance"] == "127.0.0.1:"+port {
+				if tg.Labels["job"] == jobName && tg.Labels["instance"] == instance {
 					health = tg.Health
 				}
 			}

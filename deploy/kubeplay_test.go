@@ -460,10 +460,15 @@ func TestKubePlayKustomize(t *testing.T) {
 		{"overlays/standalone", "postgresql"},
 		{"overlays/metal3-mariadb", "mariadb"},
 		{"overlays/ironic-standalone-operator", "mariadb"},
+		{"overlays/standalone-nova", "mariadb"},
 	} {
 		t.Run(strings.ReplaceAll(c.dir, "/", "-")+"-"+c.backend, func(t *testing.T) {
 			docs := kustomizeBuild(t, filepath.Join(kubeDir(), c.dir))
-			p := kubePlay(t, "k", docs, playEnv{secrets: dsnSecret(c.backend)})
+			secrets := dsnSecret(c.backend)
+			// the Nova side's files in place (databases without Nova's
+			// tables: it reports them down, Ironic's side is served)
+			secrets["ironic-conductor-exporter-nova"] = map[string]string{"api-dsn": dbs[c.backend].dsn, "cell-dsn-template": dbs[c.backend].dsn}
+			p := kubePlay(t, "k", docs, playEnv{secrets: secrets})
 			checkPlayed(t, p, fixtureNodes)
 		})
 	}
@@ -682,6 +687,16 @@ func TestKubePlayHelm(t *testing.T) {
 			}
 			if p.confSecret != "" {
 				env.secrets[p.confSecret] = map[string]string{"ironic.conf": conf}
+			}
+			if p.novaSecret != "" {
+				// nova_api and the cells' template name databases without
+				// Nova's tables: the Nova side reports them down, the pod
+				// must start with every file in place and serve Ironic.
+				env.secrets[p.novaSecret] = map[string]string{"api-dsn": dsn, "cell-dsn-template": dsn}
+				env.secrets[p.novaConf] = map[string]string{"nova.conf": "[DEFAULT]\nservice_down_time = 60\nservicegroup_driver = mc\n"}
+				for _, cm := range renderProfile(t, p).configMaps { // the chart's computes file
+					env.configMaps[cm.Name] = cm.Data
+				}
 			}
 			checkPlayed(t, kubePlay(t, "h", docs, env), fixtureNodes)
 		})

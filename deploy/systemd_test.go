@@ -248,17 +248,20 @@ func TestSystemdAnalyze(t *testing.T) {
 	if err := os.WriteFile(unitFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Bifrost's drop-in, loaded from the unit's directory as systemd does.
-	dropIn, err := os.ReadFile(filepath.Join(root, "deploy", "systemd", "bifrost.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The drop-ins (Bifrost's, the Nova side's, Kolla's TLS CA), loaded
+	// from the unit's directory as systemd does.
 	if err := os.Mkdir(unitFile+".d", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(unitFile+".d", "bifrost.conf"),
-		[]byte(strings.ReplaceAll(string(dropIn), unitBinary, exporterBinary(t))), 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range dropIns {
+		dropIn, err := os.ReadFile(filepath.Join(root, "deploy", "systemd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(unitFile+".d", name),
+			[]byte(strings.ReplaceAll(string(dropIn), unitBinary, exporterBinary(t))), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out, err := exec.Command(sa, "verify", "--man=no", unitFile).CombinedOutput()
 	// verify also loads the machine's own units and reports their faults
@@ -283,5 +286,50 @@ func TestSystemdAnalyze(t *testing.T) {
 		t.Errorf("systemd-analyze security printed no exposure level:\n%s", out)
 	} else {
 		t.Logf("systemd-analyze security: exposure %s", m[1])
+	}
+}
+
+// dropIns are the drop-ins of deploy/systemd.
+var dropIns = []string{"bifrost.conf", "nova.conf", "kolla-tls.conf"}
+
+// TestSystemdDropIns: deploy/systemd holds the drop-ins the tests load;
+// each variable the Nova drop-in sets is a flag's, each file it names a
+// credential (the service's own copy) or a file any user may read.
+func TestSystemdDropIns(t *testing.T) {
+	confs, _ := filepath.Glob(filepath.Join(root, "deploy", "systemd", "*.conf"))
+	if len(confs) != len(dropIns) {
+		t.Errorf("deploy/systemd has %d drop-ins, the tests load %v", len(confs), dropIns)
+	}
+	flags := binaryFlags(t)
+	envs := map[string]bool{}
+	for f := range flags {
+		envs["IRONIC_EXPORTER_"+strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(f))] = true
+	}
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "systemd", "nova.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := map[string]bool{}
+	set := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "LoadCredential="); ok {
+			name, _, _ := strings.Cut(v, ":")
+			creds[name] = true
+		}
+		if v, ok := strings.CutPrefix(l, "Environment="); ok {
+			k, val, _ := strings.Cut(v, "=")
+			if !envs[k] {
+				t.Errorf("nova.conf: %s is no flag's variable", k)
+			}
+			set[k] = val
+			if c, ok := strings.CutPrefix(val, "%d/"); ok && !creds[c] {
+				t.Errorf("nova.conf: %s=%s is no credential it loads", k, val)
+			}
+		}
+	}
+	for _, k := range []string{"IRONIC_EXPORTER_NOVA_DSN_FILE", "IRONIC_EXPORTER_NOVA_CELL_DSN_TEMPLATE_FILE", "IRONIC_EXPORTER_NOVA_CONFIG_FILE"} {
+		if !strings.HasPrefix(set[k], "%d/") {
+			t.Errorf("nova.conf: %s=%q is not a credential", k, set[k])
+		}
 	}
 }

@@ -192,7 +192,7 @@ func TestKollaAnsible(t *testing.T) {
 	}
 
 	t.Run("kolla-ansible", func(t *testing.T) {
-		n := runKollaPrometheus(t, prometheusBin, kolla(t, filepath.Join(root, "deploy", "kolla", "config")), addrs[1], port, alerts, rendered.Config.JobName, exporter)
+		n := runKollaPrometheus(t, prometheusBin, kolla(t, filepath.Join(root, "deploy", "kolla", "config")), addrs[1], port, "127.0.0.1:"+port, alerts, rendered.Config.JobName, exporter)
 		t.Logf("%d rules loaded, job up", n)
 	})
 	t.Run("kayobe", func(t *testing.T) {
@@ -200,7 +200,7 @@ func TestKollaAnsible(t *testing.T) {
 		if !sameDashboards(t, custom) {
 			t.Error("with the copy rule, Kayobe did not copy the dashboards unchanged")
 		}
-		n := runKollaPrometheus(t, prometheusBin, kolla(t, custom), addrs[2], port, alerts, rendered.Config.JobName, exporter)
+		n := runKollaPrometheus(t, prometheusBin, kolla(t, custom), addrs[2], port, "127.0.0.1:"+port, alerts, rendered.Config.JobName, exporter)
 		t.Logf("%d rules loaded, job up", n)
 	})
 	t.Run("kayobe-environment-merge_yaml", func(t *testing.T) {
@@ -208,7 +208,7 @@ func TestKollaAnsible(t *testing.T) {
 		// Kayobe merges (merge_yaml, its default extend_lists false).
 		base, env := kayobeConfig(t), kayobeConfig(t)
 		custom := kayobe(t, copyRule, base, env)
-		n := runKollaPrometheus(t, prometheusBin, kolla(t, custom), addrs[3], port, alerts, rendered.Config.JobName, exporter)
+		n := runKollaPrometheus(t, prometheusBin, kolla(t, custom), addrs[3], port, "127.0.0.1:"+port, alerts, rendered.Config.JobName, exporter)
 		t.Logf("%d rules loaded, job up", n)
 	})
 	t.Run("kayobe-without-copy-rule", func(t *testing.T) {

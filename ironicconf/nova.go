@@ -21,6 +21,10 @@ type NovaConfig struct {
 	// ServiceDownTime is [DEFAULT] service_down_time and ReportInterval
 	// [DEFAULT] report_interval, in seconds (nova/conf/service.py).
 	ServiceDownTime, ReportInterval Opt[int]
+	// ServicegroupDriver is [DEFAULT] servicegroup_driver (nova/conf/
+	// servicegroup.py: "db", the default, or "mc", where the heartbeats
+	// live in memcached and services.last_seen_up is not written).
+	ServicegroupDriver Opt[string]
 }
 
 // LoadNova reads Nova's files as Load reads Ironic's (oslo.config's
@@ -31,11 +35,12 @@ func LoadNova(files, dirs []string) (*NovaConfig, error) {
 		return nil, err
 	}
 	c := &NovaConfig{
-		Files:           paths,
-		APIConnection:   r.str(append([]optName{{"api_database", "connection"}}, connectionNames[1:]...), true),
-		Connection:      r.str(connectionNames, true),
-		ServiceDownTime: r.integer("DEFAULT", "service_down_time"),
-		ReportInterval:  r.integer("DEFAULT", "report_interval"),
+		Files:              paths,
+		APIConnection:      r.str(append([]optName{{"api_database", "connection"}}, connectionNames[1:]...), true),
+		Connection:         r.str(connectionNames, true),
+		ServiceDownTime:    r.integer("DEFAULT", "service_down_time"),
+		ReportInterval:     r.integer("DEFAULT", "report_interval"),
+		ServicegroupDriver: r.str([]optName{{"DEFAULT", "servicegroup_driver"}}, false),
 	}
 	for _, o := range []Opt[string]{c.APIConnection, c.Connection} {
 		if o.Set && o.Value == "" {

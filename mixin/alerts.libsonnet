@@ -256,6 +256,7 @@ local strip(s) = std.rstripChars(s, '\n');
               max without (%(replica)s) (
                 ironic_nova_problems{%(selector)s, reason="compute_record_host_differs"} > 0
                 and on (%(target)s) (ironic_exporter_nova_api_up{%(selector)s} == 1)
+                unless on (%(target)s) (ironic_exporter_nova_compute_liveness_known{%(selector)s} == 0)
                 and on (%(target)s) %(up)s
               )
             ||| % v,

@@ -34,7 +34,11 @@ type ComputeState struct {
 	Version int
 	Release rules.Release
 	// Up is Nova's servicegroup answer (rules.NovaRules.ServiceIsUp).
-	Up         bool
+	Up bool
+	// UpKnown: the database says whether it is up (servicegroup_driver
+	// db, or forced down); else Up is assumed (rules.NovaSettings.
+	// LivenessKnown).
+	UpKnown    bool
 	Disabled   bool
 	ForcedDown bool
 	// Heartbeat is last_seen_up, or created_at for a service that never
@@ -140,7 +144,8 @@ func judge(in AnswerInput) (CellAnswer, judgement) {
 			}
 			r := rulesOf(release[s.Host])
 			a.Computes = append(a.Computes, ComputeState{Host: s.Host, Version: s.Version, Release: release[s.Host],
-				Up: r.ServiceIsUp(in.Now, s.LastSeenUp, s.CreatedAt, s.ForcedDown), Disabled: s.Disabled,
+				Up: r.ServiceIsUp(in.Now, s.LastSeenUp, s.CreatedAt, s.ForcedDown), UpKnown: in.Settings.LivenessKnown() || s.ForcedDown,
+				Disabled:   s.Disabled,
 				ForcedDown: s.ForcedDown, Heartbeat: rules.ServiceHeartbeat(s.LastSeenUp, s.CreatedAt), RingCandidate: candidates[s.ID]})
 			break
 		}

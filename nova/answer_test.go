@@ -50,9 +50,9 @@ func TestAnswerPerRelease(t *testing.T) {
 		t.Errorf("20.0's ring keeps the case, 21.0's lowercases: %v, %v", got.Views[0].Ring, got.Views[1].Ring)
 	}
 	want := []ComputeState{
-		{Host: "Old-A", Version: 40, Release: rules.Release{Major: 20, Minor: 0}, Up: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
-		{Host: "New-B", Version: 51, Release: rules.Release{Major: 21, Minor: 0}, Up: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
-		{Host: "down-c", Version: 51, Release: rules.Release{Major: 21, Minor: 0}, Disabled: true, Heartbeat: now.Add(-2 * time.Minute)},
+		{Host: "Old-A", Version: 40, Release: rules.Release{Major: 20, Minor: 0}, Up: true, UpKnown: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
+		{Host: "New-B", Version: 51, Release: rules.Release{Major: 21, Minor: 0}, Up: true, UpKnown: true, Heartbeat: now.Add(-5 * time.Second), RingCandidate: true},
+		{Host: "down-c", Version: 51, Release: rules.Release{Major: 21, Minor: 0}, UpKnown: true, Disabled: true, Heartbeat: now.Add(-2 * time.Minute)},
 	}
 	if diff := cmp.Diff(want, got.Computes); diff != "" {
 		t.Errorf("computes (-want +got):\n%s", diff)

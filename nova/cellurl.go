@@ -1,6 +1,8 @@
 package nova
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -38,6 +40,49 @@ func FormatDBURL(url, connection string) (formatted string, ok bool) {
 	if !good {
 		return url, true
 	}
+	out, err := formatURL(url, subs)
+	switch {
+	case errors.Is(err, errNotModelled):
+		return url, false
+	case err != nil:
+		return url, true // Nova logs it and uses url as it is
+	}
+	return out, true
+}
+
+// FillCellTemplate gives a cell's connection from the exporter's own
+// template (--nova.cell-dsn-template): template is formatted as
+// FormatDBURL formats a cell_mappings template, with the parts of
+// cellURL, the cell's connection as Nova uses it (cell_mappings' value,
+// itself formatted with FormatDBURL). So
+// "mysql+pymysql://reader:secret@{hostname}:{port}/{path}" reaches each
+// cell's own server and database as the exporter's read-only user. Unlike
+// FormatDBURL it never falls back to a text it could not format: a key
+// the cell's URL lacks, a brace alone or a bad port in cellURL is an
+// error, so that a cell is never reached with cell_mappings' (Nova's
+// read-write) credentials by mistake. Errors hold no password.
+func FillCellTemplate(template, cellURL string) (string, error) {
+	if cellURL == "" {
+		return "", errors.New("the cell's connection in cell_mappings is empty")
+	}
+	subs, good := urlParts(cellURL)
+	if !good {
+		return "", errors.New("the cell's connection in cell_mappings has a port that is not a number in 0-65535")
+	}
+	out, err := formatURL(template, subs)
+	if err != nil {
+		return "", fmt.Errorf("--nova.cell-dsn-template: %w", err)
+	}
+	return out, nil
+}
+
+// errNotModelled: a format spec, conversion or lookup ({port:05}).
+var errNotModelled = errors.New("a format spec, conversion or field lookup (only plain {key} is supported)")
+
+// formatURL is Python's str.format of url with subs, for the plain {key}
+// fields _format_url's templates use; the errors say what Python raises
+// (without any value, which may be a password).
+func formatURL(url string, subs map[string]string) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(url); i++ {
 		c := url[i]
@@ -51,25 +96,25 @@ func FormatDBURL(url, connection string) (formatted string, ok bool) {
 		case c == '{':
 			j := strings.IndexByte(url[i:], '}')
 			if j < 0 {
-				return url, true // ValueError: Nova uses url as it is
+				return "", errors.New("a '{' without its '}'") // ValueError
 			}
 			key := url[i+1 : i+j]
 			if strings.ContainsAny(key, "!:.[{") {
-				return url, false
+				return "", errNotModelled
 			}
 			v, known := subs[key]
 			if !known {
-				return url, true // KeyError (or IndexError for {})
+				return "", fmt.Errorf("unknown key {%s} (the keys are those of Nova's database_connection templates: scheme, username, password, hostname, port, path, query, fragment)", key) // KeyError, or IndexError for {}
 			}
 			b.WriteString(v)
 			i += j
 		case c == '}':
-			return url, true // ValueError: single '}'
+			return "", errors.New("a '}' alone") // ValueError
 		default:
 			b.WriteByte(c)
 		}
 	}
-	return b.String(), true
+	return b.String(), nil
 }
 
 const pyNone = "None"

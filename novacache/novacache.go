@@ -81,6 +81,10 @@ type State struct {
 	// Assumed: no computes file, every compute taken with no [ironic]
 	// option set.
 	Assumed bool
+	// ServicegroupDriver is Nova's [DEFAULT]servicegroup_driver: with any
+	// but "db" the computes' liveness is not in the database
+	// (rules.NovaSettings.LivenessKnown).
+	ServicegroupDriver string
 
 	// nodes are the Ironic nodes the answer covers, in id order (those of
 	// the latest topology, or of one whose nodes Nova's node list gives
@@ -130,7 +134,7 @@ func (c *Cache) inputsOf(snap *novadb.Snapshot, now time.Time) inputs {
 		ci.softDeleted = strings.Join(cr.Cell.SoftDeletedHosts, "\x00")
 		var b strings.Builder
 		for _, sv := range cr.Cell.Services {
-			up := rules.ServiceIsUp(now, sv.LastSeenUp, sv.CreatedAt, sv.ForcedDown, c.cfg.Settings.ServiceDownTime, c.cfg.Settings.ReportInterval)
+			up := rules.NewNova(rules.Release{}, rules.PostgreSQL, c.cfg.Settings).ServiceIsUp(now, sv.LastSeenUp, sv.CreatedAt, sv.ForcedDown)
 			fmt.Fprintf(&b, "%d\x00%s\x00%s\x00%t%t%t%t\x00%d\n", sv.ID, sv.Host, sv.Binary, sv.Disabled, sv.ForcedDown, sv.Deleted, up, sv.Version)
 		}
 		ci.services = b.String()
@@ -250,6 +254,10 @@ type CellState struct {
 	Err error
 	// ReadAt is when the rows were read; zero when never.
 	ReadAt time.Time
+	// Database is the cell's connection without its password, Credentials
+	// where it comes from (novadb.CredentialsCellMappings or
+	// CredentialsTemplate) and User the database user it logs in as.
+	Database, Credentials, User string
 }
 
 // Cache holds the Nova answer.
@@ -276,7 +284,7 @@ func New(cfg Config) *Cache {
 		cfg.Idle = func() bool { return true }
 	}
 	c := &Cache{cfg: cfg}
-	c.state.Store(&State{})
+	c.state.Store(&State{Assumed: cfg.Computes == nil, ServicegroupDriver: cfg.Settings.ServicegroupDriver})
 	return c
 }
 
@@ -312,7 +320,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	defer cancel()
 	prev := c.state.Load()
 	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
-		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, nodes: prev.nodes, byUUID: prev.byUUID}
+		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, ServicegroupDriver: c.cfg.Settings.ServicegroupDriver, nodes: prev.nodes, byUUID: prev.byUUID}
 	var hosts []string
 	if c.cfg.Computes != nil {
 		for _, fc := range c.cfg.Computes.Computes {
@@ -391,9 +399,10 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 	if t != nil {
 		ironicBackend = t.Rules.Backend()
 	}
-	wasErr, warned := map[string]bool{}, map[string]bool{}
+	wasErr, warned, connected := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, p := range prev.Cells {
 		wasErr[p.UUID] = p.Err != nil
+		connected[p.UUID+"\x00"+p.Database+"\x00"+p.Credentials] = true
 		for _, w := range p.Warnings {
 			warned[p.UUID+"\x00"+w] = true
 		}
@@ -413,6 +422,14 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 		} else {
 			a = nova.Answer(in)
 		}
+		if !connected[cr.Cell.UUID+"\x00"+cr.Database+"\x00"+cr.Credentials] {
+			level := slog.LevelInfo
+			if cr.Credentials == novadb.CredentialsCellMappings {
+				level = slog.LevelWarn // Nova's own, read-write user
+			}
+			c.cfg.Logger.Log(context.Background(), level, "reading a Nova cell", "cell", cr.Cell.Name, "database", cr.Database,
+				"user", cr.User, "credentials", cr.Credentials)
+		}
 		switch {
 		case cr.Err != nil && !wasErr[cr.Cell.UUID]:
 			c.cfg.Logger.Error("reading a Nova cell failed; its answers are stale", "cell", cr.Cell.Name, "database", cr.Database, "err", cr.Err)
@@ -424,8 +441,8 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 				c.cfg.Logger.Warn(w, "cell", cr.Cell.Name)
 			}
 		}
-		out = append(out, CellState{CellAnswer: a, Err: cr.Err,
-			ReadAt: cr.ReadAt})
+		out = append(out, CellState{CellAnswer: a, Err: cr.Err, ReadAt: cr.ReadAt,
+			Database: cr.Database, Credentials: cr.Credentials, User: cr.User})
 	}
 	return out
 }

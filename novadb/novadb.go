@@ -29,12 +29,13 @@ import (
 // Reader reads Nova's databases. It is safe for concurrent use; reads are
 // serialised.
 type Reader struct {
-	api        *dbconn.Pool
-	connection string // [database]connection, to fill cell templates
-	opts       dbconn.Options
-	window     time.Duration
-	now        func() time.Time
-	shared     Shared
+	api          *dbconn.Pool
+	connection   string // [database]connection, to fill cell templates
+	cellTemplate string // Config.CellTemplate
+	opts         dbconn.Options
+	window       time.Duration
+	now          func() time.Time
+	shared       Shared
 
 	mu    sync.Mutex
 	cells map[string]*cellState // by cell uuid
@@ -48,6 +49,13 @@ type Config struct {
 	// values a templated cell_mappings.database_connection is filled
 	// with (nova.FormatDBURL); "" when not known.
 	Connection string
+	// CellTemplate, when set, gives every cell's connection instead of
+	// cell_mappings' (Nova's own, read-write credentials): it is filled
+	// with the parts of the cell's URL (nova.FillCellTemplate), so a
+	// read-only user reaches each cell's server and database. A cell it
+	// cannot be filled for fails to read; cell_mappings' URL is never
+	// used then.
+	CellTemplate string
 	// Options tune every pool and its deadlines.
 	Options dbconn.Options
 	// ProbeWindow: a probe whose latest timestamp is less than this older
@@ -104,7 +112,7 @@ func Open(cfg Config) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nova_api connection: %w", err)
 	}
-	r := &Reader{api: api, connection: cfg.Connection, opts: cfg.Options, window: cfg.ProbeWindow, now: cfg.Now,
+	r := &Reader{api: api, connection: cfg.Connection, cellTemplate: cfg.CellTemplate, opts: cfg.Options, window: cfg.ProbeWindow, now: cfg.Now,
 		shared: cfg.Shared, cells: map[string]*cellState{}}
 	if r.window <= 0 {
 		r.window = 2 * time.Second
@@ -114,6 +122,15 @@ func Open(cfg Config) (*Reader, error) {
 	}
 	return r, nil
 }
+
+// Credentials are CellRead.Credentials' values: where a cell's
+// connection comes from.
+const (
+	// CredentialsCellMappings: cell_mappings' URL, as Nova connects.
+	CredentialsCellMappings = "cell_mappings"
+	// CredentialsTemplate: Config.CellTemplate filled for the cell.
+	CredentialsTemplate = "template"
+)
 
 // String is nova_api's connection without its password.
 func (r *Reader) String() string { return r.api.String() }
@@ -144,6 +161,10 @@ type CellRead struct {
 	Cell nova.Cell
 	// Database is the cell's connection without its password.
 	Database string
+	// Credentials say where the connection comes from
+	// (CredentialsCellMappings or CredentialsTemplate), User the database
+	// user it logs in as ("" when not known: SQLite, or no connection).
+	Credentials, User string
 	// Backend is the kind of the cell's database.
 	Backend dbconn.Backend
 	// Err is why this read of the cell failed; nil when it did not.
@@ -174,13 +195,18 @@ func (r *Reader) Read(ctx context.Context, hosts []string) (*Snapshot, error) {
 		}
 		seen[m.UUID] = true
 		url, _ := nova.FormatDBURL(m.DatabaseConnection, r.connection)
+		credentials, err := CredentialsCellMappings, error(nil)
+		if r.cellTemplate != "" {
+			credentials = CredentialsTemplate
+			url, err = nova.FillCellTemplate(r.cellTemplate, url)
+		}
 		st := r.cells[m.UUID]
-		if st != nil && st.url != url {
+		if st != nil && (st.url != url || st.credentials != credentials) {
 			_ = st.close()
 			st = nil
 		}
 		if st == nil {
-			st = &cellState{url: url}
+			st = &cellState{url: url, credentials: credentials, err: err}
 			r.cells[m.UUID] = st
 		}
 		snap.Cells = append(snap.Cells, st.read(ctx, r, m, hosts, snap.ReadAt))
@@ -215,7 +241,10 @@ func (r *Reader) readCellMappings(ctx context.Context) ([]nova.CellMapping, erro
 
 // cellState is what the reader keeps of one cell between reads.
 type cellState struct {
-	url  string
+	url, credentials string
+	// err is why the cell's connection could not be made from the
+	// template: the cell then fails every read.
+	err  error
 	pool *dbconn.Pool
 	// last is the last good read; probes its tables' probes then.
 	last   CellRead
@@ -249,21 +278,27 @@ func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hos
 	out := c.last
 	out.Cell.Name, out.Cell.UUID = m.Name, m.UUID
 	out.Reread.ComputeNodes, out.Reread.Instances = false, false
+	out.Credentials = c.credentials
+	if c.err != nil {
+		out.Database, out.User, out.Err = "", "", fmt.Errorf("cell %s connection: %w", cellName(m), c.err)
+		return out
+	}
 	if c.pool == nil {
 		pool, err := dbconn.Open(c.url, r.opts)
 		if err != nil {
-			out.Database, out.Err = dbconn.Redact(c.url), fmt.Errorf("cell %s connection: %w", cellName(m), err)
+			out.Database, out.User, out.Err = dbconn.Redact(c.url), "", fmt.Errorf("cell %s connection: %w", cellName(m), err)
 			return out
 		}
 		c.pool = pool
 	}
-	out.Database, out.Backend = c.pool.String(), c.pool.Backend()
+	out.Database, out.Backend, out.User = c.pool.String(), c.pool.Backend(), c.pool.User()
 	next, probes, err := c.readRows(ctx, m, hosts, r.shared)
 	if err != nil {
 		out.Err = fmt.Errorf("reading cell %s (%s): %w", cellName(m), c.pool, c.pool.Scrub(err))
 		return out
 	}
 	next.Database, next.Backend, next.ReadAt = out.Database, out.Backend, now
+	next.Credentials, next.User = out.Credentials, out.User
 	for i, p := range probes {
 		c.vouch[i] = now.Sub(p.latest()) >= r.window
 	}

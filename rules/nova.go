@@ -49,11 +49,26 @@ type NovaSettings struct {
 	ServiceDownTime int
 	// ReportInterval is [DEFAULT]report_interval in seconds (default 10).
 	ReportInterval int
+	// ServicegroupDriver is [DEFAULT]servicegroup_driver (default "db";
+	// "" reads as "db").
+	ServicegroupDriver string
 }
 
-// DefaultNovaSettings are Nova's defaults (nova/conf/service.py).
+// DefaultNovaSettings are Nova's defaults (nova/conf/service.py,
+// nova/conf/servicegroup.py).
 func DefaultNovaSettings() NovaSettings {
-	return NovaSettings{ServiceDownTime: 60, ReportInterval: 10}
+	return NovaSettings{ServiceDownTime: 60, ReportInterval: 10, ServicegroupDriver: "db"}
+}
+
+// LivenessKnown reports whether the database says which services are up:
+// only with servicegroup_driver "db" (DbDriver.is_up reads
+// services.last_seen_up). Any other driver (Nova's "mc",
+// MemcachedDriver: the heartbeat is a memcached key, last_seen_up is not
+// written) keeps it where the exporter does not look: a service is then
+// known down only when forced down (servicegroup.API.service_is_up
+// answers False for forced_down before asking any driver).
+func (s NovaSettings) LivenessKnown() bool {
+	return s.ServicegroupDriver == "" || s.ServicegroupDriver == "db"
 }
 
 // NovaRules are Nova's rules for one Nova release, the backend of Nova's
@@ -138,8 +153,15 @@ func ServiceHeartbeat(lastSeenUp, createdAt time.Time) time.Time {
 	return lastSeenUp
 }
 
-// ServiceIsUp is ServiceIsUp with these rules' settings.
+// ServiceIsUp is ServiceIsUp with these rules' settings. When the
+// database does not say (Settings.LivenessKnown false), a service not
+// forced down is taken as up: the rings then hold every enabled compute,
+// as they do while all are up, and the outputs say its liveness is
+// unknown rather than report it.
 func (n NovaRules) ServiceIsUp(now, lastSeenUp, createdAt time.Time, forcedDown bool) bool {
+	if !n.s.LivenessKnown() {
+		return !forcedDown
+	}
 	return ServiceIsUp(now, lastSeenUp, createdAt, forcedDown, n.s.ServiceDownTime, n.s.ReportInterval)
 }
 

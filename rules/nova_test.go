@@ -197,3 +197,27 @@ func TestNovaReleaseOfServiceVersion(t *testing.T) {
 		t.Errorf("NovaRulesRelease(10) = %v, %q", r, w)
 	}
 }
+
+// TestServiceIsUpOtherDriver: with servicegroup_driver other than db the
+// database does not say: a service not forced down is taken as up (stale
+// or no heartbeat alike), one forced down is down.
+func TestServiceIsUpOtherDriver(t *testing.T) {
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	for _, driver := range []string{"mc", "zk"} {
+		s := DefaultNovaSettings()
+		s.ServicegroupDriver = driver
+		r := NewNova(Release{31, 0}, MySQL, s)
+		if s.LivenessKnown() || !r.ServiceIsUp(now, now.Add(-time.Hour), time.Time{}, false) || !r.ServiceIsUp(now, time.Time{}, time.Time{}, false) ||
+			r.ServiceIsUp(now, now, now, true) {
+			t.Errorf("%s: known %v, stale up %v, forced down up %v", driver, s.LivenessKnown(),
+				r.ServiceIsUp(now, now.Add(-time.Hour), time.Time{}, false), r.ServiceIsUp(now, now, now, true))
+		}
+	}
+	for _, driver := range []string{"", "db"} {
+		s := DefaultNovaSettings()
+		s.ServicegroupDriver = driver
+		if !s.LivenessKnown() || NewNova(Release{31, 0}, MySQL, s).ServiceIsUp(now, now.Add(-time.Hour), time.Time{}, false) {
+			t.Errorf("%q: a stale heartbeat is up, or liveness unknown", driver)
+		}
+	}
+}

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(debootstrap systemd python3-oslo.config keystone python3-bcrypt python3-ironic python3-ironicclient python3-psycopg2 python3-tooz python3-pymysql python3-sqlalchemy python3-jinja2 python3-yaml prometheus chromium prometheus-alertmanager mariadb-server mariadb-client postgresql nftables podman runc catatonit)
+pkgs=(debootstrap systemd python3-oslo.config keystone python3-bcrypt python3-ironic python3-ironicclient python3-psycopg2 python3-tooz python3-pymysql python3-sqlalchemy python3-jinja2 python3-yaml ansible python3-wcmatch prometheus chromium prometheus-alertmanager mariadb-server mariadb-client postgresql nftables podman runc catatonit)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -16,21 +17,26 @@ import (
 type novaData struct {
 	// APIDown: the last read of nova_api failed; Stale lists the cells
 	// whose last read failed.
-	APIDown  bool
-	Stale    []string
-	NoRead   bool // nothing read yet
-	Assumed  bool // no computes file
-	ReadAge  time.Duration
-	Computes []novaComputeRow
-	Problems []novaProblemRow
+	APIDown bool
+	Stale   []string
+	NoRead  bool // nothing read yet
+	Assumed bool // no computes file
+	// Servicegroup is Nova's servicegroup_driver when it keeps the
+	// computes' liveness out of the database ("" when it is "db").
+	Servicegroup string
+	ReadAge      time.Duration
+	Computes     []novaComputeRow
+	Problems     []novaProblemRow
 }
 
 type novaComputeRow struct {
 	Cell, Host               string
 	Up, Disabled, ForcedDown bool
+	UpKnown                  bool // else Up is assumed: liveness unknown
 	RingMember               bool
 	HeartbeatAge             time.Duration
 	NoHeartbeat              bool
+	HeartbeatNotKept         bool // servicegroup_driver is not db
 	ByInstance, ByRing       int
 	Failing                  bool // InvalidPeerList
 }
@@ -55,6 +61,9 @@ var novaProblemTexts = map[string]string{
 // buildNova is the Nova side of the page from s at now.
 func buildNova(s *novacache.State, now time.Time) *novaData {
 	d := &novaData{APIDown: s.Err != nil, NoRead: s.ReadAt.IsZero(), Assumed: s.Assumed}
+	if !(rules.NovaSettings{ServicegroupDriver: s.ServicegroupDriver}).LivenessKnown() {
+		d.Servicegroup = s.ServicegroupDriver
+	}
 	if d.NoRead {
 		return d
 	}
@@ -69,8 +78,8 @@ func buildNova(s *novacache.State, now time.Time) *novaData {
 		}
 		for _, cs := range c.Computes {
 			v := views[cs.Host]
-			row := novaComputeRow{Cell: c.Name, Host: cs.Host, Up: cs.Up, Disabled: cs.Disabled, ForcedDown: cs.ForcedDown,
-				RingMember: cs.RingMember(), NoHeartbeat: cs.Heartbeat.IsZero(), Failing: v.Err != nil}
+			row := novaComputeRow{Cell: c.Name, Host: cs.Host, Up: cs.Up, UpKnown: cs.UpKnown, Disabled: cs.Disabled, ForcedDown: cs.ForcedDown,
+				RingMember: cs.RingMember(), NoHeartbeat: cs.Heartbeat.IsZero(), HeartbeatNotKept: d.Servicegroup != "", Failing: v.Err != nil}
 			row.ByInstance, row.ByRing = v.ByInstance, v.ByRing
 			if !row.NoHeartbeat {
 				row.HeartbeatAge = now.Sub(cs.Heartbeat).Round(time.Second)

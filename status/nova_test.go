@@ -79,3 +79,34 @@ func TestNovaOnCallPath(t *testing.T) {
 		t.Errorf("without Nova the page shows Nova or finds the instance")
 	}
 }
+
+// TestNovaLivenessUnknownPage: with servicegroup_driver mc the page says
+// the computes' liveness is unknown, and why, instead of down.
+func TestNovaLivenessUnknownPage(t *testing.T) {
+	snap := degradedSnapshot()
+	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap),
+		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.Get(context.Background())
+	now := time.Now().UTC()
+	cell := nova.Cell{Name: "cell1", UUID: "c1", Services: []nova.Service{
+		{ID: 1, Host: "ironic-stale", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68}}}
+	settings := rules.DefaultNovaSettings()
+	settings.ServicegroupDriver = "mc"
+	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
+		Settings: settings, Ironic: func() *topology.Topology { return cache.Current().Topology },
+		Computes: &nova.ComputesFile{Computes: []nova.FileCompute{{Host: "ironic-stale"}}}})
+	nc.Refresh(context.Background())
+	_, body := get(t, NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current}), "/")
+	computes := between(body, `id="nova-computes"`, "</table>")
+	if !strings.Contains(body, `id="nova-liveness-unknown"`) || !strings.Contains(body, "servicegroup_driver = mc") ||
+		!strings.Contains(computes, `<td class="state unknown">unknown`) || strings.Contains(computes, ">down") ||
+		!strings.Contains(computes, "not in the database") {
+		t.Errorf("liveness unknown not said:\n%s", between(body, `id="nova-h"`, "</table>"))
+	}
+	if strings.Contains(between(body, `id="summary"`, "</div>"), "down with instances") {
+		t.Error("the summary calls a compute of unknown liveness down")
+	}
+}

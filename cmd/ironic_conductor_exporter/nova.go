@@ -25,17 +25,26 @@ import (
 // --nova.dsn or a --nova.config-file giving [api_database]connection,
 // nothing of Nova is read or served.
 type novaConfig struct {
-	dsn          string
-	configFiles  []string
-	computesFile string
-	interval     time.Duration
+	dsn, dsnFile string
+	// cellTemplate gives the cells' connections (novadb.Config.CellTemplate).
+	cellTemplate, cellTemplateFile string
+	configFiles                    []string
+	computesFile                   string
+	interval                       time.Duration
 }
 
 func addNovaFlags(app *kingpin.Application, c *novaConfig) {
 	app.Flag("nova.dsn", "Nova's nova_api database, as in nova.conf [api_database]connection (SQLAlchemy URL); its cell_mappings give the cells' databases. "+
 		"Default: from --nova.config-file; neither: no Nova side.").StringVar(&c.dsn)
+	app.Flag("nova.dsn-file", "File holding --nova.dsn (for secrets mounted as files: the ironic nova-compute's nova.conf has no [api_database]).").
+		StringVar(&c.dsnFile)
+	app.Flag("nova.cell-dsn-template", "Connection of every Nova cell instead of the URL in cell_mappings (Nova's own read-write user): "+
+		"a template filled with the parts of each cell's URL as Nova fills database_connection templates ({scheme}, {hostname}, {port}, {path}, {query}, ...), "+
+		"e.g. mysql+pymysql://exporter:secret@{hostname}:{port}/{path}; a cell it cannot be filled for is not read. Default: cell_mappings' URLs.").
+		StringVar(&c.cellTemplate)
+	app.Flag("nova.cell-dsn-template-file", "File holding --nova.cell-dsn-template.").StringVar(&c.cellTemplateFile)
 	app.Flag("nova.config-file", "Nova's configuration file (nova.conf), read as oslo.config reads it for [api_database]connection, [database]connection "+
-		"(the values of templated cell connections), [DEFAULT]service_down_time and report_interval; repeatable, later files win.").
+		"(the values of templated cell connections), [DEFAULT]service_down_time, report_interval and servicegroup_driver; repeatable, later files win.").
 		StringsVar(&c.configFiles)
 	app.Flag("nova.computes-file", "YAML file giving each ironic nova-compute's [DEFAULT]host and [ironic] conductor_group, shard and peer_list "+
 		"(docs/nova-computes.md); default: every ironic nova-compute, taken with no [ironic] option set.").StringVar(&c.computesFile)
@@ -53,7 +62,15 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 			return nil, nil, err
 		}
 	}
-	apiDSN, connection := c.dsn, ""
+	apiDSN, err := secretFlag("--nova.dsn", c.dsn, c.dsnFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	cellTemplate, err := secretFlag("--nova.cell-dsn-template", c.cellTemplate, c.cellTemplateFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	connection := ""
 	settings := rules.DefaultNovaSettings()
 	var from []any
 	if conf != nil {
@@ -65,6 +82,10 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 		if conf.ServiceDownTime.Set {
 			settings.ServiceDownTime = conf.ServiceDownTime.Value
 			from = append(from, "service_down_time", conf.ServiceDownTime.Where())
+		}
+		if conf.ServicegroupDriver.Set {
+			settings.ServicegroupDriver = conf.ServicegroupDriver.Value
+			from = append(from, "servicegroup_driver", conf.ServicegroupDriver.Where())
 		}
 		if conf.ReportInterval.Set {
 			settings.ReportInterval = conf.ReportInterval.Value
@@ -79,10 +100,10 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 	}
 	if apiDSN == "" {
 		if conf != nil {
-			return nil, nil, errors.New("--nova.config-file: no [api_database]connection in " + strings.Join(conf.Files, ",") + " (or give --nova.dsn)")
+			return nil, nil, errors.New("--nova.config-file: no [api_database]connection in " + strings.Join(conf.Files, ",") + " (a nova-compute's nova.conf has none: give --nova.dsn-file or --nova.dsn)")
 		}
-		if c.computesFile != "" {
-			return nil, nil, errors.New("--nova.computes-file needs --nova.dsn or --nova.config-file")
+		if c.computesFile != "" || cellTemplate != "" {
+			return nil, nil, errors.New("--nova.computes-file and --nova.cell-dsn-template need --nova.dsn, --nova.dsn-file or --nova.config-file")
 		}
 		return nil, nil, nil
 	}
@@ -99,21 +120,49 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 		}
 	}
 	current := func() *topology.Topology { return ironic.Current().Topology }
-	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, Options: opts,
+	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, CellTemplate: cellTemplate, Options: opts,
 		Shared: novacache.Shared(current)})
 	if err != nil {
 		return nil, nil, err
+	}
+	if !settings.LivenessKnown() {
+		logger.Warn("Nova's servicegroup_driver keeps the computes' heartbeats out of the database: their liveness is unknown "+
+			"(ironic_exporter_nova_compute_liveness_known 0, no ironic_nova_compute_up but for computes forced down); the rings take every compute as up",
+			"servicegroup_driver", settings.ServicegroupDriver)
 	}
 	if computes == nil {
 		logger.Warn("no --nova.computes-file: every ironic nova-compute is taken with no [ironic] conductor_group, shard or peer_list; " +
 			"the Nova answers are exact only for computes whose nova.conf sets none (ironic_exporter_nova_computes_settings_info)")
 	}
-	logger.Info("reading Nova's databases", "nova_api", reader.String(), "interval", c.interval,
+	cells := "cell_mappings (Nova's own credentials)"
+	if cellTemplate != "" {
+		cells = dbconn.Redact(cellTemplate)
+	}
+	logger.Info("reading Nova's databases", "nova_api", reader.String(), "cells", cells, "interval", c.interval,
 		"service_down_time", settings.ServiceDownTime, "report_interval", settings.ReportInterval)
 	cache := novacache.New(novacache.Config{Reader: reader, Ironic: current,
 		Settings: settings, Computes: computes, Interval: c.interval, Timeout: timeout, Logger: logger,
 		AnswerReplaced: memlimit.Settle, Idle: ironic.Idle})
 	return cache, reader, nil
+}
+
+// secretFlag is the value of flag, given on the command line or in file
+// (trimmed), not both; "" when neither.
+func secretFlag(flag, value, file string) (string, error) {
+	switch {
+	case value != "" && file != "":
+		return "", fmt.Errorf("give %s or %s-file, not both", flag, flag)
+	case file == "":
+		return value, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s-file: %w", flag, err)
+	}
+	if value = strings.TrimSpace(string(b)); value == "" {
+		return "", fmt.Errorf("%s-file: %s is empty", flag, file)
+	}
+	return value, nil
 }
 
 // novaLookup answers the API's Nova extension from the Nova cache.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
 )
@@ -74,6 +77,7 @@ func TestNovaSide(t *testing.T) {
 	for _, want := range []string{
 		"ironic_exporter_nova_api_up 1", `ironic_exporter_nova_cell_up{cell="cell1"} 1`,
 		`ironic_exporter_nova_computes_settings_info{source="assumed"} 1`,
+		`ironic_exporter_nova_cell_connection_info{cell="cell1",credentials="cell_mappings",user=""} 1`,
 		`ironic_nova_compute_up{cell="cell1",host="c-a"} 1`, `ironic_nova_compute_up{cell="cell1",host="c-b"} 0`,
 		`ironic_nova_compute_ring_member{cell="cell1",host="c-b"} 0`,
 		`ironic_nova_problems{reason="node_no_compute_record"} 1`, // n3: available, no compute_nodes row
@@ -149,4 +153,55 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestNovaCellTemplateFlags: nova_api's DSN and the cells' template from
+// files; the cell is then read with the template's connection, never the
+// URL cell_mappings holds (here a file that does not exist); a flag given
+// twice, or a template without nova_api, is refused.
+func TestNovaCellTemplateFlags(t *testing.T) {
+	dir := t.TempDir()
+	api, cell := filepath.Join(dir, "api.sqlite"), filepath.Join(dir, "cell1.sqlite")
+	testenv.ExecSQLite(t, api, novadb.MiniAPISchemaSQLite,
+		`INSERT INTO cell_mappings VALUES (1, 'c1', 'cell1', 'sqlite:///`+dir+`/missing/cell1.sqlite')`)
+	testenv.ExecSQLite(t, cell, novadb.MiniCellSchemaSQLite)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// a SQLite URL has no host to fill: the template names the file, its
+	// scheme filled from the cell's URL
+	// a nova.conf without [api_database] (a nova-compute's), its
+	// servicegroup_driver read
+	c := novaConfig{dsnFile: write("api.dsn", "sqlite:///"+api),
+		cellTemplateFile: write("cells.tmpl", "{scheme}:///"+cell),
+		configFiles:      []string{write("nova.conf", "[DEFAULT]\nservicegroup_driver = mc\n")}}
+	cache, reader, err := setupNova(c, dbconn.Options{}, time.Second, nil, slog.New(slog.DiscardHandler))
+	if err != nil || cache == nil {
+		t.Fatalf("setupNova: %v", err)
+	}
+	defer func() { _ = reader.Close() }()
+	if d := cache.Current().ServicegroupDriver; d != "mc" {
+		t.Errorf("servicegroup_driver %q, want mc", d)
+	}
+	snap, err := reader.Read(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr := snap.Cells[0]; cr.Err != nil || cr.Credentials != novadb.CredentialsTemplate || cr.Database != "sqlite:///"+cell {
+		t.Errorf("cell read %q from %s: %v; want the template's", cr.Credentials, cr.Database, cr.Err)
+	}
+	for _, bad := range []novaConfig{
+		{dsn: "sqlite:///" + api, dsnFile: c.dsnFile},
+		{dsnFile: c.dsnFile, cellTemplate: "x", cellTemplateFile: c.cellTemplateFile},
+		{cellTemplate: "sqlite:///{path}"},
+		{dsnFile: write("empty", "")},
+	} {
+		if _, _, err := setupNova(bad, dbconn.Options{}, time.Second, nil, slog.New(slog.DiscardHandler)); err == nil {
+			t.Errorf("setupNova(%+v) works; want an error", bad)
+		}
+	}
 }

@@ -138,7 +138,7 @@ func TestNovaConformance(t *testing.T) {
 					if rr != nil {
 						between = rr.between(t, cases)
 					}
-					results := runReference(t, here, suite, bname, cases, between)
+					results := runReference(t, here, suite, bname, "ice_nova_"+suite, cases, between)
 					agree, st := 0, stats{}
 					var verdicts []string
 					for i, c := range cases {
@@ -165,11 +165,12 @@ func TestNovaConformance(t *testing.T) {
 	}
 }
 
-// runReference runs reference.py in suite's chroot on cases.
+// runReference runs reference.py in suite's chroot on cases, in the
+// databases named prefix_api, prefix_cell0, ... (made once by nova-manage).
 // When between is not nil, reference.py waits after each case until
 // between has run (with the case's index and Nova's answer), the case's
 // rows still in the databases.
-func runReference(t *testing.T, here, suite, backend string, cases []caseJSON, between func(int, resultJSON)) []resultJSON {
+func runReference(t *testing.T, here, suite, backend, prefix string, cases []caseJSON, between func(int, resultJSON)) []resultJSON {
 	t.Helper()
 	root := testenv.NovaChrootDir(suite)
 	win := "/tmp/ice-nova-conformance"
@@ -199,7 +200,7 @@ func runReference(t *testing.T, here, suite, backend string, cases []caseJSON, b
 	// reference.py changes (its digest names the directory)
 	work := fmt.Sprintf("%s/work-%s-%x", win, backend, digest(src))
 	cmd := testenv.Chroot(root, "/usr/bin/python3", win+"/reference.py",
-		"--backend", backend, "--workdir", work, "--prefix", "ice_nova_"+suite, win+"/"+casesFile)
+		"--backend", backend, "--workdir", work, "--prefix", prefix, win+"/"+casesFile)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if between != nil {

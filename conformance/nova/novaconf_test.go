@@ -14,7 +14,7 @@ import (
 )
 
 // novaConfScript reads the files given with Nova's own options (nova.conf's
-// CONF, every option Nova registers) and prints the four the exporter reads
+// CONF, every option Nova registers) and prints the five the exporter reads
 // as JSON, null for an option left at its default so that "unset" shows.
 const novaConfScript = `
 import json, sys
@@ -28,7 +28,7 @@ def given(group, name):
 aliases = any(d.name == 'sql_connection' for d in CONF._get_opt_info('connection', 'database')['opt'].deprecated_opts)
 print(json.dumps({'api_connection': given('api_database', 'connection'), 'connection': given('database', 'connection'),
                   'service_down_time': given(None, 'service_down_time'), 'report_interval': given(None, 'report_interval'),
-                  'aliases': aliases}))
+                  'servicegroup_driver': given(None, 'servicegroup_driver'), 'aliases': aliases}))
 `
 
 // TestNovaConfOptions: ironicconf.LoadNova reads from nova.conf what Nova
@@ -43,7 +43,7 @@ func TestNovaConfOptions(t *testing.T) {
 		name  string
 		files []string
 	}{
-		{"all set", []string{"[DEFAULT]\nservice_down_time = 120\nreport_interval = 30\n[api_database]\n" +
+		{"all set", []string{"[DEFAULT]\nservice_down_time = 120\nreport_interval = 30\nservicegroup_driver = mc\n[api_database]\n" +
 			"connection = mysql+pymysql://nova:secret@db/nova_api\n[database]\nconnection = mysql+pymysql://nova:secret@db/nova\n"}},
 		// Nova's [api_database] options are a copy of oslo.db's [database]
 		// ones, deprecated names included: [DEFAULT]sql_connection sets both.
@@ -58,6 +58,7 @@ func TestNovaConfOptions(t *testing.T) {
 		Connection      *string `json:"connection"`
 		ServiceDownTime *int    `json:"service_down_time"`
 		ReportInterval  *int    `json:"report_interval"`
+		Servicegroup    *string `json:"servicegroup_driver"`
 		Aliases         bool    `json:"aliases"`
 	}
 	for _, suite := range testenv.NovaSuites() {
@@ -108,7 +109,8 @@ func TestNovaConfOptions(t *testing.T) {
 						}
 						return &o.Value
 					}
-					ours := answer{str(c.APIConnection), str(c.Connection), num(c.ServiceDownTime), num(c.ReportInterval), nova.Aliases}
+					ours := answer{str(c.APIConnection), str(c.Connection), num(c.ServiceDownTime), num(c.ReportInterval),
+						str(c.ServicegroupDriver), nova.Aliases}
 					if diff := cmp.Diff(nova, ours); diff != "" {
 						t.Errorf("(-Nova +LoadNova):\n%s", diff)
 					}

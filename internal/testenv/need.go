@@ -147,6 +147,8 @@ var (
 		pythonImports("oslo_config"))
 	// BaremetalCLI is the stock baremetal CLI (python3-ironicclient).
 	BaremetalCLI = dep("baremetal", "apt-get install python3-ironicclient", tool("baremetal"))
+	// Ansible is Ansible with its collections (community.mysql).
+	Ansible = dep("ansible", "apt-get install ansible", tool("ansible"))
 	// Promtool is Prometheus' promtool.
 	Promtool = dep("promtool", "apt-get install prometheus", tool("promtool"))
 	// Prometheus is the Prometheus server.

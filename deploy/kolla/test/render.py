@@ -63,7 +63,7 @@ def env():
     e = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
     e.filters["basename"] = os.path.basename
     # Kolla's filters: the API address of a host, as a URL part.
-    e.filters["kolla_address"] = lambda network, host: "127.0.0.1"
+    e.filters["kolla_address"] = lambda network, host, override_var=None: "127.0.0.1"
     e.filters["put_address_in_context"] = lambda addr, context: addr
     return e
 
@@ -94,6 +94,10 @@ def main(argv):
     e = env()
     variables = {
         "groups": {"ironic-conductor": ["controller-1"], "prometheus": ["controller-1"]},
+        # the host's own variables; PROMETHEUS_INSTANCE_LABEL sets its
+        # prometheus_instance_label, as a host var of Kolla's inventory
+        "hostvars": {"controller-1": {k: v for k, v in
+                                      [("prometheus_instance_label", os.environ.get("PROMETHEUS_INSTANCE_LABEL"))] if v}},
         "ironic_conductor_exporter_port": port,
         "prometheus_scrape_interval": "60s",  # Kolla's default
         "prometheus_dir": out,
