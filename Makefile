@@ -130,9 +130,9 @@ bench:
 conformance: build
 	./conformance/run.sh ./$(BIN)
 
-## live-fleet: real ironic-api and three ironic-conductors of the host's Ironic 21.4 beside the
-## sidecar on MariaDB and PostgreSQL, through SIGTERM/SIGKILL/SIGUSR1 scenarios; every comparison
-## within its documented lag (conformance/live/livefleet.py). About 4 minutes per backend.
+## live-fleet: real ironic-api and three ironic-conductors beside the sidecar: the host's 21.4 on
+## MariaDB and PostgreSQL through SIGTERM/SIGKILL/SIGUSR1 scenarios, 29.0 (trixie chroot) with
+## HOST:PORT names; every comparison within its documented lag (docs/live-fleet.md). About 10 minutes.
 live-fleet: build
 	./conformance/live/run.sh ./$(BIN)
 

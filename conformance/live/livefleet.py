@@ -50,6 +50,7 @@ LAGS = {
     'locks': REFRESH + 2,
     'stuck no lock': REFRESH + NO_LOCK_BOUND + 3,
     'stuck lock holder': REFRESH + 2,
+    'stuck never released': REFRESH + 2,
     'page all clear': REFRESH + NO_LOCK_BOUND + 3,
 }
 
@@ -68,8 +69,12 @@ def get(url, accept='application/json'):
 class Fleet:
     def __init__(self, a):
         self.a = a
+        # with --chroot the Ironic processes run in the release's chroot:
+        # work is the path they see, real the host's path of the same folder
+        self.root = a.chroot or ''
+        self.py = ['chroot', self.root, '/usr/bin/python3'] if a.chroot else [sys.executable]
         self.work = a.workdir
-        os.makedirs(self.work, exist_ok=True)
+        os.makedirs(self.real(self.work), exist_ok=True)
         self.hosts = ['%s.%d' % (a.net, i) for i in (2, 3, 4)]
         self.procs = {}
         self.api = 'http://127.0.0.1:%d' % a.api_port
@@ -99,11 +104,14 @@ class Fleet:
                   '[api]', 'host_ip = 127.0.0.1', 'port = %d' % self.a.api_port,
                   '[oslo_concurrency]', 'lock_path = %s' % os.path.join(self.work, 'locks'),
                   '[database]', 'connection = %s' % self.a.db_url]
-        with open(self.conf, 'w') as f:
+        with open(self.real(self.conf), 'w') as f:
             f.write('\n'.join(lines) + '\n')
         for h in self.hosts:
-            with open(os.path.join(self.work, h + '.conf'), 'w') as f:
+            with open(self.real(os.path.join(self.work, h + '.conf')), 'w') as f:
                 f.write('[DEFAULT]\nhost = %s\n[json_rpc]\nhost_ip = %s\n' % (h, h))
+
+    def real(self, path):
+        return self.root + path
 
     def schema(self):
         url = sa.engine.make_url(self.a.db_url)
@@ -116,17 +124,17 @@ class Fleet:
             c.execute(sa.text('DROP DATABASE IF EXISTS %s' % db))
             c.execute(sa.text('CREATE DATABASE %s' % db))
         admin.dispose()
-        subprocess.run([sys.executable, '-c', 'import sys; from ironic.cmd import dbsync; '
+        subprocess.run(self.py + ['-c', 'import sys; from ironic.cmd import dbsync; '
                         'sys.argv = ["ironic-dbsync", "--config-file", sys.argv[1], "create_schema"]; dbsync.main()',
                         self.conf], check=True, capture_output=True)
 
     def start(self, name, args):
-        logf = open(os.path.join(self.work, name + '.log'), 'a')
+        logf = open(self.real(os.path.join(self.work, name + '.log')), 'a')
         self.procs[name] = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT,
                                             start_new_session=True)
 
     def start_conductor(self, h):
-        self.start(h, [sys.executable, '-m', 'ironic.cmd.conductor', '--config-file', self.conf,
+        self.start(h, self.py + ['-m', 'ironic.cmd.conductor', '--config-file', self.conf,
                        '--config-file', os.path.join(self.work, h + '.conf')])
 
     def signal(self, name, sig):
@@ -255,10 +263,18 @@ class Checker:
                                     (0, True): 'draining', (0, False): 'stopped'}[(int(c['online']), fresh)]
         sc_state = {l['hostname']: l['state'] for l, v in metrics.get('ironic_conductor_state', []) if v == 1}
         self.compare('conductor state', state, sc_state, now)
+        # a lock belongs to the conductor of that name, else to the one
+        # registered as NAME:PORT (23.0+ with [json_rpc]port != 8089)
+        attr = {}
+        for n in nodes:
+            r = n['reservation']
+            if r and r not in attr:
+                attr[r] = r if r in state else next((h for h in state if h.startswith(r + ':')), r)
         locks = {}
         for n in nodes:
             if n['reservation']:
-                locks[n['reservation']] = locks.get(n['reservation'], 0) + 1
+                h = attr[n['reservation']]
+                locks[h] = locks.get(h, 0) + 1
         sc_locks = {l['hostname']: int(v) for l, v in metrics.get('ironic_conductor_reserved_nodes', []) if v > 0}
         self.compare('locks', locks, sc_locks, now)
         # stuck: a step with no lock whose worker's process the harness stopped;
@@ -266,13 +282,17 @@ class Checker:
         no_lock = sum(1 for n in nodes if n['provision_state'] in STEP_STATES and not n['reservation']
                       and self.worked_by_dead(n))
         holder = sum(1 for n in nodes if n['provision_state'] in IN_PROGRESS and n['reservation']
-                     and state.get(n['reservation']) in ('dead', 'stopped'))
+                     and n['reservation'] in state and state[n['reservation']] in ('dead', 'stopped'))
+        never = sum(1 for n in nodes if n['provision_state'] in IN_PROGRESS and n['reservation']
+                    and attr[n['reservation']] != n['reservation']
+                    and state[attr[n['reservation']]] in ('dead', 'stopped'))
         stuck = {}
         for l, v in metrics.get('ironic_nodes_stuck', []):
             stuck[l['reason']] = stuck.get(l['reason'], 0) + int(v)
         self.compare('stuck no lock', no_lock, stuck.get('no_lock_no_worker', 0), now)
         self.compare('stuck lock holder', holder, stuck.get('lock_holder_not_alive', 0), now)
-        trouble = no_lock > 0 or holder > 0 or any(s != 'alive' for s in state.values())
+        self.compare('stuck never released', never, stuck.get('lock_never_released', 0), now)
+        trouble = no_lock > 0 or holder > 0 or never > 0 or any(s != 'alive' for s in state.values())
         # one way: the page may have other problems to tell, never "All clear" in trouble
         self.compare('page all clear', False, trouble and 'All clear' in page, now)
         time.sleep(max(0, 1 - (time.time() - t0)))
@@ -307,6 +327,10 @@ def main():
     p.add_argument('--rpc-port', type=int, default=8089)
     p.add_argument('--sidecar-port', type=int, default=16343)
     p.add_argument('--nodes', type=int, default=9)
+    p.add_argument('--chroot', help="the release's chroot (default: the host's Ironic)")
+    p.add_argument('--release', default='21.4', help='a label for the table')
+    p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
+                   help='sigterm,sigkill,sigusr1 (21.4) or hostport (23.0+ with --rpc-port != 8089)')
     a = p.parse_args()
     f = Fleet(a)
     results = []
@@ -329,11 +353,14 @@ def main():
 def run(f, a, results):
     f.write_conf()
     f.schema()
-    f.start('api', [sys.executable, '-m', 'ironic.cmd.api', '--config-file', f.conf])
+    # main(), not `-m`: 29.0's api.py reads [database]connection at import
+    # under __main__, before the configuration is parsed
+    f.start('api', f.py + ['-c', 'import sys; sys.argv = ["ironic-api", "--config-file", sys.argv[1]]; '
+                           'from ironic.cmd import api; sys.exit(api.main())', f.conf])
     for h in f.hosts:
         f.start_conductor(h)
     f.start('sidecar', [a.sidecar, '--web.listen-address', '127.0.0.1:%d' % a.sidecar_port,
-                        '--ironic.config-file', f.conf, '--refresh.min-interval', '%ds' % REFRESH,
+                        '--ironic.config-file', f.real(f.conf), '--refresh.min-interval', '%ds' % REFRESH,
                         '--log.level', 'warn'])
 
     def api_up():
@@ -356,9 +383,13 @@ def run(f, a, results):
     f.wait_until('available', lambda: len(nodes_in(f, ('available',))) == a.nodes, 120)
     log('%d nodes available' % a.nodes)
 
+    todo = a.scenarios.split(',')
+    if 'hostport' in todo:
+        return hostport(f, a, results, uuids)
+
     # 1. deploys everywhere, then tear-downs; SIGTERM one conductor while its
     # workers hold tear-down locks, graceful_shutdown_timeout reached.
-    ck = Checker(f, 'SIGTERM during tear-downs (21.4)', results)
+    ck = Checker(f, 'SIGTERM during tear-downs (%s)' % a.release, results)
     for u in uuids:
         f.provision(u, 'active')
     f.wait_until('active', lambda: len(nodes_in(f, ('active',))) == a.nodes, 180, ck)
@@ -387,7 +418,7 @@ def run(f, a, results):
 
     # 2. SIGKILL a conductor holding deploy locks: peers release them
     # (_check_orphan_nodes) after heartbeat_timeout and fail the deploys.
-    ck = Checker(f, 'SIGKILL holding deploy locks (21.4)', results)
+    ck = Checker(f, 'SIGKILL holding deploy locks (%s)' % a.release, results)
     f.wait_until('settled', lambda: not nodes_in(f, IN_PROGRESS), 120, ck)
     for n in f.db_nodes():
         if n['provision_state'] == 'error':
@@ -408,7 +439,7 @@ def run(f, a, results):
     ck.finish()
 
     # 3. SIGUSR1 then SIGTERM: exits without unregistering (online stays 1).
-    ck = Checker(f, 'SIGUSR1 stop (21.4)', results)
+    ck = Checker(f, 'SIGUSR1 stop (%s)' % a.release, results)
     victim = f.hosts[2]
     f.wait_until('settled', lambda: not nodes_in(f, IN_PROGRESS), 120, ck)
     f.signal(victim, signal.SIGUSR1)
@@ -422,6 +453,31 @@ def run(f, a, results):
     online = {c['hostname']: c['online'] for c in f.db_conductors()}
     log('after SIGUSR1+SIGTERM %s online=%s' % (victim, online.get(victim)))
     ck.finish()
+
+
+def hostport(f, a, results, uuids):
+    """23.0+ with [json_rpc]port != 8089: conductors register as HOST:PORT
+    and lock as HOST. Their live locks are theirs; after a SIGKILL nothing in
+    Ironic releases them."""
+    ck = Checker(f, 'HOST:PORT locks, SIGKILL (%s)' % a.release, results)
+    for u in uuids:
+        f.provision(u, 'active')
+    victim = f.hosts[0]
+    f.wait_until('deploy locks', lambda: sum(1 for n in f.db_nodes() if n['reservation'] == victim) > 0, 60, ck)
+    for _ in range(3):
+        ck.poll()
+    names = [c['hostname'] for c in f.db_conductors()]
+    held = sum(1 for n in f.db_nodes() if n['reservation'] == victim)
+    log('conductors %s; SIGKILL %s holding %d deploy lock(s) named %s' % (names, victim, held, victim))
+    f.signal(victim, signal.SIGKILL)
+    f.wait_exit(victim, 10)
+    end = time.time() + HEARTBEAT_TIMEOUT + 25
+    while time.time() < end:
+        ck.poll()
+    left = sum(1 for n in f.db_nodes() if n['reservation'] == victim)
+    log('%d lock(s) named %s left after %ds' % (left, victim, HEARTBEAT_TIMEOUT + 25))
+    ck.finish()
+    ck.results[-1] = (ck.scenario + ' [%d never released]' % left,) + ck.results[-1][1:]
 
 
 if __name__ == '__main__':

@@ -5,7 +5,9 @@
 # (conformance/live/livefleet.py says what is compared and the lags).
 #
 # Usage: conformance/live/run.sh SIDECAR_BINARY
-#   LIVE_BACKENDS  "mysql postgresql" (default)
+#   LIVE_BACKENDS  "mysql postgresql" (default): the 21.4 scenarios' backends
+#   LIVE_HOSTPORT  "29.0" (default; "" to skip): HOST:PORT naming ([json_rpc]port 8090) in the
+#                  trixie chroot (make provision), SIGKILL holding locks, on MariaDB
 #   MYURL, PGURL   server URLs without a database (root@ / postgres@ on loopback)
 # Databases issue42_live_*; work files under a temporary folder (kept on failure).
 set -euo pipefail
@@ -18,7 +20,7 @@ $PY -c 'import ironic, sqlalchemy' 2>/dev/null || { echo "live fleet: the host's
 command -v baremetal >/dev/null || { echo "live fleet: the baremetal CLI is missing (python3-ironicclient, make provision)" >&2; exit 1; }
 work="$(mktemp -d /tmp/live-fleet.XXXXXX)"
 rc=0
-for b in ${LIVE_BACKENDS:-mysql postgresql}; do
+for b in ${LIVE_BACKENDS-mysql postgresql}; do
     case "$b" in
         mysql) url="$MYURL/issue42_live_my" ;;
         postgresql) url="$PGURL/issue42_live_pg" ;;
@@ -28,6 +30,23 @@ for b in ${LIVE_BACKENDS:-mysql postgresql}; do
     if ! timeout 900 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$url" --workdir "$work/$b"; then
         rc=1
         echo "live fleet on $b failed: logs in $work/$b" >&2
+    fi
+done
+CHROOT_CACHE="${CHROOT_CACHE:-/var/cache/ironic-conductor-exporter/chroots}"
+for rel in ${LIVE_HOSTPORT-29.0}; do
+    case "$rel" in
+        29.0) root="$CHROOT_CACHE/trixie" ;;
+        *) echo "no chroot known for $rel" >&2; exit 2 ;;
+    esac
+    [[ -x "$root/usr/bin/python3" ]] || { echo "live fleet: no $rel chroot at $root (make provision)" >&2; rc=1; continue; }
+    inner="$(mktemp -d "$root/tmp/live-fleet.XXXXXX")"; inner="${inner#"$root"}"
+    echo "== live fleet: Ironic $rel ($root) on mysql, HOST:PORT names"
+    if timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$MYURL/issue42_live_hp" \
+            --workdir "$inner" --chroot "$root" --rpc-port 8090 --scenarios hostport --release "$rel" --nodes 6; then
+        rm -rf "${root:?}$inner"
+    else
+        rc=1
+        echo "live fleet $rel failed: logs in $root$inner" >&2
     fi
 done
 [[ $rc -ne 0 ]] || rm -rf "$work"
