@@ -85,3 +85,14 @@ func TestLookupNoAffinityTakeover(t *testing.T) {
 		t.Errorf("lookup lacks %q", want)
 	}
 }
+
+// TestConductorPageStateMeaning: a conductor's page says what its state
+// means on the release that wrote the database, a dead one never only
+// "crashed".
+func TestConductorPageStateMeaning(t *testing.T) {
+	_, body := get(t, newHandler(t, fixture.NewSource(liveFleetSnapshot())), "/?conductor=c3:8090")
+	want := `<span id="c-meaning">online with a stale heartbeat: crashed, hung, or stopped without unregistering (SIGUSR1): the database cannot tell which</span>`
+	if !strings.Contains(body, want) {
+		t.Errorf("conductor page lacks %s", want)
+	}
+}

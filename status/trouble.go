@@ -292,6 +292,7 @@ type conductorData struct {
 	PrepMore   int
 	Maintained int
 	Elsewhere  int
+	Meaning    string // what the state means on the release that wrote the database
 }
 
 type historyRow struct {
@@ -332,6 +333,7 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 		return d
 	}
 	d.Row = newConductorRow(t, c)
+	d.Meaning = t.Rules.StateMeaning(c.State)
 	d.Online, d.Maintained, d.Elsewhere = c.Online, c.Maintenance, c.AffinityElsewhere
 	for i := range t.Rings {
 		r := &t.Rings[i]
