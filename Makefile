@@ -11,7 +11,7 @@ LDFLAGS     := -s -w \
   -X github.com/prometheus/common/version.BuildUser=$(shell whoami)@$(shell hostname) \
   -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: attacks provision test-upstream release-check all build image run test unit lint bench conformance conformance-auth vectors fuzz clean e2e faults release release-test
+.PHONY: attacks provision test-upstream release-check all build image run test unit lint bench conformance conformance-auth live-fleet vectors fuzz clean e2e faults release release-test
 
 # The pinned tools are built from the Go module proxy on first use into a
 # cache outside the checkout, one directory per version, so that CI's fresh
@@ -76,7 +76,7 @@ provision:
 ## test: everything CI runs, on a machine `make provision` sets up first: lint, unit tests with
 ## the race detector, conformance, the release archives.
 test: provision
-	$(MAKE) lint unit attacks conformance conformance-auth release-test release-check
+	$(MAKE) lint unit attacks conformance conformance-auth live-fleet release-test release-check
 
 ## unit: every package's tests with the race detector. The timeout is explicit and generous: the
 ## Nova conformance alone takes ~6 minutes on an idle 2-core machine, and go test's default (10
@@ -141,6 +141,12 @@ bench:
 ## conformance: the sidecar against real Ironic 16.0, 21.4, 29.0 and the newest (Debian chroots) on PostgreSQL, MariaDB and SQLite.
 conformance: build
 	./conformance/run.sh ./$(BIN)
+
+## live-fleet: real ironic-api and three ironic-conductors beside the sidecar: the host's 21.4 on
+## MariaDB and PostgreSQL through SIGTERM/SIGKILL/SIGUSR1 scenarios, 29.0 (trixie chroot) with
+## HOST:PORT names; every comparison within its documented lag (docs/live-fleet.md). About 10 minutes.
+live-fleet: build
+	./conformance/live/run.sh ./$(BIN)
 
 ## conformance-auth: keystone and http_basic modes against real Keystone and Ironic 21.4.
 conformance-auth: build

@@ -208,7 +208,7 @@ ironic_conductor_hardware_type_info{conductor_group="",hardware_type="ipmi",host
 ironic_conductor_hardware_type_info{conductor_group="",hardware_type="ipmi",hostname="c-two"} 1
 ironic_conductor_hardware_type_info{conductor_group="rack2",hardware_type="redfish",hostname="c-dead"} 1
 ironic_conductor_hardware_type_info{conductor_group="rack2",hardware_type="redfish",hostname="c-stopped"} 1
-# HELP ironic_conductor_reserved_nodes Nodes whose reservation (lock) names this host, whether or not a conductor of that name exists.
+# HELP ironic_conductor_reserved_nodes Nodes whose reservation (lock) Ironic attributes to this conductor (a HOST:PORT conductor locks as HOST), or that name this host when no conductor has it.
 # TYPE ironic_conductor_reserved_nodes gauge
 ironic_conductor_reserved_nodes{hostname="c-alive"} 1
 ironic_conductor_reserved_nodes{hostname="gone:6385"} 1

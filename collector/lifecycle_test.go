@@ -50,7 +50,7 @@ ironic_conductor_prepared_nodes{conductor_group="",hostname="c-up"} 1
 # HELP ironic_nodes_affinity_unavailable Deployed, rescued, held or in-progress nodes whose boot environment was prepared by a conductor that is not running (affinity=not_alive) or no longer exists (affinity=missing).
 # TYPE ironic_nodes_affinity_unavailable gauge
 ironic_nodes_affinity_unavailable{affinity="not_alive",conductor_group=""} 1
-# HELP ironic_nodes_stuck Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), that no ring serves (no_conductor), or whose ring conductor is not running (conductor_not_alive).
+# HELP ironic_nodes_stuck Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), locked by a HOST:PORT conductor that is not running, which Ironic never releases (lock_never_released), that no ring serves (no_conductor), whose ring conductor is not running (conductor_not_alive), or in a step state with no lock and no worker (no_lock_no_worker).
 # TYPE ironic_nodes_stuck gauge
 ironic_nodes_stuck{conductor_group="",provision_state="clean wait",reason="lock_holder_not_alive"} 1
 ironic_nodes_stuck{conductor_group="rack9",provision_state="wait call-back",reason="no_conductor"} 1

@@ -43,7 +43,7 @@ var (
 	conductorNodesFamily = newFamily("ironic_conductor_nodes",
 		"Nodes the hash rings map to this conductor now.", hostLabels...)
 	reservedNodesFamily = newFamily("ironic_conductor_reserved_nodes",
-		"Nodes whose reservation (lock) names this host, whether or not a conductor of that name exists.",
+		"Nodes whose reservation (lock) Ironic attributes to this conductor (a HOST:PORT conductor locks as HOST), or that name this host when no conductor has it.",
 		"hostname")
 	nodeInfoFamily = newFamily(nodeInfoName, nodeInfoHelp,
 		"conductor", "conductor_group", "driver", "node_name", "node_uuid")
@@ -75,7 +75,7 @@ var (
 		"Deployed, rescued, held or in-progress nodes whose boot environment was prepared by a conductor that is not running (affinity=not_alive) or no longer exists (affinity=missing).",
 		"affinity", "conductor_group")
 	stuckFamily = newFamily("ironic_nodes_stuck",
-		"Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), that no ring serves (no_conductor), or whose ring conductor is not running (conductor_not_alive).",
+		"Nodes in a state a conductor works or waits in whose lock holder is not running (reason=lock_holder_not_alive), locked by a HOST:PORT conductor that is not running, which Ironic never releases (lock_never_released), that no ring serves (no_conductor), whose ring conductor is not running (conductor_not_alive), or in a step state with no lock and no worker (no_lock_no_worker).",
 		"conductor_group", "provision_state", "reason")
 	faultedFamily = newFamily("ironic_nodes_faulted",
 		"Nodes Ironic put in maintenance itself (nodes.fault: power failure, clean failure, rescue abort failure, service failure; 'other' for any other value), by conductor group and ring conductor ('' when none).",

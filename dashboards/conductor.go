@@ -28,8 +28,8 @@ func Conductor() (dashboard.Dashboard, error) {
 		WithPanel(newThresholdStat(text).
 			Title("State").
 			Description("The conductor's state (ironic_conductor_state): alive (online, fresh heartbeat), draining " +
-				"(offline, still heartbeating), stopped (offline, stale: a clean stop), dead (online but stale: crashed " +
-				"or hung).").
+				"(offline, fresh heartbeat: unregistered less than heartbeat_timeout ago, or still draining on 23.1-31.x), " +
+				"stopped (offline, stale: a clean stop), dead (online but stale: crashed, hung or stopped without unregistering).").
 			WithTarget(statQuery("A", stateNumber("", matchHost), "state")).
 			Mappings(valueMappings(states...)).
 			TextMode(common.BigValueTextModeValue).

@@ -66,8 +66,9 @@ func Fleet() (dashboard.Dashboard, error) {
 		WithPanel(newThresholdStat(green).
 			Title("Conductors by state").
 			Description("Conductors in each state, as ironic_conductor_state reports it: alive (online, fresh heartbeat), "+
-				"draining (offline, still heartbeating), stopped (offline, stale: a clean stop) and dead (online but stale: "+
-				"crashed or hung). Draining and dead conductors turn the tile yellow and red.").
+				"draining (offline, fresh heartbeat: unregistered less than heartbeat_timeout ago, or still draining on 23.1-31.x), "+
+				"stopped (offline, stale: a clean stop) and dead (online but stale: crashed, hung or stopped without unregistering). "+
+				"Draining and dead conductors turn the tile yellow and red.").
 			WithTarget(statQuery("A", "sum by (state) (max by (hostname, conductor_group, state) ("+sel("ironic_conductor_state")+"))", "{{state}}")).
 			Decimals(0).
 			OverrideByName("alive", []dashboard.DynamicConfigValue{propColor(green)}).

@@ -105,6 +105,15 @@ type Config struct {
 	// concurrency limits (rules.ConcurrencyLimits).
 	MaxConcurrentDeploy, MaxConcurrentClean Opt[int]
 	MaxConcurrentPerConductorGroup          Opt[bool]
+	// GracefulShutdownTimeout is [DEFAULT] graceful_shutdown_timeout
+	// (oslo.service, whole seconds; 0 is an endless wait), and
+	// PeriodicMaxWorkers and SyncLocalStateInterval are [conductor]
+	// periodic_max_workers and sync_local_state_interval: how long a
+	// stopping conductor's workers may go on without their locks, and how
+	// fast Ironic takes nodes over (rules.Rules NoLockBound, TakeoverTime).
+	GracefulShutdownTimeout Opt[time.Duration]
+	PeriodicMaxWorkers      Opt[int]
+	SyncLocalStateInterval  Opt[time.Duration]
 	// Auth holds the options of the API's authentication and policy
 	// (AuthOptions), keyed "section.key"; an option no file sets is absent.
 	// [keystone_authtoken] password is a secret: never log it.
@@ -424,6 +433,12 @@ func readFiles(files, dirs []string) (*reader, []string, error) {
 	return r, paths, nil
 }
 
+// seconds reads an integer option of whole seconds.
+func (r *reader) seconds(section, key string) Opt[time.Duration] {
+	o := r.integer(section, key)
+	return Opt[time.Duration]{Value: time.Duration(o.Value) * time.Second, Set: o.Set, Place: o.Place}
+}
+
 func (r *reader) config(paths []string) (*Config, error) {
 	c := &Config{
 		Files:                          paths,
@@ -432,13 +447,14 @@ func (r *reader) config(paths []string) (*Config, error) {
 		HashRingAlgorithm:              r.str([]optName{{"DEFAULT", "hash_ring_algorithm"}}, false),
 		PinReleaseVersion:              r.str([]optName{{"DEFAULT", "pin_release_version"}}, false),
 		HashDistributionReplicas:       r.integer("DEFAULT", "hash_distribution_replicas"),
+		PeriodicMaxWorkers:             r.integer("conductor", "periodic_max_workers"),
+		HeartbeatTimeout:               r.seconds("conductor", "heartbeat_timeout"),
+		GracefulShutdownTimeout:        r.seconds("DEFAULT", "graceful_shutdown_timeout"),
+		SyncLocalStateInterval:         r.seconds("conductor", "sync_local_state_interval"),
 		MaxConcurrentDeploy:            r.integer("conductor", "max_concurrent_deploy"),
 		MaxConcurrentClean:             r.integer("conductor", "max_concurrent_clean"),
 		MaxConcurrentPerConductorGroup: r.boolean("conductor", "max_concurrent_per_conductor_group"),
 		Auth:                           map[string]Opt[string]{},
-	}
-	if hb := r.integer("conductor", "heartbeat_timeout"); hb.Set {
-		c.HeartbeatTimeout = Opt[time.Duration]{Value: time.Duration(hb.Value) * time.Second, Set: true, Place: hb.Place}
 	}
 	for _, name := range AuthOptions {
 		section, key, _ := strings.Cut(name, ".")

@@ -425,3 +425,31 @@ func TestLoadBadBoolean(t *testing.T) {
 		t.Errorf("a boolean that is not: %v", err)
 	}
 }
+
+// TestLoadShutdownAndTakeoverOptions reads graceful_shutdown_timeout,
+// periodic_max_workers and sync_local_state_interval (whole seconds where
+// they are times), the last file winning.
+func TestLoadShutdownAndTakeoverOptions(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a.conf": "[DEFAULT]\ngraceful_shutdown_timeout = 90\n[conductor]\nperiodic_max_workers = 4\nsync_local_state_interval = 20\n",
+		"b.conf": "[DEFAULT]\ngraceful_shutdown_timeout = 0\n",
+	})
+	c, err := Load([]string{filepath.Join(dir, "a.conf")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.GracefulShutdownTimeout.Set || c.GracefulShutdownTimeout.Value != 90*time.Second ||
+		c.PeriodicMaxWorkers.Value != 4 || c.SyncLocalStateInterval.Value != 20*time.Second {
+		t.Errorf("read %+v, %+v, %+v", c.GracefulShutdownTimeout, c.PeriodicMaxWorkers, c.SyncLocalStateInterval)
+	}
+	if c, err = Load([]string{filepath.Join(dir, "a.conf"), filepath.Join(dir, "b.conf")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !c.GracefulShutdownTimeout.Set || c.GracefulShutdownTimeout.Value != 0 {
+		t.Errorf("the last file's 0: %+v", c.GracefulShutdownTimeout)
+	}
+	if c, err = Load([]string{filepath.Join(dir, "b.conf")}, nil); err != nil || c.PeriodicMaxWorkers.Set || c.SyncLocalStateInterval.Set {
+		t.Errorf("unset options read as set: %v %+v %+v", err, c.PeriodicMaxWorkers, c.SyncLocalStateInterval)
+	}
+}

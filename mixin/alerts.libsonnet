@@ -32,6 +32,7 @@ local strip(s) = std.rstripChars(s, '\n');
       up: 'ironic_up{%s} == 1' % c.selector,
       flappingWindowText: humanize(c.flappingWindow, true),
       churnWindowText: humanize(c.churnWindow, true),
+      takeoverProgressWindowText: humanize(c.takeoverProgressWindow, true),
     },
     local alert(name, severity, expr, summary, description) = {
       alert: name,
@@ -91,7 +92,7 @@ local strip(s) = std.rstripChars(s, '\n');
               )
             ||| % v,
             'An Ironic conductor is online but no longer heartbeats.',
-            'Conductor {{ $labels.hostname }} (conductor group "{{ $labels.conductor_group }}") is registered online but its heartbeat is older than Ironic\'s heartbeat_timeout: it crashed or hangs. Ironic has taken it out of the hash rings and its nodes moved to other conductors.',
+            'Conductor {{ $labels.hostname }} (conductor group "{{ $labels.conductor_group }}") is registered online but its heartbeat is older than Ironic\'s heartbeat_timeout: it crashed, hangs, or was stopped without unregistering (SIGUSR1 then SIGTERM, a quick restart); the database cannot tell which. Ironic has taken it out of the hash rings and its nodes moved to other conductors.',
           ),
           alert(
             'IronicConductorHeartbeatStale',
@@ -174,7 +175,7 @@ local strip(s) = std.rstripChars(s, '\n');
               )
             ||| % v,
             'Ironic nodes are locked by a conductor that is not running.',
-            '{{ $labels.hostname }}, which is not a running conductor, holds the reservation (lock) of {{ $value | humanize }} node(s): every change to them fails with NodeLocked until the lock is released.',
+            '{{ $labels.hostname }}, which is not a running conductor, holds the reservation (lock) of {{ $value | humanize }} node(s): every change to them fails with NodeLocked until the lock is released (a HOST:PORT conductor locks nodes as HOST, and Ironic releases locks by their exact name only: those it never releases).',
           ),
           alert(
             'IronicBootEnvironmentStranded',
@@ -182,11 +183,14 @@ local strip(s) = std.rstripChars(s, '\n');
             |||
               max without (%(replica)s) (
                 ironic_nodes_affinity_unavailable{%(selector)s} > 0
+                unless
+                  ironic_nodes_affinity_unavailable{%(selector)s}
+                  < max_over_time(ironic_nodes_affinity_unavailable{%(selector)s}[%(takeoverProgressWindow)s])
                 and on (%(target)s) %(up)s
               )
             ||| % v,
             "Ironic nodes' boot environments are on a conductor that is not running.",
-            '{{ $value | humanize }} deployed, rescued or in-progress node(s) of conductor group "{{ $labels.conductor_group }}" have their boot files and deploy logs on a conductor that is {{ if eq $labels.affinity "missing" }}gone from the database{{ else }}stopped or dead{{ end }}, and no takeover has rebuilt them for %s.' % humanize(c['for'].IronicBootEnvironmentStranded),
+            '{{ $value | humanize }} deployed, rescued or in-progress node(s) of conductor group "{{ $labels.conductor_group }}" have their boot files and deploy logs on a conductor that is {{ if eq $labels.affinity "missing" }}gone from the database{{ else }}stopped or dead{{ end }}, and their number has not fallen for %s: Ironic takes over at most periodic_max_workers nodes per conductor every sync_local_state_interval, and no takeover is progressing.' % humanize(c['for'].IronicBootEnvironmentStranded),
           ),
           alert(
             'IronicNodesStuck',
@@ -198,7 +202,7 @@ local strip(s) = std.rstripChars(s, '\n');
               )
             ||| % v,
             'Ironic nodes are stuck in a provision state no running conductor will finish.',
-            '{{ $value | humanize }} node(s) of conductor group "{{ $labels.conductor_group }}" have been in provision state "{{ $labels.provision_state }}" for %s with {{ if eq $labels.reason "lock_holder_not_alive" }}their lock held by a host that is not running{{ else if eq $labels.reason "no_conductor" }}no conductor serving them{{ else }}a ring conductor that is not running{{ end }}.' % humanize(c['for'].IronicNodesStuck),
+            '{{ $value | humanize }} node(s) of conductor group "{{ $labels.conductor_group }}" have been in provision state "{{ $labels.provision_state }}" for %s with {{ if eq $labels.reason "lock_holder_not_alive" }}their lock held by a host that is not running{{ else if eq $labels.reason "lock_never_released" }}their lock held as HOST by a HOST:PORT conductor that is not running, which Ironic never releases{{ else if eq $labels.reason "no_lock_no_worker" }}no lock and no worker: nothing resumes them until a conductor mapping them (re)starts{{ else if eq $labels.reason "no_conductor" }}no conductor serving them{{ else }}a ring conductor that is not running{{ end }}.' % humanize(c['for'].IronicNodesStuck),
           ),
           alert(
             'IronicHashRingChurn',

@@ -51,6 +51,12 @@
     flappingWindow: '30m',
     flappingChanges: 4,
     churnWindow: '1h',
+    // IronicBootEnvironmentStranded waits while the stranded count falls
+    // within this window: Ironic's takeover is paced (periodic_max_workers
+    // nodes per conductor every sync_local_state_interval, 8 per 180s by
+    // default), so a large failover takes many rounds. Keep it several
+    // times sync_local_state_interval.
+    takeoverProgressWindow: '15m',
 
     // Dashboards.
     dashboardTags: ['ironic-conductor-exporter'],

@@ -33,7 +33,7 @@ func TestDetect(t *testing.T) {
 			[]string{"pinned by pin_release_version"}},
 		{"object version only", "", []string{"1.4"}, "31.0", "conductors.version", nil},
 		{"object version 1.3 only", "", []string{"1.3"}, "24.1", "conductors.version",
-			[]string{"changed in 12.2", "changed in 15.2", "changed in 16.1", "changed in 21.1", "changed in 22.1", "changed in 23.1"}},
+			[]string{"changed in 12.2", "changed in 15.2", "changed in 16.1", "changed in 21.1", "changed in 22.1", "changed in 23.0", "changed in 23.1"}},
 		{"nothing", "", nil, Newest.String(), "none", []string{"neither a schema revision"}},
 		{"newer object version", "", []string{"1.10"}, Newest.String(), "conductors.version", []string{"unknown Conductor object version 1.10"}},
 	} {

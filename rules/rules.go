@@ -65,6 +65,17 @@ type Settings struct {
 	// max_concurrent_per_conductor_group (ConcurrencyLimits).
 	MaxConcurrentDeploy, MaxConcurrentClean int
 	MaxConcurrentPerConductorGroup          bool
+	// GracefulShutdownTimeout is [DEFAULT]graceful_shutdown_timeout
+	// (oslo.service): how long a stopping conductor waits for its workers
+	// before it exits. Zero takes the default, 60s; negative is the file's
+	// 0, an endless wait.
+	GracefulShutdownTimeout time.Duration
+	// PeriodicMaxWorkers is [conductor]periodic_max_workers (default 8):
+	// the nodes one conductor takes over per sync_local_state_interval.
+	PeriodicMaxWorkers int
+	// SyncLocalStateInterval is [conductor]sync_local_state_interval
+	// (default 180s), the spacing of _sync_local_state's takeovers.
+	SyncLocalStateInterval time.Duration
 }
 
 // Rules are Ironic's rules for one release, backend and settings.
@@ -94,7 +105,9 @@ var changes = []struct {
 	{Release{16, 1}, "pin_release_version's ungrouped rings (removed)"},
 	{concurrencySince, "the concurrency limits of deploys and cleanings"},
 	{sqliteSince, "SQLite heartbeats and ring membership"},
-	{Release{23, 1}, "the drain on stop (online=false while heartbeating)"},
+	{hostPortSince, "HOST:PORT conductor names, locks kept as HOST"},
+	{drainHeartbeatsSince, "the drain on stop (online=false while heartbeating)"},
+	{drainKeepaliveHaltedSince, "the drain's keepalive halted at unregister"},
 	{onlineAliveSince, "the API's alive (online and a fresh heartbeat)"},
 	{concurrencyPerGroupSince, "max_concurrent_per_conductor_group"},
 	// (not the root's version headers (26.1), alone not worth a warning,
@@ -103,13 +116,17 @@ var changes = []struct {
 }
 
 // New builds the rules of release on backend with settings s. Zero
-// settings take Ironic's defaults (exponent 5, md5, one replica), except
+// settings take Ironic's defaults (exponent 5, md5, one replica, a 60s
+// graceful shutdown, 8 periodic workers every 180s), except
 // HeartbeatTimeout: Ironic accepts 0 (and rings then ignore heartbeats from
 // 22.1), so the caller gives it (Ironic's default is 60s).
 func New(release Release, backend Backend, s Settings) Rules {
 	s.PartitionExponent = cmp.Or(s.PartitionExponent, 5)
 	s.Algorithm = cmp.Or(s.Algorithm, ring.MD5)
 	s.HashDistributionReplicas = cmp.Or(s.HashDistributionReplicas, 1)
+	s.GracefulShutdownTimeout = cmp.Or(s.GracefulShutdownTimeout, 60*time.Second)
+	s.PeriodicMaxWorkers = cmp.Or(s.PeriodicMaxWorkers, 8)
+	s.SyncLocalStateInterval = cmp.Or(s.SyncLocalStateInterval, 180*time.Second)
 	sqlite := backend == SQLite
 	if s.Connection != "" {
 		sqlite = IronicUsesSQLite(s.Connection)
@@ -177,13 +194,67 @@ func (r Rules) Heartbeats() bool {
 // State is a conductor's state as the exporter names it.
 type State string
 
-// The states of ironic_conductor_state.
+// The states of ironic_conductor_state, named by what the database can
+// tell (the values are a metric's label: they stay). What each means on
+// each release is StateMeaning's.
 const (
-	StateAlive    State = "alive"    // online, fresh heartbeat (or online where nothing heartbeats)
-	StateDraining State = "draining" // offline while still heartbeating
-	StateStopped  State = "stopped"  // offline, stale heartbeat
-	StateDead     State = "dead"     // online, stale heartbeat: crashed or hung
+	// StateAlive: online, fresh heartbeat (or online where nothing
+	// heartbeats).
+	StateAlive State = "alive"
+	// StateDraining: online=false with a heartbeat not older than
+	// heartbeat_timeout: the conductor unregistered less than that ago.
+	StateDraining State = "draining"
+	// StateStopped: online=false, stale heartbeat: it unregistered and
+	// stopped.
+	StateStopped State = "stopped"
+	// StateDead: online=true with a stale heartbeat: crashed, hung, or
+	// stopped without unregistering (SIGUSR1 then SIGTERM, and on 32.0+ a
+	// SIGUSR1 stop): the database cannot tell these apart.
+	StateDead State = "dead"
 )
+
+// drainHeartbeatsSince and drainKeepaliveHaltedSince bound the releases
+// whose keepalive goes on writing online=false while a stopping conductor
+// finishes its work: 23.1 (commit 3f9151163 "Introduce conductor touch
+// while offline") to 31.x; 32.0 (commit bbf57b1c2) halts the keepalive in
+// del_host right after unregistering.
+var (
+	drainHeartbeatsSince      = Release{23, 1}
+	drainKeepaliveHaltedSince = Release{32, 0}
+)
+
+// DrainHeartbeats reports whether a stopping conductor keeps heartbeating
+// (online=false) until its work ends: 23.1-31.x. Elsewhere its heartbeat
+// stops when it unregisters, so draining lasts heartbeat_timeout whether
+// or not the process still runs.
+func (r Rules) DrainHeartbeats() bool {
+	return r.release.AtLeast(drainHeartbeatsSince) && r.release.Before(drainKeepaliveHaltedSince)
+}
+
+// StateMeaning says in words what a state means under these rules: what
+// the database shows and what the conductor may be doing, as the release
+// behaves (base_manager.py del_host and the keepalive).
+func (r Rules) StateMeaning(s State) string {
+	switch s {
+	case StateAlive:
+		return "online and heartbeating: serves its nodes"
+	case StateDraining:
+		switch {
+		case r.DrainHeartbeats():
+			return "unregistered and still heartbeating: finishing its work, keeping its locks (SIGUSR2 drain or SIGTERM); out of the rings"
+		case r.release.AtLeast(drainKeepaliveHaltedSince):
+			return "unregistered less than heartbeat_timeout ago: may still finish its work, holding its locks; after heartbeat_timeout peers break them and fail its deploys and cleanings"
+		case r.release.AtLeast(Release{22, 0}):
+			return "unregistered less than heartbeat_timeout ago (SIGTERM): it may still finish its work, holding its locks, for up to graceful_shutdown_timeout, or have exited already"
+		}
+		return "unregistered less than heartbeat_timeout ago (SIGTERM): its locks are already cleared, its workers may go on for up to graceful_shutdown_timeout, or it has exited already"
+	case StateStopped:
+		return "unregistered and no longer heartbeating: stopped"
+	case StateDead:
+		return "online with a stale heartbeat: crashed, hung, or stopped without unregistering (SIGUSR1): the database cannot tell which"
+	}
+	return ""
+}
 
 // States are the states a conductor can be in under these rules, in the
 // order the metrics list them. Where nothing heartbeats (SQLite 22.1+) the
@@ -195,10 +266,10 @@ func (r Rules) States() []State {
 	return []State{StateAlive, StateDraining, StateStopped, StateDead}
 }
 
-// State is the conductor's state. Draining is what 23.1+ shows while a
-// stopping conductor waits for its locks (commit 3f9151163 "Introduce
-// conductor touch while offline": the keepalive writes online=False); in
-// older releases it is seen only briefly, right after unregistering.
+// State is the conductor's state. Draining lasts, on 23.1-31.x, while a
+// stopping conductor finishes its work (DrainHeartbeats); on other
+// releases exactly heartbeat_timeout after it unregistered, whatever the
+// process does (StateMeaning).
 func (r Rules) State(online bool, updatedAt, now time.Time) State {
 	if !r.Heartbeats() {
 		if online {

@@ -184,7 +184,7 @@ func TestScreenshotsInChromium(t *testing.T) {
 	affinity, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#lookup-affinity")))
 	step("reading the affinity", err)
 	if !strings.Contains(affinity, "Boot files were prepared by cond-b (dead); the ring now maps the node to ") ||
-		!strings.Contains(affinity, ": a takeover will rebuild them.") {
+		!strings.Contains(affinity, "takes it over (") || !strings.Contains(affinity, "Ironic takes over at most 8 per conductor every 3m0s") {
 		t.Errorf("lookup of web-2: affinity %q", affinity)
 	}
 	t.Logf("lookup of web-2: %s", affinity)

@@ -58,12 +58,12 @@ func TestSummary(t *testing.T) {
 	_, body := get(t, newHandler(t, fixture.NewSource(degradedSnapshot())), "/")
 	for _, want := range []string{
 		`id="summary" class="banner summary bad" role="alert"`,
-		`<li class="bad"><a href="/#conductors-h">1 conductor(s) dead (online, no heartbeat).</a></li>`,
+		`<li class="bad"><a href="/#conductors-h">1 conductor(s) dead: online with no heartbeat (crashed, hung, or stopped without unregistering).</a></li>`,
 		`<li class="bad"><a href="/#conductors-h">1 conductor group(s) without a live conductor: rack1.</a></li>`,
 		`<li class="bad"><a href="/#orphans-h">1 node(s) without a conductor.</a></li>`,
 		`<li class="warn"><a href="/#stuck-h">2 node(s) locked by hosts that are not running.</a></li>`,
 		`<li class="warn"><a href="/#stuck-nodes-h">1 node(s) stuck in progress with no running conductor to finish.</a></li>`,
-		`<li class="warn"><a href="/#stranded-h">2 node(s) with boot files on a conductor that is not running.</a></li>`,
+		`<li class="warn"><a href="/#stranded-h">2 node(s) with boot files on a conductor that is not running; Ironic takes over at most 8 node(s) per conductor every 3m0s: `,
 		`<meta http-equiv="refresh" content="30">`,
 		`<a id="refresh-toggle" href="/?refresh=off">stop refreshing</a>`,
 	} {
@@ -89,7 +89,7 @@ func TestLookupAffinity(t *testing.T) {
 	h := newHandler(t, fixture.NewSource(degradedSnapshot()))
 	code, body := get(t, h, "/?node=aaaaaaaa-3333-4333-8333-333333333333")
 	topoConductor := between(body, `<strong id="lookup-conductor">`, `</strong>`)
-	want := `Boot files were prepared by cond-b (dead); the ring now maps the node to ` + topoConductor + `: a takeover will rebuild them.`
+	want := `Boot files were prepared by cond-b (dead); the ring now maps the node to ` + topoConductor + `: ` + topoConductor + ` takes it over (`
 	if code != 200 || topoConductor == "" || !strings.Contains(body, want) {
 		t.Errorf("lookup of web-2: %d, lacks %q", code, want)
 	}

@@ -259,7 +259,11 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 			// locks, and on SQLite 22.1+ Alive is false for conductors
 			// that work. Ironic releases the locks of the hosts
 			// get_offline_conductors returns (_check_orphan_nodes).
-			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: "conductor " + string(c.State)})
+			why := "conductor " + string(c.State)
+			if name := t.Rules.ReservationName(host); name != host {
+				why += "; its locks name " + name + ", which Ironic never releases"
+			}
+			d.Stuck = append(d.Stuck, stuckRow{Host: host, Nodes: n, Why: why})
 		}
 	}
 	slices.SortFunc(d.Stuck, func(a, b stuckRow) int { return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Host, b.Host)) })
@@ -353,8 +357,8 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 	if c, ok := t.Conductor(n.AffinityHost()); ok {
 		res.AffinityState = c.State
 	}
-	res.AffinityText = affinityText(n, res)
-	res.StuckText = stuckText(n)
+	res.AffinityText = affinityText(t, n, res)
+	res.StuckText = stuckText(t, n)
 	res.Instance, res.ByInstance = deref(n.InstanceUUID), byInstance
 	if novaState != nil {
 		res.NovaClaims, res.NovaKnown = novaState.NodeClaims(n.UUID)

@@ -44,7 +44,7 @@ func nodeTrouble(t *topology.Topology) (stranded []strandedRow, stuck []nodeRow)
 			stranded = append(stranded, r)
 		}
 		if n.Stuck != topology.NotStuck && len(stuck) < maxNodeRows {
-			stuck = append(stuck, newNodeRow(n))
+			stuck = append(stuck, newNodeRow(t, n))
 		}
 	}
 	return stranded, stuck
@@ -75,7 +75,7 @@ func summarize(d pageData, t *topology.Topology) summary {
 	}
 	if t != nil {
 		if n := d.Counts[string(rules.StateDead)]; n > 0 {
-			add("bad", "conductors-h", "%d conductor(s) dead (online, no heartbeat).", n)
+			add("bad", "conductors-h", "%d conductor(s) dead: online with no heartbeat (crashed, hung, or stopped without unregistering).", n)
 		}
 		if groups := groupsWithoutRunning(t); len(groups) > 0 {
 			add("bad", "conductors-h", "%d conductor group(s) without a live conductor: %s.", len(groups), strings.Join(groups, ", "))
@@ -94,13 +94,16 @@ func summarize(d pageData, t *topology.Topology) summary {
 			add("warn", "stuck-h", "%d node(s) locked by hosts that are not running.", locks)
 		}
 		if n := sum(t.Stuck); n > 0 {
-			add("warn", "stuck-nodes-h", "%d node(s) stuck in progress with no running conductor to finish.", n)
+			add("warn", "stuck-nodes-h", "%d node(s) stuck in progress with no running conductor to finish%s.", n, stuckBreakdown(t))
 		}
 		if n := sum(t.AffinityUnavailable); n > 0 {
-			add("warn", "stranded-h", "%d node(s) with boot files on a conductor that is not running.", n)
+			add("warn", "stranded-h", "%d node(s) with boot files on a conductor that is not running%s.", n, takeoverPace(t))
 		}
 		if n := d.Counts[string(rules.StateDraining)]; n > 0 {
-			add("warn", "conductors-h", "%d conductor(s) draining.", n)
+			add("warn", "conductors-h", "%d conductor(s) draining: unregistered, out of the rings, possibly finishing work.", n)
+		}
+		if n := d.Counts[string(rules.StateStopped)]; n > 0 {
+			add("warn", "conductors-h", "%d conductor(s) stopped.", n)
 		}
 		if n := sum(t.Faults); n > 0 {
 			add("warn", "faults-h", "%d node(s) put in maintenance by Ironic itself (a power, cleaning, rescue or service failure).", n)
@@ -128,6 +131,69 @@ func summarize(d pageData, t *topology.Topology) summary {
 		s.Level = s.Problems[0].Level
 	}
 	return s
+}
+
+// stuckBreakdown names the reasons of the stuck nodes that say more than
+// "no running conductor": a lock Ironic never releases, a step with no
+// worker.
+func stuckBreakdown(t *topology.Topology) string {
+	by := map[topology.Stuck]int{}
+	for k, n := range t.Stuck {
+		by[k.Reason] += n
+	}
+	var parts []string
+	if n := by[topology.StuckLockNeverReleased]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d locked by a HOST:PORT conductor that is not running, which Ironic never releases", n))
+	}
+	if n := by[topology.StuckNoWorker]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d with no lock and no worker, until a conductor mapping them starts or an operator acts", n))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// takeoverCandidate reports whether Ironic's _sync_local_state on the
+// node's ring conductor c takes n over: ACTIVE, not in maintenance, not
+// locked, and conductor_affinity not c's id (NULL included: Python's
+// None != id; ironic/conductor/manager.py).
+func takeoverCandidate(n *topology.NodeInfo, c *topology.ConductorInfo) bool {
+	return n.ProvisionState != nil && *n.ProvisionState == "active" && !n.Maintenance && n.Reservation == nil &&
+		(!n.HasConductorAffinity || int64(n.ConductorAffinity) != c.ID)
+}
+
+// takeoverPending counts the nodes conductor c will take over.
+func takeoverPending(t *topology.Topology, c *topology.ConductorInfo) int {
+	pending := 0
+	for _, i := range c.Nodes {
+		if takeoverCandidate(&t.Nodes[i], c) {
+			pending++
+		}
+	}
+	return pending
+}
+
+// takeoverPace says how long the pending takeovers take at Ironic's pace
+// (rules.Rules TakeoverTime: periodic_max_workers nodes per conductor every
+// sync_local_state_interval), "" when no running conductor has any.
+func takeoverPace(t *topology.Topology) string {
+	most, host := 0, ""
+	for i := range t.Conductors {
+		c := &t.Conductors[i]
+		if !c.Running() {
+			continue
+		}
+		if n := takeoverPending(t, c); n > most {
+			most, host = n, c.Hostname
+		}
+	}
+	if most == 0 {
+		return ""
+	}
+	s := t.Rules.Settings()
+	return fmt.Sprintf("; Ironic takes over at most %d node(s) per conductor every %s: %s has %d to take over, about %s",
+		s.PeriodicMaxWorkers, s.SyncLocalStateInterval, host, most, t.Rules.TakeoverTime(most))
 }
 
 func sum[K comparable](m map[K]int) int {
@@ -164,11 +230,15 @@ func groupsWithoutRunning(t *topology.Topology) []string {
 // Ironic will do about them (_sync_local_state takes over ACTIVE nodes not
 // in maintenance and not locked whose conductor_affinity is not the ring's
 // conductor; _do_takeover rebuilds the boot environment).
-func affinityText(n *topology.NodeInfo, r *lookupResult) string {
+func affinityText(t *topology.Topology, n *topology.NodeInfo, r *lookupResult) string {
 	var where string
 	switch n.Affinity {
 	case topology.AffinityNone:
-		return "No conductor has prepared this node's boot environment yet (conductor_affinity is empty)."
+		where = "No conductor has prepared this node's boot environment yet (conductor_affinity is empty)"
+		if c, ok := t.Conductor(n.Conductor); ok && takeoverCandidate(n, c) {
+			return where + "; Ironic takes over an active node with no affinity as any other: " + takeoverWhen(t, c) + "."
+		}
+		return where + "."
 	case topology.AffinityMissing:
 		where = fmt.Sprintf("Boot files were prepared by a conductor that no longer exists (id %d)", n.ConductorAffinity)
 	default:
@@ -182,21 +252,40 @@ func affinityText(n *topology.NodeInfo, r *lookupResult) string {
 	}
 	where += "; the ring now maps the node to " + n.Conductor
 	active := n.ProvisionState != nil && *n.ProvisionState == "active"
+	c, ok := t.Conductor(n.Conductor)
 	switch {
-	case active && !n.Maintenance && n.Reservation == nil:
-		return where + ": a takeover will rebuild them."
+	case ok && takeoverCandidate(n, c):
+		return where + ": " + takeoverWhen(t, c) + "."
 	case active && n.Maintenance:
 		return where + ": no takeover while the node is in maintenance."
 	case active:
-		return where + ": a takeover will rebuild them once the lock is released."
+		return where + ": no takeover while it is locked by " + *n.Reservation + " (a takeover holds the lock itself while it rebuilds them)."
 	}
 	return where + ": Ironic takes over only active nodes; the next operation prepares the node there."
 }
 
-func stuckText(n *topology.NodeInfo) string {
+// takeoverWhen says when c's takeover (_sync_local_state, at most
+// periodic_max_workers nodes per sync_local_state_interval) reaches its
+// pending nodes.
+func takeoverWhen(t *topology.Topology, c *topology.ConductorInfo) string {
+	pending := takeoverPending(t, c)
+	s := t.Rules.Settings()
+	return fmt.Sprintf("%s takes it over (%d node(s) pending there; Ironic takes over at most %d per conductor every %s: within about %s)",
+		c.Hostname, pending, s.PeriodicMaxWorkers, s.SyncLocalStateInterval, t.Rules.TakeoverTime(pending))
+}
+
+func stuckText(t *topology.Topology, n *topology.NodeInfo) string {
 	switch n.Stuck {
 	case topology.StuckLockHolder:
 		return "locked by " + *n.Reservation + ", which is not running"
+	case topology.StuckLockNeverReleased:
+		holder := *n.Reservation
+		if c, _ := t.LockHolder(holder); c != nil {
+			holder = c.Hostname
+		}
+		return "locked as " + *n.Reservation + " by " + holder + ", which is not running: Ironic compares exact names and never releases this lock (clear nodes.reservation, see the runbook)"
+	case topology.StuckNoWorker:
+		return "no lock and no worker: nothing resumes " + provision(n) + " until a conductor mapping it (re)starts and fails it (restart " + cmp.Or(n.Conductor, "its conductor") + ")"
 	case topology.StuckNoConductor:
 		return "no conductor serves it"
 	case topology.StuckConductorNotAlive:
@@ -221,6 +310,7 @@ type conductorData struct {
 	PrepMore   int
 	Maintained int
 	Elsewhere  int
+	Meaning    string // what the state means on the release that wrote the database
 }
 
 type historyRow struct {
@@ -235,9 +325,9 @@ type nodeRow struct {
 }
 
 // newNodeRow is a node's row in the page's node tables.
-func newNodeRow(n *topology.NodeInfo) nodeRow {
+func newNodeRow(t *topology.Topology, n *topology.NodeInfo) nodeRow {
 	return nodeRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Reservation: deref(n.Reservation),
-		Conductor: n.Conductor, Maintenance: n.Maintenance, Stuck: stuckText(n)}
+		Conductor: n.Conductor, Maintenance: n.Maintenance, Stuck: stuckText(t, n)}
 }
 
 func conductorPage(t *topology.Topology, host string, h *History) *conductorData {
@@ -261,6 +351,7 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 		return d
 	}
 	d.Row = newConductorRow(t, c)
+	d.Meaning = t.Rules.StateMeaning(c.State)
 	d.Online, d.Maintained, d.Elsewhere = c.Online, c.Maintenance, c.AffinityElsewhere
 	for i := range t.Rings {
 		r := &t.Rings[i]
@@ -276,7 +367,7 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 			if j == maxNodeRows {
 				return rows, len(sorted) - j
 			}
-			rows = append(rows, newNodeRow(&t.Nodes[i]))
+			rows = append(rows, newNodeRow(t, &t.Nodes[i]))
 		}
 		return rows, 0
 	}

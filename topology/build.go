@@ -120,6 +120,7 @@ func (t *Topology) judgeConductors(conductors []db.Conductor) (members map[strin
 		} else {
 			t.byHost[c.Hostname] = len(t.Conductors)
 			t.Conductors = append(t.Conductors, ci)
+			t.lockName(&ci, len(t.Conductors)-1)
 		}
 		if !ci.Active {
 			continue
@@ -256,7 +257,8 @@ func (t *Topology) reusableNodes(prev *Topology, unchanged []bool) bool {
 			return false
 		}
 	}
-	return true
+	// a node's lock-less time may have passed NoLockBound since prev
+	return prev.noLockDeadline.IsZero() || t.Now.Before(prev.noLockDeadline)
 }
 
 // sameSlice reports whether a and b are the same non-empty slice: the same

@@ -1,6 +1,10 @@
 package topology
 
-import "github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+import (
+	"time"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+)
 
 // What the person on call asks of a node beyond its ring: where its boot
 // files are (conductor_affinity), where it is in its lifecycle (provision
@@ -84,6 +88,21 @@ func bootMatters(state *string) bool {
 	return inProgress[*state]
 }
 
+// stepStates are the states in which a step works, holding the node's lock
+// for as long as it runs: Ironic's STUCK_STATES_TREATED_AS_FAIL
+// (ironic/common/states.py, commit d70db292a "Node gets stuck in ING state
+// when conductor goes down"; SERVICING added by e91685f33, 29.0). Nothing
+// resumes them once their worker is gone: a conductor the ring maps them
+// to fails them when it starts (base_manager.py _correct_stuck_states,
+// the nodes with no lock), and a peer's _check_orphan_nodes fails only
+// DEPLOYING and CLEANING when it breaks a dead holder's lock. The *wait
+// states, where no lock is held while the ramdisk works, are not here.
+var stepStates = map[string]bool{
+	"deploying": true, "cleaning": true, "verifying": true, "inspecting": true,
+	"adopting": true, "rescuing": true, "unrescuing": true, "deleting": true,
+	"servicing": true,
+}
+
 // InProgress reports whether a provision state is one a conductor works or
 // waits in (see Stuck).
 func InProgress(state *string) bool { return state != nil && inProgress[*state] }
@@ -128,12 +147,12 @@ type Stuck uint8
 const (
 	// NotStuck: the node can progress, or is not in progress.
 	NotStuck Stuck = iota
-	// StuckLockHolder: its reservation names a host that is not running
-	// (stopped, dead, or no conductor of that name). Ironic's
-	// _check_orphan_nodes and _check_deploying_status
-	// (ironic/conductor/manager.py) act on the nodes reserved by
-	// get_offline_conductors(); a host with no row at all is never
-	// released by them.
+	// StuckLockHolder: its lock (Topology.LockHolder) is held by a host
+	// that is not running (stopped, dead, or no conductor of that name).
+	// A peer's _check_orphan_nodes (ironic/conductor/manager.py) releases
+	// the locks of get_offline_conductors() (stale heartbeat) and fails
+	// DEPLOYING and CLEANING; a host with no row at all is never released
+	// by it.
 	StuckLockHolder
 	// StuckNoConductor: no ring serves the node: nobody receives its
 	// callbacks or times it out.
@@ -141,9 +160,22 @@ const (
 	// StuckConductorNotAlive: the ring maps it to a conductor that is not
 	// running (possible only where ring membership ignores heartbeats).
 	StuckConductorNotAlive
+	// StuckNoWorker: in a state a step works in (stepStates) with no lock
+	// for longer than rules' NoLockBound: its worker died with its
+	// conductor (a SIGTERM past graceful_shutdown_timeout, a crash whose
+	// lock a peer broke). It stays until a conductor the ring maps it to
+	// starts (_correct_stuck_states) or an operator aborts it or sets
+	// maintenance.
+	StuckNoWorker
+	// StuckLockNeverReleased: locked under the bare HOST of a "HOST:PORT"
+	// conductor that is not running (rules.ReservationName): Ironic
+	// compares exact names (rules.LockReleasable), so neither a peer nor
+	// that conductor restarting ever releases it.
+	StuckLockNeverReleased
 )
 
-var stuckNames = [...]string{"", "lock_holder_not_alive", "no_conductor", "conductor_not_alive"}
+var stuckNames = [...]string{"", "lock_holder_not_alive", "no_conductor", "conductor_not_alive",
+	"no_lock_no_worker", "lock_never_released"}
 
 // String is the reason's label value ("" when not stuck).
 func (s Stuck) String() string {
@@ -154,7 +186,8 @@ func (s Stuck) String() string {
 }
 
 // StuckReasons lists every Stuck reason in a fixed order.
-var StuckReasons = []Stuck{StuckLockHolder, StuckNoConductor, StuckConductorNotAlive}
+var StuckReasons = []Stuck{StuckLockHolder, StuckNoConductor, StuckConductorNotAlive,
+	StuckNoWorker, StuckLockNeverReleased}
 
 // Running reports whether a conductor is still running Ironic's conductor
 // service: alive, or draining (it finishes its work and keeps
@@ -199,6 +232,7 @@ func (t *Topology) lifecycle() {
 	t.Faults = map[FaultKey]int{}
 	t.Health = map[FaultKey]int{}
 	prepared := make([]int, len(t.Conductors))
+	bound := t.Rules.NoLockBound()
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
 		var owner *ConductorInfo
@@ -243,14 +277,7 @@ func (t *Topology) lifecycle() {
 			}
 		}
 		if InProgress(n.ProvisionState) {
-			switch {
-			case n.Reservation != nil && !t.running(*n.Reservation):
-				n.Stuck = StuckLockHolder
-			case owner == nil:
-				n.Stuck = StuckNoConductor
-			case !owner.Running():
-				n.Stuck = StuckConductorNotAlive
-			}
+			n.Stuck = t.stuck(n, owner, bound)
 			if n.Stuck != NotStuck {
 				t.Stuck[StuckKey{n.ConductorGroup, ProvisionStateLabel(n.ProvisionState), n.Stuck}]++
 			}
@@ -274,8 +301,39 @@ func (t *Topology) lifecycle() {
 	}
 }
 
-// running reports whether a host is a conductor that is running.
-func (t *Topology) running(host string) bool {
-	c, ok := t.Conductor(host)
-	return ok && c.Running()
+// stuck says why node n, in progress, cannot move on; owner is its ring's
+// conductor (nil when none). A node in a step state with no lock that is
+// not stuck yet moves noLockDeadline.
+func (t *Topology) stuck(n *NodeInfo, owner *ConductorInfo, bound time.Duration) Stuck {
+	if n.Reservation != nil {
+		switch c, exact := t.LockHolder(*n.Reservation); {
+		case c != nil && c.Running():
+		case c != nil && !exact:
+			return StuckLockNeverReleased
+		default:
+			return StuckLockHolder
+		}
+	}
+	switch {
+	case owner == nil:
+		return StuckNoConductor
+	case !owner.Running():
+		return StuckConductorNotAlive
+	case n.Reservation != nil || !stepStates[*n.ProvisionState]:
+		return NotStuck
+	}
+	// updated_at, not provision_updated_at: it moves with every write, so
+	// a node it calls unchanged has not changed state either.
+	since := n.UpdatedAt.Time()
+	if n.UpdatedAt.IsZero() {
+		since = n.CreatedAt.Time()
+	}
+	deadline := since.Add(bound)
+	if t.Now.After(deadline) {
+		return StuckNoWorker
+	}
+	if t.noLockDeadline.IsZero() || deadline.Before(t.noLockDeadline) {
+		t.noLockDeadline = deadline
+	}
+	return NotStuck
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // lifecycleSnapshot: c-up (alive) and c-down (dead) serve group ""; c-gone
@@ -58,7 +60,7 @@ func TestProvisionStateLabel(t *testing.T) {
 
 // TestLifecycle: affinity host and its state per node, per conductor
 // provision states, maintenance and affinity elsewhere, and the stuck nodes
-// Ironic's _check_orphan_nodes / _check_deploying_status would look at.
+// Ironic's _check_orphan_nodes would look at.
 func TestLifecycle(t *testing.T) {
 	topo := mustBuild(t, lifecycleSnapshot(), testSettings, nil)
 	type want struct {
@@ -112,5 +114,120 @@ func TestLifecycle(t *testing.T) {
 	}
 	if !slices.Equal(down.Prepared, []int{1, 2}) || !slices.Equal(up.Prepared, []int{0}) || !slices.Equal(drain.Prepared, []int{6}) {
 		t.Errorf("prepared: c-up %v, c-down %v, c-drain %v", up.Prepared, down.Prepared, drain.Prepared)
+	}
+}
+
+// TestStuckNoWorker: a node in a state a step works in
+// (STUCK_STATES_TREATED_AS_FAIL) with no lock is stuck once unchanged for
+// longer than NoLockBound (here graceful_shutdown_timeout's 60s); wait
+// states hold no lock and are never stuck so; a rebuild over the same nodes
+// judges them afresh once the bound passes.
+func TestStuckNoWorker(t *testing.T) {
+	mk := func(id int64, state string, changed time.Duration, reservation string) *db.Node {
+		n := node(id, fmt.Sprintf("22222222-0000-4000-8000-%012d", id), "", "fake-hardware")
+		n.ProvisionState = ptr(state)
+		n.UpdatedAt = db.StampOf(testNow.Add(-changed))
+		if reservation != "" {
+			n.Reservation = ptr(reservation)
+		}
+		return n
+	}
+	snap := &db.Snapshot{Backend: db.BackendMySQL, Conductors: []db.Conductor{
+		cond(1, "c1", "", true, ago(time.Second), "fake-hardware"),
+	}, Nodes: []*db.Node{
+		mk(1, "deleting", 2*time.Minute, ""),
+		mk(2, "deleting", 30*time.Second, ""), // a stopping conductor's worker may still be at it
+		mk(3, "deploying", 2*time.Minute, "c1"),
+		mk(4, "wait call-back", time.Hour, ""), // the ramdisk works: no lock
+		mk(5, "clean wait", time.Hour, ""),
+		mk(6, "verifying", time.Hour, ""),
+		mk(7, "active", time.Hour, ""),
+		mk(8, "servicing", 61*time.Second, ""),
+	}}
+	topo := mustBuild(t, snap, testSettings, nil)
+	want := []Stuck{StuckNoWorker, NotStuck, NotStuck, NotStuck, NotStuck, StuckNoWorker, NotStuck, StuckNoWorker}
+	for i, w := range want {
+		if got := topo.Nodes[i].Stuck; got != w {
+			t.Errorf("node %d (%s): stuck %q, want %q", i+1, *topo.Nodes[i].ProvisionState, got, w)
+		}
+	}
+	if want := map[StuckKey]int{{"", "deleting", StuckNoWorker}: 1, {"", "verifying", StuckNoWorker}: 1,
+		{"", "servicing", StuckNoWorker}: 1}; !reflect.DeepEqual(topo.Stuck, want) {
+		t.Errorf("Stuck %v, want %v", topo.Stuck, want)
+	}
+	if got, want := topo.noLockDeadline, testNow.Add(30*time.Second); !got.Equal(want) {
+		t.Errorf("noLockDeadline %v, want %v (node 2's)", got, want)
+	}
+	// the same snapshot 10s later: reused; 31s later: node 2 is stuck too
+	later, err := Build(snap, testSettings, testNow.Add(10*time.Second), topo)
+	if err != nil || later.Nodes[1].Stuck != NotStuck || &later.Nodes[0] != &topo.Nodes[0] {
+		t.Fatalf("10s later: %v, node 2 %q, reused %v", err, later.Nodes[1].Stuck, &later.Nodes[0] == &topo.Nodes[0])
+	}
+	past, err := Build(snap, testSettings, testNow.Add(31*time.Second), later)
+	if err != nil || past.Nodes[1].Stuck != StuckNoWorker || past.Stuck[StuckKey{"", "deleting", StuckNoWorker}] != 2 {
+		t.Fatalf("31s later: %v, node 2 %q, stuck %v", err, past.Nodes[1].Stuck, past.Stuck)
+	}
+	// a longer graceful_shutdown_timeout waits longer
+	slow := testSettings
+	slow.GracefulShutdownTimeout = 5 * time.Minute
+	if topo := mustBuild(t, snap, slow, nil); !reflect.DeepEqual(topo.Stuck, map[StuckKey]int{{"", "verifying", StuckNoWorker}: 1}) {
+		t.Errorf("graceful_shutdown_timeout 5m: stuck %v, want the node unchanged for an hour only", topo.Stuck)
+	}
+	// no ring, and a ring conductor not running, are said first
+	snap.Conductors[0] = cond(1, "c1", "", true, ago(time.Hour), "fake-hardware")
+	if topo := mustBuild(t, snap, testSettings, nil); topo.Nodes[0].Stuck != StuckNoConductor {
+		t.Errorf("c1 dead: node 1 stuck %q, want %q", topo.Nodes[0].Stuck, StuckNoConductor)
+	}
+}
+
+// TestLockHolderHostPort: from 23.0 a conductor registered as "HOST:PORT"
+// locks nodes as HOST (rules.ReservationName). Its locks are its own while
+// it runs (not stuck, counted under its name); once it is not running they
+// are locks Ironic never releases. Before 23.0 the names are compared as
+// they are.
+func TestLockHolderHostPort(t *testing.T) {
+	mk := func(id int64, reservation string) *db.Node {
+		n := node(id, fmt.Sprintf("33333333-0000-4000-8000-%012d", id), "", "fake-hardware")
+		n.ProvisionState = ptr("deploying")
+		n.UpdatedAt = db.StampOf(testNow)
+		n.Reservation = ptr(reservation)
+		return n
+	}
+	snap := func() *db.Snapshot {
+		return &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+			cond(1, "127.0.0.2:8090", "", true, ago(time.Second), "fake-hardware"),
+			cond(2, "127.0.0.3:8090", "", true, ago(time.Hour), "fake-hardware"),
+			cond(3, "127.0.0.4", "", false, ago(time.Hour), "fake-hardware"),
+		}, Nodes: []*db.Node{mk(1, "127.0.0.2"), mk(2, "127.0.0.3"), mk(3, "127.0.0.4"), mk(4, "elsewhere")}}
+	}
+	s29 := testSettings
+	s29.Release = rules.MustRelease("29.0")
+	topo := mustBuild(t, snap(), s29, nil)
+	want := []Stuck{NotStuck, StuckLockNeverReleased, StuckLockHolder, StuckLockHolder}
+	for i, w := range want {
+		if got := topo.Nodes[i].Stuck; got != w {
+			t.Errorf("29.0 node %d locked by %s: stuck %q, want %q", i+1, *topo.Nodes[i].Reservation, got, w)
+		}
+	}
+	if want := map[string]int{"127.0.0.2:8090": 1, "127.0.0.3:8090": 1, "127.0.0.4": 1, "elsewhere": 1}; !reflect.DeepEqual(topo.Reservations, want) {
+		t.Errorf("29.0 Reservations %v, want %v", topo.Reservations, want)
+	}
+	if c, exact := topo.LockHolder("127.0.0.2"); c == nil || c.Hostname != "127.0.0.2:8090" || exact {
+		t.Errorf("LockHolder(127.0.0.2) = %v, %v", c, exact)
+	}
+	// a conductor moved from port 8089 to 8090: the old HOST row is
+	// stopped, HOST:PORT runs and locks as HOST
+	moved := snap()
+	moved.Conductors[2] = cond(3, "127.0.0.2", "", false, ago(time.Hour), "fake-hardware")
+	if topo := mustBuild(t, moved, s29, nil); topo.Nodes[0].Stuck != NotStuck {
+		t.Errorf("moved port: node 1 stuck %q, want held by the running 127.0.0.2:8090", topo.Nodes[0].Stuck)
+	}
+	s22 := testSettings
+	s22.Release = rules.MustRelease("22.1")
+	topo = mustBuild(t, snap(), s22, nil)
+	for i := range 4 {
+		if got := topo.Nodes[i].Stuck; got != StuckLockHolder {
+			t.Errorf("22.1 node %d: stuck %q, want %q (no HOST:PORT names before 23.0)", i+1, got, StuckLockHolder)
+		}
 	}
 }

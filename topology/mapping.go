@@ -50,7 +50,11 @@ func (t *Topology) mapNodes(nodes []*db.Node, reuse *Topology, unchanged []bool)
 			}
 		}
 		if n.Reservation != nil {
-			t.Reservations[*n.Reservation]++
+			holder := *n.Reservation
+			if c, _ := t.LockHolder(holder); c != nil {
+				holder = c.Hostname
+			}
+			t.Reservations[holder]++
 		}
 		owner = append(owner, o)
 		t.Nodes = append(t.Nodes, NodeInfo{Node: n})

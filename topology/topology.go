@@ -200,6 +200,9 @@ type Topology struct {
 	WarningCounts []db.WarningCount
 
 	byHost map[string]int
+	// byLock is the conductor, an index in Conductors, of each reservation
+	// name that differs from the hostname it belongs to (lockName).
+	byLock map[string]int
 	byRing map[GroupDriver]int // the ring of a node's (conductor_group, driver)
 
 	// nodesFrom is the snapshot's node slice Nodes were built from: a
@@ -226,8 +229,9 @@ type NodeResults struct {
 	Nodes []NodeInfo
 	// Orphans counts nodes no ring can serve, by group and driver.
 	Orphans map[GroupDriver]int
-	// Reservations counts nodes locked by each reservation hostname, whether
-	// or not a conductor of that name exists.
+	// Reservations counts locked nodes by the conductor Ironic's locks are
+	// attributed to (LockHolder: a "HOST:PORT" conductor's locks name
+	// HOST), or by the reservation's name when no conductor has it.
 	Reservations map[string]int
 	// AffinityUnavailable counts nodes whose boot environment was prepared
 	// by a conductor that is not running or no longer exists, among the
@@ -248,6 +252,11 @@ type NodeResults struct {
 	// by group, ring conductor and bounded label (rules.HealthLabel), in
 	// FaultKey's Fault.
 	Health map[FaultKey]int
+	// noLockDeadline is the first instant at which a node now in a state a
+	// step works in, with no lock, not yet stuck, turns StuckNoWorker
+	// (its change plus rules' NoLockBound); zero when there is none. A
+	// rebuild over the same nodes at or after it judges them afresh.
+	noLockDeadline time.Time
 	// NodeGeneration identifies the nodes' labels: it is carried over from
 	// the previous topology while every node keeps its UUID, name, group,
 	// driver and conductor in the same order, and is new otherwise. Renderers
@@ -374,6 +383,40 @@ func (t *Topology) Conductor(hostname string) (*ConductorInfo, bool) {
 		return nil, false
 	}
 	return &t.Conductors[i], true
+}
+
+// LockHolder returns the conductor a node's reservation belongs to: the
+// conductor of that exact hostname when it runs, else a running conductor
+// that locks nodes under that name (rules.ReservationName: "HOST:PORT"
+// locks as HOST), else the exact one, else a non-running one of that lock
+// name. exact tells whether the hostname is the reservation itself: only
+// then can Ironic release the lock once its holder is gone
+// (rules.LockReleasable). nil when no conductor has the name.
+func (t *Topology) LockHolder(reservation string) (c *ConductorInfo, exact bool) {
+	c, exact = t.Conductor(reservation)
+	if exact && c.Running() {
+		return c, true
+	}
+	if i, ok := t.byLock[reservation]; ok && (!exact || t.Conductors[i].Running()) {
+		return &t.Conductors[i], false
+	}
+	return c, exact
+}
+
+// lockName records the reservation name of conductor c, at index i in
+// Conductors, when it is not its hostname; of several conductors with the
+// same lock name, a running one.
+func (t *Topology) lockName(c *ConductorInfo, i int) {
+	name := t.Rules.ReservationName(c.Hostname)
+	if name == c.Hostname {
+		return
+	}
+	if t.byLock == nil {
+		t.byLock = map[string]int{}
+	}
+	if j, ok := t.byLock[name]; !ok || (!t.Conductors[j].Running() && c.Running()) {
+		t.byLock[name] = i
+	}
 }
 
 // Node returns the node with the given UUID or, failing that, name, as

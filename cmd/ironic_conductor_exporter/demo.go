@@ -96,6 +96,7 @@ func useDemo(cfg *config, d *demo.Demo) {
 	cfg.heartbeatTimeout, cfg.heartbeatSet = s.HeartbeatTimeout, true
 	cfg.partitionExponent, cfg.algorithm, cfg.release = s.PartitionExponent, string(s.Algorithm), s.Release.String()
 	cfg.pinReleaseVersion, cfg.hashDistributionReplicas, cfg.ironicConnection = s.PinReleaseVersion, s.HashDistributionReplicas, s.Connection
+	cfg.gracefulShutdownTimeout, cfg.periodicMaxWorkers, cfg.syncLocalStateInterval = s.GracefulShutdownTimeout, s.PeriodicMaxWorkers, s.SyncLocalStateInterval
 	cfg.minInterval = d.MinInterval()
 	cfg.source = demo.MultiConductor
 	// The simulated Nova, read through its nova.conf as a real one.

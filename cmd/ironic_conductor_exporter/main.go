@@ -72,6 +72,10 @@ type config struct {
 	// from ironic.conf only: options that change Ironic's rings
 	pinReleaseVersion, ironicConnection string
 	hashDistributionReplicas            int
+	// from ironic.conf only: how long stopping workers live and how fast
+	// Ironic takes nodes over (zero: Ironic's defaults)
+	gracefulShutdownTimeout, syncLocalStateInterval time.Duration
+	periodicMaxWorkers                              int
 
 	// ironicConf is Ironic's configuration as read (nil without files).
 	ironicConf *ironicconf.Config

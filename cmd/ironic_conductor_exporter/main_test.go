@@ -502,6 +502,11 @@ max_pool_size = 5
 
 [DEFAULT]
 auth_strategy = noauth
+graceful_shutdown_timeout = 90
+
+[conductor]
+periodic_max_workers = 4
+sync_local_state_interval = 20
 `)
 	t.Run("from the file", func(t *testing.T) {
 		p := start(t, "", "--ironic.config-file="+conf)
@@ -510,7 +515,10 @@ auth_strategy = noauth
 		}
 		logs := p.Logs()
 		for _, want := range []string{"heartbeat_timeout=30s", "hash_partition_exponent=7", "hash_ring_algorithm=sha256",
-			"read Ironic's configuration", `database="[database] connection in ` + conf + `:10"`} {
+			"read Ironic's configuration", `database="[database] connection in ` + conf + `:10"`,
+			`graceful_shutdown_timeout="[DEFAULT] graceful_shutdown_timeout in ` + conf + `:15"`,
+			`periodic_max_workers="[conductor] periodic_max_workers in ` + conf + `:18"`,
+			`sync_local_state_interval="[conductor] sync_local_state_interval in ` + conf + `:19"`} {
 			if !strings.Contains(logs, want) {
 				t.Errorf("logs lack %q:\n%s", want, logs)
 			}

@@ -32,7 +32,8 @@ func topologySettings(cfg config, src sources) (topology.Settings, error) {
 	return topology.Settings{Settings: rules.Settings{HeartbeatTimeout: cfg.heartbeatTimeout,
 		PartitionExponent: cfg.partitionExponent, Algorithm: alg,
 		PinReleaseVersion: cfg.pinReleaseVersion, HashDistributionReplicas: cfg.hashDistributionReplicas,
-		Connection:          cfg.ironicConnection,
+		Connection: cfg.ironicConnection, GracefulShutdownTimeout: cfg.gracefulShutdownTimeout,
+		PeriodicMaxWorkers: cfg.periodicMaxWorkers, SyncLocalStateInterval: cfg.syncLocalStateInterval,
 		MaxConcurrentDeploy: cfg.maxConcurrentDeploy, MaxConcurrentClean: cfg.maxConcurrentClean,
 		MaxConcurrentPerConductorGroup: cfg.maxConcurrentPerGroup},
 		Release: release}, nil
@@ -110,6 +111,21 @@ func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
 	if conf.HashDistributionReplicas.Set {
 		cfg.hashDistributionReplicas = conf.HashDistributionReplicas.Value
 		note("hash_distribution_replicas", conf.HashDistributionReplicas)
+	}
+	if o := conf.GracefulShutdownTimeout; o.Set {
+		cfg.gracefulShutdownTimeout = o.Value
+		if o.Value <= 0 {
+			cfg.gracefulShutdownTimeout = -1 // oslo.service's 0: wait for ever
+		}
+		note("graceful_shutdown_timeout", o)
+	}
+	if o := conf.PeriodicMaxWorkers; o.Set && o.Value > 0 {
+		cfg.periodicMaxWorkers = o.Value
+		note("periodic_max_workers", o)
+	}
+	if o := conf.SyncLocalStateInterval; o.Set && o.Value > 0 {
+		cfg.syncLocalStateInterval = o.Value
+		note("sync_local_state_interval", o)
 	}
 	logger.Info("read Ironic's configuration", append([]any{"files", strings.Join(conf.Files, ",")}, from...)...)
 	return src, nil

@@ -1,0 +1,484 @@
+#!/usr/bin/python3
+"""Live-fleet conformance: real ironic-api and ironic-conductors beside the sidecar.
+
+Runs with the python3 that has the Ironic release (the host's for 21.4). It
+starts one ironic-api and three ironic-conductors (json-rpc, each on its own
+loopback address as [DEFAULT]host and [json_rpc]host_ip, fake-hardware with
+[fake] delays), enrolls nodes with the stock `baremetal` CLI, drives them
+through scenarios (SIGTERM during tear-downs past graceful_shutdown_timeout,
+SIGKILL holding deploy locks, SIGUSR1 stop), and polls, about once a second,
+the database (as Ironic writes it), Ironic's API and the sidecar's /metrics,
+JSON API and page. Each comparison has a documented lag (LAGS); a
+difference that lasts longer fails the run. Prints a table of what agreed
+and the longest difference seen per comparison.
+
+Usage: livefleet.py --sidecar BIN --db-url URL --workdir DIR [--net 127.42.0]
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import sqlalchemy as sa
+
+HEARTBEAT_TIMEOUT = 12
+GRACEFUL = 3
+DEPLOY_DELAY = 12
+SYNC_INTERVAL = 10
+MAX_WORKERS = 4
+RING_RESET = 5
+REFRESH = 1
+STEP_STATES = ('deploying', 'cleaning', 'verifying', 'inspecting', 'adopting',
+               'rescuing', 'unrescuing', 'deleting', 'servicing')
+IN_PROGRESS = STEP_STATES + ('wait call-back', 'clean wait', 'inspect wait',
+                             'rescue wait', 'service wait')
+# How long each comparison may differ (seconds): the sidecar's refresh (and
+# the poll's own second), plus Ironic's ring cache for node -> conductor,
+# plus the exporter's NoLockBound for a step left with no worker (its rule
+# waits that long after the node's last change).
+NO_LOCK_BOUND = max(GRACEFUL, HEARTBEAT_TIMEOUT)
+LAGS = {
+    'conductor alive': REFRESH + 2,
+    'conductor state': REFRESH + 2,
+    'node conductor': REFRESH + RING_RESET + 2,
+    'locks': REFRESH + 2,
+    'stuck no lock': REFRESH + NO_LOCK_BOUND + 3,
+    'stuck lock holder': REFRESH + 2,
+    'stuck never released': REFRESH + 2,
+    'page all clear': REFRESH + NO_LOCK_BOUND + 3,
+}
+
+
+def log(*a):
+    print(time.strftime('%H:%M:%S'), *a, flush=True)
+
+
+def get(url, accept='application/json'):
+    req = urllib.request.Request(url, headers={
+        'Accept': accept, 'X-OpenStack-Ironic-API-Version': '1.49'})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read().decode()
+
+
+class Fleet:
+    def __init__(self, a):
+        self.a = a
+        # with --chroot the Ironic processes run in the release's chroot:
+        # work is the path they see, real the host's path of the same folder
+        self.root = a.chroot or ''
+        self.py = ['chroot', self.root, '/usr/bin/python3'] if a.chroot else [sys.executable]
+        self.work = a.workdir
+        os.makedirs(self.real(self.work), exist_ok=True)
+        self.hosts = ['%s.%d' % (a.net, i) for i in (2, 3, 4)]
+        self.procs = {}
+        self.api = 'http://127.0.0.1:%d' % a.api_port
+        self.sidecar = 'http://127.0.0.1:%d' % a.sidecar_port
+        self.eng = sa.create_engine(a.db_url)
+        self.conf = os.path.join(self.work, 'ironic.conf')
+
+    def write_conf(self):
+        lines = ['[DEFAULT]', 'auth_strategy = noauth', 'rpc_transport = json-rpc',
+                 'enabled_hardware_types = fake-hardware',
+                 'graceful_shutdown_timeout = %d' % GRACEFUL,
+                 'hash_ring_reset_interval = %d' % RING_RESET,
+                 'debug = false', 'use_stderr = false']
+        for iface in ('bios', 'boot', 'console', 'deploy', 'inspect', 'management',
+                      'power', 'raid', 'rescue', 'vendor'):
+            lines.append('enabled_%s_interfaces = fake' % iface)
+        lines += ['enabled_network_interfaces = noop', 'enabled_storage_interfaces = noop',
+                  '[conductor]', 'heartbeat_interval = 1',
+                  'heartbeat_timeout = %d' % HEARTBEAT_TIMEOUT,
+                  'sync_local_state_interval = %d' % SYNC_INTERVAL,
+                  'check_provision_state_interval = 3',
+                  'periodic_max_workers = %d' % MAX_WORKERS,
+                  'automated_clean = false', 'sync_power_state_interval = -1',
+                  '[fake]', 'deploy_delay = %d' % DEPLOY_DELAY,
+                  '[dhcp]', 'dhcp_provider = none',
+                  '[json_rpc]', 'auth_strategy = noauth', 'port = %d' % self.a.rpc_port,
+                  '[api]', 'host_ip = 127.0.0.1', 'port = %d' % self.a.api_port,
+                  '[oslo_concurrency]', 'lock_path = %s' % os.path.join(self.work, 'locks'),
+                  '[database]', 'connection = %s' % self.a.db_url]
+        with open(self.real(self.conf), 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        for h in self.hosts:
+            with open(self.real(os.path.join(self.work, h + '.conf')), 'w') as f:
+                f.write('[DEFAULT]\nhost = %s\n[json_rpc]\nhost_ip = %s\n' % (h, h))
+
+    def real(self, path):
+        return self.root + path
+
+    def schema(self):
+        url = sa.engine.make_url(self.a.db_url)
+        db = url.database
+        admin = sa.create_engine(url.set(database='postgres' if url.get_backend_name() == 'postgresql' else 'mysql'),
+                                 isolation_level='AUTOCOMMIT')
+        with admin.connect() as c:
+            if url.get_backend_name() == 'postgresql':
+                c.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"), {'d': db})
+            c.execute(sa.text('DROP DATABASE IF EXISTS %s' % db))
+            c.execute(sa.text('CREATE DATABASE %s' % db))
+        admin.dispose()
+        subprocess.run(self.py + ['-c', 'import sys; from ironic.cmd import dbsync; '
+                        'sys.argv = ["ironic-dbsync", "--config-file", sys.argv[1], "create_schema"]; dbsync.main()',
+                        self.conf], check=True, capture_output=True)
+
+    def start(self, name, args):
+        logf = open(self.real(os.path.join(self.work, name + '.log')), 'a')
+        self.procs[name] = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+
+    def start_conductor(self, h):
+        self.start(h, self.py + ['-m', 'ironic.cmd.conductor', '--config-file', self.conf,
+                       '--config-file', os.path.join(self.work, h + '.conf')])
+
+    def signal(self, name, sig):
+        p = self.procs[name]
+        os.killpg(p.pid, sig)
+
+    def wait_exit(self, name, timeout):
+        try:
+            self.procs[name].wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def stop_all(self):
+        for name, p in self.procs.items():
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+
+    def running(self, name):
+        return name in self.procs and self.procs[name].poll() is None
+
+    def baremetal(self, *args):
+        cmd = ['baremetal', '--os-endpoint', self.api, '--os-auth-type', 'none',
+               '--os-baremetal-api-version', '1.49'] + list(args)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError('%s: %s' % (' '.join(args), r.stderr.strip()))
+        return r.stdout
+
+    def provision(self, uuid, target):
+        """PUT /v1/nodes/{uuid}/states/provision (the CLI's call, without a
+        python start-up per node)."""
+        req = urllib.request.Request(
+            '%s/v1/nodes/%s/states/provision' % (self.api, uuid), method='PUT',
+            data=json.dumps({'target': target}).encode(),
+            headers={'Content-Type': 'application/json', 'X-OpenStack-Ironic-API-Version': '1.49'})
+        urllib.request.urlopen(req, timeout=30).read()
+
+    def wait_until(self, what, pred, timeout, checker=None):
+        end = time.time() + timeout
+        while time.time() < end:
+            if checker:
+                checker.poll()
+            else:
+                time.sleep(1)
+            if pred():
+                return
+        raise RuntimeError('timed out waiting for ' + what)
+
+    def db_nodes(self):
+        with self.eng.connect() as c:
+            return [dict(r._mapping) for r in c.execute(sa.text(
+                'SELECT uuid, provision_state, reservation, conductor_affinity, updated_at FROM nodes ORDER BY id'))]
+
+    def db_conductors(self):
+        with self.eng.connect() as c:
+            return [dict(r._mapping) for r in c.execute(sa.text(
+                'SELECT hostname, online, updated_at FROM conductors ORDER BY id'))]
+
+
+def parse_metrics(text):
+    out = {}
+    for line in text.splitlines():
+        if line.startswith('#') or not line.strip():
+            continue
+        m = re.match(r'^([a-zA-Z_:]+)(\{(.*)\})? (\S+)$', line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ''))
+        out.setdefault(m.group(1), []).append((labels, float(m.group(4))))
+    return out
+
+
+class Checker:
+    """Polls truth and sidecar; tracks how long each comparison differs."""
+
+    def __init__(self, fleet, scenario, results):
+        self.f = fleet
+        self.scenario = scenario
+        self.results = results
+        self.since = {}   # comparison -> first time it differed (in the current run of differences)
+        self.worst = {k: 0.0 for k in LAGS}
+        self.dead = set()  # conductors whose process the harness stopped (their workers are gone)
+        self.failures = []
+
+    def compare(self, name, truth, seen, now):
+        """A difference lasts from the first poll that sees it to the last
+        one that does (polls are about a second apart; scenario steps may
+        space them more, which the figure then does not count)."""
+        if truth == seen:
+            self.since.pop(name, None)
+            return
+        first = self.since.setdefault(name, now)
+        if now - first > LAGS[name]:
+            self.failures.append('%s: %s differs for %.0fs (lag %ds): truth %r, sidecar %r'
+                                 % (self.scenario, name, now - first, LAGS[name], truth, seen))
+            self.since[name] = now  # report once per lag
+        self.worst[name] = max(self.worst[name], now - first)
+
+    def poll(self):
+        t0 = time.time()
+        nodes = self.f.db_nodes()
+        conds = self.f.db_conductors()
+        api_conds = json.loads(get(self.f.api + '/v1/conductors?fields=hostname,alive'))['conductors']
+        api_nodes = json.loads(get(self.f.api + '/v1/nodes/detail'))['nodes']
+        metrics = parse_metrics(get(self.f.sidecar + '/metrics', 'text/plain'))
+        sc_conds = json.loads(get(self.f.sidecar + '/v1/conductors?fields=hostname,alive'))['conductors']
+        sc_nodes = json.loads(get(self.f.sidecar + '/v1/nodes/detail'))['nodes']
+        page = get(self.f.sidecar + '/', 'text/html')
+        now = time.time()
+        # Ironic's API is the truth for alive and node -> conductor
+        self.compare('conductor alive', sorted((c['hostname'], c['alive']) for c in api_conds),
+                     sorted((c['hostname'], c['alive']) for c in sc_conds), now)
+        self.compare('node conductor', sorted((n['uuid'], n['conductor']) for n in api_nodes),
+                     sorted((n['uuid'], n['conductor']) for n in sc_nodes), now)
+        # the database: states as named, locks by holder
+        dbnow = db_now(self.f.eng)
+        state = {}
+        for c in conds:
+            fresh = (dbnow - c['updated_at']).total_seconds() <= HEARTBEAT_TIMEOUT
+            state[c['hostname']] = {(1, True): 'alive', (1, False): 'dead',
+                                    (0, True): 'draining', (0, False): 'stopped'}[(int(c['online']), fresh)]
+        sc_state = {l['hostname']: l['state'] for l, v in metrics.get('ironic_conductor_state', []) if v == 1}
+        self.compare('conductor state', state, sc_state, now)
+        # a lock belongs to the conductor of that name, else to the one
+        # registered as NAME:PORT (23.0+ with [json_rpc]port != 8089)
+        attr = {}
+        for n in nodes:
+            r = n['reservation']
+            if r and r not in attr:
+                attr[r] = r if r in state else next((h for h in state if h.startswith(r + ':')), r)
+        locks = {}
+        for n in nodes:
+            if n['reservation']:
+                h = attr[n['reservation']]
+                locks[h] = locks.get(h, 0) + 1
+        sc_locks = {l['hostname']: int(v) for l, v in metrics.get('ironic_conductor_reserved_nodes', []) if v > 0}
+        self.compare('locks', locks, sc_locks, now)
+        # stuck: a step with no lock whose worker's process the harness stopped;
+        # a lock whose holder's process is gone, on a node in progress
+        no_lock = sum(1 for n in nodes if n['provision_state'] in STEP_STATES and not n['reservation']
+                      and self.worked_by_dead(n))
+        holder = sum(1 for n in nodes if n['provision_state'] in IN_PROGRESS and n['reservation']
+                     and n['reservation'] in state and state[n['reservation']] in ('dead', 'stopped'))
+        never = sum(1 for n in nodes if n['provision_state'] in IN_PROGRESS and n['reservation']
+                    and attr[n['reservation']] != n['reservation']
+                    and state[attr[n['reservation']]] in ('dead', 'stopped'))
+        stuck = {}
+        for l, v in metrics.get('ironic_nodes_stuck', []):
+            stuck[l['reason']] = stuck.get(l['reason'], 0) + int(v)
+        self.compare('stuck no lock', no_lock, stuck.get('no_lock_no_worker', 0), now)
+        self.compare('stuck lock holder', holder, stuck.get('lock_holder_not_alive', 0), now)
+        self.compare('stuck never released', never, stuck.get('lock_never_released', 0), now)
+        trouble = no_lock > 0 or holder > 0 or never > 0 or any(s != 'alive' for s in state.values())
+        # one way: the page may have other problems to tell, never "All clear" in trouble
+        self.compare('page all clear', False, trouble and 'All clear' in page, now)
+        time.sleep(max(0, 1 - (time.time() - t0)))
+
+    def worked_by_dead(self, n):
+        return n['uuid'] in self.orphaned
+
+    orphaned = set()
+
+    def finish(self):
+        self.results.append((self.scenario, dict(self.worst), list(self.failures)))
+
+
+def db_now(eng):
+    with eng.connect() as c:
+        if eng.dialect.name == 'postgresql':
+            return c.execute(sa.text("SELECT (now() AT TIME ZONE 'UTC')::timestamp")).scalar()
+        return c.execute(sa.text('SELECT UTC_TIMESTAMP()')).scalar()
+
+
+def nodes_in(f, states):
+    return [n for n in f.db_nodes() if n['provision_state'] in states]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument('--sidecar', required=True)
+    p.add_argument('--db-url', required=True)
+    p.add_argument('--workdir', required=True)
+    p.add_argument('--net', default='127.42.0')
+    p.add_argument('--api-port', type=int, default=16342)
+    p.add_argument('--rpc-port', type=int, default=8089)
+    p.add_argument('--sidecar-port', type=int, default=16343)
+    p.add_argument('--nodes', type=int, default=9)
+    p.add_argument('--chroot', help="the release's chroot (default: the host's Ironic)")
+    p.add_argument('--release', default='21.4', help='a label for the table')
+    p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
+                   help='sigterm,sigkill,sigusr1 (21.4) or hostport (23.0+ with --rpc-port != 8089)')
+    a = p.parse_args()
+    f = Fleet(a)
+    results = []
+    try:
+        run(f, a, results)
+    finally:
+        f.stop_all()
+    failed = False
+    print('\n%-40s %-18s %s' % ('scenario', 'comparison', 'longest difference (lag)'))
+    for scenario, worst, failures in results:
+        for name, w in worst.items():
+            print('%-40s %-18s %4.0fs (%ds)' % (scenario, name, w, LAGS[name]))
+        for msg in failures:
+            failed = True
+            print('FAIL', msg)
+    print('live fleet: %s' % ('FAIL' if failed else 'ok'))
+    return 1 if failed else 0
+
+
+def run(f, a, results):
+    f.write_conf()
+    f.schema()
+    # main(), not `-m`: 29.0's api.py reads [database]connection at import
+    # under __main__, before the configuration is parsed
+    f.start('api', f.py + ['-c', 'import sys; sys.argv = ["ironic-api", "--config-file", sys.argv[1]]; '
+                           'from ironic.cmd import api; sys.exit(api.main())', f.conf])
+    for h in f.hosts:
+        f.start_conductor(h)
+    f.start('sidecar', [a.sidecar, '--web.listen-address', '127.0.0.1:%d' % a.sidecar_port,
+                        '--ironic.config-file', f.real(f.conf), '--refresh.min-interval', '%ds' % REFRESH,
+                        '--log.level', 'warn'])
+
+    def api_up():
+        try:
+            return len(json.loads(get(f.api + '/v1/conductors'))['conductors']) == 3
+        except Exception:
+            return False
+    f.wait_until('the API and three conductors', api_up, 120)
+    log('fleet up:', ', '.join(f.hosts))
+    uuids = []
+    for i in range(a.nodes):
+        out = f.baremetal('node', 'create', '--driver', 'fake-hardware', '--name', 'live-%d' % i,
+                          '-f', 'value', '-c', 'uuid')
+        uuids.append(out.strip())
+    for u in uuids:
+        f.provision(u, 'manage')
+    f.wait_until('manageable', lambda: len(nodes_in(f, ('manageable',))) == a.nodes, 120)
+    for u in uuids:
+        f.provision(u, 'provide')
+    f.wait_until('available', lambda: len(nodes_in(f, ('available',))) == a.nodes, 120)
+    log('%d nodes available' % a.nodes)
+
+    todo = a.scenarios.split(',')
+    if 'hostport' in todo:
+        return hostport(f, a, results, uuids)
+
+    # 1. deploys everywhere, then tear-downs; SIGTERM one conductor while its
+    # workers hold tear-down locks, graceful_shutdown_timeout reached.
+    ck = Checker(f, 'SIGTERM during tear-downs (%s)' % a.release, results)
+    for u in uuids:
+        f.provision(u, 'active')
+    f.wait_until('active', lambda: len(nodes_in(f, ('active',))) == a.nodes, 180, ck)
+    for u in uuids:
+        f.provision(u, 'deleted')
+    f.wait_until('tear-downs locked', lambda: sum(1 for n in nodes_in(f, ('deleting',)) if n['reservation']) == a.nodes, 60, ck)
+    victim = f.hosts[0]
+    Checker.orphaned = {n['uuid'] for n in f.db_nodes() if n['reservation'] == victim}
+    log('SIGTERM %s holding %d tear-down lock(s)' % (victim, len(Checker.orphaned)))
+    f.signal(victim, signal.SIGTERM)
+    if not f.wait_exit(victim, GRACEFUL + 30):
+        raise RuntimeError(victim + ' did not exit after graceful_shutdown_timeout')
+    end = time.time() + HEARTBEAT_TIMEOUT + NO_LOCK_BOUND + 15
+    while time.time() < end:
+        ck.poll()
+    left = [n for n in f.db_nodes() if n['uuid'] in Checker.orphaned and n['provision_state'] == 'deleting']
+    log('%d node(s) left in deleting with no lock after the stop' % len(left))
+    f.start_conductor(victim)
+    f.wait_until('the restarted conductor to fail them', lambda: not [
+        n for n in f.db_nodes() if n['uuid'] in Checker.orphaned and n['provision_state'] == 'deleting'], 90, ck)
+    Checker.orphaned = set()
+    for _ in range(LAGS['stuck no lock'] + 2):
+        ck.poll()
+    ck.finish()
+    ck.results[-1] = (ck.scenario + ' [%d left]' % len(left),) + ck.results[-1][1:]
+
+    # 2. SIGKILL a conductor holding deploy locks: peers release them
+    # (_check_orphan_nodes) after heartbeat_timeout and fail the deploys.
+    ck = Checker(f, 'SIGKILL holding deploy locks (%s)' % a.release, results)
+    f.wait_until('settled', lambda: not nodes_in(f, IN_PROGRESS), 120, ck)
+    for n in f.db_nodes():
+        if n['provision_state'] == 'error':
+            f.provision(n['uuid'], 'deleted')
+    f.wait_until('available again', lambda: len(nodes_in(f, ('available',))) == a.nodes, 180, ck)
+    for u in uuids:
+        f.provision(u, 'active')
+    victim = f.hosts[1]
+    f.wait_until('deploy locks', lambda: sum(1 for n in f.db_nodes() if n['reservation'] == victim) > 0, 60, ck)
+    held = sum(1 for n in f.db_nodes() if n['reservation'] == victim)
+    log('SIGKILL %s holding %d deploy lock(s)' % (victim, held))
+    f.signal(victim, signal.SIGKILL)
+    f.wait_exit(victim, 10)
+    f.wait_until('peers to release its locks', lambda: not [n for n in f.db_nodes() if n['reservation'] == victim],
+                 HEARTBEAT_TIMEOUT + 60, ck)
+    for _ in range(8):
+        ck.poll()
+    ck.finish()
+
+    # 3. SIGUSR1 then SIGTERM: exits without unregistering (online stays 1).
+    ck = Checker(f, 'SIGUSR1 stop (%s)' % a.release, results)
+    victim = f.hosts[2]
+    f.wait_until('settled', lambda: not nodes_in(f, IN_PROGRESS), 120, ck)
+    f.signal(victim, signal.SIGUSR1)
+    time.sleep(1)
+    if f.running(victim):
+        f.signal(victim, signal.SIGTERM)
+    f.wait_exit(victim, GRACEFUL + 30)
+    end = time.time() + HEARTBEAT_TIMEOUT + 8
+    while time.time() < end:
+        ck.poll()
+    online = {c['hostname']: c['online'] for c in f.db_conductors()}
+    log('after SIGUSR1+SIGTERM %s online=%s' % (victim, online.get(victim)))
+    ck.finish()
+
+
+def hostport(f, a, results, uuids):
+    """23.0+ with [json_rpc]port != 8089: conductors register as HOST:PORT
+    and lock as HOST. Their live locks are theirs; after a SIGKILL nothing in
+    Ironic releases them."""
+    ck = Checker(f, 'HOST:PORT locks, SIGKILL (%s)' % a.release, results)
+    for u in uuids:
+        f.provision(u, 'active')
+    victim = f.hosts[0]
+    f.wait_until('deploy locks', lambda: sum(1 for n in f.db_nodes() if n['reservation'] == victim) > 0, 60, ck)
+    for _ in range(3):
+        ck.poll()
+    names = [c['hostname'] for c in f.db_conductors()]
+    held = sum(1 for n in f.db_nodes() if n['reservation'] == victim)
+    log('conductors %s; SIGKILL %s holding %d deploy lock(s) named %s' % (names, victim, held, victim))
+    f.signal(victim, signal.SIGKILL)
+    f.wait_exit(victim, 10)
+    end = time.time() + HEARTBEAT_TIMEOUT + 25
+    while time.time() < end:
+        ck.poll()
+    left = sum(1 for n in f.db_nodes() if n['reservation'] == victim)
+    log('%d lock(s) named %s left after %ds' % (left, victim, HEARTBEAT_TIMEOUT + 25))
+    ck.finish()
+    ck.results[-1] = (ck.scenario + ' [%d never released]' % left,) + ck.results[-1][1:]
+
+
+if __name__ == '__main__':
+    sys.exit(main())

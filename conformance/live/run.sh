@@ -1,0 +1,53 @@
+#!/bin/bash
+# The live-fleet conformance (issue 42): real ironic-api and three real
+# ironic-conductors of the host's Ironic (21.4) beside the sidecar, on MariaDB
+# and PostgreSQL, driven through SIGTERM / SIGKILL / SIGUSR1 scenarios
+# (conformance/live/livefleet.py says what is compared and the lags).
+#
+# Usage: conformance/live/run.sh SIDECAR_BINARY
+#   LIVE_BACKENDS  "mysql postgresql" (default): the 21.4 scenarios' backends
+#   LIVE_HOSTPORT  "29.0" (default; "" to skip): HOST:PORT naming ([json_rpc]port 8090) in the
+#                  trixie chroot (make provision), SIGKILL holding locks, on MariaDB
+#   MYURL, PGURL   server URLs without a database (root@ / postgres@ on loopback)
+# Databases issue42_live_*; work files under a temporary folder (kept on failure).
+set -euo pipefail
+SIDECAR="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+MYURL="${MYURL:-mysql+pymysql://root@127.0.0.1}"
+PGURL="${PGURL:-postgresql+psycopg2://postgres@127.0.0.1}"
+PY=/usr/bin/python3
+$PY -c 'import ironic, sqlalchemy' 2>/dev/null || { echo "live fleet: the host's python3-ironic is missing (make provision)" >&2; exit 1; }
+command -v baremetal >/dev/null || { echo "live fleet: the baremetal CLI is missing (python3-ironicclient, make provision)" >&2; exit 1; }
+work="$(mktemp -d /tmp/live-fleet.XXXXXX)"
+rc=0
+for b in ${LIVE_BACKENDS-mysql postgresql}; do
+    case "$b" in
+        mysql) url="$MYURL/issue42_live_my" ;;
+        postgresql) url="$PGURL/issue42_live_pg" ;;
+        *) echo "unknown backend $b" >&2; exit 2 ;;
+    esac
+    echo "== live fleet: Ironic 21.4 (host) on $b"
+    if ! timeout 900 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$url" --workdir "$work/$b"; then
+        rc=1
+        echo "live fleet on $b failed: logs in $work/$b" >&2
+    fi
+done
+CHROOT_CACHE="${CHROOT_CACHE:-/var/cache/ironic-conductor-exporter/chroots}"
+for rel in ${LIVE_HOSTPORT-29.0}; do
+    case "$rel" in
+        29.0) root="$CHROOT_CACHE/trixie" ;;
+        *) echo "no chroot known for $rel" >&2; exit 2 ;;
+    esac
+    [[ -x "$root/usr/bin/python3" ]] || { echo "live fleet: no $rel chroot at $root (make provision)" >&2; rc=1; continue; }
+    inner="$(mktemp -d "$root/tmp/live-fleet.XXXXXX")"; inner="${inner#"$root"}"
+    echo "== live fleet: Ironic $rel ($root) on mysql, HOST:PORT names"
+    if timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$MYURL/issue42_live_hp" \
+            --workdir "$inner" --chroot "$root" --rpc-port 8090 --scenarios hostport --release "$rel" --nodes 6; then
+        rm -rf "${root:?}$inner"
+    else
+        rc=1
+        echo "live fleet $rel failed: logs in $root$inner" >&2
+    fi
+done
+[[ $rc -ne 0 ]] || rm -rf "$work"
+exit $rc
