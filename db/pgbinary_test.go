@@ -22,11 +22,15 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	admin := testDBConn(t, testDBName)
 	resetTables(t, admin)
 	t.Cleanup(func() { resetTables(t, admin) })
-	// The newest schema: python3-ironic 21.4's has no parent_node.
-	mustExec(t, admin, `ALTER TABLE nodes ADD COLUMN parent_node varchar(36)`)
-	t.Cleanup(func() { mustExec(t, admin, `ALTER TABLE nodes DROP COLUMN parent_node`) })
+	// The newest schema: python3-ironic 21.4's has no parent_node, nor
+	// health.
+	mustExec(t, admin, `ALTER TABLE nodes ADD COLUMN parent_node varchar(36)`, `ALTER TABLE nodes ADD COLUMN health varchar(32)`)
+	t.Cleanup(func() {
+		mustExec(t, admin, `ALTER TABLE nodes DROP COLUMN parent_node`, `ALTER TABLE nodes DROP COLUMN health`)
+	})
 	fillAwkwardNodes(t, admin)
-	mustExec(t, admin, `UPDATE nodes SET shard = 'Shard-ß', parent_node = 'parent-ü' WHERE id = (SELECT min(id) FROM nodes)`)
+	mustExec(t, admin, `UPDATE nodes SET shard = 'Shard-ß', parent_node = 'parent-ü', health = 'Critical', fault = 'power failure'
+		WHERE id = (SELECT min(id) FROM nodes)`)
 
 	d := openTest(t, testDSN, dbconn.Options{})
 	read := func(query string, binary bool) ([]*Node, []string, []WarningCount) {
@@ -52,6 +56,9 @@ func TestPostgresBinaryNodes(t *testing.T) {
 	}
 	// The values themselves, not only their agreement.
 	n := binNodes
+	if n[0].Health == nil || *n[0].Health != "Critical" || n[0].Fault == nil || *n[0].Fault != "power failure" {
+		t.Errorf("health %v, fault %v; want Critical, power failure", n[0].Health, n[0].Fault)
+	}
 	if n[0].Name == nil || *n[0].Name != "" || n[0].ResourceClass == nil || *n[0].ResourceClass != "" || n[0].Reservation != nil {
 		t.Errorf("empty text and NULL: %+v", n[0])
 	}
