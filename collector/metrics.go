@@ -83,6 +83,9 @@ var (
 	healthFamily = newFamily("ironic_nodes_health",
 		"Nodes by the hardware health their BMC reported at the last power sync (nodes.health, Ironic 34.0+: OK, Warning, Critical; 'other' for any other value), by conductor group and ring conductor ('' when none).",
 		"conductor", "conductor_group", "health")
+	historyErrorsFamily = newFamily("ironic_conductor_history_errors",
+		"ERROR events the conductor recorded in node_history (Ironic 18.2+) within the last --ironic.history-window, by the conductor name the events carry; every registered conductor has a series, 0 when it recorded none.",
+		"hostname")
 	unregisteredFamily = newFamily("ironic_nodes_driver_unregistered",
 		"Nodes without a conductor whose hardware type no conductor registers in any group, alive or not: removed from Ironic by the release the rules follow (reason=removed_from_ironic: oneview 12.0, xclarity and ibmc 26.0, ilo, ilo5, irmc and snmp 36.0) or enabled on no conductor (not_enabled).",
 		"driver", "reason")
@@ -288,6 +291,26 @@ func collectTopology(emit emitFunc, t *topology.Topology) {
 		emit(unregisteredFamily, float64(n), driver, reason)
 	}
 	collectConcurrency(emit, t)
+	collectHistory(emit, t)
+}
+
+// collectHistory emits the window's ERROR events by conductor: every
+// conductor of the topology (0 when it recorded none, so that an alert on
+// an increase sees its start) and any other name the events carry. Nothing
+// when no node_history is read.
+func collectHistory(emit emitFunc, t *topology.Topology) {
+	if t.History == nil {
+		return
+	}
+	errs := t.History.ErrorsByConductor()
+	for i := range t.Conductors {
+		h := t.Conductors[i].Hostname
+		emit(historyErrorsFamily, float64(errs[h]), h)
+		delete(errs, h)
+	}
+	for h, n := range errs {
+		emit(historyErrorsFamily, float64(n), h)
+	}
 }
 
 // collectConcurrency emits where each conductor group stands against

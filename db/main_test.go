@@ -355,11 +355,13 @@ var (
 	}
 )
 
-// deleteRows empties the three tables the snapshot reads, on MariaDB and
-// SQLite (PostgreSQL's resetTables truncates them, restarting the ids).
+// deleteRows empties the tables the snapshot and the history read, on
+// MariaDB and SQLite (PostgreSQL's resetTables truncates them, restarting
+// the ids).
 func deleteRows(t testing.TB, conn *sql.DB) {
 	t.Helper()
-	mustExec(t, conn, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`, `DELETE FROM conductors`)
+	mustExec(t, conn, `DELETE FROM node_history`, `DELETE FROM conductor_hardware_interfaces`, `DELETE FROM nodes`,
+		`DELETE FROM conductors`)
 }
 
 // backends lists every backend, with the URLs filled in.

@@ -58,6 +58,9 @@ func exerciseReader(t *testing.T, dsn string, kind Backend, admin *sql.DB) {
 	for range 2 {
 		snapshotIsFixture(t, d, kind)
 	}
+	if h, err := d.History(ctx, 0, 10); err != nil || !h.Present || h.Warning != "" {
+		t.Errorf("node_history with the read-only grants: %+v, %v", h, err)
+	}
 	before, err := d.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -93,11 +96,12 @@ func TestPostgresStatementsAreReads(t *testing.T) {
 	role := fmt.Sprintf("ice_audit_%d", os.Getpid())
 	mustExec(t, admin,
 		`CREATE ROLE `+role+` LOGIN`,
-		`GRANT SELECT ON conductors, conductor_hardware_interfaces, nodes, alembic_version TO `+role,
+		`GRANT SELECT ON conductors, conductor_hardware_interfaces, nodes, alembic_version, node_history TO `+role,
 		// Only this role's sessions are logged; the setting goes with the role.
 		`ALTER ROLE `+role+` SET log_statement = 'all'`)
 	t.Cleanup(func() {
-		mustExec(t, admin, `REVOKE ALL ON conductors, conductor_hardware_interfaces, nodes, alembic_version FROM `+role, `DROP ROLE `+role)
+		mustExec(t, admin, `REVOKE ALL ON conductors, conductor_hardware_interfaces, nodes, alembic_version, node_history FROM `+role,
+			`DROP ROLE `+role)
 	})
 	logPath := pgServerLog(t)
 	f, err := os.Open(logPath)

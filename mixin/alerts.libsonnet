@@ -287,6 +287,18 @@ local strip(s) = std.rstripChars(s, '\n');
             '{{ $value | humanize }} node(s) of conductor group "{{ $labels.conductor_group }}"{{ if $labels.conductor }} served by {{ $labels.conductor }}{{ end }} have been in maintenance for %s because Ironic recorded a {{ $labels.fault }}{{ if eq $labels.fault "power failure" }}: their BMC did not answer the power state sync, and their conductor lifts it by itself once the BMC answers again{{ else }}: maintenance is lifted by hand once the cause is fixed{{ end }}.' % humanize(c['for'].IronicNodesFaulted),
           ),
           alert(
+            'IronicConductorHistoryErrors',
+            'warning',
+            |||
+              max without (%(replica)s) (
+                ironic_conductor_history_errors{%(selector)s} >= %(historyErrorBurst)d
+                and on (%(target)s) %(up)s
+              )
+            ||| % v,
+            'An Ironic conductor records a burst of errors in node history.',
+            'Conductor {{ $labels.hostname }} recorded {{ $value | humanize }} ERROR events in node_history within the exporter\'s --ironic.history-window, for %s: read them with baremetal node history list on the nodes the status page\'s lookup names, and the conductor\'s log.' % humanize(c['for'].IronicConductorHistoryErrors),
+          ),
+          alert(
             'IronicConcurrencyLimitReached',
             'warning',
             |||

@@ -44,6 +44,7 @@
       IronicNovaRebalanceStuck: '30m',
       IronicConcurrencyLimitReached: '5m',
       IronicNodesFaulted: '15m',
+      IronicConductorHistoryErrors: '5m',
     },
     // Thresholds.
     dataStaleSeconds: 120,
@@ -51,6 +52,10 @@
     flappingWindow: '30m',
     flappingChanges: 4,
     churnWindow: '1h',
+    // IronicConductorHistoryErrors fires when a conductor recorded at least
+    // this many ERROR events in node_history within the exporter's
+    // --ironic.history-window (1h by default).
+    historyErrorBurst: 10,
     // IronicBootEnvironmentStranded waits while the stranded count falls
     // within this window: Ironic's takeover is paced (periodic_max_workers
     // nodes per conductor every sync_local_state_interval, 8 per 180s by

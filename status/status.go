@@ -140,6 +140,9 @@ type pageData struct {
 	Limits *limitsData
 	// Faults are the nodes Ironic put in maintenance itself.
 	Faults []faultRow
+	// Events are the node_history errors by conductor; nil when none is
+	// read (before Ironic 18.2, or --ironic.history-window 0).
+	Events *eventsData
 }
 
 // summary is the banner at the top: the worst level and what is wrong.
@@ -211,6 +214,10 @@ type lookupResult struct {
 	// computes that manage it (none: no view does).
 	NovaKnown  bool
 	NovaClaims []nova.FleetClaim
+	// Events are the node's last node_history events of the window;
+	// HistoryRead says that node_history is read at all.
+	Events      []eventRow
+	HistoryRead bool
 }
 
 func build(v topology.View, now time.Time, query string, opts Options) pageData {
@@ -270,6 +277,7 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	d.Stranded, d.StuckNodes = nodeTrouble(t)
 	d.Limits = buildLimits(t)
 	d.Faults = faultRows(t)
+	d.Events = buildEvents(t)
 	var novaState *novacache.State
 	if opts.Nova != nil {
 		novaState = opts.Nova()
@@ -360,6 +368,7 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 	res.AffinityText = affinityText(t, n, res)
 	res.StuckText = stuckText(t, n)
 	res.Instance, res.ByInstance = deref(n.InstanceUUID), byInstance
+	res.Events, res.HistoryRead = nodeEvents(t, n.ID), t.History != nil
 	if novaState != nil {
 		res.NovaClaims, res.NovaKnown = novaState.NodeClaims(n.UUID)
 	}

@@ -69,6 +69,10 @@ type CacheConfig struct {
 	// (the collector turns it into the refresh histogram and error counter).
 	// It runs on the refreshing goroutine and must not block.
 	OnRefresh func(Refresh)
+	// HistoryWindow, when positive and Source is a HistorySource, keeps
+	// node_history's events of this last window (Topology.History), read
+	// after each snapshot from where the last read ended. Zero reads none.
+	HistoryWindow time.Duration
 	// NodesReplaced, when set, runs on the refreshing goroutine after a
 	// refresh whose read replaced the cached nodes, once the cache no longer
 	// holds what it replaced (the binary's memory policy, internal/memlimit,
@@ -180,6 +184,8 @@ type cacheState struct {
 	probe    *db.NodeProbe
 	probedAt time.Time
 	readAt   time.Time // when the nodes were last read
+	// history is the node_history window (nil: none read, or no table).
+	history *History
 }
 
 // NewCache returns a Cache; it reads nothing until the first Get.
@@ -270,8 +276,11 @@ func (c *Cache) refresh(done chan struct{}) {
 	prev := c.state.Load() // only refresh replaces the state
 	old := prev.view
 	next := &cacheState{view: old, attempted: start, nodes: prev.nodes, probe: prev.probe,
-		probedAt: prev.probedAt, readAt: prev.readAt}
+		probedAt: prev.probedAt, readAt: prev.readAt, history: prev.history}
 	topo, snap, err := c.build(ctx, prev, next, start)
+	if err == nil {
+		topo.History, next.history = c.readHistory(ctx, prev.history, start)
+	}
 	took := time.Since(begin)
 	if c.cfg.OnRefresh != nil {
 		r := Refresh{Started: start, Duration: took, Err: err, Topology: topo}
@@ -378,6 +387,28 @@ func (c *Cache) build(ctx context.Context, prev, next *cacheState, now time.Time
 		next.readAt = now
 	}
 	return topo, snap, nil
+}
+
+// readHistory returns the node_history window after a good snapshot (see
+// CacheConfig.HistoryWindow), and what the next read continues from. A
+// failed read keeps the last window, saying so in its Warning: the
+// snapshot stands, and the page tells that the history is not current.
+func (c *Cache) readHistory(ctx context.Context, prev *History, now time.Time) (shown, kept *History) {
+	src, ok := c.cfg.Source.(HistorySource)
+	if !ok || c.cfg.HistoryWindow <= 0 {
+		return nil, nil
+	}
+	h, err := nextHistory(ctx, src, prev, c.cfg.HistoryWindow, now.UTC())
+	if err == nil {
+		return h, h
+	}
+	c.cfg.Logger.Warn("reading node_history failed; the history shown is the last read", "err", err)
+	if h == nil {
+		return nil, nil
+	}
+	stale := *h
+	stale.Warning = "reading node_history failed: " + err.Error()
+	return &stale, h
 }
 
 // nodeRead is how snap read its nodes; a Source that does not say read

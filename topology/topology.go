@@ -252,6 +252,10 @@ type NodeResults struct {
 	// by group, ring conductor and bounded label (rules.HealthLabel), in
 	// FaultKey's Fault.
 	Health map[FaultKey]int
+	// History is the window of node_history's events the cache read
+	// after the snapshot (CacheConfig.HistoryWindow); nil when none is
+	// read or the schema has no node_history (before Ironic 18.2).
+	History *History
 	// noLockDeadline is the first instant at which a node now in a state a
 	// step works in, with no lock, not yet stuck, turns StuckNoWorker
 	// (its change plus rules' NoLockBound); zero when there is none. A

@@ -142,6 +142,7 @@ func newExporter(cfg config, settings topology.Settings, database *db.DB, logger
 		Settings:       settings,
 		MinInterval:    cfg.minInterval,
 		FullInterval:   cfg.fullInterval,
+		HistoryWindow:  cfg.historyWindow,
 		RefreshTimeout: cfg.refreshTimeout,
 		Logger:         logger,
 		OnRefresh: func(r topology.Refresh) {

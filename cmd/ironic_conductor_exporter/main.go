@@ -55,6 +55,7 @@ type config struct {
 	apiConfigFile       string
 	minInterval         time.Duration
 	fullInterval        time.Duration
+	historyWindow       time.Duration
 	refreshTimeout      time.Duration
 	nodeInfo            bool
 	shutdownGracePeriod time.Duration
@@ -151,6 +152,8 @@ func newApp(cfg *config, demoCfg *demoConfig) (*kingpin.Application, *web.FlagCo
 		Default("5s").DurationVar(&cfg.minInterval)
 	app.Flag("refresh.full-interval", "A refresh reads the nodes only when a probe of the nodes table changed, and then only the rows that changed, merged into the previous ones; every node is read when they were all last read this long ago; 0 reads them all at every refresh.").
 		Default("10m").DurationVar(&cfg.fullInterval)
+	app.Flag("ironic.history-window", "How far back ironic_conductor_history_errors and the page count node_history's events (Ironic 18.2+), read after each refresh from where the last read ended; 0 reads none.").
+		Default("1h").DurationVar(&cfg.historyWindow)
 	app.Flag("refresh.timeout", "Deadline of one refresh (all queries and the topology).").Default("30s").DurationVar(&cfg.refreshTimeout)
 	app.Flag("collector.node-info", "Export the per-node families ironic_node_conductor_info and, with Nova, ironic_node_nova_compute_info (--no-collector.node-info on very large fleets).").
 		Default("true").BoolVar(&cfg.nodeInfo)

@@ -408,8 +408,7 @@ def run(f, a, results):
     left = [n for n in f.db_nodes() if n['uuid'] in Checker.orphaned and n['provision_state'] == 'deleting']
     log('%d node(s) left in deleting with no lock after the stop' % len(left))
     f.start_conductor(victim)
-    f.wait_until('the restarted conductor to fail them', lambda: not [
-        n for n in f.db_nodes() if n['uuid'] in Checker.orphaned and n['provision_state'] == 'deleting'], 90, ck)
+    recover_left(f, ck)
     Checker.orphaned = set()
     for _ in range(LAGS['stuck no lock'] + 2):
         ck.poll()
@@ -453,6 +452,35 @@ def run(f, a, results):
     online = {c['hostname']: c['online'] for c in f.db_conductors()}
     log('after SIGUSR1+SIGTERM %s online=%s' % (victim, online.get(victim)))
     ck.finish()
+
+
+def recover_left(f, ck):
+    """Waits until no orphaned node is left in `deleting`. Only a conductor
+    that starts fails a node left in a transient state, and only the nodes
+    its own ring maps to it (BaseConductorManager._fail_transient_state over
+    iter_nodes): a left node that maps to a peer stays until that peer
+    starts. So each round waits for the conductors started last, then
+    restarts (SIGTERM, start) every conductor Ironic's API says a left node
+    maps to."""
+    def left():
+        return [n['uuid'] for n in f.db_nodes()
+                if n['uuid'] in Checker.orphaned and n['provision_state'] == 'deleting']
+    for _ in range(3):
+        try:
+            f.wait_until('the started conductors to fail the left nodes', lambda: not left(), 45, ck)
+            return
+        except RuntimeError:
+            pass
+        owners = set()
+        for u in left():
+            owners.add(json.loads(get(f.api + '/v1/nodes/%s?fields=conductor' % u))['conductor'])
+        log('still deleting, mapped to %s: restarting them' % ', '.join(sorted(str(o) for o in owners)))
+        for h in sorted(o for o in owners if o in f.hosts):
+            f.signal(h, signal.SIGTERM)
+            if not f.wait_exit(h, GRACEFUL + 30):
+                raise RuntimeError(h + ' did not exit after graceful_shutdown_timeout')
+            f.start_conductor(h)
+    raise RuntimeError('timed out waiting for the left nodes to be failed')
 
 
 def hostport(f, a, results, uuids):
