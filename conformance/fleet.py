@@ -145,6 +145,34 @@ def _prepare(argv):
         ironic_service.prepare_service(argv)
 
 
+HISTORY_TYPES = ('provisioning', 'cleaning', 'monitoring', 'deploying', 'UNKNOWN')
+
+
+def _write_history(dbapi, nodes, conductors, rng):
+    """node_history (18.2+): events for about a third of the nodes, as
+    conductor/utils.py node_history_record writes them (severity ERROR or
+    INFO, the conductor's host, an event type, the text), through the
+    release's own dbapi.create_node_history, with the version its object
+    would store. Some name a conductor that is not registered. Their text
+    carries a marker the sidecar must never show."""
+    if not hasattr(dbapi, 'create_node_history'):
+        return
+    from ironic import objects
+    version = getattr(objects, 'NodeHistory', None)
+    extra = {'version': version.get_target_version()} if version else {}
+    hosts = [c['hostname'] for c in conductors] + ['retired-conductor.example']
+    for n in nodes:
+        if rng.random() >= 0.35:
+            continue
+        for _ in range(rng.randint(1, 4)):
+            dbapi.create_node_history({
+                'node_id': n['id'], 'conductor': rng.choice(hosts),
+                'severity': rng.choice(('ERROR', 'INFO')),
+                'event_type': rng.choice(HISTORY_TYPES),
+                'event': 'conformance event HISTORY-TEXT-NEVER-SHOWN',
+                'user': 'conformance', **extra})
+
+
 def _register_interfaces(dbapi, conductor_id, ifaces):
     """dbapi.register_conductor_hardware_interfaces: one call with every
     row (interfaces as dicts) since Ironic 18.x; up to 17.x one call per
@@ -404,7 +432,10 @@ def cmd_setup(a):
             values['health'] = n['health']
         if n['name']:
             values['name'] = n['name']
-        dbapi.create_node(values)
+        ref = dbapi.create_node(values)
+        n['id'] = ref.id
+    if getattr(a, 'provision_states', False):
+        _write_history(dbapi, nodes, conductors, random.Random(a.seed * 7919 + 2))
     for n in nodes:
         if n['reservation']:
             dbapi.reserve_node(n['reservation'], n['uuid'])

@@ -15,9 +15,15 @@ every group the sidecar reports, and that a release without limits has no
 such series. With --ironic it also counts the nodes by hardware health as
 Ironic's API answers them (GET /v1/nodes?fields=uuid,health at 1.109, 34.0+)
 against ironic_nodes_health summed by health; an Ironic whose API predates
-1.109 must leave the sidecar without that family.
+1.109 must leave the sidecar without that family. And node_history (18.2+):
+every node's events as Ironic's API lists them (GET
+/v1/nodes/{uuid}/history?detail=True at 1.78): their ERROR events by
+conductor against ironic_conductor_history_errors, and each node's events
+(severity, type, conductor) against the "Last events" of the sidecar's node
+lookup, whose page must never carry an event's text.
 """
 
+import html
 import json
 import re
 import urllib.request
@@ -79,6 +85,7 @@ def cmd_limits_compare(a):
     ck = Checker()
     if a.ironic:
         _health(ck, a.ironic, body)
+        _history(ck, a.ironic, a.sidecar, body)
     if not ironic['limits']:
         ck.eq('no concurrency limits in this release: no headroom series', {}, headroom)
     else:
@@ -126,3 +133,52 @@ def _health(ck, ironic, metrics):
             want[n['health']] = want.get(n['health'], 0) + 1
     ck.eq('nodes by health: Ironic\'s API vs ironic_nodes_health', want, side)
     print('health: %s' % (want or 'no node has one'))
+
+
+_HISTORY = re.compile(r'^ironic_conductor_history_errors\{(.*)\} (\S+)$')
+_LOOKUP_EVENTS = re.compile(r'<dd id="lookup-events">(.*?)</dd>', re.S)
+_EVENT = re.compile(r'<span(?: class="dead")?>([^<]*)</span> (.*?) on <a href="[^"]*">([^<]*)</a>')
+
+
+def _history(ck, ironic, sidecar, metrics):
+    """node_history: Ironic's API vs the sidecar's metric and lookup."""
+    side = {}
+    for line in metrics.splitlines():
+        m = _HISTORY.match(line)
+        if m and float(m.group(2)) > 0:
+            side[dict(_LABEL.findall(m.group(1)))['hostname']] = int(float(m.group(2)))
+    hdrs = {'X-OpenStack-Ironic-API-Version': '1.78'}
+    status, _, body = _list_all_raw(ironic, '/v1/nodes?fields=uuid', 'nodes', hdrs)
+    if status == 406:
+        ck.eq('Ironic without the node history API (1.78): no history errors', {}, side)
+        return
+    if status != 200:
+        ck.fail('Ironic GET /v1/nodes?fields=uuid at 1.78: %s' % status, body)
+        return
+    want, nodes = {}, 0
+    for n in body['nodes']:
+        st, _, hist = _list_all_raw(ironic, '/v1/nodes/%s/history?detail=True' % n['uuid'], 'history', hdrs)
+        if st != 200:
+            ck.fail('Ironic GET /v1/nodes/%s/history: %s' % (n['uuid'], st), hist)
+            continue
+        events = hist['history']
+        for e in events:
+            if e['severity'] == 'ERROR':
+                want[e['conductor']] = want.get(e['conductor'], 0) + 1
+        if not events:
+            continue
+        nodes += 1
+        with urllib.request.urlopen(sidecar + '/?node=' + n['uuid'], timeout=60) as r:
+            page = r.read().decode()
+        m = _LOOKUP_EVENTS.search(page)
+        shown = sorted((html.unescape(s), html.unescape(t), html.unescape(c))
+                       for s, t, c in _EVENT.findall(m.group(1) if m else ''))
+        # the fleet writes at most 4 a node: the lookup shows them all
+        # (its last 5); as a set, since Ironic's API orders by created_at,
+        # which MySQL keeps to the second
+        ck.eq('node %s: its events (Ironic\'s API) on the lookup' % n['uuid'],
+              sorted((e['severity'], e['event_type'], e['conductor']) for e in events), shown)
+        if 'HISTORY-TEXT-NEVER-SHOWN' in page:
+            ck.fail('node %s: the lookup shows an event\'s text' % n['uuid'])
+    ck.eq('ERROR events by conductor: Ironic\'s API vs ironic_conductor_history_errors', want, side)
+    print('history: %d node(s) with events, errors by conductor %s' % (nodes, want or 'none'))
