@@ -34,6 +34,9 @@ var (
 		"conductor_group", "hostname", "state")
 	conductorHeartbeatFamily = newFamily("ironic_conductor_heartbeat_timestamp_seconds",
 		"The conductor's last heartbeat (updated_at) as a Unix timestamp.", hostLabels...)
+	conductorRowDeletionFamily = newFamily("ironic_conductor_row_deletion_timestamp_seconds",
+		"From when Ironic's stale conductor cleanup (32.0+, every [conductor]conductor_cleanup_interval) deletes the conductor's row: its heartbeat plus conductor_cleanup_timeout once older than heartbeat_timeout (on SQLite: any offline row, at the next run). Absent when Ironic does not delete it.",
+		hostLabels...)
 	conductorRingMemberFamily = newFamily("ironic_conductor_hash_ring_member",
 		"1 when the conductor is a member of its hash rings (online with a heartbeat Ironic accepts), 0 otherwise.",
 		hostLabels...)
@@ -240,6 +243,9 @@ func collectTopology(emit emitFunc, t *topology.Topology) {
 		}
 		if !c.UpdatedAt.IsZero() && t.Heartbeats {
 			emit(conductorHeartbeatFamily, unixSeconds(c.UpdatedAt), group, host)
+		}
+		if due, ok := t.Rules.RowDeletion(c.Online, c.UpdatedAt, t.Now); ok {
+			emit(conductorRowDeletionFamily, max(unixSeconds(due), 0), group, host)
 		}
 		for _, hw := range c.HardwareTypes {
 			emit(conductorHardwareTypeFamily, 1, group, hw, host)

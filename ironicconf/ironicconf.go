@@ -114,6 +114,10 @@ type Config struct {
 	GracefulShutdownTimeout Opt[time.Duration]
 	PeriodicMaxWorkers      Opt[int]
 	SyncLocalStateInterval  Opt[time.Duration]
+	// ConductorCleanupInterval and ConductorCleanupTimeout are [conductor]
+	// conductor_cleanup_interval and conductor_cleanup_timeout (32.0+):
+	// when Ironic deletes stale conductor rows (rules.Rules RowDeletion).
+	ConductorCleanupInterval, ConductorCleanupTimeout Opt[time.Duration]
 	// Auth holds the options of the API's authentication and policy
 	// (AuthOptions), keyed "section.key"; an option no file sets is absent.
 	// [keystone_authtoken] password is a secret: never log it.
@@ -451,6 +455,8 @@ func (r *reader) config(paths []string) (*Config, error) {
 		HeartbeatTimeout:               r.seconds("conductor", "heartbeat_timeout"),
 		GracefulShutdownTimeout:        r.seconds("DEFAULT", "graceful_shutdown_timeout"),
 		SyncLocalStateInterval:         r.seconds("conductor", "sync_local_state_interval"),
+		ConductorCleanupInterval:       r.seconds("conductor", "conductor_cleanup_interval"),
+		ConductorCleanupTimeout:        r.seconds("conductor", "conductor_cleanup_timeout"),
 		MaxConcurrentDeploy:            r.integer("conductor", "max_concurrent_deploy"),
 		MaxConcurrentClean:             r.integer("conductor", "max_concurrent_clean"),
 		MaxConcurrentPerConductorGroup: r.boolean("conductor", "max_concurrent_per_conductor_group"),

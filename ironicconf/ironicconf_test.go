@@ -432,7 +432,8 @@ func TestLoadBadBoolean(t *testing.T) {
 func TestLoadShutdownAndTakeoverOptions(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"a.conf": "[DEFAULT]\ngraceful_shutdown_timeout = 90\n[conductor]\nperiodic_max_workers = 4\nsync_local_state_interval = 20\n",
+		"a.conf": "[DEFAULT]\ngraceful_shutdown_timeout = 90\n[conductor]\nperiodic_max_workers = 4\nsync_local_state_interval = 20\n" +
+			"conductor_cleanup_interval = 0\nconductor_cleanup_timeout = 600\n",
 		"b.conf": "[DEFAULT]\ngraceful_shutdown_timeout = 0\n",
 	})
 	c, err := Load([]string{filepath.Join(dir, "a.conf")}, nil)
@@ -442,6 +443,9 @@ func TestLoadShutdownAndTakeoverOptions(t *testing.T) {
 	if !c.GracefulShutdownTimeout.Set || c.GracefulShutdownTimeout.Value != 90*time.Second ||
 		c.PeriodicMaxWorkers.Value != 4 || c.SyncLocalStateInterval.Value != 20*time.Second {
 		t.Errorf("read %+v, %+v, %+v", c.GracefulShutdownTimeout, c.PeriodicMaxWorkers, c.SyncLocalStateInterval)
+	}
+	if !c.ConductorCleanupInterval.Set || c.ConductorCleanupInterval.Value != 0 || c.ConductorCleanupTimeout.Value != 10*time.Minute {
+		t.Errorf("read %+v, %+v", c.ConductorCleanupInterval, c.ConductorCleanupTimeout)
 	}
 	if c, err = Load([]string{filepath.Join(dir, "a.conf"), filepath.Join(dir, "b.conf")}, nil); err != nil {
 		t.Fatal(err)

@@ -76,6 +76,12 @@ type Settings struct {
 	// SyncLocalStateInterval is [conductor]sync_local_state_interval
 	// (default 180s), the spacing of _sync_local_state's takeovers.
 	SyncLocalStateInterval time.Duration
+	// ConductorCleanupInterval and ConductorCleanupTimeout are [conductor]
+	// conductor_cleanup_interval (default 1 day; negative is the file's 0,
+	// the cleanup disabled) and conductor_cleanup_timeout (default two
+	// weeks): when Ironic deletes the rows of conductors gone for good
+	// (RowDeletion, 32.0+).
+	ConductorCleanupInterval, ConductorCleanupTimeout time.Duration
 }
 
 // Rules are Ironic's rules for one release, backend and settings.
@@ -110,6 +116,7 @@ var changes = []struct {
 	{drainKeepaliveHaltedSince, "the drain's keepalive halted at unregister"},
 	{onlineAliveSince, "the API's alive (online and a fresh heartbeat)"},
 	{concurrencyPerGroupSince, "max_concurrent_per_conductor_group"},
+	{conductorCleanupSince, "the deletion of stale conductor rows"},
 	// (not the root's version headers (26.1), alone not worth a warning,
 	// nor host:port names (24.0) or the NoValidHost reason (24.1), which
 	// the API answers alike on every release: api/doc.go)
@@ -127,6 +134,8 @@ func New(release Release, backend Backend, s Settings) Rules {
 	s.GracefulShutdownTimeout = cmp.Or(s.GracefulShutdownTimeout, 60*time.Second)
 	s.PeriodicMaxWorkers = cmp.Or(s.PeriodicMaxWorkers, 8)
 	s.SyncLocalStateInterval = cmp.Or(s.SyncLocalStateInterval, 180*time.Second)
+	s.ConductorCleanupInterval = cmp.Or(s.ConductorCleanupInterval, defaultCleanupInterval)
+	s.ConductorCleanupTimeout = cmp.Or(s.ConductorCleanupTimeout, defaultCleanupTimeout)
 	sqlite := backend == SQLite
 	if s.Connection != "" {
 		sqlite = IronicUsesSQLite(s.Connection)

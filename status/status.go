@@ -171,6 +171,9 @@ type conductorRow struct {
 	NotKept         bool // the backend keeps no heartbeats (SQLite)
 	Nodes           int
 	Member          bool
+	// RowDeletion says when Ironic's cleanup (32.0+) deletes the row, ""
+	// when it does not (rules.Rules RowDeletion).
+	RowDeletion string
 }
 
 type ringRow struct {
@@ -296,6 +299,14 @@ func newConductorRow(t *topology.Topology, c *topology.ConductorInfo) conductorR
 		Nodes: len(c.Nodes), Member: c.Active, NoHeartbeat: c.UpdatedAt.IsZero() || !t.Heartbeats, NotKept: !t.Heartbeats}
 	if !row.NoHeartbeat {
 		row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
+	}
+	if due, ok := t.Rules.RowDeletion(c.Online, c.UpdatedAt, t.Now); ok {
+		every := humanAge(t.Rules.ConductorCleanupInterval())
+		if left := due.Sub(t.Now); left > 0 {
+			row.RowDeletion = "Ironic deletes this row in " + humanAge(left.Round(time.Second)) + " (its cleanup runs every " + every + ")"
+		} else {
+			row.RowDeletion = "Ironic deletes this row at its next cleanup (every " + every + ")"
+		}
 	}
 	return row
 }

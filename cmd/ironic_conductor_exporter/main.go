@@ -51,15 +51,19 @@ type config struct {
 	probeListenAddress string
 	// apiListen are the addresses of the API's own door (none: the API is
 	// on --web.listen-address), apiConfigFile its TLS.
-	apiListen           []string
-	apiConfigFile       string
-	minInterval         time.Duration
-	fullInterval        time.Duration
-	historyWindow       time.Duration
-	refreshTimeout      time.Duration
-	nodeInfo            bool
-	shutdownGracePeriod time.Duration
-	web                 webLimits
+	apiListen     []string
+	apiConfigFile string
+	minInterval   time.Duration
+	fullInterval  time.Duration
+	historyWindow time.Duration
+	// conductorCleanupInterval and conductorCleanupTimeout come from
+	// ironic.conf only ([conductor]conductor_cleanup_*; zero: Ironic's
+	// defaults, -1: disabled).
+	conductorCleanupInterval, conductorCleanupTimeout time.Duration
+	refreshTimeout                                    time.Duration
+	nodeInfo                                          bool
+	shutdownGracePeriod                               time.Duration
+	web                                               webLimits
 
 	// Ironic's own configuration files, and which of the flags they may
 	// fill were given explicitly (those win over the files).

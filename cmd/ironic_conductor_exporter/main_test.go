@@ -507,6 +507,7 @@ graceful_shutdown_timeout = 90
 [conductor]
 periodic_max_workers = 4
 sync_local_state_interval = 20
+conductor_cleanup_timeout = 600
 `)
 	t.Run("from the file", func(t *testing.T) {
 		p := start(t, "", "--ironic.config-file="+conf)
@@ -518,7 +519,8 @@ sync_local_state_interval = 20
 			"read Ironic's configuration", `database="[database] connection in ` + conf + `:10"`,
 			`graceful_shutdown_timeout="[DEFAULT] graceful_shutdown_timeout in ` + conf + `:15"`,
 			`periodic_max_workers="[conductor] periodic_max_workers in ` + conf + `:18"`,
-			`sync_local_state_interval="[conductor] sync_local_state_interval in ` + conf + `:19"`} {
+			`sync_local_state_interval="[conductor] sync_local_state_interval in ` + conf + `:19"`,
+			`conductor_cleanup_timeout="[conductor] conductor_cleanup_timeout in ` + conf + `:20"`} {
 			if !strings.Contains(logs, want) {
 				t.Errorf("logs lack %q:\n%s", want, logs)
 			}

@@ -35,7 +35,8 @@ func topologySettings(cfg config, src sources) (topology.Settings, error) {
 		Connection: cfg.ironicConnection, GracefulShutdownTimeout: cfg.gracefulShutdownTimeout,
 		PeriodicMaxWorkers: cfg.periodicMaxWorkers, SyncLocalStateInterval: cfg.syncLocalStateInterval,
 		MaxConcurrentDeploy: cfg.maxConcurrentDeploy, MaxConcurrentClean: cfg.maxConcurrentClean,
-		MaxConcurrentPerConductorGroup: cfg.maxConcurrentPerGroup},
+		MaxConcurrentPerConductorGroup: cfg.maxConcurrentPerGroup,
+		ConductorCleanupInterval:       cfg.conductorCleanupInterval, ConductorCleanupTimeout: cfg.conductorCleanupTimeout},
 		Release: release}, nil
 }
 
@@ -126,6 +127,17 @@ func applyIronicConfig(cfg *config, logger *slog.Logger) (sources, error) {
 	if o := conf.SyncLocalStateInterval; o.Set && o.Value > 0 {
 		cfg.syncLocalStateInterval = o.Value
 		note("sync_local_state_interval", o)
+	}
+	if o := conf.ConductorCleanupInterval; o.Set {
+		cfg.conductorCleanupInterval = o.Value
+		if o.Value <= 0 {
+			cfg.conductorCleanupInterval = -1 // Ironic's 0: the cleanup disabled
+		}
+		note("conductor_cleanup_interval", o)
+	}
+	if o := conf.ConductorCleanupTimeout; o.Set && o.Value > 0 {
+		cfg.conductorCleanupTimeout = o.Value
+		note("conductor_cleanup_timeout", o)
 	}
 	logger.Info("read Ironic's configuration", append([]any{"files", strings.Join(conf.Files, ",")}, from...)...)
 	return src, nil
