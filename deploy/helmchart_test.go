@@ -757,6 +757,12 @@ func checkHelmExtras(t *testing.T, p helmProfile, r *rendered) {
 				t.Errorf("the NetworkPolicy admits no traffic to port %d (%s)", cp.ContainerPort, cp.Name)
 			}
 		}
+		if eg := np.Spec.Egress; len(eg) > 0 && p.novaSecret != "" &&
+			(len(eg[len(eg)-1].Ports) != 1 || eg[len(eg)-1].Ports[0].Port.IntValue() != 3306 || len(eg[len(eg)-1].To) != 0) {
+			// the profiles' own rules name their peers; novaEgress's
+			// default names none
+			t.Error("egress restricted with the Nova side on, but no rule for Nova's databases (networkPolicy.novaEgress)")
+		}
 	}
 	for _, name := range p.extraEnv {
 		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
@@ -1003,4 +1009,59 @@ func checkHelmNova(t *testing.T, p helmProfile, r *rendered, c *corev1.Container
 		}
 	}
 	t.Errorf("no ConfigMap %s rendered", v.ConfigMap.Name)
+}
+
+// TestHelmChartNovaEgress: with egress restricted and the Nova side on, the
+// NetworkPolicy admits Nova's databases (networkPolicy.novaEgress) after
+// the operator's rules; with the Nova side off, or egress not restricted,
+// it adds nothing.
+func TestHelmChartNovaEgress(t *testing.T) {
+	ch := loadChart(t)
+	base := `{networkPolicy: {enabled: true, egress: [{ports: [{port: 53, protocol: UDP}]}]%s}, nova: {enabled: %v}}`
+	for _, tc := range []struct {
+		name, extra string
+		nova        bool
+		rules       int
+		to          string // the Nova rule's peer, "" any
+		port        int
+	}{
+		{"nova off", "", false, 1, "", 0},
+		{"nova on", "", true, 2, "", 3306},
+		{"nova on, peers", `, novaEgress: {to: [{ipBlock: {cidr: 10.0.0.0/24}}], ports: [{port: 5432, protocol: TCP}]}`, true, 2, "10.0.0.0/24", 5432},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := chartutil.ReadValues([]byte(fmt.Sprintf(base, tc.extra, tc.nova)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := renderChart(ch, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := decodeDocs(t, "networkpolicy.yaml", []byte(out["ironic-conductor-exporter/templates/networkpolicy.yaml"]))
+			if len(objs) != 1 {
+				t.Fatalf("%d NetworkPolicies", len(objs))
+			}
+			spec := objs[0].(*networkingv1.NetworkPolicy).Spec
+			if !slices.Contains(spec.PolicyTypes, "Egress") || len(spec.Egress) != tc.rules {
+				t.Fatalf("policy types %v, %d egress rules, want Egress and %d", spec.PolicyTypes, len(spec.Egress), tc.rules)
+			}
+			if spec.Egress[0].Ports[0].Port.IntValue() != 53 {
+				t.Error("the operator's rule is not first")
+			}
+			if tc.rules == 1 {
+				return
+			}
+			nr := spec.Egress[1]
+			if len(nr.Ports) != 1 || nr.Ports[0].Port.IntValue() != tc.port {
+				t.Errorf("Nova's rule admits ports %v, want %d", nr.Ports, tc.port)
+			}
+			switch {
+			case tc.to == "" && len(nr.To) != 0:
+				t.Errorf("Nova's rule admits only %v", nr.To)
+			case tc.to != "" && (len(nr.To) != 1 || nr.To[0].IPBlock == nil || nr.To[0].IPBlock.CIDR != tc.to):
+				t.Errorf("Nova's rule admits %v, want %s", nr.To, tc.to)
+			}
+		})
+	}
 }
