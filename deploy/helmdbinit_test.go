@@ -98,7 +98,7 @@ func checkHelmDBInit(t *testing.T, p helmProfile, r *rendered) {
 		if g := strings.TrimPrefix(env["GRANTS"].Value, "/db-init/"); sec.StringData[g] == "" {
 			t.Errorf("%s: GRANTS %q is not in the Secret", c.Name, env["GRANTS"].Value)
 		}
-		if c.Image != "docker.io/library/mariadb:11.4" || c.SecurityContext == nil || !isTrue(c.SecurityContext.ReadOnlyRootFilesystem) || !isTrue(c.SecurityContext.RunAsNonRoot) {
+		if c.Image != "docker.io/library/mariadb:10.11" || c.SecurityContext == nil || !isTrue(c.SecurityContext.ReadOnlyRootFilesystem) || !isTrue(c.SecurityContext.RunAsNonRoot) {
 			t.Errorf("%s: image %s, or not read-only and non-root", c.Name, c.Image)
 		}
 	}
