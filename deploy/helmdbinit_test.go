@@ -165,9 +165,13 @@ func TestHelmDBInitScript(t *testing.T) {
 	testenv.Need(t, testenv.PostgreSQL, testenv.MariaDB)
 	dbs := ironicDBs(t)
 	pid := os.Getpid()
-	const pw = `R3ad'er\p&w@d:%x`
+	// the install's password, then the upgrade's (rotated in the DSN
+	// Secrets): quotes, a backslash, & and URL delimiters, percent-encoded
+	// in the URLs
+	const installPW, upgradePW = `R3ad'er\p&w@d:%x`, `n3w"pw'&\/?#`
 	for _, backend := range []string{"mysql", "postgresql"} {
 		t.Run(backend, func(t *testing.T) {
+			pw := installPW
 			ironicUser, novaUser := fmt.Sprintf("issue44b_ironic_ro_%d", pid), fmt.Sprintf("issue44b_nova_ro_%d", pid)
 			apiDB := fmt.Sprintf("issue44b_nova_api_%d", pid)
 			cells := []string{fmt.Sprintf("issue44b_cell1_%d", pid), fmt.Sprintf("issue44b_cell2_%d", pid)}
@@ -250,10 +254,12 @@ func TestHelmDBInitScript(t *testing.T) {
 			if job == nil || hook == nil {
 				t.Fatal("no Job or no Secret rendered")
 			}
-			secrets := map[string]map[string]string{
-				"admin":                          {"DB_CONNECTION": adminURL},
-				"ironic-conductor-exporter-db":   {"dsn": userURL(ironicUser, ironicName)},
-				"ironic-conductor-exporter-nova": {"api-dsn": userURL(novaUser, apiDB)},
+			secrets := func() map[string]map[string]string {
+				return map[string]map[string]string{
+					"admin":                          {"DB_CONNECTION": adminURL},
+					"ironic-conductor-exporter-db":   {"dsn": userURL(ironicUser, ironicName)},
+					"ironic-conductor-exporter-nova": {"api-dsn": userURL(novaUser, apiDB)},
+				}
 			}
 			dir := t.TempDir()
 			for k, v := range hook.StringData {
@@ -267,7 +273,7 @@ func TestHelmDBInitScript(t *testing.T) {
 					for _, e := range c.Env {
 						val := e.Value
 						if e.ValueFrom != nil {
-							val = secrets[e.ValueFrom.SecretKeyRef.Name][e.ValueFrom.SecretKeyRef.Key]
+							val = secrets()[e.ValueFrom.SecretKeyRef.Name][e.ValueFrom.SecretKeyRef.Key]
 						}
 						env = append(env, e.Name+"="+strings.ReplaceAll(val, "/db-init/", dir+"/"))
 					}
@@ -285,7 +291,17 @@ func TestHelmDBInitScript(t *testing.T) {
 				}
 			}
 			runJob("install")
+			pw = upgradePW
 			runJob("upgrade")
+			// MariaDB checks passwords here; the local PostgreSQL trusts
+			// loopback connections, so there the rotation is not seen.
+			for _, u := range map[string][]struct{ user, db string }{"mysql": {{ironicUser, ironicName}, {novaUser, apiDB}}}[backend] {
+				old := strings.Replace(rawDSN(u.user, u.db), map[string]string{"mysql": pw, "postgresql": pctEncode(pw)}[backend],
+					map[string]string{"mysql": installPW, "postgresql": pctEncode(installPW)}[backend], 1)
+				if err := openDB(t, rawDriver, old).Ping(); err == nil {
+					t.Errorf("%s still logs in with the install's password after the upgrade rotated it", u.user)
+				}
+			}
 
 			// The exporter's readers, as the users the Job made.
 			ctx := context.Background()
@@ -376,5 +392,54 @@ func mustExecDB(t *testing.T, d *sql.DB, stmts ...string) {
 		if _, err := d.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
+	}
+}
+
+// TestHelmDBInitScriptRejects: the Job's script refuses, before connecting
+// anywhere, what it cannot run safely: a missing setting, a user or
+// database name that is not a plain SQL name (it is written into SQL), a
+// DSN without a password, connections to two backends, the other backend's
+// script.
+func TestHelmDBInitScriptRejects(t *testing.T) {
+	script := filepath.Join(chartDir(), "scripts", "db-init.sh")
+	mysqlGrants := filepath.Join(root, helm.SQLDir, "nova-readonly.mysql.sql")
+	base := map[string]string{
+		"ROOT_DB_CONNECTION": "mysql+pymysql://root:pw@db.invalid:3306", "DB_CONNECTION": "mysql+pymysql://ro:pw@db.invalid/nova_api",
+		"GRANTS": mysqlGrants, "GRANTS_USER": "ironic_exporter_nova", "GRANTS_DATABASE": "nova_api", "GRANTS_CELL_DATABASE": "nova",
+	}
+	for name, tc := range map[string]struct {
+		set  map[string]string
+		want string
+	}{
+		"no admin":        {map[string]string{"ROOT_DB_CONNECTION": ""}, "ROOT_DB_CONNECTION not set"},
+		"user name":       {map[string]string{"DB_CONNECTION": "mysql+pymysql://ro'x:pw@db.invalid/nova_api"}, "is not a plain SQL name"},
+		"database name":   {map[string]string{"DB_CONNECTION": "mysql+pymysql://ro:pw@db.invalid/nova-api"}, "is not a plain SQL name"},
+		"cell name":       {map[string]string{"CELL_DATABASES": "nova nova;x"}, `cell database "nova;x"`},
+		"no password":     {map[string]string{"DB_CONNECTION": "mysql+pymysql://ro@db.invalid/nova_api"}, "has no password"},
+		"two backends":    {map[string]string{"DB_CONNECTION": "postgresql://ro:pw@db.invalid/nova_api"}, "name other backends"},
+		"other's script":  {map[string]string{"ROOT_DB_CONNECTION": "postgresql://postgres:pw@db.invalid/postgres", "DB_CONNECTION": "postgresql://ro:pw@db.invalid/nova_api"}, "is not the postgresql script"},
+		"not a URL":       {map[string]string{"ROOT_DB_CONNECTION": "root:pw@db.invalid"}, "not a URL"},
+		"unknown backend": {map[string]string{"ROOT_DB_CONNECTION": "oracle://root:pw@db.invalid"}, "neither MySQL nor PostgreSQL"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := []string{"PATH=" + os.Getenv("PATH")}
+			for k, v := range base {
+				if o, ok := tc.set[k]; ok {
+					v = o
+				}
+				env = append(env, k+"="+v)
+			}
+			for k, v := range tc.set {
+				if _, ok := base[k]; !ok {
+					env = append(env, k+"="+v)
+				}
+			}
+			cmd := exec.Command("bash", script)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Errorf("%v: %s; want a failure saying %q", err, out, tc.want)
+			}
+		})
 	}
 }
