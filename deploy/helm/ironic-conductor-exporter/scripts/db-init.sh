@@ -2,7 +2,9 @@
 # Creates one read-only database user of ironic-conductor-exporter with the
 # grants of one script of deploy/sql/ (files/sql/ in the chart), the way
 # openstack-helm's db-init jobs do (helm-toolkit
-# templates/scripts/_db-init.py.tpl and _db-pg-init.sh.tpl): the
+# templates/manifests/_job-db-init-mysql.tpl at 0d5b16ca,
+# templates/scripts/_db-init.py.tpl at 1775e1be, _db-pg-init.sh.tpl at
+# 14713b54): the
 # administrator's connection from ROOT_DB_CONNECTION, the user's name,
 # password and database from the user's own DB_CONNECTION (SQLAlchemy
 # URLs, both), run again at each upgrade: an existing user gets its password
