@@ -174,7 +174,7 @@ func TestMySQLConnectForms(t *testing.T) {
 }
 
 // createMySQLReader creates user (at 127.0.0.1 and localhost) with
-// nothing but SELECT on the tables of the test database the exporter reads, dropped
+// nothing but SELECT on GrantTables of the test database, dropped
 // after the test.
 func createMySQLReader(t *testing.T, admin *sql.DB, user, pass string) {
 	t.Helper()
@@ -182,7 +182,7 @@ func createMySQLReader(t *testing.T, admin *sql.DB, user, pass string) {
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		acct := q(user) + "@" + q(host)
 		mustExec(t, admin, `CREATE USER `+acct+` IDENTIFIED BY `+q(pass))
-		for _, table := range []string{"conductors", "conductor_hardware_interfaces", "nodes", "alembic_version", "node_history"} {
+		for _, table := range GrantTables {
 			mustExec(t, admin, `GRANT SELECT ON `+mysqlDBName+`.`+table+` TO `+acct)
 		}
 		t.Cleanup(func() { mustExec(t, admin, `DROP USER `+acct) })

@@ -96,12 +96,11 @@ func TestPostgresStatementsAreReads(t *testing.T) {
 	role := fmt.Sprintf("ice_audit_%d", os.Getpid())
 	mustExec(t, admin,
 		`CREATE ROLE `+role+` LOGIN`,
-		`GRANT SELECT ON conductors, conductor_hardware_interfaces, nodes, alembic_version, node_history TO `+role,
+		`GRANT SELECT ON `+strings.Join(GrantTables, ", ")+` TO `+role,
 		// Only this role's sessions are logged; the setting goes with the role.
 		`ALTER ROLE `+role+` SET log_statement = 'all'`)
 	t.Cleanup(func() {
-		mustExec(t, admin, `REVOKE ALL ON conductors, conductor_hardware_interfaces, nodes, alembic_version, node_history FROM `+role,
-			`DROP ROLE `+role)
+		mustExec(t, admin, `REVOKE ALL ON `+strings.Join(GrantTables, ", ")+` FROM `+role, `DROP ROLE `+role)
 	})
 	logPath := pgServerLog(t)
 	f, err := os.Open(logPath)

@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -68,6 +69,9 @@ type helmProfile struct {
 	// nova.conf from the Secret novaConf, the computes file's hosts.
 	novaSecret, novaConf string
 	novaComputes         []string
+	// dbInitAdmin: the dbInit Job on, the administrator's connection from
+	// this Secret (key DB_CONNECTION).
+	dbInitAdmin string
 }
 
 var defaultIronicFlags = []string{"--ironic.heartbeat-timeout=60s", "--ironic.hash-partition-exponent=5", "--ironic.hash-ring-algorithm=md5"}
@@ -96,6 +100,11 @@ var helmProfiles = []helmProfile{
 		ruleLabels: map[string]string{"release": "prometheus"}, smLabel: map[string]string{"release": "prometheus"}},
 	{file: "nova-values.yaml", dsnSecret: "ironic-conductor-exporter-db", dsnKey: "dsn", ironicFlags: defaultIronicFlags, replicas: 1, antiAffinity: "soft",
 		novaSecret: "ironic-conductor-exporter-nova", novaConf: "nova-etc", novaComputes: []string{"nova-compute-ironic-0"}},
+	// openstack-helm's administrator Secret ironic-db-admin (key
+	// DB_CONNECTION, helm-toolkit's job_db_init_mysql reads it the same way).
+	{file: "db-init-values.yaml", dsnSecret: "ironic-conductor-exporter-db", dsnKey: "dsn", ironicFlags: defaultIronicFlags, replicas: 1, antiAffinity: "soft",
+		novaSecret: "ironic-conductor-exporter-nova", novaConf: "nova-etc", novaComputes: []string{"nova-compute-ironic-0"},
+		networkPolicy: true, dbInitAdmin: "ironic-db-admin"},
 	{file: "custom-job-values.yaml", dsnSecret: "ironic-conductor-exporter-db", dsnKey: "dsn", ironicFlags: defaultIronicFlags,
 		replicas: 3, antiAffinity: "hard", pdb: true, job: "ironic", rules: true,
 		extraArgs: []string{"--no-collector.node-info", "--refresh.min-interval=10s"}},
@@ -112,6 +121,8 @@ func (p helmProfile) name() string {
 type rendered struct {
 	built
 	secrets    []*corev1.Secret
+	hooks      []*corev1.Secret // Secrets that are Helm hooks (dbInit's)
+	jobs       []*batchv1.Job
 	configMaps []*corev1.ConfigMap
 	netpols    []*networkingv1.NetworkPolicy
 	extra      []*corev1.ConfigMap // extraObjects
@@ -185,7 +196,13 @@ func renderProfile(t *testing.T, p helmProfile) *rendered {
 			case *corev1.ServiceAccount:
 				r.serviceAccounts = append(r.serviceAccounts, o)
 			case *corev1.Secret:
-				r.secrets = append(r.secrets, o)
+				if o.Annotations["helm.sh/hook"] != "" {
+					r.hooks = append(r.hooks, o)
+				} else {
+					r.secrets = append(r.secrets, o)
+				}
+			case *batchv1.Job:
+				r.jobs = append(r.jobs, o)
 			case *corev1.ConfigMap:
 				if n == "ironic-conductor-exporter/templates/extra-objects.yaml" {
 					r.extra = append(r.extra, o)
@@ -305,6 +322,10 @@ func TestHelmChartRejects(t *testing.T) {
 		"unknown source":          {"database: {source: env}", `database.source "env"`},
 		"existing without name":   {"database: {existingSecret: {name: ''}}", "needs database.existingSecret.name"},
 		"anti-affinity":           {"podAntiAffinity: always", `podAntiAffinity "always"`},
+		"dbInit without admin":    {"dbInit: {enabled: true}", "needs dbInit.adminSecret.name"},
+		"dbInit with ironic.conf": {"{dbInit: {enabled: true, adminSecret: {name: a}}, database: {source: ironicConf}, ironicConf: {secret: e}}", "dbInit.ironic needs Ironic's DSN in a Secret"},
+		"dbInit backend":          {"dbInit: {enabled: true, backend: oracle, adminSecret: {name: a}}", `dbInit.backend "oracle"`},
+		"dbInit without users":    {"dbInit: {enabled: true, ironic: false, adminSecret: {name: a}}", "no user to create"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v, err := chartutil.ReadValues([]byte(tc.values))
@@ -328,6 +349,7 @@ func TestHelmChartProfiles(t *testing.T) {
 			checkHelmPod(t, p, r, flags)
 			checkHelmSelectors(t, p, r)
 			checkHelmMonitoring(t, p, r)
+			checkHelmDBInit(t, p, r)
 		})
 	}
 }
@@ -735,6 +757,12 @@ func checkHelmExtras(t *testing.T, p helmProfile, r *rendered) {
 				t.Errorf("the NetworkPolicy admits no traffic to port %d (%s)", cp.ContainerPort, cp.Name)
 			}
 		}
+		if eg := np.Spec.Egress; len(eg) > 0 && p.novaSecret != "" &&
+			(len(eg[len(eg)-1].Ports) != 1 || eg[len(eg)-1].Ports[0].Port.IntValue() != 3306 || len(eg[len(eg)-1].To) != 0) {
+			// the profiles' own rules name their peers; novaEgress's
+			// default names none
+			t.Error("egress restricted with the Nova side on, but no rule for Nova's databases (networkPolicy.novaEgress)")
+		}
 	}
 	for _, name := range p.extraEnv {
 		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
@@ -981,4 +1009,59 @@ func checkHelmNova(t *testing.T, p helmProfile, r *rendered, c *corev1.Container
 		}
 	}
 	t.Errorf("no ConfigMap %s rendered", v.ConfigMap.Name)
+}
+
+// TestHelmChartNovaEgress: with egress restricted and the Nova side on, the
+// NetworkPolicy admits Nova's databases (networkPolicy.novaEgress) after
+// the operator's rules; with the Nova side off, or egress not restricted,
+// it adds nothing.
+func TestHelmChartNovaEgress(t *testing.T) {
+	ch := loadChart(t)
+	base := `{networkPolicy: {enabled: true, egress: [{ports: [{port: 53, protocol: UDP}]}]%s}, nova: {enabled: %v}}`
+	for _, tc := range []struct {
+		name, extra string
+		nova        bool
+		rules       int
+		to          string // the Nova rule's peer, "" any
+		port        int
+	}{
+		{"nova off", "", false, 1, "", 0},
+		{"nova on", "", true, 2, "", 3306},
+		{"nova on, peers", `, novaEgress: {to: [{ipBlock: {cidr: 10.0.0.0/24}}], ports: [{port: 5432, protocol: TCP}]}`, true, 2, "10.0.0.0/24", 5432},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := chartutil.ReadValues([]byte(fmt.Sprintf(base, tc.extra, tc.nova)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := renderChart(ch, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := decodeDocs(t, "networkpolicy.yaml", []byte(out["ironic-conductor-exporter/templates/networkpolicy.yaml"]))
+			if len(objs) != 1 {
+				t.Fatalf("%d NetworkPolicies", len(objs))
+			}
+			spec := objs[0].(*networkingv1.NetworkPolicy).Spec
+			if !slices.Contains(spec.PolicyTypes, "Egress") || len(spec.Egress) != tc.rules {
+				t.Fatalf("policy types %v, %d egress rules, want Egress and %d", spec.PolicyTypes, len(spec.Egress), tc.rules)
+			}
+			if spec.Egress[0].Ports[0].Port.IntValue() != 53 {
+				t.Error("the operator's rule is not first")
+			}
+			if tc.rules == 1 {
+				return
+			}
+			nr := spec.Egress[1]
+			if len(nr.Ports) != 1 || nr.Ports[0].Port.IntValue() != tc.port {
+				t.Errorf("Nova's rule admits ports %v, want %d", nr.Ports, tc.port)
+			}
+			switch {
+			case tc.to == "" && len(nr.To) != 0:
+				t.Errorf("Nova's rule admits only %v", nr.To)
+			case tc.to != "" && (len(nr.To) != 1 || nr.To[0].IPBlock == nil || nr.To[0].IPBlock.CIDR != tc.to):
+				t.Errorf("Nova's rule admits %v, want %s", nr.To, tc.to)
+			}
+		})
+	}
 }

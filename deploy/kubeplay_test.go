@@ -29,7 +29,9 @@ import (
 // Debian's): what kustomize builds, what the chart renders per values
 // profile. What kube play cannot run (ServiceMonitor, PodMonitor,
 // PrometheusRule, PDB, NetworkPolicy) stays checked by strict decoding
-// (deploy_test.go, helmchart_test.go).
+// (deploy_test.go, helmchart_test.go); the chart's dbInit Job, whose
+// client images are not on this machine, has its script run by
+// TestHelmDBInitScript.
 
 // playEnv is what the test gives a pod that a cluster would: Secrets and
 // ConfigMaps by name and key, and the host directory behind an emptyDir.

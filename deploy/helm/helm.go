@@ -1,10 +1,11 @@
 // Package helm keeps the Helm chart of deploy/helm/ironic-conductor-exporter
 // in step with the files it copies: Helm reads nothing outside the chart
 // directory, so the chart holds the mixin's rule file
-// (alerts/ironic-conductor-exporter.rules.yml) and the dashboards of
-// dashboards/ under files/. `go generate ./mixin`, the project's one
-// generator, writes them after their sources, and deploy/helmchart_test.go
-// fails when a copy differs from its source.
+// (alerts/ironic-conductor-exporter.rules.yml), the dashboards of
+// dashboards/ and the read-only users' scripts of deploy/sql/ (its dbInit
+// Job runs them) under files/. `go generate ./mixin` writes them after
+// their sources (deploy/sql/ after `go generate ./db ./novadb`), and
+// deploy/helmchart_test.go fails when a copy differs from its source.
 package helm
 
 import (
@@ -27,12 +28,18 @@ const (
 	DashboardsCopyDir = ChartDir + "/files/dashboards"
 	// DashboardsDir holds the generated dashboards.
 	DashboardsDir = "dashboards"
+	// SQLDir holds the read-only users' scripts (db.GrantSQL,
+	// novadb.GrantSQL).
+	SQLDir = "deploy/sql"
+	// SQLCopyDir holds the chart's copies of deploy/sql/*.sql, read by the
+	// dbInit Job's template with .Files.Get.
+	SQLCopyDir = ChartDir + "/files/sql"
 )
 
 // Files renders the chart's copies from the repository at root: the rule
 // file as the mixin renders it with its default _config (not read from
-// alerts/, so the copy never lags the mixin), and every dashboards/*.json as
-// it is.
+// alerts/, so the copy never lags the mixin), and every dashboards/*.json
+// and deploy/sql/*.sql as it is.
 func Files(root string) ([]mixin.File, error) {
 	r, err := mixin.Render(root, "")
 	if err != nil {
@@ -56,6 +63,20 @@ func Files(root string) ([]mixin.File, error) {
 			return nil, fmt.Errorf("reading a dashboard: %w", err)
 		}
 		files = append(files, mixin.File{Path: path.Join(DashboardsCopyDir, filepath.Base(d)), Data: b})
+	}
+	scripts, err := filepath.Glob(filepath.Join(root, SQLDir, "*.sql"))
+	if err != nil {
+		return nil, err
+	}
+	if len(scripts) == 0 {
+		return nil, fmt.Errorf("no script in %s", filepath.Join(root, SQLDir))
+	}
+	for _, s := range scripts {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			return nil, fmt.Errorf("reading a read-only user's script: %w", err)
+		}
+		files = append(files, mixin.File{Path: path.Join(SQLCopyDir, filepath.Base(s)), Data: b})
 	}
 	return files, nil
 }

@@ -7,7 +7,8 @@
 //     Kayobe rules, scrape snippets and dashboards of deploy/kolla/;
 //  3. the PrometheusRule of deploy/kubernetes/components/prometheus-rules,
 //     from the rule files of alerts/;
-//  4. the Helm chart's copies of the rule file and the dashboards
+//  4. the Helm chart's copies of the rule file, the dashboards and the
+//     read-only users' scripts of deploy/sql/
 //     (helm.Files).
 //
 // Copies of a dashboard that no longer exists are removed. It is the one
@@ -132,6 +133,9 @@ func run() error {
 		return fmt.Errorf("rendering the chart's copies: %w", err)
 	}
 	if err := w.writeAll(copies); err != nil {
+		return err
+	}
+	if err := w.prune(path.Join(helm.SQLCopyDir, "*")); err != nil {
 		return err
 	}
 	return w.prune(path.Join(helm.DashboardsCopyDir, "*"))
