@@ -168,7 +168,9 @@ def _history(ck, ironic, sidecar, metrics):
         if not events:
             continue
         nodes += 1
-        with urllib.request.urlopen(sidecar + '/?node=' + n['uuid'], timeout=60) as r:
+        # the page is "/" for a browser; other clients get the API's root
+        req = urllib.request.Request(sidecar + '/?node=' + n['uuid'], headers={'Accept': 'text/html'})
+        with urllib.request.urlopen(req, timeout=60) as r:
             page = r.read().decode()
         m = _LOOKUP_EVENTS.search(page)
         shown = sorted((html.unescape(s), html.unescape(t), html.unescape(c))
@@ -176,8 +178,10 @@ def _history(ck, ironic, sidecar, metrics):
         # the fleet writes at most 4 a node: the lookup shows them all
         # (its last 5); as a set, since Ironic's API orders by created_at,
         # which MySQL keeps to the second
-        ck.eq('node %s: its events (Ironic\'s API) on the lookup' % n['uuid'],
-              sorted((e['severity'], e['event_type'], e['conductor']) for e in events), shown)
+        if not ck.eq('node %s: its events (Ironic\'s API) on the lookup' % n['uuid'],
+                     sorted((e['severity'], e['event_type'], e['conductor']) for e in events), shown):
+            i = page.find('<dl>')
+            print('     the lookup: %s' % (m.group(0) if m else page[i:i + 1500] if i >= 0 else page[:600]))
         if 'HISTORY-TEXT-NEVER-SHOWN' in page:
             ck.fail('node %s: the lookup shows an event\'s text' % n['uuid'])
     ck.eq('ERROR events by conductor: Ironic\'s API vs ironic_conductor_history_errors', want, side)

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import sqlalchemy as sa
@@ -34,6 +35,9 @@ SYNC_INTERVAL = 10
 MAX_WORKERS = 4
 RING_RESET = 5
 REFRESH = 1
+# [conductor]max_concurrent_deploy of the storm scenario's fleet (21.1+)
+STORM_LIMIT = 3
+DEPLOYS = ('deploying', 'wait call-back')
 STEP_STATES = ('deploying', 'cleaning', 'verifying', 'inspecting', 'adopting',
                'rescuing', 'unrescuing', 'deleting', 'servicing')
 IN_PROGRESS = STEP_STATES + ('wait call-back', 'clean wait', 'inspect wait',
@@ -52,6 +56,8 @@ LAGS = {
     'stuck lock holder': REFRESH + 2,
     'stuck never released': REFRESH + 2,
     'page all clear': REFRESH + NO_LOCK_BOUND + 3,
+    'deploys in flight': REFRESH + 3,
+    'deploy refused': REFRESH + 3,
 }
 
 
@@ -97,8 +103,10 @@ class Fleet:
                   'sync_local_state_interval = %d' % SYNC_INTERVAL,
                   'check_provision_state_interval = 3',
                   'periodic_max_workers = %d' % MAX_WORKERS,
-                  'automated_clean = false', 'sync_power_state_interval = -1',
-                  '[fake]', 'deploy_delay = %d' % DEPLOY_DELAY,
+                  'automated_clean = false', 'sync_power_state_interval = -1']
+        if 'storm' in self.a.scenarios.split(','):
+            lines.append('max_concurrent_deploy = %d' % STORM_LIMIT)
+        lines += ['[fake]', 'deploy_delay = %d' % DEPLOY_DELAY,
                   '[dhcp]', 'dhcp_provider = none',
                   '[json_rpc]', 'auth_strategy = noauth', 'port = %d' % self.a.rpc_port,
                   '[api]', 'host_ip = 127.0.0.1', 'port = %d' % self.a.api_port,
@@ -295,6 +303,15 @@ class Checker:
         trouble = no_lock > 0 or holder > 0 or never > 0 or any(s != 'alive' for s in state.values())
         # one way: the page may have other problems to tell, never "All clear" in trouble
         self.compare('page all clear', False, trouble and 'All clear' in page, now)
+        # Ironic's concurrency limit of deploys (21.1+): the nodes it counts
+        # (deploying, wait call-back) and whether it refuses a new deploy
+        # now, against the sidecar's count and headroom
+        limit = STORM_LIMIT if 'storm' in self.f.a.scenarios.split(',') else 250
+        deploys = sum(1 for n in nodes if n['provision_state'] in DEPLOYS)
+        self.compare('deploys in flight', deploys, int(sum(
+            v for l, v in metrics.get('ironic_concurrent_actions', []) if l['action'] == 'deploy')), now)
+        self.compare('deploy refused', deploys >= limit, any(
+            v <= 0 for l, v in metrics.get('ironic_concurrent_action_headroom', []) if l['action'] == 'deploy'), now)
         time.sleep(max(0, 1 - (time.time() - t0)))
 
     def worked_by_dead(self, n):
@@ -330,7 +347,8 @@ def main():
     p.add_argument('--chroot', help="the release's chroot (default: the host's Ironic)")
     p.add_argument('--release', default='21.4', help='a label for the table')
     p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
-                   help='sigterm,sigkill,sigusr1 (21.4) or hostport (23.0+ with --rpc-port != 8089)')
+                   help='sigterm,sigkill,sigusr1 (21.4), hostport (23.0+ with --rpc-port != 8089) '
+                        'or storm (21.1+: max_concurrent_deploy %d)' % STORM_LIMIT)
     a = p.parse_args()
     f = Fleet(a)
     results = []
@@ -386,6 +404,8 @@ def run(f, a, results):
     todo = a.scenarios.split(',')
     if 'hostport' in todo:
         return hostport(f, a, results, uuids)
+    if 'storm' in todo:
+        return storm(f, a, results, uuids)
 
     # 1. deploys everywhere, then tear-downs; SIGTERM one conductor while its
     # workers hold tear-down locks, graceful_shutdown_timeout reached.
@@ -481,6 +501,37 @@ def recover_left(f, ck):
                 raise RuntimeError(h + ' did not exit after graceful_shutdown_timeout')
             f.start_conductor(h)
     raise RuntimeError('timed out waiting for the left nodes to be failed')
+
+
+def storm(f, a, results, uuids):
+    """A deploy storm into [conductor]max_concurrent_deploy (21.1+): every
+    node asked to deploy, one a second, while each deploy holds
+    `deploying` for deploy_delay. Ironic accepts the first STORM_LIMIT and
+    refuses the rest (ConcurrentActionLimit) until some finish; each
+    poll compares the deploys it counts and whether it refuses with the
+    sidecar's ironic_concurrent_actions and headroom."""
+    ck = Checker(f, 'deploy storm, max_concurrent_deploy %d (%s)' % (STORM_LIMIT, a.release), results)
+    refused = []
+    for u in uuids:
+        try:
+            f.provision(u, 'active')
+        except urllib.error.HTTPError as e:
+            body = e.read().decode(errors='replace')
+            # ConcurrentActionLimit is a 503, but over json-rpc 21.4's API
+            # answers 500 with the exception's text
+            if e.code not in (500, 503) or 'concurrent action limit' not in body.lower():
+                raise RuntimeError('deploy of %s: %d %s' % (u, e.code, body[:300]))
+            refused.append(u)
+        ck.poll()
+    log('deploy storm: %d accepted, %d refused by Ironic (ConcurrentActionLimit)'
+        % (len(uuids) - len(refused), len(refused)))
+    if not refused:
+        ck.failures.append('the storm never reached max_concurrent_deploy: nothing to compare')
+    f.wait_until('the accepted deploys to end', lambda: not nodes_in(f, DEPLOYS), DEPLOY_DELAY * 4, ck)
+    for _ in range(3):
+        ck.poll()
+    ck.finish()
+    ck.results[-1] = (ck.scenario + ' [%d refused]' % len(refused),) + ck.results[-1][1:]
 
 
 def hostport(f, a, results, uuids):

@@ -6,6 +6,7 @@
 #
 # Usage: conformance/live/run.sh SIDECAR_BINARY
 #   LIVE_BACKENDS  "mysql postgresql" (default): the 21.4 scenarios' backends
+#   LIVE_STORM     "postgresql" (default; "" to skip): the 21.4 deploy storm's backends
 #   LIVE_HOSTPORT  "29.0" (default; "" to skip): HOST:PORT naming ([json_rpc]port 8090) in the
 #                  trixie chroot (make provision), SIGKILL holding locks, on MariaDB
 #   MYURL, PGURL   server URLs without a database (root@ / postgres@ on loopback)
@@ -30,6 +31,19 @@ for b in ${LIVE_BACKENDS-mysql postgresql}; do
     if ! timeout 900 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$url" --workdir "$work/$b"; then
         rc=1
         echo "live fleet on $b failed: logs in $work/$b" >&2
+    fi
+done
+for b in ${LIVE_STORM-postgresql}; do
+    case "$b" in
+        mysql) url="$MYURL/issue42_live_st" ;;
+        postgresql) url="$PGURL/issue42_live_st" ;;
+        *) echo "unknown backend $b" >&2; exit 2 ;;
+    esac
+    echo "== live fleet: Ironic 21.4 (host) on $b, a deploy storm into max_concurrent_deploy"
+    if ! timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$url" --workdir "$work/storm-$b" \
+            --scenarios storm; then
+        rc=1
+        echo "live fleet storm on $b failed: logs in $work/storm-$b" >&2
     fi
 done
 CHROOT_CACHE="${CHROOT_CACHE:-/var/cache/ironic-conductor-exporter/chroots}"
