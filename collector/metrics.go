@@ -35,7 +35,7 @@ var (
 	conductorHeartbeatFamily = newFamily("ironic_conductor_heartbeat_timestamp_seconds",
 		"The conductor's last heartbeat (updated_at) as a Unix timestamp.", hostLabels...)
 	conductorRowDeletionFamily = newFamily("ironic_conductor_row_deletion_timestamp_seconds",
-		"From when Ironic's stale conductor cleanup (32.0+, every [conductor]conductor_cleanup_interval) deletes the conductor's row: its heartbeat plus conductor_cleanup_timeout once older than heartbeat_timeout (on SQLite: any offline row, at the next run). Absent when Ironic does not delete it.",
+		"From when Ironic's stale conductor cleanup (32.0+, every [conductor]conductor_cleanup_interval) deletes the conductor's row; a time in the past: at its next run. Ironic deletes rows only on SQLite (any offline row): elsewhere its cleanup fails at every run and the series is absent.",
 		hostLabels...)
 	conductorRingMemberFamily = newFamily("ironic_conductor_hash_ring_member",
 		"1 when the conductor is a member of its hash rings (online with a heartbeat Ironic accepts), 0 otherwise.",
@@ -244,7 +244,7 @@ func collectTopology(emit emitFunc, t *topology.Topology) {
 		if !c.UpdatedAt.IsZero() && t.Heartbeats {
 			emit(conductorHeartbeatFamily, unixSeconds(c.UpdatedAt), group, host)
 		}
-		if due, ok := t.Rules.RowDeletion(c.Online, c.UpdatedAt, t.Now); ok {
+		if due, ok := t.Rules.RowDeletion(c.Online, c.UpdatedAt); ok {
 			emit(conductorRowDeletionFamily, max(unixSeconds(due), 0), group, host)
 		}
 		for _, hw := range c.HardwareTypes {

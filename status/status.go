@@ -171,8 +171,9 @@ type conductorRow struct {
 	NotKept         bool // the backend keeps no heartbeats (SQLite)
 	Nodes           int
 	Member          bool
-	// RowDeletion says when Ironic's cleanup (32.0+) deletes the row, ""
-	// when it does not (rules.Rules RowDeletion).
+	// RowDeletion says when Ironic's cleanup (32.0+) deletes the row of a
+	// conductor that is not alive, or that it never will; "" otherwise
+	// (rules.Rules RowDeletion, CleanupFails).
 	RowDeletion string
 }
 
@@ -300,13 +301,15 @@ func newConductorRow(t *topology.Topology, c *topology.ConductorInfo) conductorR
 	if !row.NoHeartbeat {
 		row.HeartbeatAge = t.Now.Sub(c.UpdatedAt).Round(time.Second)
 	}
-	if due, ok := t.Rules.RowDeletion(c.Online, c.UpdatedAt, t.Now); ok {
-		every := humanAge(t.Rules.ConductorCleanupInterval())
-		if left := due.Sub(t.Now); left > 0 {
-			row.RowDeletion = "Ironic deletes this row in " + humanAge(left.Round(time.Second)) + " (its cleanup runs every " + every + ")"
-		} else {
-			row.RowDeletion = "Ironic deletes this row at its next cleanup (every " + every + ")"
-		}
+	switch due, ok := t.Rules.RowDeletion(c.Online, c.UpdatedAt); {
+	case ok && due.After(t.Now):
+		row.RowDeletion = "Ironic deletes this row in " + humanAge(due.Sub(t.Now).Round(time.Second)) +
+			" (its cleanup runs every " + humanAge(t.Rules.ConductorCleanupInterval()) + ")"
+	case ok:
+		row.RowDeletion = "Ironic deletes this row at its next cleanup (every " + humanAge(t.Rules.ConductorCleanupInterval()) + ")"
+	case t.Rules.CleanupFails() && (c.State == rules.StateStopped || c.State == rules.StateDead):
+		row.RowDeletion = "Ironic's stale conductor cleanup fails on this database and never deletes this row " +
+			"(its log: \"Encountered error while cleaning up stale conductors\")"
 	}
 	return row
 }

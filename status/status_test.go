@@ -65,9 +65,9 @@ func TestPage(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<th scope="row"><a href="/?conductor=cond-a.example.com%3A6385">cond-a.example.com:6385</a></th><td>(default)</td><td class="state alive">alive</td><td>ipmi</td>`,
-		// dead for an hour: on the newest rules, Ironic's cleanup (32.0+)
-		// deletes its row two weeks after its heartbeat
-		`<th scope="row"><a href="/?conductor=cond-b">cond-b</a></th><td>rack1</td><td class="state dead">dead<br><small class="row-deletion">Ironic deletes this row in 13d (its cleanup runs every 24h0m)</small></td><td>redfish</td><td class="num">1h0m</td><td class="num">0</td>`,
+		// dead: on the newest rules outside SQLite, Ironic's cleanup
+		// (32.0+) fails at every run and never deletes its row
+		`<th scope="row"><a href="/?conductor=cond-b">cond-b</a></th><td>rack1</td><td class="state dead">dead<br><small class="row-deletion">Ironic&#39;s stale conductor cleanup fails on this database and never deletes this row (its log: &#34;Encountered error while cleaning up stale conductors&#34;)</small></td><td>redfish</td><td class="num">1h0m</td><td class="num">0</td>`,
 		`1 alive, 0 draining, 0 stopped, 1 dead; 2 nodes.`,
 		`<td>(default)</td><td>ipmi</td><td class="num">1</td><td class="num">1</td><td class="num">1 / 1</td><td class="num">1.00× ideal</td>`,
 		`<td>rack1</td><td>redfish</td><td class="num dead">1</td>`,

@@ -38,6 +38,11 @@ REFRESH = 1
 # [conductor]max_concurrent_deploy of the storm scenario's fleet (21.1+)
 STORM_LIMIT = 3
 DEPLOYS = ('deploying', 'wait call-back')
+# [conductor]conductor_cleanup_interval and _timeout of the cleanup
+# scenario's fleet (32.0+; the timeout's minimum is 60 and Ironic wants at
+# least 3x heartbeat_timeout)
+CLEANUP_INTERVAL = 10
+CLEANUP_TIMEOUT = 60
 STEP_STATES = ('deploying', 'cleaning', 'verifying', 'inspecting', 'adopting',
                'rescuing', 'unrescuing', 'deleting', 'servicing')
 IN_PROGRESS = STEP_STATES + ('wait call-back', 'clean wait', 'inspect wait',
@@ -87,6 +92,9 @@ class Fleet:
         self.sidecar = 'http://127.0.0.1:%d' % a.sidecar_port
         self.eng = sa.create_engine(a.db_url)
         self.conf = os.path.join(self.work, 'ironic.conf')
+        # ironic.cmd became ironic.command (36.0+)
+        self.cmd = 'ironic.command' if os.path.isdir(
+            self.real('/usr/lib/python3/dist-packages/ironic/command')) else 'ironic.cmd'
 
     def write_conf(self):
         lines = ['[DEFAULT]', 'auth_strategy = noauth', 'rpc_transport = json-rpc',
@@ -106,6 +114,9 @@ class Fleet:
                   'automated_clean = false', 'sync_power_state_interval = -1']
         if 'storm' in self.a.scenarios.split(','):
             lines.append('max_concurrent_deploy = %d' % STORM_LIMIT)
+        if 'cleanup' in self.a.scenarios.split(','):
+            lines += ['conductor_cleanup_interval = %d' % CLEANUP_INTERVAL,
+                      'conductor_cleanup_timeout = %d' % CLEANUP_TIMEOUT]
         lines += ['[fake]', 'deploy_delay = %d' % DEPLOY_DELAY,
                   '[dhcp]', 'dhcp_provider = none',
                   '[json_rpc]', 'auth_strategy = noauth', 'port = %d' % self.a.rpc_port,
@@ -132,7 +143,7 @@ class Fleet:
             c.execute(sa.text('DROP DATABASE IF EXISTS %s' % db))
             c.execute(sa.text('CREATE DATABASE %s' % db))
         admin.dispose()
-        subprocess.run(self.py + ['-c', 'import sys; from ironic.cmd import dbsync; '
+        subprocess.run(self.py + ['-c', 'import sys; from %s import dbsync; ' % self.cmd +
                         'sys.argv = ["ironic-dbsync", "--config-file", sys.argv[1], "create_schema"]; dbsync.main()',
                         self.conf], check=True, capture_output=True)
 
@@ -142,7 +153,7 @@ class Fleet:
                                             start_new_session=True)
 
     def start_conductor(self, h):
-        self.start(h, self.py + ['-m', 'ironic.cmd.conductor', '--config-file', self.conf,
+        self.start(h, self.py + ['-m', self.cmd + '.conductor', '--config-file', self.conf,
                        '--config-file', os.path.join(self.work, h + '.conf')])
 
     def signal(self, name, sig):
@@ -348,7 +359,7 @@ def main():
     p.add_argument('--release', default='21.4', help='a label for the table')
     p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
                    help='sigterm,sigkill,sigusr1 (21.4), hostport (23.0+ with --rpc-port != 8089) '
-                        'or storm (21.1+: max_concurrent_deploy %d)' % STORM_LIMIT)
+                        'storm (21.1+: max_concurrent_deploy %d) or cleanup (32.0+)' % STORM_LIMIT)
     a = p.parse_args()
     f = Fleet(a)
     results = []
@@ -374,7 +385,7 @@ def run(f, a, results):
     # main(), not `-m`: 29.0's api.py reads [database]connection at import
     # under __main__, before the configuration is parsed
     f.start('api', f.py + ['-c', 'import sys; sys.argv = ["ironic-api", "--config-file", sys.argv[1]]; '
-                           'from ironic.cmd import api; sys.exit(api.main())', f.conf])
+                           'from %s import api; sys.exit(api.main())' % f.cmd, f.conf])
     for h in f.hosts:
         f.start_conductor(h)
     f.start('sidecar', [a.sidecar, '--web.listen-address', '127.0.0.1:%d' % a.sidecar_port,
@@ -406,6 +417,8 @@ def run(f, a, results):
         return hostport(f, a, results, uuids)
     if 'storm' in todo:
         return storm(f, a, results, uuids)
+    if 'cleanup' in todo:
+        return cleanup(f, a, results)
 
     # 1. deploys everywhere, then tear-downs; SIGTERM one conductor while its
     # workers hold tear-down locks, graceful_shutdown_timeout reached.
@@ -532,6 +545,52 @@ def storm(f, a, results, uuids):
         ck.poll()
     ck.finish()
     ck.results[-1] = (ck.scenario + ' [%d refused]' % len(refused),) + ck.results[-1][1:]
+
+
+def cleanup(f, a, results):
+    """The stale conductor cleanup (32.0+, cleanup_stale_conductors): one
+    conductor killed; its peers run the cleanup every CLEANUP_INTERVAL, and
+    it should delete the row once the heartbeat is older than
+    CLEANUP_TIMEOUT. The truth is whether the row goes. When it goes, the
+    sidecar's ironic_conductor_row_deletion_timestamp_seconds must have said
+    when (the row going at or after it, within the interval and a poll);
+    when it stays (39.0 on PostgreSQL: the task fails at every run), the
+    sidecar must have no such series and its page must say that Ironic never
+    deletes it."""
+    ck = Checker(f, 'stale row cleanup, timeout %ds (%s)' % (CLEANUP_TIMEOUT, a.release), results)
+    victim = f.hosts[0]
+    f.signal(victim, signal.SIGKILL)
+    f.wait_exit(victim, 10)
+    said = set()
+    end = time.time() + CLEANUP_TIMEOUT + HEARTBEAT_TIMEOUT + 3 * CLEANUP_INTERVAL
+    deleted = None
+    while time.time() < end:
+        ck.poll()
+        m = parse_metrics(get(f.sidecar + '/metrics', 'text/plain'))
+        said |= {v for l, v in m.get('ironic_conductor_row_deletion_timestamp_seconds', []) if l['hostname'] == victim}
+        if victim not in {c['hostname'] for c in f.db_conductors()}:
+            deleted = time.time()
+            break
+    if deleted is None:
+        page = get(f.sidecar + '/', 'text/html')
+        log('%s: its row is still there %ds after its last heartbeat' % (
+            victim, CLEANUP_TIMEOUT + HEARTBEAT_TIMEOUT + 3 * CLEANUP_INTERVAL))
+        if said:
+            ck.failures.append('%s: the row stays, the sidecar said Ironic deletes it from %s' % (victim, sorted(said)))
+        if 'never deletes this row' not in page:
+            ck.failures.append('%s: the row stays, the page does not say so' % victim)
+    elif len(said) != 1:
+        ck.failures.append('%s: Ironic deleted the row; the sidecar said %s, want one time' % (victim, sorted(said)))
+    else:
+        late = deleted - said.pop()
+        log('%s deleted %.1fs after the time the sidecar said (interval %ds)' % (victim, late, CLEANUP_INTERVAL))
+        if not -1 <= late <= CLEANUP_INTERVAL + LAGS['conductor state']:
+            ck.failures.append('%s deleted %.1fs after the sidecar\'s time, want 0-%ds' % (
+                victim, late, CLEANUP_INTERVAL + LAGS['conductor state']))
+    for _ in range(3):
+        ck.poll()
+    ck.finish()
+    ck.results[-1] = (ck.scenario + (' [deleted]' if deleted else ' [kept]'),) + ck.results[-1][1:]
 
 
 def hostport(f, a, results, uuids):

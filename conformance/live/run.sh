@@ -7,6 +7,8 @@
 # Usage: conformance/live/run.sh SIDECAR_BINARY
 #   LIVE_BACKENDS  "mysql postgresql" (default): the 21.4 scenarios' backends
 #   LIVE_STORM     "postgresql" (default; "" to skip): the 21.4 deploy storm's backends
+#   LIVE_NEWEST    "39.0" (default; "" to skip): the newest release (sid chroot) on PostgreSQL,
+#                  the stale conductor cleanup (32.0+)
 #   LIVE_HOSTPORT  "29.0" (default; "" to skip): HOST:PORT naming ([json_rpc]port 8090) in the
 #                  trixie chroot (make provision), SIGKILL holding locks, on MariaDB
 #   MYURL, PGURL   server URLs without a database (root@ / postgres@ on loopback)
@@ -57,6 +59,22 @@ for rel in ${LIVE_HOSTPORT-29.0}; do
     echo "== live fleet: Ironic $rel ($root) on mysql, HOST:PORT names"
     if timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$MYURL/issue42_live_hp" \
             --workdir "$inner" --chroot "$root" --rpc-port 8090 --scenarios hostport --release "$rel" --nodes 6; then
+        rm -rf "${root:?}$inner"
+    else
+        rc=1
+        echo "live fleet $rel failed: logs in $root$inner" >&2
+    fi
+done
+for rel in ${LIVE_NEWEST-39.0}; do
+    case "$rel" in
+        39.0) root="$CHROOT_CACHE/sid" ;;
+        *) echo "no chroot known for $rel" >&2; exit 2 ;;
+    esac
+    [[ -x "$root/usr/bin/python3" ]] || { echo "live fleet: no $rel chroot at $root (make provision)" >&2; rc=1; continue; }
+    inner="$(mktemp -d "$root/tmp/live-fleet.XXXXXX")"; inner="${inner#"$root"}"
+    echo "== live fleet: Ironic $rel ($root) on postgresql, the stale conductor cleanup"
+    if timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$PGURL/issue42_live_cu" \
+            --workdir "$inner" --chroot "$root" --scenarios cleanup --release "$rel" --nodes 3; then
         rm -rf "${root:?}$inner"
     else
         rc=1
