@@ -359,7 +359,7 @@ def main():
     p.add_argument('--release', default='21.4', help='a label for the table')
     p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
                    help='sigterm,sigkill,sigusr1 (21.4), hostport (23.0+ with --rpc-port != 8089) '
-                        'storm (21.1+: max_concurrent_deploy %d) or cleanup (32.0+)' % STORM_LIMIT)
+                        'storm (21.1+: max_concurrent_deploy %d), drain (23.1+), cleanup (32.0+)' % STORM_LIMIT)
     a = p.parse_args()
     f = Fleet(a)
     results = []
@@ -417,8 +417,12 @@ def run(f, a, results):
         return hostport(f, a, results, uuids)
     if 'storm' in todo:
         return storm(f, a, results, uuids)
+    if 'drain' in todo:
+        drain(f, a, results, uuids)
     if 'cleanup' in todo:
-        return cleanup(f, a, results)
+        cleanup(f, a, results)
+    if 'drain' in todo or 'cleanup' in todo:
+        return
 
     # 1. deploys everywhere, then tear-downs; SIGTERM one conductor while its
     # workers hold tear-down locks, graceful_shutdown_timeout reached.
@@ -547,6 +551,38 @@ def storm(f, a, results, uuids):
     ck.results[-1] = (ck.scenario + ' [%d refused]' % len(refused),) + ck.results[-1][1:]
 
 
+def drain(f, a, results, uuids):
+    """SIGUSR2 (23.1+): a drain with deploys in flight. The conductor
+    unregisters (online false), goes on heartbeating and working until its
+    deploys end, then exits. Each poll compares its state as the database
+    tells it (draining, then stopped) and its locks; the page must not call
+    the locks of a conductor that still works stuck."""
+    ck = Checker(f, 'SIGUSR2 drain with deploys in flight (%s)' % a.release, results)
+    for u in uuids:
+        f.provision(u, 'active')
+
+    def holders():
+        locks = {}
+        for n in f.db_nodes():
+            if n['reservation']:
+                locks[n['reservation']] = locks.get(n['reservation'], 0) + 1
+        return locks
+    f.wait_until('deploy locks', lambda: holders(), 60, ck)
+    locks = holders()
+    victim = max(locks, key=locks.get)
+    mine = [n['uuid'] for n in f.db_nodes() if n['reservation'] == victim]
+    log('SIGUSR2 %s holding %d deploy lock(s)' % (victim, len(mine)))
+    f.signal(victim, signal.SIGUSR2)
+    f.wait_until(victim + ' to drain and exit', lambda: not f.running(victim), DEPLOY_DELAY * 4 + 30, ck)
+    states = {n['uuid']: n['provision_state'] for n in f.db_nodes()}
+    log('%s exited; its nodes: %s' % (victim, ', '.join(sorted(states[u] for u in mine))))
+    f.wait_until('settled', lambda: not nodes_in(f, IN_PROGRESS), 120, ck)
+    for _ in range(HEARTBEAT_TIMEOUT + 3):
+        ck.poll()
+    ck.finish()
+    ck.results[-1] = (ck.scenario + ' [%d locks]' % len(mine),) + ck.results[-1][1:]
+
+
 def cleanup(f, a, results):
     """The stale conductor cleanup (32.0+, cleanup_stale_conductors): one
     conductor killed; its peers run the cleanup every CLEANUP_INTERVAL, and
@@ -558,7 +594,7 @@ def cleanup(f, a, results):
     sidecar must have no such series and its page must say that Ironic never
     deletes it."""
     ck = Checker(f, 'stale row cleanup, timeout %ds (%s)' % (CLEANUP_TIMEOUT, a.release), results)
-    victim = f.hosts[0]
+    victim = next(h for h in f.hosts if f.running(h))
     f.signal(victim, signal.SIGKILL)
     f.wait_exit(victim, 10)
     said = set()

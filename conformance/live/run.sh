@@ -8,7 +8,7 @@
 #   LIVE_BACKENDS  "mysql postgresql" (default): the 21.4 scenarios' backends
 #   LIVE_STORM     "postgresql" (default; "" to skip): the 21.4 deploy storm's backends
 #   LIVE_NEWEST    "39.0" (default; "" to skip): the newest release (sid chroot) on PostgreSQL,
-#                  the stale conductor cleanup (32.0+)
+#                  a SIGUSR2 drain with deploys in flight, then the stale conductor cleanup
 #   LIVE_HOSTPORT  "29.0" (default; "" to skip): HOST:PORT naming ([json_rpc]port 8090) in the
 #                  trixie chroot (make provision), SIGKILL holding locks, on MariaDB
 #   MYURL, PGURL   server URLs without a database (root@ / postgres@ on loopback)
@@ -72,9 +72,9 @@ for rel in ${LIVE_NEWEST-39.0}; do
     esac
     [[ -x "$root/usr/bin/python3" ]] || { echo "live fleet: no $rel chroot at $root (make provision)" >&2; rc=1; continue; }
     inner="$(mktemp -d "$root/tmp/live-fleet.XXXXXX")"; inner="${inner#"$root"}"
-    echo "== live fleet: Ironic $rel ($root) on postgresql, the stale conductor cleanup"
+    echo "== live fleet: Ironic $rel ($root) on postgresql, a SIGUSR2 drain and the stale conductor cleanup"
     if timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$PGURL/issue42_live_cu" \
-            --workdir "$inner" --chroot "$root" --scenarios cleanup --release "$rel" --nodes 3; then
+            --workdir "$inner" --chroot "$root" --scenarios drain,cleanup --release "$rel" --nodes 6; then
         rm -rf "${root:?}$inner"
     else
         rc=1
