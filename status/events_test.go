@@ -77,3 +77,26 @@ func TestEvents(t *testing.T) {
 		t.Error("no node_history, but the page shows events")
 	}
 }
+
+// TestRowDeletionOnSQLite: where Ironic runs on SQLite (32.0+), the page
+// says that its cleanup deletes an offline conductor's row at its next run;
+// an online one it keeps.
+func TestRowDeletionOnSQLite(t *testing.T) {
+	snap := degradedSnapshot()
+	snap.Backend = db.BackendSQLite
+	snap.Conductors = append(snap.Conductors, db.Conductor{ID: 4, Hostname: "cond-gone", Online: false,
+		UpdatedAt: time.Now().UTC().Add(-time.Hour), HardwareTypes: []string{"ipmi"}})
+	s := eventSettings
+	s.Release = rules.MustRelease("39.0")
+	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap), Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, NewHandler(cache, Options{Version: "1.2.3"}), "/")
+	if n := strings.Count(body, `<small class="row-deletion">Ironic deletes this row at its next cleanup (every 24h0m)</small>`); n != 1 {
+		t.Errorf("%d conductors said deleted at the next cleanup, want 1 (cond-gone)", n)
+	}
+	if strings.Contains(body, "never deletes this row") {
+		t.Error("on SQLite the page says the cleanup fails")
+	}
+}
