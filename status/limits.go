@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -58,6 +59,36 @@ func limitProblems(d *limitsData) []string {
 		}
 		out = append(out, fmt.Sprintf("Ironic refuses new %s %s: %d in flight, max_concurrent_%s is %d.",
 			what, where, r.Counted, r.Action, r.Limit))
+	}
+	return out
+}
+
+// conductorLimit is one action's line on a conductor's page: its own nodes
+// in the action's states, and its group's standing against the limit.
+type conductorLimit struct {
+	Action                         string
+	Mine, Counted, Limit, Headroom int
+}
+
+// conductorLimits are c's lines; nil before 21.1 (no limits).
+func conductorLimits(t *topology.Topology, c *topology.ConductorInfo) []conductorLimit {
+	if _, ok := t.Rules.ConcurrencyLimits(); !ok {
+		return nil
+	}
+	mine := map[rules.Action]int{}
+	for si, n := range c.ProvisionStates {
+		if si < len(topology.ProvisionStates) {
+			if a, ok := rules.ActionOf(topology.ProvisionStates[si]); ok {
+				mine[a] += n
+			}
+		}
+	}
+	var out []conductorLimit
+	for _, g := range t.Concurrency() {
+		if g.ConductorGroup == c.ConductorGroup {
+			out = append(out, conductorLimit{Action: g.Action.String(), Mine: mine[g.Action], Counted: g.Counted,
+				Limit: g.Limit, Headroom: g.Headroom()})
+		}
 	}
 	return out
 }

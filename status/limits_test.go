@@ -1,6 +1,7 @@
 package status
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,37 @@ func TestUnregisteredDrivers(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+}
+
+// TestConductorLimits: a conductor's page shows its own nodes in flight
+// against its group's concurrency limits, and says when Ironic refuses.
+func TestConductorLimits(t *testing.T) {
+	s := topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 5, Algorithm: ring.MD5,
+		MaxConcurrentDeploy: 1, MaxConcurrentClean: 5}, Release: rules.MustRelease("29.0")}
+	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(degradedSnapshot()), Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(cache, Options{Version: "1.2.3"})
+	// degradedSnapshot: web-3 waits for its call-back in group "", mapped to cond-a or cond-c
+	var mine int
+	for _, host := range []string{"cond-a.example.com:6385", "cond-c"} {
+		_, body := get(t, h, "/?conductor="+url.QueryEscape(host))
+		i := strings.Index(body, `<dd id="c-limits">`)
+		if i < 0 {
+			t.Fatalf("%s: no in-flight line", host)
+		}
+		line := body[i : i+strings.Index(body[i:], "</dd>")]
+		if !strings.Contains(line, `Ironic counts 1 against max_concurrent_deploy 1, <span class="dead">refusing new ones</span>`) ||
+			!strings.Contains(line, "clean: 0 of its nodes; Ironic counts 0 against max_concurrent_clean 5, <span>5 more accepted</span>") {
+			t.Errorf("%s: %s", host, line)
+		}
+		if strings.Contains(line, "deploy: 1 of its nodes") {
+			mine++
+		}
+	}
+	if mine != 1 {
+		t.Errorf("web-3's deploy counted on %d conductors' pages, want 1", mine)
 	}
 }

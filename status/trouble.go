@@ -311,6 +311,9 @@ type conductorData struct {
 	Maintained int
 	Elsewhere  int
 	Meaning    string // what the state means on the release that wrote the database
+	// Limits are its nodes in flight against its group's concurrency
+	// limits (21.1+).
+	Limits []conductorLimit
 }
 
 type historyRow struct {
@@ -352,6 +355,7 @@ func conductorPage(t *topology.Topology, host string, h *History) *conductorData
 	}
 	d.Row = newConductorRow(t, c)
 	d.Meaning = t.Rules.StateMeaning(c.State)
+	d.Limits = conductorLimits(t, c)
 	d.Online, d.Maintained, d.Elsewhere = c.Online, c.Maintenance, c.AffinityElsewhere
 	for i := range t.Rings {
 		r := &t.Rings[i]
