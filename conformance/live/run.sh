@@ -49,37 +49,34 @@ for b in ${LIVE_STORM-postgresql}; do
     fi
 done
 CHROOT_CACHE="${CHROOT_CACHE:-/var/cache/ironic-conductor-exporter/chroots}"
-for rel in ${LIVE_HOSTPORT-29.0}; do
+# in_chroot REL WHAT DBURL LIVEFLEET_ARGS...: livefleet.py with REL's Ironic
+# (its chroot from make provision), work files inside the chroot (kept on
+# failure)
+in_chroot() {
+    local rel="$1" what="$2" url="$3" root inner
+    shift 3
     case "$rel" in
         29.0) root="$CHROOT_CACHE/trixie" ;;
-        *) echo "no chroot known for $rel" >&2; exit 2 ;;
-    esac
-    [[ -x "$root/usr/bin/python3" ]] || { echo "live fleet: no $rel chroot at $root (make provision)" >&2; rc=1; continue; }
-    inner="$(mktemp -d "$root/tmp/live-fleet.XXXXXX")"; inner="${inner#"$root"}"
-    echo "== live fleet: Ironic $rel ($root) on mysql, HOST:PORT names"
-    if timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$MYURL/issue42_live_hp" \
-            --workdir "$inner" --chroot "$root" --rpc-port 8090 --scenarios hostport --release "$rel" --nodes 6; then
-        rm -rf "${root:?}$inner"
-    else
-        rc=1
-        echo "live fleet $rel failed: logs in $root$inner" >&2
-    fi
-done
-for rel in ${LIVE_NEWEST-39.0}; do
-    case "$rel" in
         39.0) root="$CHROOT_CACHE/sid" ;;
         *) echo "no chroot known for $rel" >&2; exit 2 ;;
     esac
-    [[ -x "$root/usr/bin/python3" ]] || { echo "live fleet: no $rel chroot at $root (make provision)" >&2; rc=1; continue; }
+    [[ -x "$root/usr/bin/python3" ]] || { echo "live fleet: no $rel chroot at $root (make provision)" >&2; rc=1; return; }
     inner="$(mktemp -d "$root/tmp/live-fleet.XXXXXX")"; inner="${inner#"$root"}"
-    echo "== live fleet: Ironic $rel ($root) on postgresql, a SIGUSR2 drain and the stale conductor cleanup"
-    if timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$PGURL/issue42_live_cu" \
-            --workdir "$inner" --chroot "$root" --scenarios drain,cleanup --release "$rel" --nodes 6; then
+    echo "== live fleet: Ironic $rel ($root), $what"
+    if timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$url" --workdir "$inner" \
+            --chroot "$root" --release "$rel" "$@"; then
         rm -rf "${root:?}$inner"
     else
         rc=1
         echo "live fleet $rel failed: logs in $root$inner" >&2
     fi
+}
+for rel in ${LIVE_HOSTPORT-29.0}; do
+    in_chroot "$rel" "MariaDB, HOST:PORT names" "$MYURL/issue42_live_hp" --rpc-port 8090 --scenarios hostport --nodes 6
+done
+for rel in ${LIVE_NEWEST-39.0}; do
+    in_chroot "$rel" "PostgreSQL, a SIGUSR2 drain and the stale conductor cleanup" "$PGURL/issue42_live_cu" \
+        --scenarios drain,cleanup --nodes 6
 done
 [[ $rc -ne 0 ]] || rm -rf "$work"
 exit $rc
