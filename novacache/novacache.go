@@ -89,9 +89,8 @@ type State struct {
 	// nodes are the Ironic nodes the answer covers, in id order (those of
 	// the latest topology, or of one whose nodes Nova's node list gives
 	// the same: sameNodes), and byUUID their indexes sorted by uuid.
-	// Pointers and indexes, not copies: at 100k nodes a copy of what Nova
-	// reads of each node took 12.8 MB of the live heap, whose row in the
-	// README's Performance table is 600 B/node with Nova configured.
+	// Pointers and indexes, not copies of what Nova reads of each node
+	// (the memory row with Nova, docs/performance.md).
 	nodes  []*db.Node
 	byUUID []int32
 	// inputs are what the views and Fleet were computed from.
@@ -100,37 +99,27 @@ type State struct {
 
 // inputs are what a refresh's views and Fleet depend on besides Ironic's
 // nodes (compared field by field, sameNodes), compared to spare computing
-// them again: per cell its compute nodes and instances (slices novadb
-// reuses while their probes are unchanged) and its services as judged now
-// (every field the answer reads but the heartbeat's time). At 100k nodes and 100 computes a refresh that
-// computes them takes 200 ms (BenchmarkNova); every 15 s that is 1.3% of a
-// core, most of the steady-state CPU row's 2% (README, Performance).
+// them again: per cell the generations of its compute nodes and instances
+// (novadb.CellRead.Generation) and its services as judged now (every field
+// the answer reads but the heartbeat's time). Computing them takes a
+// fraction of a second at 100k nodes (BenchmarkNova), most of the
+// steady-state CPU row (docs/performance.md).
 type inputs struct {
 	cells []cellInputs
 }
 
 type cellInputs struct {
-	uuid          string
-	computeNodes  *nova.ComputeNode
-	computeCount  int
-	instances     *nova.Instance
-	instanceCount int
-	services      string // id, host, binary, flags, version and up of each row
-	softDeleted   string // SoftDeletedHosts
+	uuid        string
+	generation  novadb.Generation
+	services    string // id, host, binary, flags, version and up of each row
+	softDeleted string // SoftDeletedHosts
 }
 
-// inputsOf are the inputs of an answer over t's nodes and snap's cells at
-// now.
+// inputsOf are the inputs of an answer over snap's cells at now.
 func (c *Cache) inputsOf(snap *novadb.Snapshot, now time.Time) inputs {
 	var in inputs
 	for _, cr := range snap.Cells {
-		ci := cellInputs{uuid: cr.Cell.UUID, computeCount: len(cr.Cell.ComputeNodes), instanceCount: len(cr.Cell.Instances)}
-		if ci.computeCount > 0 {
-			ci.computeNodes = &cr.Cell.ComputeNodes[0]
-		}
-		if ci.instanceCount > 0 {
-			ci.instances = &cr.Cell.Instances[0]
-		}
+		ci := cellInputs{uuid: cr.Cell.UUID, generation: cr.Generation}
 		ci.softDeleted = strings.Join(cr.Cell.SoftDeletedHosts, "\x00")
 		var b strings.Builder
 		for _, sv := range cr.Cell.Services {
@@ -180,23 +169,6 @@ func nodesOf(t *topology.Topology, nodes []*db.Node) []*db.Node {
 		out[i] = t.Nodes[i].Node
 	}
 	return out
-}
-
-// Shared is the novadb.Shared of the current Ironic topology (ironic
-// returns it, nil when there is none): the Nova rows then share the uuid
-// strings of Ironic's nodes.
-func Shared(ironic func() *topology.Topology) novadb.Shared {
-	return func(uuid string) (string, *string, bool) {
-		t := ironic()
-		if t == nil {
-			return "", nil, false
-		}
-		// Node falls back to names: only a node of that very uuid shares.
-		if n, ok := t.Node(uuid); ok && n.UUID == uuid {
-			return n.UUID, n.InstanceUUID, true
-		}
-		return "", nil, false
-	}
 }
 
 // ironicNodes are Ironic's nodes as Nova's answer reads them, each made
@@ -374,13 +346,6 @@ func (c *Cache) Refresh(ctx context.Context) {
 		fc[i] = nova.FleetCell{Cell: cr.Cell, Answer: next.Cells[i].CellAnswer}
 	}
 	next.Fleet = nova.NewFleet(fc, nodes)
-	for i := range next.Cells {
-		// The Fleet holds the claims; the views' maps of them would be
-		// 50 B/node more of the live heap (State.nodes says which row).
-		for j := range next.Cells[i].Views {
-			next.Cells[i].Views[j].Nodes = nil
-		}
-	}
 	next.byUUID = make([]int32, len(next.nodes))
 	for i := range next.byUUID {
 		next.byUUID[i] = int32(i)

@@ -42,6 +42,13 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 			t.Errorf("node %d claims %+v, want c-a alone (it is its ring)", i, claims)
 		}
 	}
+	// the views keep their nodes beside the Fleet
+	if v := s.Cells[0].Views; len(v) != 1 || !slices.Equal(v[0].Managed(), []string{"n1", "n2"}) {
+		t.Errorf("views after a refresh: %+v, want c-a managing n1 and n2", v)
+	}
+	if claims := nova.Claims(s.Cells[0].Views); len(claims["n1"]) != 1 || len(claims["n2"]) != 1 {
+		t.Errorf("nova.Claims of the cached views: %+v", claims)
+	}
 	r.err = errors.New("nova_api: connection refused")
 	c.Refresh(context.Background())
 	stale := c.Current()
@@ -83,6 +90,23 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 		t.Errorf("heartbeat %v, want the new %v", got, clock)
 	}
 
+	// new rows (a new generation of compute nodes): computed again
+	rows := snap.Cells[0].Cell.ComputeNodes
+	snap.Cells[0].Cell.ComputeNodes = []nova.ComputeNode{{UUID: "n1", Host: "c-b"}, {UUID: "n2", Host: "c-b"}}
+	snap.Cells[0].Generation.ComputeNodes++
+	c.Refresh(context.Background())
+	if reread := c.Current(); reread.Fleet == kept.Fleet {
+		t.Error("a new generation of compute nodes and the Fleet was kept")
+	}
+	// the same generation again: kept
+	again := c.Current()
+	c.Refresh(context.Background())
+	if c.Current().Fleet != again.Fleet {
+		t.Error("the same generation and the Fleet was computed again")
+	}
+	snap.Cells[0].Cell.ComputeNodes = rows
+	snap.Cells[0].Generation.ComputeNodes++
+
 	clock = now.Add(5 * time.Minute) // c-b's heartbeat is stale now; c-a beats
 	snap.Cells[0].Cell.Services[0].LastSeenUp = clock
 	c.Refresh(context.Background())
@@ -94,25 +118,5 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 		if claims := slices.Collect(moved.Fleet.Claims(i)); i < 2 && (len(claims) == 0 || claims[len(claims)-1].Host != "c-a" && claims[0].Host != "c-a") {
 			t.Errorf("node %d: %+v, want c-a's ring to hold it", i, claims)
 		}
-	}
-}
-
-// TestShared: a node's uuid shares its strings; its name, or a uuid Ironic
-// does not have, none.
-func TestShared(t *testing.T) {
-	name, inst := "rack1-n1", "i1"
-	topo := &topology.Topology{}
-	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1", Name: &name, InstanceUUID: &inst}}}
-	shared := Shared(func() *topology.Topology { return topo })
-	if n, i, ok := shared("n1"); !ok || n != "n1" || i != &inst {
-		t.Errorf("n1: %q %v %v", n, i, ok)
-	}
-	for _, u := range []string{"rack1-n1", "n2"} {
-		if _, _, ok := shared(u); ok {
-			t.Errorf("%s shares a node's strings", u)
-		}
-	}
-	if _, _, ok := Shared(func() *topology.Topology { return nil })("n1"); ok {
-		t.Error("no topology: shared")
 	}
 }

@@ -35,10 +35,11 @@ type Reader struct {
 	opts         dbconn.Options
 	window       time.Duration
 	now          func() time.Time
-	shared       Shared
 
 	mu    sync.Mutex
 	cells map[string]*cellState // by cell uuid
+	// generation is the last Generation a read of rows took.
+	generation uint64
 }
 
 // Config configures a Reader.
@@ -65,45 +66,6 @@ type Config struct {
 	ProbeWindow time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// Shared, when set, gives the uuid strings the rows share with
-	// Ironic's nodes.
-	Shared Shared
-}
-
-// Shared gives, for the uuid of an Ironic node, Ironic's own string of it
-// and of the node's instance_uuid (nil: none); ok is false when Ironic has
-// no such node. The rows a read keeps (while their probes are unchanged)
-// then hold no copy of a uuid Ironic's nodes hold: at 100k nodes those
-// copies were 12 MB of the live heap, whose row in the README's
-// Performance table is 600 B/node with Nova configured. Ironic's reads
-// keep a node's strings while its row keeps them (package db), so the
-// shared strings stay those of the current nodes.
-type Shared func(uuid string) (node string, instance *string, ok bool)
-
-// node is Ironic's string of the node uuid u, or u.
-func (f Shared) node(u string) string {
-	if f != nil {
-		if n, _, ok := f(u); ok {
-			return n
-		}
-	}
-	return u
-}
-
-// instance are Ironic's strings of node and of instance u on it, or node
-// and u.
-func (f Shared) instance(node, u string) (string, string) {
-	if f == nil {
-		return node, u
-	}
-	n, inst, ok := f(node)
-	if !ok {
-		return node, u
-	}
-	if inst != nil && *inst == u {
-		u = *inst
-	}
-	return n, u
 }
 
 // Open sets up the pool to nova_api. It does not connect.
@@ -113,7 +75,7 @@ func Open(cfg Config) (*Reader, error) {
 		return nil, fmt.Errorf("nova_api connection: %w", err)
 	}
 	r := &Reader{api: api, connection: cfg.Connection, cellTemplate: cfg.CellTemplate, opts: cfg.Options, window: cfg.ProbeWindow, now: cfg.Now,
-		shared: cfg.Shared, cells: map[string]*cellState{}}
+		cells: map[string]*cellState{}}
 	if r.window <= 0 {
 		r.window = 2 * time.Second
 	}
@@ -174,7 +136,17 @@ type CellRead struct {
 	// Reread says which of compute nodes and instances were read again
 	// (the others' probes were unchanged).
 	Reread struct{ ComputeNodes, Instances bool }
+	// Generation names the rows Cell.ComputeNodes and Cell.Instances hold:
+	// each read of a table's rows takes a new one, unique within the
+	// Reader, and a read that reuses them keeps theirs. Equal generations
+	// are the same rows, so a consumer tells unchanged rows without
+	// comparing them.
+	Generation Generation
 }
+
+// Generation is CellRead.Generation: per table, which read its rows come
+// from.
+type Generation struct{ ComputeNodes, Instances uint64 }
 
 // Read reads nova_api's cells, then each cell. hosts are hosts whose
 // instances must be read whether or not they have an ironic compute node
@@ -292,10 +264,19 @@ func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hos
 		c.pool = pool
 	}
 	out.Database, out.Backend, out.User = c.pool.String(), c.pool.Backend(), c.pool.User()
-	next, probes, err := c.readRows(ctx, m, hosts, r.shared)
+	next, probes, err := c.readRows(ctx, m, hosts)
 	if err != nil {
 		out.Err = fmt.Errorf("reading cell %s (%s): %w", cellName(m), c.pool, c.pool.Scrub(err))
 		return out
+	}
+	next.Generation = c.last.Generation
+	if next.Reread.ComputeNodes {
+		r.generation++
+		next.Generation.ComputeNodes = r.generation
+	}
+	if next.Reread.Instances {
+		r.generation++
+		next.Generation.Instances = r.generation
 	}
 	next.Database, next.Backend, next.ReadAt = out.Database, out.Backend, now
 	next.Credentials, next.User = out.Credentials, out.User
@@ -316,7 +297,7 @@ func cellName(m nova.CellMapping) string {
 // readRows reads the cell's rows in one read-only transaction, reusing the
 // last compute nodes and instances when their probes are unchanged and
 // vouched for.
-func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []string, shared Shared) (CellRead, [2]probe, error) {
+func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []string) (CellRead, [2]probe, error) {
 	var probes [2]probe
 	s, err := c.pool.Begin(ctx, 5+len(hosts))
 	if err != nil {
@@ -339,7 +320,7 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = c.last.Cell.ComputeNodes, c.last.Cell.SoftDeletedHosts
 	} else {
 		out.Reread.ComputeNodes = true
-		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, shared, probes[0].count); err != nil {
+		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, probes[0].count); err != nil {
 			return out, probes, err
 		}
 	}
@@ -348,7 +329,7 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 		out.Cell.Instances = c.last.Cell.Instances
 	} else {
 		out.Reread.Instances = true
-		if out.Cell.Instances, err = readInstances(s, c.pool.Backend(), out.Cell, hosts, shared); err != nil {
+		if out.Cell.Instances, err = readInstances(s, c.pool.Backend(), out.Cell, hosts); err != nil {
 			return out, probes, err
 		}
 	}

@@ -48,15 +48,12 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 	return p, err
 }
 
-// readComputeNodes runs SQLComputeNodes.
-// The hosts are interned, uuid is Ironic's string of it (Shared), and
-// hypervisor_hostname shares uuid's string when they are equal (an ironic
-// compute node's are): at 100k nodes the rows are kept between reads, and
-// a string each would be 4 MB of the live heap (the memory row of the
-// README's Performance table). For the same row, the slice is made for
+// readComputeNodes runs SQLComputeNodes. The rows are kept between reads:
+// the hosts are interned and hypervisor_hostname shares uuid's string when
+// they are equal (an ironic compute node's are), and the slice is made for
 // count, the probe's count of the table (every row, ironic or not), not
-// grown by appending (up to a quarter unused).
-func readComputeNodes(s *dbconn.Session, shared Shared, count int64) (live []nova.ComputeNode, softDeleted []string, err error) {
+// grown by appending.
+func readComputeNodes(s *dbconn.Session, count int64) (live []nova.ComputeNode, softDeleted []string, err error) {
 	live = make([]nova.ComputeNode, 0, count)
 	hosts := map[string]string{}
 	deletedHosts := map[string]bool{}
@@ -82,7 +79,7 @@ func readComputeNodes(s *dbconn.Session, shared Shared, count int64) (live []nov
 			}
 			return nil
 		}
-		cn.UUID, cn.Host = shared.node(uuid.String), h
+		cn.UUID, cn.Host = uuid.String, h
 		if cn.HypervisorHostname = cn.UUID; string(hh) != cn.UUID {
 			cn.HypervisorHostname = string(hh)
 		}
@@ -93,9 +90,8 @@ func readComputeNodes(s *dbconn.Session, shared Shared, count int64) (live []nov
 }
 
 // readInstances runs SQLInstances, then SQLInstancesOfHost for each of
-// hosts that no compute node's host is (exactly), each instance once, its
-// uuid and node Ironic's strings of them where Ironic has them (Shared).
-func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, hosts []string, shared Shared) ([]nova.Instance, error) {
+// hosts that no compute node's host is (exactly), each instance once.
+func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, hosts []string) ([]nova.Instance, error) {
 	var out []nova.Instance
 	seen := map[string]bool{}
 	interned := map[string]string{} // hosts, as readComputeNodes interns them
@@ -114,8 +110,7 @@ func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, ho
 		}
 		if !seen[uuid.String] {
 			seen[uuid.String] = true
-			n, u := shared.instance(node.String, uuid.String)
-			out = append(out, nova.Instance{UUID: u, Host: h, Node: n})
+			out = append(out, nova.Instance{UUID: uuid.String, Host: h, Node: node.String})
 		}
 		return nil
 	}

@@ -120,8 +120,7 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 		}
 	}
 	current := func() *topology.Topology { return ironic.Current().Topology }
-	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, CellTemplate: cellTemplate, Options: opts,
-		Shared: novacache.Shared(current)})
+	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, CellTemplate: cellTemplate, Options: opts})
 	if err != nil {
 		return nil, nil, err
 	}
