@@ -382,7 +382,7 @@ func TestNodeInfoOfAnOlderTopology(t *testing.T) {
 	}{{"the older topology, never scraped", older, 3}, {"the newer one", newer, 3},
 		{"a changed node list", fewer, 2}, {"the older one again", older, 3}} {
 		served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.serveView(w, r, topology.View{Topology: step.topo, LastSuccess: testNow})
+			h.serveView(r.Context(), w, r, topology.View{Topology: step.topo, LastSuccess: testNow})
 		})
 		if n := countScrape(t, served, "ironic_node_conductor_info"); n != step.want {
 			t.Errorf("%s: %d ironic_node_conductor_info series, want %d", step.name, n, step.want)

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"compress/flate"
+	"context"
 	"io"
 	"maps"
 	"slices"
@@ -104,17 +105,18 @@ func (c *NovaCollector) Collect(ch chan<- prometheus.Metric) {
 	emit := func(f *family, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(f.desc, f.Type, v, labels...)
 	}
-	s := c.cache.Current()
+	s := c.cache.Get(context.Background())
 	collectNova(emit, s)
 	if c.opts.NodeInfo {
 		collectNovaNodes(emit, s)
 	}
 }
 
-// Pieces are the text exposition's pieces of the latest answer, rendered
-// and compressed once per answer.
-func (c *NovaCollector) Pieces() []*exposition.Piece {
-	s := c.cache.Current()
+// Pieces are the text exposition's pieces of the answer the cache gives
+// within ctx (novacache.Cache.Get), rendered and compressed once per
+// answer.
+func (c *NovaCollector) Pieces(ctx context.Context) []*exposition.Piece {
+	s := c.cache.Get(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state == s {

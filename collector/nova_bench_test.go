@@ -47,7 +47,7 @@ func novaBenchFleet(_ testing.TB, n, computes int) (*novacache.Cache, *bool) {
 	topo := novaBenchTopology(n)
 	changing := new(bool)
 	c := novacache.New(novacache.Config{Reader: benchNovaReader{novaBenchSnapshot(topo, computes, false), changing},
-		Ironic: func() *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
+		Ironic: func(context.Context) *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
 	return c, changing
 }
 
@@ -122,7 +122,7 @@ func BenchmarkNova(b *testing.B) {
 	b.Run("scrape/nodes=100000", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := exposition.Write(httptest.NewRecorder(), format, true, nc.Pieces()); err != nil {
+			if err := exposition.Write(httptest.NewRecorder(), format, true, nc.Pieces(context.Background())); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -158,7 +158,7 @@ func BenchmarkNovaLiveHeap(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: novaBenchSnapshot(topo, 100, true)},
-			Ironic: func() *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
+			Ironic: func(context.Context) *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
 		c.Refresh(context.Background())
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -38,7 +38,7 @@ func TestNovaPiecesArePromhttp(t *testing.T) {
 			// A refresh that keeps the views: the node piece is kept, the
 			// others rendered again; the whole still client_golang's.
 			node := func() *exposition.Piece {
-				for _, p := range nc.Pieces() {
+				for _, p := range nc.Pieces(context.Background()) {
 					if p.Name == nodeNovaComputeFamily.Name {
 						return p
 					}
@@ -74,7 +74,7 @@ func TestNovaWithoutNodeInfo(t *testing.T) {
 			families[mf.GetName()] = true
 			series += len(mf.GetMetric())
 		}
-		for _, p := range nc.Pieces() {
+		for _, p := range nc.Pieces(context.Background()) {
 			if p.Name == nodeNovaComputeFamily.Name && !families[p.Name] {
 				t.Errorf("Pieces has %s, Collect has not", p.Name)
 			}
@@ -111,7 +111,7 @@ func comparePieces(t *testing.T, reg *prometheus.Registry, nc *NovaCollector) {
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	for _, gz := range []bool{false, true} {
 		rec := httptest.NewRecorder()
-		if err := exposition.Write(rec, format, gz, nc.Pieces()); err != nil {
+		if err := exposition.Write(rec, format, gz, nc.Pieces(context.Background())); err != nil {
 			t.Fatal(err)
 		}
 		got := rec.Body.Bytes()
@@ -128,7 +128,7 @@ func comparePieces(t *testing.T, reg *prometheus.Registry, nc *NovaCollector) {
 			t.Errorf("gzip %v: pieces differ from client_golang (-want +got):\n%.3000s", gz, diff)
 		}
 	}
-	if p1, p2 := nc.Pieces(), nc.Pieces(); p1[0] != p2[0] {
+	if p1, p2 := nc.Pieces(context.Background()), nc.Pieces(context.Background()); p1[0] != p2[0] {
 		t.Error("the pieces of one answer are rendered again")
 	}
 }
@@ -180,7 +180,7 @@ func TestNovaNodeFamilyOrder(t *testing.T) {
 			}
 			read := []novadb.CellRead{{Cell: cells[0], ReadAt: now}, {Cell: cells[1], ReadAt: now}}
 			c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: &novadb.Snapshot{ReadAt: now, Cells: read}},
-				Ironic: func() *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
+				Ironic: func(context.Context) *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
 			c.Refresh(context.Background())
 			nc := NewNovaCollector(c, ExporterOptions{NodeInfo: true})
 			reg := prometheus.NewRegistry()
@@ -215,7 +215,7 @@ func TestNovaLivenessUnknown(t *testing.T) {
 	settings := rules.DefaultNovaSettings()
 	settings.ServicegroupDriver = "mc"
 	c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: snap}, Settings: settings,
-		Ironic:   func() *topology.Topology { return &topology.Topology{} },
+		Ironic:   func(context.Context) *topology.Topology { return &topology.Topology{} },
 		Computes: &nova.ComputesFile{Computes: []nova.FileCompute{{Host: "stale"}, {Host: "forced"}}}})
 	c.Refresh(context.Background())
 	reg := prometheus.NewRegistry()

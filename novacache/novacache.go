@@ -1,10 +1,12 @@
 // Package novacache keeps the Nova side of the answer: it reads Nova's
-// databases (package novadb) at an interval, joins each cell's rows with
-// Ironic's nodes of the current topology, and computes with package nova
-// every compute's view. Readers take the latest answer without waiting: a
-// read never holds a lookup. A Nova outage leaves the last answer in
-// place, marked stale (State.Err, CellState.Err); the Ironic answers do
-// not depend on it.
+// databases (package novadb) when asked and the answer is older than an
+// interval, joins each cell's rows with Ironic's nodes of the current
+// topology, and computes with package nova every compute's view. Its
+// refresh policy is topology.Cache's: callers share one refresh, bounded
+// by a timeout; a reader waits for it only when the answer is older than
+// Cache.MaxAge, and then at most until its deadline. A Nova outage leaves
+// the last answer in place, marked stale (State.Err, CellState.Err); the
+// Ironic answers do not depend on it.
 package novacache
 
 import (
@@ -15,6 +17,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,19 +36,29 @@ type Reader interface {
 // Config configures a Cache.
 type Config struct {
 	Reader Reader
-	// Ironic is the current Ironic topology (topology.Cache.Current); the
-	// answer is computed over its nodes, none until it has one.
-	Ironic func() *topology.Topology
+	// Ironic is Ironic's topology as its cache gives it within ctx
+	// (topology.Cache.Get): the answer is computed over its nodes, none
+	// while it has none.
+	Ironic func(ctx context.Context) *topology.Topology
 	// Settings are Nova's [DEFAULT] service_down_time and report_interval.
 	Settings rules.NovaSettings
 	// Computes is the computes file; nil: every ironic compute, with no
 	// [ironic] option set (nova.DefaultComputes).
 	Computes *nova.ComputesFile
-	// Interval between reads; default 15s (Nova's services write their
-	// heartbeat every report_interval, 10s by default).
+	// Interval is how old the answer may be before a Get reads Nova's
+	// databases again (topology.CacheConfig.MinInterval's role); default
+	// 15s (Nova's services write their heartbeat every report_interval,
+	// 10s by default).
 	Interval time.Duration
-	// Timeout bounds one read; default 30s.
+	// Timeout bounds one refresh, whoever waits for it; default 30s.
 	Timeout time.Duration
+	// MaxWait bounds how long Get waits for a refresh when its context has
+	// no deadline; default topology.DefaultMaxWait.
+	MaxWait time.Duration
+	// OnRefresh, when set, is told the outcome of every refresh as it ends
+	// (the collector turns it into the refresh histogram, error counter and
+	// error kind). It runs on the refreshing goroutine and must not block.
+	OnRefresh func(Refresh)
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -95,6 +108,19 @@ type State struct {
 	byUUID []int32
 	// inputs are what the views and Fleet were computed from.
 	inputs inputs
+	// attempted is when the refresh that made this state started; zero
+	// before any.
+	attempted time.Time
+}
+
+// Refresh is the outcome of one refresh, as reported to Config.OnRefresh.
+type Refresh struct {
+	// Started is when the refresh began; Duration how long it took.
+	Started  time.Time
+	Duration time.Duration
+	// Err is why a read failed: nova_api's error, else the first failing
+	// cell's (in cell_mappings' order); nil when every read worked.
+	Err error
 }
 
 // inputs are what a refresh's views and Fleet depend on besides Ironic's
@@ -232,19 +258,28 @@ type CellState struct {
 	Database, Credentials, User string
 }
 
-// Cache holds the Nova answer.
+// Cache holds the Nova answer and refreshes it when asked, at most once per
+// Interval; concurrent callers share a single refresh, bounded by Timeout
+// and not cancelled when one caller gives up (topology.Cache's policy).
 type Cache struct {
 	cfg   Config
 	state atomic.Pointer[State]
+
+	mu       sync.Mutex
+	inflight chan struct{} // closed when the running refresh ends
+	ahead    bool          // the running refresh was started within MaxAge: nobody waits for it
 }
 
-// New returns a cache; Run fills it.
+// New returns a cache; it reads nothing until the first Get.
 func New(cfg Config) *Cache {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 15 * time.Second
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = topology.DefaultMaxWait
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -255,44 +290,110 @@ func New(cfg Config) *Cache {
 	if cfg.Idle == nil {
 		cfg.Idle = func() bool { return true }
 	}
+	if cfg.Ironic == nil {
+		cfg.Ironic = func(context.Context) *topology.Topology { return nil }
+	}
 	c := &Cache{cfg: cfg}
 	c.state.Store(&State{Assumed: cfg.Computes == nil, ServicegroupDriver: cfg.Settings.ServicegroupDriver})
 	return c
 }
 
-// Current is the latest answer (never nil).
+// Current is the latest answer (never nil), without refreshing it.
 func (c *Cache) Current() *State { return c.state.Load() }
 
-// Run reads at every interval until ctx ends. The first read waits, an
-// interval at most, for Ironic's first topology: an answer over no nodes
-// would say nothing for an interval.
-func (c *Cache) Run(ctx context.Context) {
-	for wait := time.Now().Add(c.cfg.Interval); c.cfg.Ironic() == nil && time.Now().Before(wait); {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
+// Get returns the answer, refreshing it when it is older than Interval, as
+// topology.Cache.Get does its view: an answer within MaxAge is returned at
+// once while the refresh it starts runs; a refresh started on an older
+// one is waited for until ctx's deadline, or at most MaxWait when ctx has
+// none, and then the current answer is returned.
+func (c *Cache) Get(ctx context.Context) *State {
+	if s := c.state.Load(); c.fresh(s) {
+		return s
 	}
-	t := time.NewTicker(c.cfg.Interval)
-	defer t.Stop()
-	for {
-		c.Refresh(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	c.mu.Lock()
+	s := c.state.Load()
+	if c.fresh(s) {
+		c.mu.Unlock()
+		return s
+	}
+	done := c.start(s)
+	ahead := c.ahead
+	c.mu.Unlock()
+	if ahead {
+		return s
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.MaxWait)
+		defer cancel()
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return c.Current()
+}
+
+// Refresh refreshes the answer now, or joins the refresh that runs, and
+// waits for it until ctx ends.
+func (c *Cache) Refresh(ctx context.Context) {
+	c.mu.Lock()
+	done := c.start(c.state.Load())
+	c.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 
-// Refresh reads Nova's databases once and stores the new answer.
-func (c *Cache) Refresh(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+// MaxAge is the oldest answer Get returns without waiting for a refresh:
+// Interval plus topology.RefreshGrace, or twice Interval when that is
+// shorter (topology.Cache.MaxAge).
+func (c *Cache) MaxAge() time.Duration {
+	return c.cfg.Interval + min(c.cfg.Interval, topology.RefreshGrace)
+}
+
+func (c *Cache) fresh(s *State) bool {
+	return !s.attempted.IsZero() && c.cfg.Now().Sub(s.attempted) < c.cfg.Interval
+}
+
+// start starts a refresh unless one runs, and returns the channel closed
+// when the running one ends; c.mu is held.
+func (c *Cache) start(s *State) chan struct{} {
+	if c.inflight != nil {
+		return c.inflight
+	}
+	done := make(chan struct{})
+	c.inflight = done
+	c.ahead = s.Fleet != nil && c.cfg.Now().Sub(s.attempted) < c.MaxAge()
+	go c.refresh(done)
+	return done
+}
+
+// refresh runs one refresh, reports it and closes done.
+func (c *Cache) refresh(done chan struct{}) {
+	start := c.cfg.Now()
+	begin := time.Now() // the duration is real time, whatever clock Now is
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
+	err := c.read(ctx, start)
+	took := time.Since(begin)
+	c.mu.Lock()
+	c.inflight = nil
+	c.mu.Unlock()
+	close(done)
+	if c.cfg.OnRefresh != nil {
+		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err})
+	}
+}
+
+// read reads Nova's databases once, started at start, and stores the new
+// answer; the error is Refresh.Err.
+func (c *Cache) read(ctx context.Context, start time.Time) error {
 	prev := c.state.Load()
 	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
-		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, ServicegroupDriver: c.cfg.Settings.ServicegroupDriver, nodes: prev.nodes, byUUID: prev.byUUID}
+		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, ServicegroupDriver: c.cfg.Settings.ServicegroupDriver, nodes: prev.nodes, byUUID: prev.byUUID,
+		attempted: start}
 	var hosts []string
 	if c.cfg.Computes != nil {
 		for _, fc := range c.cfg.Computes.Computes {
@@ -306,7 +407,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 			c.cfg.Logger.Error("reading Nova's databases failed; the Nova answers are stale", "err", err)
 		}
 		c.state.Store(next)
-		return
+		return err
 	}
 	if prev.Err != nil {
 		c.cfg.Logger.Info("reading Nova's databases works again")
@@ -331,7 +432,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 		}
 	}
 	now := c.cfg.Now()
-	t := c.cfg.Ironic()
+	t := c.cfg.Ironic(ctx)
 	next.inputs = c.inputsOf(snap, now)
 	same := !prev.ReadAt.IsZero() && next.inputs.equal(prev.inputs) && sameNodes(t, prev.nodes)
 	next.nodes = nodesOf(t, prev.nodes)
@@ -339,7 +440,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	next.Cells = c.answer(snap, prev, nodes, t, now, same)
 	if same {
 		c.state.Store(next) // the views, Fleet and byUUID are prev's
-		return
+		return cellsErr(snap)
 	}
 	fc := make([]nova.FleetCell, len(snap.Cells))
 	for i, cr := range snap.Cells {
@@ -355,6 +456,18 @@ func (c *Cache) Refresh(ctx context.Context) {
 	if c.cfg.AnswerReplaced != nil {
 		c.cfg.AnswerReplaced(c.cfg.Idle)
 	}
+	return cellsErr(snap)
+}
+
+// cellsErr is the first failing cell's error of snap, nil when none
+// failed.
+func cellsErr(snap *novadb.Snapshot) error {
+	for _, cr := range snap.Cells {
+		if cr.Err != nil {
+			return cr.Err
+		}
+	}
+	return nil
 }
 
 // answer computes each cell's answer over nodes at now; with same (the

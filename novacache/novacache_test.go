@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +33,7 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 	r := &fakeReader{snap: &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}}
 	topo := &topology.Topology{}
 	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}}
-	c := New(Config{Reader: r, Ironic: func() *topology.Topology { return topo }, Now: func() time.Time { return now }})
+	c := New(Config{Reader: r, Ironic: func(context.Context) *topology.Topology { return topo }, Now: func() time.Time { return now }})
 	c.Refresh(context.Background())
 	s := c.Current()
 	if s.Err != nil || len(s.Cells) != 1 || s.Fleet.Len() != 2 || !s.Assumed {
@@ -74,7 +76,7 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 	snap := &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}
 	topo := &topology.Topology{}
 	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}, {Node: &db.Node{UUID: "n3"}}}
-	c := New(Config{Reader: &fakeReader{snap: snap}, Ironic: func() *topology.Topology { return topo },
+	c := New(Config{Reader: &fakeReader{snap: snap}, Ironic: func(context.Context) *topology.Topology { return topo },
 		Settings: rules.DefaultNovaSettings(), Now: func() time.Time { return clock }})
 	c.Refresh(context.Background())
 	first := c.Current()
@@ -118,5 +120,104 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 		if claims := slices.Collect(moved.Fleet.Claims(i)); i < 2 && (len(claims) == 0 || claims[len(claims)-1].Host != "c-a" && claims[0].Host != "c-a") {
 			t.Errorf("node %d: %+v, want c-a's ring to hold it", i, claims)
 		}
+	}
+}
+
+// countingReader counts its reads and blocks each until release is
+// closed (nil: at once).
+type countingReader struct {
+	fakeReader
+	reads   atomic.Int32
+	release chan struct{}
+}
+
+func (r *countingReader) Read(ctx context.Context, hosts []string) (*novadb.Snapshot, error) {
+	r.reads.Add(1)
+	if r.release != nil {
+		<-r.release
+	}
+	return r.fakeReader.Read(ctx, hosts)
+}
+
+// TestGetRefreshPolicy: Get reads only when the answer is older than
+// Interval, concurrent callers share one read, an answer within MaxAge is
+// served at once while its refresh runs, and every refresh is reported
+// with its error's kind.
+func TestGetRefreshPolicy(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := now
+	cell := nova.Cell{Name: "cell1", UUID: "c1",
+		Services:     []nova.Service{{ID: 1, Host: "c-a", Binary: "nova-compute", LastSeenUp: now, Version: 68}},
+		ComputeNodes: []nova.ComputeNode{{UUID: "n1", Host: "c-a", HypervisorHostname: "n1"}}}
+	r := &countingReader{fakeReader: fakeReader{snap: &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
+		release: make(chan struct{})}
+	topo := &topology.Topology{}
+	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}}
+	refreshes := make(chan Refresh, 10)
+	c := New(Config{Reader: r, Ironic: func(context.Context) *topology.Topology { return topo }, Interval: 10 * time.Second,
+		Now:       func() time.Time { mu.Lock(); defer mu.Unlock(); return clock },
+		OnRefresh: func(rf Refresh) { refreshes <- rf }})
+
+	// the first answer: every caller waits for the one read
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if s := c.Get(ctx); s.Fleet == nil || s.Fleet.Len() != 1 {
+				t.Errorf("a caller got no answer: %+v", s)
+			}
+		}()
+	}
+	for r.reads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // the others join the running read
+	close(r.release)
+	wg.Wait()
+	if n := r.reads.Load(); n != 1 {
+		t.Fatalf("%d reads for four concurrent callers, want one shared", n)
+	}
+	if rf := <-refreshes; rf.Err != nil || !rf.Started.Equal(now) {
+		t.Errorf("reported %+v", rf)
+	}
+	first := c.Current()
+
+	// within Interval: no read
+	mu.Lock()
+	clock = now.Add(9 * time.Second)
+	mu.Unlock()
+	if s := c.Get(context.Background()); s != first || r.reads.Load() != 1 {
+		t.Errorf("a fresh answer was read again (%d reads)", r.reads.Load())
+	}
+
+	// older than Interval, within MaxAge: served at once, read behind it
+	r.release = make(chan struct{})
+	mu.Lock()
+	clock = now.Add(10*time.Second + 500*time.Millisecond)
+	mu.Unlock()
+	if s := c.Get(context.Background()); s != first {
+		t.Error("an answer within MaxAge was not served at once")
+	}
+	close(r.release)
+	<-refreshes
+	if n := r.reads.Load(); n != 2 {
+		t.Errorf("%d reads, want the one Get started", n)
+	}
+
+	// a failing nova_api: reported with its error
+	last := c.Current()
+	r.err = errors.New("nova_api: connection refused")
+	mu.Lock()
+	clock = now.Add(time.Minute)
+	mu.Unlock()
+	if s := c.Get(context.Background()); s.Err == nil || s.Fleet != last.Fleet {
+		t.Errorf("after an outage: err %v; the last answer kept: %t", s.Err, s.Fleet == last.Fleet)
+	}
+	if rf := <-refreshes; rf.Err == nil {
+		t.Error("a failed read reported no error")
 	}
 }

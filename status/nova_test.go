@@ -45,7 +45,7 @@ func TestNovaOnCallPath(t *testing.T) {
 		},
 		Instances: []nova.Instance{{UUID: inst, Host: "ironic-down", Node: snap.Nodes[0].UUID}}}
 	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
-		Ironic: func() *topology.Topology { return cache.Current().Topology }})
+		Ironic: func(context.Context) *topology.Topology { return cache.Current().Topology }})
 	nc.Refresh(context.Background())
 	h := NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current})
 
@@ -96,7 +96,7 @@ func TestNovaLivenessUnknownPage(t *testing.T) {
 	settings := rules.DefaultNovaSettings()
 	settings.ServicegroupDriver = "mc"
 	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
-		Settings: settings, Ironic: func() *topology.Topology { return cache.Current().Topology },
+		Settings: settings, Ironic: func(context.Context) *topology.Topology { return cache.Current().Topology },
 		Computes: &nova.ComputesFile{Computes: []nova.FileCompute{{Host: "ironic-stale"}}}})
 	nc.Refresh(context.Background())
 	_, body := get(t, NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current}), "/")

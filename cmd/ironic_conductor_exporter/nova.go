@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,13 +49,13 @@ func addNovaFlags(app *kingpin.Application, c *novaConfig) {
 		StringsVar(&c.configFiles)
 	app.Flag("nova.computes-file", "YAML file giving each ironic nova-compute's [DEFAULT]host and [ironic] conductor_group, shard and peer_list "+
 		"(docs/nova-computes.md); default: every ironic nova-compute, taken with no [ironic] option set.").StringVar(&c.computesFile)
-	app.Flag("nova.refresh-interval", "Interval between reads of Nova's databases.").Default("15s").DurationVar(&c.interval)
+	app.Flag("nova.refresh-interval", "A scrape or lookup reads Nova's databases only when the Nova answer is older than this (as --refresh.min-interval for Ironic's).").Default("15s").DurationVar(&c.interval)
 }
 
 // setupNova opens the Nova side when configured: nil, nil when it is not.
 // A read of Nova's databases is bounded by timeout, as a refresh of
 // Ironic's (--refresh.timeout).
-func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic *topology.Cache, logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
+func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic *topology.Cache, onRefresh func(novacache.Refresh), logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
 	var conf *ironicconf.NovaConfig
 	if len(c.configFiles) > 0 {
 		var err error
@@ -119,7 +120,6 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 			return nil, nil, fmt.Errorf("--nova.computes-file: %w", err)
 		}
 	}
-	current := func() *topology.Topology { return ironic.Current().Topology }
 	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, CellTemplate: cellTemplate, Options: opts})
 	if err != nil {
 		return nil, nil, err
@@ -139,9 +139,9 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 	}
 	logger.Info("reading Nova's databases", "nova_api", reader.String(), "cells", cells, "interval", c.interval,
 		"service_down_time", settings.ServiceDownTime, "report_interval", settings.ReportInterval)
-	cache := novacache.New(novacache.Config{Reader: reader, Ironic: current,
+	cache := novacache.New(novacache.Config{Reader: reader, Ironic: func(ctx context.Context) *topology.Topology { return ironic.Get(ctx).Topology },
 		Settings: settings, Computes: computes, Interval: c.interval, Timeout: timeout, Logger: logger,
-		AnswerReplaced: memlimit.Settle, Idle: ironic.Idle})
+		AnswerReplaced: memlimit.Settle, Idle: ironic.Idle, OnRefresh: onRefresh})
 	return cache, reader, nil
 }
 
@@ -169,7 +169,7 @@ type novaLookup struct{ cache *novacache.Cache }
 
 // NodeComputes implements api.NovaLookup.
 func (l novaLookup) NodeComputes(uuid string) ([]api.NovaClaim, bool) {
-	claims, ok := l.cache.Current().NodeClaims(uuid)
+	claims, ok := l.cache.Get(context.Background()).NodeClaims(uuid)
 	if !ok {
 		return nil, false
 	}
