@@ -31,7 +31,7 @@ type benchNovaReader struct {
 	changing *bool
 }
 
-func (r benchNovaReader) Read(context.Context, []string) (*novadb.Snapshot, error) {
+func (r benchNovaReader) Read(context.Context, []string, *novadb.Known) (*novadb.Snapshot, error) {
 	if r.changing != nil && *r.changing {
 		for i := range r.snap.Cells {
 			r.snap.Cells[i].Cell.ComputeNodes = slices.Clone(r.snap.Cells[i].Cell.ComputeNodes)

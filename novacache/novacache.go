@@ -29,8 +29,10 @@ import (
 )
 
 // Reader reads Nova's databases; *novadb.Reader is the production one.
+// known is the last read the cache holds (nil: none): the reader may
+// reuse its rows where their probes are unchanged (novadb.Known).
 type Reader interface {
-	Read(ctx context.Context, hosts []string) (*novadb.Snapshot, error)
+	Read(ctx context.Context, hosts []string, known *novadb.Known) (*novadb.Snapshot, error)
 }
 
 // Config configures a Cache.
@@ -52,6 +54,9 @@ type Config struct {
 	Interval time.Duration
 	// Timeout bounds one refresh, whoever waits for it; default 30s.
 	Timeout time.Duration
+	// ProbeWindow is novadb.Known.Window; default
+	// topology.DefaultProbeWindow, as for Ironic's nodes.
+	ProbeWindow time.Duration
 	// MaxWait bounds how long Get waits for a refresh when its context has
 	// no deadline; default topology.DefaultMaxWait.
 	MaxWait time.Duration
@@ -111,6 +116,9 @@ type State struct {
 	// attempted is when the refresh that made this state started; zero
 	// before any.
 	attempted time.Time
+	// read is the last read that reached nova_api, handed back to the
+	// reader (novadb.Known) as topology.Cache hands db its nodes.
+	read *novadb.Snapshot
 }
 
 // Refresh is the outcome of one refresh, as reported to Config.OnRefresh.
@@ -281,6 +289,9 @@ func New(cfg Config) *Cache {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = topology.DefaultMaxWait
 	}
+	if cfg.ProbeWindow <= 0 {
+		cfg.ProbeWindow = topology.DefaultProbeWindow
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -393,14 +404,18 @@ func (c *Cache) read(ctx context.Context, start time.Time) error {
 	prev := c.state.Load()
 	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
 		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, ServicegroupDriver: c.cfg.Settings.ServicegroupDriver, nodes: prev.nodes, byUUID: prev.byUUID,
-		attempted: start}
+		attempted: start, read: prev.read}
 	var hosts []string
 	if c.cfg.Computes != nil {
 		for _, fc := range c.cfg.Computes.Computes {
 			hosts = append(hosts, fc.Host)
 		}
 	}
-	snap, err := c.cfg.Reader.Read(ctx, hosts)
+	var known *novadb.Known
+	if prev.read != nil {
+		known = &novadb.Known{Last: prev.read, Window: c.cfg.ProbeWindow}
+	}
+	snap, err := c.cfg.Reader.Read(ctx, hosts, known)
 	if err != nil {
 		next.Err = err
 		if prev.Err == nil {
@@ -412,7 +427,7 @@ func (c *Cache) read(ctx context.Context, start time.Time) error {
 	if prev.Err != nil {
 		c.cfg.Logger.Info("reading Nova's databases works again")
 	}
-	next.ReadAt = snap.ReadAt
+	next.ReadAt, next.read = snap.ReadAt, snap
 	next.TableReads = maps.Clone(prev.TableReads)
 	if next.TableReads == nil {
 		next.TableReads = map[string]TableReads{}

@@ -21,7 +21,9 @@ type fakeReader struct {
 	err  error
 }
 
-func (f *fakeReader) Read(context.Context, []string) (*novadb.Snapshot, error) { return f.snap, f.err }
+func (f *fakeReader) Read(context.Context, []string, *novadb.Known) (*novadb.Snapshot, error) {
+	return f.snap, f.err
+}
 
 // TestRefreshKeepsAnswerOnOutage: a read answers over the topology's nodes;
 // a failing nova_api keeps the last answer, marked stale.
@@ -129,14 +131,16 @@ type countingReader struct {
 	fakeReader
 	reads   atomic.Int32
 	release chan struct{}
+	known   []*novadb.Known // what each read was handed
 }
 
-func (r *countingReader) Read(ctx context.Context, hosts []string) (*novadb.Snapshot, error) {
+func (r *countingReader) Read(ctx context.Context, hosts []string, known *novadb.Known) (*novadb.Snapshot, error) {
 	r.reads.Add(1)
+	r.known = append(r.known, known)
 	if r.release != nil {
 		<-r.release
 	}
-	return r.fakeReader.Read(ctx, hosts)
+	return r.fakeReader.Read(ctx, hosts, known)
 }
 
 // TestGetRefreshPolicy: Get reads only when the answer is older than
@@ -206,6 +210,11 @@ func TestGetRefreshPolicy(t *testing.T) {
 	<-refreshes
 	if n := r.reads.Load(); n != 2 {
 		t.Errorf("%d reads, want the one Get started", n)
+	}
+	// the cache holds the last read and hands it back, as topology.Cache
+	// hands db its nodes
+	if k := r.known; k[0] != nil || k[1] == nil || k[1].Last != r.snap || k[1].Window != topology.DefaultProbeWindow {
+		t.Errorf("known reads handed to the reader: %+v", k)
 	}
 
 	// a failing nova_api: reported with its error

@@ -229,7 +229,7 @@ func TestReadOnlyGrants(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer func() { _ = r.Close() }()
-				snap, err := r.Read(context.Background(), []string{"c-9"}) // SQLInstancesOfHost too
+				snap, err := r.Read(context.Background(), []string{"c-9"}, nil) // SQLInstancesOfHost too
 				if err == nil && snap.Cells[0].Err != nil {
 					err = snap.Cells[0].Err
 				}

@@ -5,12 +5,14 @@
 // read-only transaction, a deadline per step, the watchdog, error kinds,
 // no password in any error), one pool per database.
 //
-// A cell whose database fails keeps its last good read, marked with the
-// error: an outage of one cell makes only that cell's answers stale. A
-// cell's compute nodes and instances are read again only when a probe says
-// they may have changed (SQLProbeComputeNodes, SQLProbeInstances); its
-// services, which every nova-compute writes every report_interval, at
-// every read.
+// The reader keeps only its connections: the caller (novacache) holds the
+// last read and hands it back (Known), as topology.Cache hands package db
+// its nodes (db.Known). A cell whose database fails keeps the known read,
+// marked with the error: an outage of one cell makes only that cell's
+// answers stale. A cell's compute nodes and instances are read again only
+// when a probe says they may have changed (SQLProbeComputeNodes,
+// SQLProbeInstances); its services, which every nova-compute writes every
+// report_interval, at every read.
 package novadb
 
 import (
@@ -33,7 +35,6 @@ type Reader struct {
 	connection   string // [database]connection, to fill cell templates
 	cellTemplate string // Config.CellTemplate
 	opts         dbconn.Options
-	window       time.Duration
 	now          func() time.Time
 
 	mu    sync.Mutex
@@ -59,11 +60,6 @@ type Config struct {
 	CellTemplate string
 	// Options tune every pool and its deadlines.
 	Options dbconn.Options
-	// ProbeWindow: a probe whose latest timestamp is less than this older
-	// than the read that took it spares no later read (a write within the
-	// same tick of a coarse clock, or a skewed one, leaves the same
-	// timestamps). Default 2s.
-	ProbeWindow time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -74,11 +70,8 @@ func Open(cfg Config) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nova_api connection: %w", err)
 	}
-	r := &Reader{api: api, connection: cfg.Connection, cellTemplate: cfg.CellTemplate, opts: cfg.Options, window: cfg.ProbeWindow, now: cfg.Now,
+	r := &Reader{api: api, connection: cfg.Connection, cellTemplate: cfg.CellTemplate, opts: cfg.Options, now: cfg.Now,
 		cells: map[string]*cellState{}}
-	if r.window <= 0 {
-		r.window = 2 * time.Second
-	}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -142,6 +135,40 @@ type CellRead struct {
 	// are the same rows, so a consumer tells unchanged rows without
 	// comparing them.
 	Generation Generation
+
+	// url is the connection the rows were read from; probes their tables'
+	// probes (compute nodes, instances) and hosts the extra hosts whose
+	// instances they hold: what the next read compares (Known).
+	url    string
+	probes [2]probe
+	hosts  []string
+}
+
+// Known is what the caller holds of the last read, handed back to Read:
+// the rows of a cell whose probes are unchanged, and vouched for, are not
+// read again.
+type Known struct {
+	// Last is the last read; nil: none, every row is read.
+	Last *Snapshot
+	// Window: a probe whose latest timestamp is less than this older than
+	// the read that took it spares no later read (a write within the same
+	// tick of a coarse clock, or a skewed one, leaves the same timestamps);
+	// topology.DefaultProbeWindow, as for Ironic's nodes.
+	Window time.Duration
+}
+
+// cell is the last read of the cell of uuid read from url with
+// credentials; zero when there is none.
+func (k *Known) cell(uuid, url, credentials string) CellRead {
+	if k == nil || k.Last == nil {
+		return CellRead{}
+	}
+	for _, c := range k.Last.Cells {
+		if c.Cell.UUID == uuid && c.url == url && c.Credentials == credentials {
+			return c
+		}
+	}
+	return CellRead{}
 }
 
 // Generation is CellRead.Generation: per table, which read its rows come
@@ -150,9 +177,10 @@ type Generation struct{ ComputeNodes, Instances uint64 }
 
 // Read reads nova_api's cells, then each cell. hosts are hosts whose
 // instances must be read whether or not they have an ironic compute node
-// (the computes of a settings file). An error reading nova_api fails the
-// whole read (the cells are not known); a cell's error is in its CellRead.
-func (r *Reader) Read(ctx context.Context, hosts []string) (*Snapshot, error) {
+// (the computes of a settings file); known (nil: none) is the last read.
+// An error reading nova_api fails the whole read (the cells are not
+// known); a cell's error is in its CellRead.
+func (r *Reader) Read(ctx context.Context, hosts []string, known *Known) (*Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	snap := &Snapshot{ReadAt: r.now()}
@@ -181,7 +209,12 @@ func (r *Reader) Read(ctx context.Context, hosts []string) (*Snapshot, error) {
 			st = &cellState{url: url, credentials: credentials, err: err}
 			r.cells[m.UUID] = st
 		}
-		snap.Cells = append(snap.Cells, st.read(ctx, r, m, hosts, snap.ReadAt))
+		last := known.cell(m.UUID, url, credentials)
+		var window time.Duration
+		if known != nil {
+			window = known.Window
+		}
+		snap.Cells = append(snap.Cells, st.read(ctx, r, m, hosts, last, window, snap.ReadAt))
 	}
 	for u, st := range r.cells {
 		if !seen[u] {
@@ -218,14 +251,6 @@ type cellState struct {
 	// template: the cell then fails every read.
 	err  error
 	pool *dbconn.Pool
-	// last is the last good read; probes its tables' probes then.
-	last   CellRead
-	probes [2]probe // compute nodes, instances
-	// vouch says whether each probe of last vouches for the rows
-	// (taken at least the window after its latest timestamp).
-	vouch [2]bool
-	// hosts are the extra hosts whose instances last holds.
-	hosts []string
 }
 
 func (c *cellState) close() error {
@@ -245,9 +270,12 @@ func (p probe) latest() time.Time {
 	return slices.MaxFunc([]time.Time{p.created, p.updated, p.deletedAt}, time.Time.Compare)
 }
 
-// read reads the cell of m: its failure keeps the last good rows.
-func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hosts []string, now time.Time) CellRead {
-	out := c.last
+// read reads the cell of m: its failure keeps last, the last read's rows;
+// a probe of last taken at least window after its latest timestamp
+// vouches for its rows.
+func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hosts []string, last CellRead, window time.Duration, now time.Time) CellRead {
+	out := last
+	out.url = c.url
 	out.Cell.Name, out.Cell.UUID = m.Name, m.UUID
 	out.Reread.ComputeNodes, out.Reread.Instances = false, false
 	out.Credentials = c.credentials
@@ -264,12 +292,12 @@ func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hos
 		c.pool = pool
 	}
 	out.Database, out.Backend, out.User = c.pool.String(), c.pool.Backend(), c.pool.User()
-	next, probes, err := c.readRows(ctx, m, hosts)
+	next, err := c.readRows(ctx, m, hosts, last, window)
 	if err != nil {
 		out.Err = fmt.Errorf("reading cell %s (%s): %w", cellName(m), c.pool, c.pool.Scrub(err))
 		return out
 	}
-	next.Generation = c.last.Generation
+	next.Generation, next.url, next.hosts = last.Generation, c.url, slices.Clone(hosts)
 	if next.Reread.ComputeNodes {
 		r.generation++
 		next.Generation.ComputeNodes = r.generation
@@ -280,10 +308,6 @@ func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hos
 	}
 	next.Database, next.Backend, next.ReadAt = out.Database, out.Backend, now
 	next.Credentials, next.User = out.Credentials, out.User
-	for i, p := range probes {
-		c.vouch[i] = now.Sub(p.latest()) >= r.window
-	}
-	c.last, c.probes, c.hosts = next, probes, slices.Clone(hosts)
 	return next
 }
 
@@ -294,45 +318,46 @@ func cellName(m nova.CellMapping) string {
 	return m.Name + " " + m.UUID
 }
 
-// readRows reads the cell's rows in one read-only transaction, reusing the
-// last compute nodes and instances when their probes are unchanged and
-// vouched for.
-func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []string) (CellRead, [2]probe, error) {
-	var probes [2]probe
+// readRows reads the cell's rows in one read-only transaction, reusing
+// last's compute nodes and instances when their probes are unchanged and
+// vouched for (taken at least window after their latest timestamp).
+func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []string, last CellRead, window time.Duration) (CellRead, error) {
 	s, err := c.pool.Begin(ctx, 5+len(hosts))
 	if err != nil {
-		return CellRead{}, probes, err
+		return CellRead{}, err
 	}
 	failed := true
 	defer func() { s.End(failed) }()
 	out := CellRead{Cell: nova.Cell{Name: m.Name, UUID: m.UUID}}
 	if out.Cell.Services, err = readServices(s); err != nil {
-		return out, probes, err
+		return out, err
 	}
-	if probes[0], err = readProbe(s, "probing compute_nodes", SQLProbeComputeNodes); err != nil {
-		return out, probes, err
+	if out.probes[0], err = readProbe(s, "probing compute_nodes", SQLProbeComputeNodes); err != nil {
+		return out, err
 	}
-	if probes[1], err = readProbe(s, "probing instances", SQLProbeInstances); err != nil {
-		return out, probes, err
+	if out.probes[1], err = readProbe(s, "probing instances", SQLProbeInstances); err != nil {
+		return out, err
 	}
-	hasLast := !c.last.ReadAt.IsZero()
-	if hasLast && c.vouch[0] && probes[0] == c.probes[0] {
-		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = c.last.Cell.ComputeNodes, c.last.Cell.SoftDeletedHosts
+	reuse := func(i int) bool {
+		return !last.ReadAt.IsZero() && last.ReadAt.Sub(last.probes[i].latest()) >= window && out.probes[i] == last.probes[i]
+	}
+	if reuse(0) {
+		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = last.Cell.ComputeNodes, last.Cell.SoftDeletedHosts
 	} else {
 		out.Reread.ComputeNodes = true
-		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, probes[0].count); err != nil {
-			return out, probes, err
+		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, out.probes[0].count); err != nil {
+			return out, err
 		}
 	}
 	// the instances read depends on the compute nodes' hosts, and hosts
-	if hasLast && c.vouch[1] && probes[1] == c.probes[1] && !out.Reread.ComputeNodes && slices.Equal(hosts, c.hosts) {
-		out.Cell.Instances = c.last.Cell.Instances
+	if reuse(1) && !out.Reread.ComputeNodes && slices.Equal(hosts, last.hosts) {
+		out.Cell.Instances = last.Cell.Instances
 	} else {
 		out.Reread.Instances = true
 		if out.Cell.Instances, err = readInstances(s, c.pool.Backend(), out.Cell, hosts); err != nil {
-			return out, probes, err
+			return out, err
 		}
 	}
 	failed = false
-	return out, probes, nil
+	return out, nil
 }

@@ -54,7 +54,7 @@ func TestRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	snap, err := r.Read(context.Background(), []string{"c-9"})
+	snap, err := r.Read(context.Background(), []string{"c-9"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,8 @@ func TestRead(t *testing.T) {
 
 	// unchanged: the probes vouch for the rows (their latest time is an
 	// hour before the read)
-	again, err := r.Read(context.Background(), []string{"c-9"})
+	known := func(last *Snapshot) *Known { return &Known{Last: last, Window: 2 * time.Second} }
+	again, err := r.Read(context.Background(), []string{"c-9"}, known(snap))
 	if err != nil || again.Cells[0].Reread.ComputeNodes || again.Cells[0].Reread.Instances {
 		t.Fatalf("second read: %v %+v", err, again.Cells[0].Reread)
 	}
@@ -91,12 +92,16 @@ func TestRead(t *testing.T) {
 	if gen.ComputeNodes == 0 || gen.Instances == 0 || gen.ComputeNodes == gen.Instances || gen == snap.Cells[1].Generation {
 		t.Errorf("first read's generations are not distinct: cell1 %+v, cell2 %+v", gen, snap.Cells[1].Generation)
 	}
+	// the reader keeps no rows: without a known read, every table is read
+	if none, err := r.Read(context.Background(), []string{"c-9"}, nil); err != nil || !none.Cells[0].Reread.ComputeNodes || !none.Cells[0].Reread.Instances {
+		t.Errorf("a read with no known one reused rows: %v %+v", err, none.Cells[0].Reread)
+	}
 	if again.Cells[0].Generation != gen {
 		t.Errorf("rows reused, generations %+v, want the first read's %+v", again.Cells[0].Generation, gen)
 	}
 	// a soft delete (deleted_at set, updated_at kept, as oslo.db's does)
 	testenv.ExecSQLite(t, cell1, `UPDATE instances SET deleted = id, deleted_at = '2026-12-04 08:59:59.500000' WHERE uuid = 'i1'`)
-	third, err := r.Read(context.Background(), []string{"c-9"})
+	third, err := r.Read(context.Background(), []string{"c-9"}, known(again))
 	if err != nil || third.Cells[0].Reread.ComputeNodes || !third.Cells[0].Reread.Instances || len(third.Cells[0].Cell.Instances) != 1 {
 		t.Fatalf("after a soft delete: %v %+v", err, third.Cells[0])
 	}
@@ -104,7 +109,7 @@ func TestRead(t *testing.T) {
 		t.Errorf("instances read again: generations %+v, want a new one for instances alone (was %+v)", g, gen)
 	}
 	// within the window of the latest write: no reuse next time
-	fourth, _ := r.Read(context.Background(), []string{"c-9"})
+	fourth, _ := r.Read(context.Background(), []string{"c-9"}, known(third))
 	if !fourth.Cells[0].Reread.Instances {
 		t.Errorf("a probe 0.5 s after the latest write vouches (window 2s): %+v", fourth.Cells[0].Reread)
 	}
@@ -117,12 +122,12 @@ func TestCellFailureKeepsLastRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	first, err := r.Read(context.Background(), nil)
+	first, err := r.Read(context.Background(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testenv.ExecSQLite(t, cell1, `DROP TABLE services`)
-	snap, err := r.Read(context.Background(), nil)
+	snap, err := r.Read(context.Background(), nil, &Known{Last: first, Window: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +149,7 @@ func TestAPIFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	_, err = r.Read(context.Background(), nil)
+	_, err = r.Read(context.Background(), nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "reading nova_api") || strings.Contains(err.Error(), "s3cret-pw") {
 		t.Fatalf("error: %v", err)
 	}

@@ -17,7 +17,9 @@ import (
 
 type novaReader struct{ snap *novadb.Snapshot }
 
-func (r novaReader) Read(context.Context, []string) (*novadb.Snapshot, error) { return r.snap, nil }
+func (r novaReader) Read(context.Context, []string, *novadb.Known) (*novadb.Snapshot, error) {
+	return r.snap, nil
+}
 
 // TestNovaOnCallPath: with Nova, the lookup takes an instance UUID and
 // walks instance -> node -> conductor (alive?) -> nova-compute (up?) ->

@@ -188,7 +188,7 @@ func TestNovaCellTemplateFlags(t *testing.T) {
 	if d := cache.Current().ServicegroupDriver; d != "mc" {
 		t.Errorf("servicegroup_driver %q, want mc", d)
 	}
-	snap, err := reader.Read(context.Background(), nil)
+	snap, err := reader.Read(context.Background(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
