@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 type fakeNova map[string][]NovaClaim
@@ -19,7 +19,7 @@ func (f fakeNova) NodeComputes(uuid string) ([]NovaClaim, bool) {
 // representation (so `baremetal node show --instance` shows it) and with
 // fields=; without Nova it is absent and asking for it is a 400 saying why.
 func TestNovaField(t *testing.T) {
-	snap := testSnapshot(db.BackendPostgreSQL)
+	snap := testSnapshot(rules.PostgreSQL)
 	nova := fakeNova{
 		uuidN(1): {{Cell: "cell1", Host: "c-a", Source: "instance", Up: true}},
 		uuidN(2): {{Cell: "cell1", Host: "c-a", Source: "ring", Up: true}, {Cell: "cell1", Host: "c-b", Source: "ring"}},

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -331,7 +330,7 @@ ironic_node_conductor_changes_total{conductor_group="rack2"} 0
 // release), so no alert or panel reads a stale value.
 func TestNoHeartbeatsOnSQLite(t *testing.T) {
 	snap := fixture.Golden()
-	snap.Backend = db.BackendSQLite
+	snap.Backend = rules.SQLite
 	snap.SchemaRevision = "d163df1bab88" // 22.1's head
 	detect := testSettings
 	detect.Release = rules.Release{}

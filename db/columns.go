@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/lib/pq"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // column is one column a snapshot statement reads.
@@ -270,11 +272,11 @@ FROM nodes`
 }()
 
 // queriesFor are the statements of a snapshot on backend.
-func queriesFor(backend Backend) *queries {
+func queriesFor(backend rules.Backend) *queries {
 	switch backend {
-	case BackendMySQL:
+	case rules.MySQL:
 		return &mysqlQueries
-	case BackendSQLite:
+	case rules.SQLite:
 		return &sqliteQueries
 	}
 	return &pgQueries

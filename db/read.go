@@ -11,17 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
-)
-
-// Backend names the kind of SQL server behind Ironic's [database]connection
-// (see dbconn.Backend).
-type Backend = dbconn.Backend
-
-// The backends the exporter knows.
-const (
-	BackendPostgreSQL = dbconn.BackendPostgreSQL
-	BackendMySQL      = dbconn.BackendMySQL
-	BackendSQLite     = dbconn.BackendSQLite
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // DB reads snapshots of Ironic's database through the exporter's one
@@ -142,7 +132,7 @@ type since struct {
 // retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshot(ctx, known)
-	if err != nil && ctx.Err() == nil && d.Backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+	if err != nil && ctx.Err() == nil && d.Backend() == rules.PostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
 		// A SQL_ASCII database holding bytes that are not UTF-8: the
 		// server refuses to send them as UTF-8 text. Read the text
 		// columns as bytes from now on; the reader checks them.

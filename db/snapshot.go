@@ -5,13 +5,15 @@
 // backend, exactly as Ironic stores them, returned as time.Time in time.UTC.
 package db
 
+import "github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+
 import "time"
 
 // Snapshot is everything one refresh reads, taken in a single read-only
 // transaction so that conductors, their hardware types and nodes agree.
 type Snapshot struct {
 	// Backend is the kind of database the snapshot came from.
-	Backend Backend
+	Backend rules.Backend
 	// Conductors are the rows of the conductors table, ordered by id.
 	Conductors []Conductor
 	// Nodes are the rows of the nodes table, ordered by id; none when

@@ -506,7 +506,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 		if c.cfg.Computes != nil {
 			computes = c.cfg.Computes.For(cr.Cell)
 		}
-		in := nova.AnswerInput{Now: now, Backend: topology.BackendKind(cr.Backend), IronicBackend: ironicBackend,
+		in := nova.AnswerInput{Now: now, Backend: cr.Backend, IronicBackend: ironicBackend,
 			Settings: c.cfg.Settings, Cell: cr.Cell, Nodes: nodes, Computes: computes}
 		var a nova.CellAnswer
 		if same {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // Reader reads Nova's databases. It is safe for concurrent use; reads are
@@ -121,7 +122,7 @@ type CellRead struct {
 	// user it logs in as ("" when not known: SQLite, or no connection).
 	Credentials, User string
 	// Backend is the kind of the cell's database.
-	Backend dbconn.Backend
+	Backend rules.Backend
 	// Err is why this read of the cell failed; nil when it did not.
 	Err error
 	// ReadAt is when Cell's rows were read; zero when never.

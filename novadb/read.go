@@ -6,6 +6,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // readServices runs SQLServices. A NULL disabled reads as true (the ring's
@@ -91,7 +92,7 @@ func readComputeNodes(s *dbconn.Session, count int64) (live []nova.ComputeNode, 
 
 // readInstances runs SQLInstances, then SQLInstancesOfHost for each of
 // hosts that no compute node's host is (exactly), each instance once.
-func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, hosts []string) ([]nova.Instance, error) {
+func readInstances(s *dbconn.Session, backend rules.Backend, cell nova.Cell, hosts []string) ([]nova.Instance, error) {
 	var out []nova.Instance
 	seen := map[string]bool{}
 	interned := map[string]string{} // hosts, as readComputeNodes interns them
@@ -125,7 +126,7 @@ func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, ho
 		cnHosts[h] = true
 	}
 	q := SQLInstancesOfHost
-	if backend == dbconn.BackendPostgreSQL {
+	if backend == rules.PostgreSQL {
 		q = strings.Replace(q, "?", "$1", 1)
 	}
 	for _, h := range hosts {

@@ -231,7 +231,9 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	d.LastSuccess = v.LastSuccess.UTC()
 	d.DataAge = now.Sub(v.LastSuccess).Round(time.Second)
 	d.Settings = t.Settings
-	d.Backend = string(t.Backend)
+	if t.Backend != 0 {
+		d.Backend = t.Backend.String()
+	}
 	d.Nodes = len(t.Nodes)
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
