@@ -355,7 +355,7 @@ func (rq *request) topology() (*topology.Topology, *apiError) {
 	v := rq.h.cache.Get(rq.r.Context())
 	if v.Topology == nil {
 		rq.h.log.Debug("api: no topology to serve yet", "err", v.Err)
-		if topology.Permanent(v.Err) {
+		if v.Permanent() {
 			return nil, &apiError{status: http.StatusServiceUnavailable,
 				msg: "The exporter's database is not Ironic's: a table or column Ironic has is missing. Check --db.dsn (or [database]connection)."}
 		}

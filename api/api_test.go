@@ -932,7 +932,7 @@ func TestNotIronicsDatabase(t *testing.T) {
 		t.Errorf("503: %q", got)
 	}
 	// A transient failure still says retry later (TestNoTopologyYet).
-	if topology.Permanent(errDown) {
+	if (topology.View{Err: errDown}).Permanent() {
 		t.Errorf("%v classified as permanent", errDown)
 	}
 }

@@ -111,7 +111,7 @@
 // second) carry X-Ironic-Exporter-Stale: true and
 // X-Ironic-Exporter-Data-Age (seconds, one decimal). While no topology was
 // ever read, the 503 says whether the database is not Ironic's (a missing
-// table: topology.Permanent) or the failure may pass.
+// table or column: topology.View.Permanent) or the failure may pass.
 //
 // # Node fields not served
 //

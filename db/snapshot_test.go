@@ -614,6 +614,15 @@ func TestSnapshotNotIronic(t *testing.T) {
 				t.Errorf("no %s table: %v, want ErrNotIronic", table, err)
 			}
 		}
+		// a column it reads missing: the same (dbconn.NoSuchRelation)
+		conn := b.admin(t)
+		b.reset(t, conn)
+		b.exec(t, conn, "ALTER TABLE conductors RENAME COLUMN hostname TO hostname_elsewhere")
+		_, err := openTest(t, b.dsn, dbconn.Options{}).Snapshot(context.Background())
+		b.exec(t, conn, "ALTER TABLE conductors RENAME COLUMN hostname_elsewhere TO hostname")
+		if !errors.Is(err, ErrNotIronic) || dbconn.ErrorKind(err) != dbconn.KindSchema {
+			t.Errorf("no conductors.hostname: %v (kind %q), want ErrNotIronic of kind schema", err, dbconn.ErrorKind(err))
+		}
 	})
 	d := openTest(t, "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2", dbconn.Options{QueryTimeout: 2 * time.Second})
 	if _, err := d.Snapshot(context.Background()); err == nil || errors.Is(err, ErrNotIronic) {

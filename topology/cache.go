@@ -126,27 +126,10 @@ func (v View) Up() bool { return v.Err == nil && v.Topology != nil }
 const DefaultMaxWait = 500 * time.Millisecond
 
 // Permanent reports whether the latest refresh failed for a reason retrying
-// will not fix: the database is not Ironic's (db.ErrNotIronic).
+// will not fix: the database is not Ironic's (db.ErrNotIronic, a table or
+// column it reads is missing), unlike a transient failure (the server
+// unreachable, a timeout, a lock).
 func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
-
-// Permanent reports whether a refresh error will not go away by retrying:
-// the database is reachable but is not Ironic's (a table or column the
-// exporter reads does not exist), unlike a transient failure (the server
-// unreachable, a timeout, a lock). It reads the drivers' error text: lib/pq's
-// SQLSTATE suffix 42P01/42703 (undefined table or column), MySQL's errors
-// 1146/1054 and SQLite's "no such table"/"no such column".
-func Permanent(err error) bool {
-	if err == nil || errors.Is(err, ErrNoData) {
-		return false
-	}
-	s := err.Error()
-	for _, m := range []string{"(42P01)", "(42703)", "Error 1146", "Error 1054", "no such table", "no such column"} {
-		if strings.Contains(s, m) {
-			return true
-		}
-	}
-	return false
-}
 
 // ErrKind is the kind of the latest refresh's error (dbconn.ErrorKind: timeout,
 // connection, auth, schema, query or other), "" when it succeeded.
