@@ -104,7 +104,9 @@
 // from 1.49 like conductor. With Options.Nova (the exporter reads Nova's
 // databases) a second, NovaField ("exporter_nova_computes"): the
 // nova-computes that manage the node as Nova's ironic driver computes it,
-// [] when none, null when the Nova answer does not cover the node; without
+// each with its cell, host, source and up (null when Nova's liveness is
+// unknown: servicegroup_driver not db), [] when none, null when the Nova
+// answer does not cover the node; without
 // Nova it is absent and fields= naming it is a 400 saying why. Answers
 // rendered from stale data (the last
 // refresh failed, or the data is older than the cache's MinInterval plus a

@@ -61,7 +61,7 @@ func policyFixtureWith(t *testing.T, nova NovaLookup) *fixture {
 // them; a system reader sees the conductor, not the computes; an admin
 // sees both.
 func TestPolicyExtensionFields(t *testing.T) {
-	nova := fakeNova{uuidN(1): {{Cell: "cell1", Host: "c-a", Source: "instance", Up: true}}}
+	nova := fakeNova{uuidN(1): {{Cell: "cell1", Host: "c-a", Source: "instance", Up: true, UpKnown: true}}}
 	f := policyFixtureWith(t, nova)
 	who := func(p string) string { return personaHeader + ": " + p }
 	const (

@@ -11,7 +11,6 @@ package novacache
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"log/slog"
 	"maps"
@@ -145,8 +144,17 @@ type inputs struct {
 type cellInputs struct {
 	uuid        string
 	generation  novadb.Generation
-	services    string // id, host, binary, flags, version and up of each row
-	softDeleted string // SoftDeletedHosts
+	services    []serviceInput
+	softDeleted []string // SoftDeletedHosts
+}
+
+// serviceInput is what the answer reads of a services row, its liveness
+// judged now in place of its heartbeat's time.
+type serviceInput struct {
+	id                                int64
+	host, binary                      string
+	disabled, forcedDown, deleted, up bool
+	version                           int
 }
 
 // inputsOf are the inputs of an answer over snap's cells at now.
@@ -154,19 +162,22 @@ func (c *Cache) inputsOf(snap *novadb.Snapshot, now time.Time) inputs {
 	var in inputs
 	for _, cr := range snap.Cells {
 		ci := cellInputs{uuid: cr.Cell.UUID, generation: cr.Generation}
-		ci.softDeleted = strings.Join(cr.Cell.SoftDeletedHosts, "\x00")
-		var b strings.Builder
+		ci.softDeleted = cr.Cell.SoftDeletedHosts
 		for _, sv := range cr.Cell.Services {
 			up := rules.NewNova(rules.Release{}, rules.PostgreSQL, c.cfg.Settings).ServiceIsUp(now, sv.LastSeenUp, sv.CreatedAt, sv.ForcedDown)
-			fmt.Fprintf(&b, "%d\x00%s\x00%s\x00%t%t%t%t\x00%d\n", sv.ID, sv.Host, sv.Binary, sv.Disabled, sv.ForcedDown, sv.Deleted, up, sv.Version)
+			ci.services = append(ci.services, serviceInput{id: sv.ID, host: sv.Host, binary: sv.Binary, disabled: sv.Disabled,
+				forcedDown: sv.ForcedDown, deleted: sv.Deleted, up: up, version: sv.Version})
 		}
-		ci.services = b.String()
 		in.cells = append(in.cells, ci)
 	}
 	return in
 }
 
-func (in inputs) equal(o inputs) bool { return slices.Equal(in.cells, o.cells) }
+func (in inputs) equal(o inputs) bool {
+	return slices.EqualFunc(in.cells, o.cells, func(a, b cellInputs) bool {
+		return a.uuid == b.uuid && a.generation == b.generation && slices.Equal(a.services, b.services) && slices.Equal(a.softDeleted, b.softDeleted)
+	})
+}
 
 // sameNodes reports whether t's nodes are, as Nova's node list gives them,
 // nodes: a power state or a lock changing in Ironic changes no answer.
@@ -247,6 +258,13 @@ func (s *State) NodeClaims(uuid string) (claims []nova.FleetClaim, ok bool) {
 		return nil, false
 	}
 	return slices.Collect(s.Fleet.Claims(int(s.byUUID[j]))), true
+}
+
+// NodeComputes are the claims on the node of uuid in the answer Get gives
+// with no deadline (api.NovaLookup); ok is false when the answer does not
+// cover it.
+func (c *Cache) NodeComputes(uuid string) ([]nova.FleetClaim, bool) {
+	return c.Get(context.Background()).NodeClaims(uuid)
 }
 
 // TableReads count the reads of one table.
@@ -492,12 +510,14 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 	if t != nil {
 		ironicBackend = t.Rules.Backend()
 	}
-	wasErr, warned, connected := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	type connection struct{ cell, database, credentials string }
+	type warning struct{ cell, text string }
+	wasErr, warned, connected := map[string]bool{}, map[warning]bool{}, map[connection]bool{}
 	for _, p := range prev.Cells {
 		wasErr[p.UUID] = p.Err != nil
-		connected[p.UUID+"\x00"+p.Database+"\x00"+p.Credentials] = true
+		connected[connection{p.UUID, p.Database, p.Credentials}] = true
 		for _, w := range p.Warnings {
-			warned[p.UUID+"\x00"+w] = true
+			warned[warning{p.UUID, w}] = true
 		}
 	}
 	out := make([]CellState, 0, len(snap.Cells))
@@ -515,7 +535,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 		} else {
 			a = nova.Answer(in)
 		}
-		if !connected[cr.Cell.UUID+"\x00"+cr.Database+"\x00"+cr.Credentials] {
+		if !connected[connection{cr.Cell.UUID, cr.Database, cr.Credentials}] {
 			level := slog.LevelInfo
 			if cr.Credentials == novadb.CredentialsCellMappings {
 				level = slog.LevelWarn // Nova's own, read-write user
@@ -530,7 +550,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 			c.cfg.Logger.Info("reading a Nova cell works again", "cell", cr.Cell.Name)
 		}
 		for _, w := range a.Warnings {
-			if !warned[cr.Cell.UUID+"\x00"+w] {
+			if !warned[warning{cr.Cell.UUID, w}] {
 				c.cfg.Logger.Warn(w, "cell", cr.Cell.Name)
 			}
 		}

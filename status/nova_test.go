@@ -83,7 +83,8 @@ func TestNovaOnCallPath(t *testing.T) {
 }
 
 // TestNovaLivenessUnknownPage: with servicegroup_driver mc the page says
-// the computes' liveness is unknown, and why, instead of down.
+// the computes' liveness is unknown, and why, instead of down, and the
+// node lookup says "unknown" instead of "up".
 func TestNovaLivenessUnknownPage(t *testing.T) {
 	snap := degradedSnapshot()
 	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap),
@@ -95,6 +96,8 @@ func TestNovaLivenessUnknownPage(t *testing.T) {
 	now := time.Now().UTC()
 	cell := nova.Cell{Name: "cell1", UUID: "c1", Services: []nova.Service{
 		{ID: 1, Host: "ironic-stale", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68}}}
+	node := cache.Current().Topology.Nodes[0].UUID
+	cell.ComputeNodes = []nova.ComputeNode{{UUID: node, Host: "ironic-stale", HypervisorHostname: node}}
 	settings := rules.DefaultNovaSettings()
 	settings.ServicegroupDriver = "mc"
 	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
@@ -110,5 +113,9 @@ func TestNovaLivenessUnknownPage(t *testing.T) {
 	}
 	if strings.Contains(between(body, `id="summary"`, "</div>"), "down with instances") {
 		t.Error("the summary calls a compute of unknown liveness down")
+	}
+	_, body = get(t, NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current}), "/?node="+node)
+	if lookup := between(body, `id="lookup-nova"`, "</dd>"); !strings.Contains(lookup, `<strong>ironic-stale</strong> (cell cell1, by ring) <span class="state unknown">unknown</span>`) {
+		t.Errorf("the lookup of a node of a compute of unknown liveness:\n%s", lookup)
 	}
 }

@@ -242,14 +242,14 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	}
 	// Trouble first: dead, then stopped, draining, alive.
 	slices.SortStableFunc(d.Conductors, func(a, b conductorRow) int {
-		return cmp.Or(stateRank(a.State)-stateRank(b.State), strings.Compare(a.Group+"\x00"+a.Hostname, b.Group+"\x00"+b.Hostname))
+		return cmp.Or(stateRank(a.State)-stateRank(b.State), strings.Compare(a.Group, b.Group), strings.Compare(a.Hostname, b.Hostname))
 	})
 	d.Rings = ringRows(t)
 	for k, n := range t.Orphans {
 		d.Orphans = append(d.Orphans, orphanRow{Group: k.ConductorGroup, Driver: k.Driver, Nodes: n})
 	}
 	slices.SortFunc(d.Orphans, func(a, b orphanRow) int {
-		return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Group+"\x00"+a.Driver, b.Group+"\x00"+b.Driver))
+		return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Group, b.Group), strings.Compare(a.Driver, b.Driver))
 	})
 	for host, n := range t.Reservations {
 		c, ok := t.Conductor(host)

@@ -226,7 +226,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	}
 	apiOpts := api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access}
 	if a.nova != nil {
-		apiOpts.Nova = novaLookup{a.nova}
+		apiOpts.Nova = a.nova
 	}
 	apiHandler := api.NewHandler(a.cache, apiOpts)
 	statusOpts := status.Options{Logger: a.logger, Version: version.Version, MetricsPath: cfg.telemetryPath, History: a.history}

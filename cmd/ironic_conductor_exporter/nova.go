@@ -11,7 +11,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/memlimit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
@@ -162,20 +161,4 @@ func secretFlag(flag, value, file string) (string, error) {
 		return "", fmt.Errorf("%s-file: %s is empty", flag, file)
 	}
 	return value, nil
-}
-
-// novaLookup answers the API's Nova extension from the Nova cache.
-type novaLookup struct{ cache *novacache.Cache }
-
-// NodeComputes implements api.NovaLookup.
-func (l novaLookup) NodeComputes(uuid string) ([]api.NovaClaim, bool) {
-	claims, ok := l.cache.Get(context.Background()).NodeClaims(uuid)
-	if !ok {
-		return nil, false
-	}
-	out := make([]api.NovaClaim, len(claims))
-	for i, c := range claims {
-		out[i] = api.NovaClaim{Cell: c.Cell, Host: c.Host, Source: c.Source, Up: c.Up}
-	}
-	return out, true
 }
