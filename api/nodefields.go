@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -208,7 +209,7 @@ func (f *nodeField) compare(a, b *topology.NodeInfo, c collation) int {
 	case f.time != nil:
 		return compareTime(f.time(a), f.time(b), c)
 	default:
-		return compareBool(f.bool(a), f.bool(b))
+		return rules.CompareBool(f.bool(a), f.bool(b))
 	}
 }
 

@@ -146,3 +146,11 @@ type Node struct {
 	// UpdatedAt is the row's last update; zero when NULL.
 	UpdatedAt Stamp
 }
+
+// Text is the text of a nullable column as read (*p), "" for NULL (nil).
+func Text(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

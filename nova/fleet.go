@@ -203,7 +203,7 @@ func (f *Fleet) place(nodes int, claims []nodeClaim) {
 	}
 	slices.SortFunc(order, func(a, b int32) int {
 		x, y := f.distinct[a], f.distinct[b]
-		return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source), boolCompare(x.Up, y.Up))
+		return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source), rules.CompareBool(x.Up, y.Up))
 	})
 	rank := make([]int32, len(order))
 	sorted := make([]FleetClaim, len(order))

@@ -230,9 +230,9 @@ func (n ironicNodes) Node(i int) nova.IronicNode { return ironicNode(n[i]) }
 
 // ironicNode is what Nova's node list and the problems read of n.
 func ironicNode(n *db.Node) nova.IronicNode {
-	return nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
-		InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance}
+	return nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: db.Text(n.Shard),
+		InstanceUUID: db.Text(n.InstanceUUID), ParentNode: db.Text(n.ParentNode),
+		ProvisionState: db.Text(n.ProvisionState), Maintenance: n.Maintenance}
 }
 
 // UUID is the uuid of the answer's node i, 0 <= i < Fleet.Len().
@@ -558,11 +558,4 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 			Database: cr.Database, Credentials: cr.Credentials, User: cr.User})
 	}
 	return out
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

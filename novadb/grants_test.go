@@ -80,7 +80,7 @@ func TestGrantsFollowSQL(t *testing.T) {
 		}
 	}
 	check("nova_api", Grants.API, SQLCellMappings)
-	check("cell", Grants.Cell, SQLServices, SQLComputeNodes, SQLInstances, SQLInstancesOfHost, SQLProbeComputeNodes, SQLProbeInstances)
+	check("cell", Grants.Cell, SQLServices, SQLComputeNodes, SQLInstances, SQLInstancesOfHost("?"), SQLProbeComputeNodes, SQLProbeInstances)
 }
 
 // grantsSchema is the part of Nova's schema the test reads, with columns

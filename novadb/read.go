@@ -2,7 +2,6 @@ package novadb
 
 import (
 	"database/sql"
-	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
@@ -56,7 +55,7 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 // grown by appending.
 func readComputeNodes(s *dbconn.Session, count int64) (live []nova.ComputeNode, softDeleted []string, err error) {
 	live = make([]nova.ComputeNode, 0, count)
-	hosts := map[string]string{}
+	hosts := dbconn.Interner{}
 	deletedHosts := map[string]bool{}
 	err = s.Rows("reading compute_nodes", SQLComputeNodes, false, func(rows *sql.Rows) error {
 		var (
@@ -68,11 +67,7 @@ func readComputeNodes(s *dbconn.Session, count int64) (live []nova.ComputeNode, 
 		if err := rows.Scan(&uuid, &host, &hh, &deleted); err != nil {
 			return err
 		}
-		h, ok := hosts[string(host)]
-		if !ok {
-			h = string(host)
-			hosts[h] = h
-		}
+		h := hosts.Str(host)
 		if deleted.Int64 != 0 {
 			if !deletedHosts[h] {
 				deletedHosts[h] = true
@@ -95,7 +90,7 @@ func readComputeNodes(s *dbconn.Session, count int64) (live []nova.ComputeNode, 
 func readInstances(s *dbconn.Session, backend rules.Backend, cell nova.Cell, hosts []string) ([]nova.Instance, error) {
 	var out []nova.Instance
 	seen := map[string]bool{}
-	interned := map[string]string{} // hosts, as readComputeNodes interns them
+	interned := dbconn.Interner{} // hosts, as readComputeNodes interns them
 	scan := func(rows *sql.Rows) error {
 		var (
 			uuid, node sql.NullString
@@ -104,11 +99,7 @@ func readInstances(s *dbconn.Session, backend rules.Backend, cell nova.Cell, hos
 		if err := rows.Scan(&uuid, &host, &node); err != nil {
 			return err
 		}
-		h, ok := interned[string(host)]
-		if !ok {
-			h = string(host)
-			interned[h] = h
-		}
+		h := interned.Str(host)
 		if !seen[uuid.String] {
 			seen[uuid.String] = true
 			out = append(out, nova.Instance{UUID: uuid.String, Host: h, Node: node.String})
@@ -125,10 +116,7 @@ func readInstances(s *dbconn.Session, backend rules.Backend, cell nova.Cell, hos
 	for _, h := range cell.SoftDeletedHosts {
 		cnHosts[h] = true
 	}
-	q := SQLInstancesOfHost
-	if backend == rules.PostgreSQL {
-		q = strings.Replace(q, "?", "$1", 1)
-	}
+	q := SQLInstancesOfHost(dbconn.Param(backend, 1))
 	for _, h := range hosts {
 		if !cnHosts[h] {
 			if err := s.Rows("reading instances of "+h, q, true, scan, h); err != nil {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
@@ -294,14 +295,6 @@ func newConductorRow(t *topology.Topology, c *topology.ConductorInfo) conductorR
 	return row
 }
 
-// deref is *p, "" for nil.
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
 // ringRows computes, per ring, how many of its nodes each member serves.
 func ringRows(t *topology.Topology) []ringRow {
 	type key struct{ group, hw, host string }
@@ -350,8 +343,8 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 		return &lookupResult{NotFound: true}
 	}
 	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
-		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, Fault: deref(n.Fault), Health: deref(n.Health), AffinityHost: n.AffinityHost()}
+		Conductor: n.Conductor, Reservation: db.Text(n.Reservation), PowerSt: db.Text(n.PowerState),
+		ProvisionState: db.Text(n.ProvisionState), Maintenance: n.Maintenance, Fault: db.Text(n.Fault), Health: db.Text(n.Health), AffinityHost: n.AffinityHost()}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true
@@ -361,7 +354,7 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 	}
 	res.AffinityText = affinityText(t, n, res)
 	res.StuckText = stuckText(t, n)
-	res.Instance, res.ByInstance = deref(n.InstanceUUID), byInstance
+	res.Instance, res.ByInstance = db.Text(n.InstanceUUID), byInstance
 	if novaState != nil {
 		res.NovaClaims, res.NovaKnown = novaState.NodeClaims(n.UUID)
 	}
