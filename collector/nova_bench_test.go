@@ -83,9 +83,9 @@ func novaBenchSnapshot(topo *topology.Topology, computes int, own bool) *novadb.
 	}
 	cell.ComputeNodes = make([]nova.ComputeNode, 0, len(topo.Nodes))
 	for i, ni := range topo.Nodes {
-		host, u := cell.Services[i%computes].Host, str(ni.Node.UUID)
-		if ni.Node.InstanceUUID != nil {
-			cell.Instances = append(cell.Instances, nova.Instance{UUID: str(*ni.Node.InstanceUUID), Host: host, Node: str(ni.Node.UUID)})
+		host, u := cell.Services[i%computes].Host, str(ni.UUID)
+		if ni.InstanceUUID != nil {
+			cell.Instances = append(cell.Instances, nova.Instance{UUID: str(*ni.InstanceUUID), Host: host, Node: str(ni.UUID)})
 		}
 		cell.ComputeNodes = append(cell.ComputeNodes, nova.ComputeNode{UUID: u, Host: host, HypervisorHostname: u})
 	}
