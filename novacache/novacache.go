@@ -16,7 +16,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -285,15 +284,13 @@ type CellState struct {
 }
 
 // Cache holds the Nova answer and refreshes it when asked, at most once per
-// Interval; concurrent callers share a single refresh, bounded by Timeout
-// and not cancelled when one caller gives up (topology.Cache's policy).
+// Interval, with topology.Cache's policy (topology.OnDemand): concurrent
+// callers share a single refresh, bounded by Timeout and not cancelled when
+// one caller gives up.
 type Cache struct {
-	cfg   Config
-	state atomic.Pointer[State]
-
-	mu       sync.Mutex
-	inflight chan struct{} // closed when the running refresh ends
-	ahead    bool          // the running refresh was started within MaxAge: nobody waits for it
+	cfg    Config
+	policy topology.OnDemand
+	state  atomic.Pointer[State]
 }
 
 // New returns a cache; it reads nothing until the first Get.
@@ -322,7 +319,7 @@ func New(cfg Config) *Cache {
 	if cfg.Ironic == nil {
 		cfg.Ironic = func(context.Context) *topology.Topology { return nil }
 	}
-	c := &Cache{cfg: cfg}
+	c := &Cache{cfg: cfg, policy: topology.OnDemand{MinInterval: cfg.Interval, MaxWait: cfg.MaxWait, Now: cfg.Now}}
 	c.state.Store(&State{Assumed: cfg.Computes == nil, ServicegroupDriver: cfg.Settings.ServicegroupDriver})
 	return c
 }
@@ -331,96 +328,56 @@ func New(cfg Config) *Cache {
 func (c *Cache) Current() *State { return c.state.Load() }
 
 // Get returns the answer, refreshing it when it is older than Interval, as
-// topology.Cache.Get does its view: an answer within MaxAge is returned at
-// once while the refresh it starts runs; a refresh started on an older
-// one is waited for until ctx's deadline, or at most MaxWait when ctx has
-// none, and then the current answer is returned.
+// topology.Cache.Get does its view (topology.OnDemand): an answer within
+// MaxAge is returned at once while the refresh it starts runs; a refresh
+// started on an older one is waited for until ctx's deadline, or at most
+// MaxWait when ctx has none, and then the current answer is returned.
 func (c *Cache) Get(ctx context.Context) *State {
-	if s := c.state.Load(); c.fresh(s) {
-		return s
-	}
-	c.mu.Lock()
-	s := c.state.Load()
-	if c.fresh(s) {
-		c.mu.Unlock()
-		return s
-	}
-	done := c.start(s)
-	ahead := c.ahead
-	c.mu.Unlock()
-	if ahead {
-		return s
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.MaxWait)
-		defer cancel()
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	c.policy.Get(ctx, c.policyState, c.refresh)
 	return c.Current()
 }
 
 // Refresh refreshes the answer now, or joins the refresh that runs, and
 // waits for it until ctx ends.
 func (c *Cache) Refresh(ctx context.Context) {
-	c.mu.Lock()
-	done := c.start(c.state.Load())
-	c.mu.Unlock()
 	select {
-	case <-done:
+	case <-c.policy.Start(c.policyState, c.refresh):
 	case <-ctx.Done():
 	}
 }
 
-// MaxAge is the oldest answer Get returns without waiting for a refresh:
-// Interval plus topology.RefreshGrace, or twice Interval when that is
-// shorter (topology.Cache.MaxAge).
-func (c *Cache) MaxAge() time.Duration {
-	return c.cfg.Interval + min(c.cfg.Interval, topology.RefreshGrace)
+// MaxAge is the oldest answer Get returns without waiting for a refresh
+// (topology.OnDemand.MaxAge).
+func (c *Cache) MaxAge() time.Duration { return c.policy.MaxAge() }
+
+// policyState is the topology.OnDemandState of the cache.
+func (c *Cache) policyState() (time.Time, bool) {
+	s := c.state.Load()
+	return s.attempted, s.Fleet != nil
 }
 
-func (c *Cache) fresh(s *State) bool {
-	return !s.attempted.IsZero() && c.cfg.Now().Sub(s.attempted) < c.cfg.Interval
-}
-
-// start starts a refresh unless one runs, and returns the channel closed
-// when the running one ends; c.mu is held.
-func (c *Cache) start(s *State) chan struct{} {
-	if c.inflight != nil {
-		return c.inflight
-	}
-	done := make(chan struct{})
-	c.inflight = done
-	c.ahead = s.Fleet != nil && c.cfg.Now().Sub(s.attempted) < c.MaxAge()
-	go c.refresh(done)
-	return done
-}
-
-// refresh runs one refresh, reports it and closes done.
-func (c *Cache) refresh(done chan struct{}) {
+// refresh runs one refresh (a topology.OnDemandRefresh) and reports it.
+func (c *Cache) refresh() (commit, after func()) {
 	start := c.cfg.Now()
 	begin := time.Now() // the duration is real time, whatever clock Now is
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
-	err := c.read(ctx, start)
-	took := time.Since(begin)
-	c.mu.Lock()
-	c.inflight = nil
-	c.mu.Unlock()
-	close(done)
+	next, replaced, err := c.read(ctx, start)
 	if c.cfg.OnRefresh != nil {
-		c.cfg.OnRefresh(Refresh{Started: start, Duration: took, Err: err})
+		c.cfg.OnRefresh(Refresh{Started: start, Duration: time.Since(begin), Err: err})
 	}
+	if replaced && c.cfg.AnswerReplaced != nil {
+		after = func() { c.cfg.AnswerReplaced(c.cfg.Idle) }
+	}
+	return func() { c.state.Store(next) }, after
 }
 
-// read reads Nova's databases once, started at start, and stores the new
-// answer; the error is Refresh.Err.
-func (c *Cache) read(ctx context.Context, start time.Time) error {
+// read reads Nova's databases once, started at start, and returns the new
+// answer, whether it computed new views and Fleet (replaced) and
+// Refresh.Err.
+func (c *Cache) read(ctx context.Context, start time.Time) (next *State, replaced bool, err error) {
 	prev := c.state.Load()
-	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
+	next = &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
 		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, ServicegroupDriver: c.cfg.Settings.ServicegroupDriver, nodes: prev.nodes, byUUID: prev.byUUID,
 		attempted: start, read: prev.read}
 	var hosts []string
@@ -439,8 +396,7 @@ func (c *Cache) read(ctx context.Context, start time.Time) error {
 		if prev.Err == nil {
 			c.cfg.Logger.Error("reading Nova's databases failed; the Nova answers are stale", "err", err)
 		}
-		c.state.Store(next)
-		return err
+		return next, false, err
 	}
 	if prev.Err != nil {
 		c.cfg.Logger.Info("reading Nova's databases works again")
@@ -472,8 +428,7 @@ func (c *Cache) read(ctx context.Context, start time.Time) error {
 	nodes := ironicNodes(next.nodes) // what Nova reads of them
 	next.Cells = c.answer(snap, prev, nodes, t, now, same)
 	if same {
-		c.state.Store(next) // the views, Fleet and byUUID are prev's
-		return cellsErr(snap)
+		return next, false, cellsErr(snap) // the views, Fleet and byUUID are prev's
 	}
 	fc := make([]nova.FleetCell, len(snap.Cells))
 	for i, cr := range snap.Cells {
@@ -485,11 +440,7 @@ func (c *Cache) read(ctx context.Context, start time.Time) error {
 		next.byUUID[i] = int32(i)
 	}
 	slices.SortFunc(next.byUUID, func(a, b int32) int { return strings.Compare(next.nodes[a].UUID, next.nodes[b].UUID) })
-	c.state.Store(next)
-	if c.cfg.AnswerReplaced != nil {
-		c.cfg.AnswerReplaced(c.cfg.Idle)
-	}
-	return cellsErr(snap)
+	return next, true, cellsErr(snap)
 }
 
 // cellsErr is the first failing cell's error of snap, nil when none
