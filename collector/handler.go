@@ -240,7 +240,10 @@ func (h *handler) servePrerendered(ctx context.Context, w http.ResponseWriter, r
 	collectPerScrape(textEmit(tf), v, h.cache.Now())
 	tf.Each(func(name string, text []byte) { pieces = append(pieces, exposition.ScrapePiece(name, text, gz)) })
 	if h.opts.Nova != nil {
-		pieces = append(pieces, h.opts.Nova.Pieces(ctx)...)
+		// Nova's answer never takes the scrape's budget: its refresh is
+		// waited for at most novacache.Config.MaxWait (no deadline), so a
+		// slow Nova database never brings the scrape near its timeout.
+		pieces = append(pieces, h.opts.Nova.Pieces(context.WithoutCancel(ctx))...)
 	}
 	var errs []error
 	if h.opts.Gatherer != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/exposition"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
@@ -259,4 +260,40 @@ func grepFamilies(text string, names ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// stuckNovaReader blocks every read until release is closed, as a
+// black-holed Nova database does until the refresh timeout.
+type stuckNovaReader struct{ release chan struct{} }
+
+func (r stuckNovaReader) Read(ctx context.Context, _ []string, _ *novadb.Known) (*novadb.Snapshot, error) {
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+	}
+	return nil, fmt.Errorf("reading nova_api: %w", context.DeadlineExceeded)
+}
+
+// TestScrapeNotHeldByNova: a scrape with Prometheus' 10 s budget is held
+// by a stuck Nova refresh at most novacache's MaxWait, not its budget: the
+// Ironic families are served, Nova's as they are.
+func TestScrapeNotHeldByNova(t *testing.T) {
+	topo, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(benchSnapshot(10)), Settings: testSettings,
+		MinInterval: time.Hour, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	nc := novacache.New(novacache.Config{Reader: stuckNovaReader{release}, MaxWait: 100 * time.Millisecond,
+		Ironic: func(ctx context.Context) *topology.Topology { return topo.Get(ctx).Topology }})
+	h := NewHandler(topo, HandlerOptions{ExporterOptions: ExporterOptions{NodeInfo: true}, Nova: NewNovaCollector(nc, ExporterOptions{NodeInfo: true})})
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "10")
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, req)
+	if took := time.Since(start); took > 2*time.Second || !strings.Contains(rec.Body.String(), "ironic_node_conductor_info{") {
+		t.Errorf("scrape took %s (Nova's MaxWait 100ms), status %d", took, rec.Code)
+	}
 }
