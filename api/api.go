@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -48,16 +49,7 @@ type NovaLookup interface {
 	// NodeComputes are the nova-computes whose views manage the node
 	// (none: no view does); ok is false when the Nova answer does not
 	// cover the node (not read yet, or a node newer than it).
-	NodeComputes(uuid string) (claims []NovaClaim, ok bool)
-}
-
-// NovaClaim is one nova-compute's claim on a node.
-type NovaClaim struct {
-	// Cell and Host name the compute; Source is why it manages the node:
-	// "instance" or "ring".
-	Cell, Host, Source string
-	// Up is Nova's servicegroup answer for the compute.
-	Up bool
+	NodeComputes(uuid string) (claims []nova.FleetClaim, ok bool)
 }
 
 // Access is what Ironic's policy lets one request read (see auth.Access).
@@ -355,7 +347,7 @@ func (rq *request) topology() (*topology.Topology, *apiError) {
 	v := rq.h.cache.Get(rq.r.Context())
 	if v.Topology == nil {
 		rq.h.log.Debug("api: no topology to serve yet", "err", v.Err)
-		if topology.Permanent(v.Err) {
+		if v.Permanent() {
 			return nil, &apiError{status: http.StatusServiceUnavailable,
 				msg: "The exporter's database is not Ironic's: a table or column Ironic has is missing. Check --db.dsn (or [database]connection)."}
 		}

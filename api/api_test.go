@@ -22,7 +22,7 @@ import (
 var requestIDRE = regexp.MustCompile(`^req-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestServiceRoot(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	// Byte for byte Ironic's document (ironic/api/controllers/root.py),
 	// with our maximum version.
 	const want = `{"name": "OpenStack Ironic API", "description": "Ironic is an OpenStack project which enables the provision and management of baremetal machines.", "default_version": {"id": "v1", "links": [{"href": "http://example.com/v1/", "rel": "self"}], "status": "CURRENT", "min_version": "1.1", "version": "1.49"}, "versions": [{"id": "v1", "links": [{"href": "http://example.com/v1/", "rel": "self"}], "status": "CURRENT", "min_version": "1.1", "version": "1.49"}]}`
@@ -60,7 +60,7 @@ func TestServiceRoot(t *testing.T) {
 // version as /v1 does: the range headers and the version answered; an
 // unacceptable version is a 406 there too.
 func TestServiceRootVersionHeaders(t *testing.T) {
-	f := newFixtureAt(t, testSnapshot(db.BackendPostgreSQL), nil, "29.0", Options{})
+	f := newFixtureAt(t, testSnapshot(rules.PostgreSQL), nil, "29.0", Options{})
 	for _, c := range []struct {
 		hdr     []string
 		status  int
@@ -92,7 +92,7 @@ func TestConductorsBelow149ByRelease(t *testing.T) {
 		{"37.0", "Resource could not be found."},
 		{"38.0", "The API is not supported for this version"},
 	} {
-		f := newFixtureAt(t, testSnapshot(db.BackendPostgreSQL), nil, c.release, Options{})
+		f := newFixtureAt(t, testSnapshot(rules.PostgreSQL), nil, c.release, Options{})
 		for _, path := range []string{"/v1/conductors", "/v1/conductors/cond-a.example.com"} {
 			rec := f.get(path, ver("1.48"))
 			expectStatus(t, rec, 404)
@@ -132,7 +132,7 @@ func TestV1Document(t *testing.T) {
 }
 
 func TestVersionNegotiation(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	const rng = " The supported version range is: [1.1, 1.49]."
 	for _, tc := range []struct {
 		name    string
@@ -209,13 +209,13 @@ func TestVersionNegotiation(t *testing.T) {
 
 func TestMaxMicroversionOption(t *testing.T) {
 	for _, tc := range []struct{ opt, want int }{{0, 49}, {60, 60}, {10, 49}, {200, 82}} {
-		f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{MaxMicroversion: tc.opt})
+		f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{MaxMicroversion: tc.opt})
 		rec := f.get("/v1/conductors", latest)
 		if got, want := rec.Header().Get("X-OpenStack-Ironic-API-Version"), fmt.Sprintf("1.%d", tc.want); got != want {
 			t.Errorf("MaxMicroversion %d: latest is %s, want %s", tc.opt, got, want)
 		}
 	}
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{MaxMicroversion: 82})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{MaxMicroversion: 82})
 	rec := f.get("/v1/nodes?owner=x", latest)
 	expectStatus(t, rec, 400)
 	if !strings.Contains(message(t, rec), "not supported by ironic-conductor-exporter") {
@@ -226,7 +226,7 @@ func TestMaxMicroversionOption(t *testing.T) {
 // The exact error bodies, as captured from Ironic 21.4, with
 // X-Content-Type-Options: nosniff.
 func TestErrorBodies(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	for _, tc := range []struct {
 		path, want string
 		status     int
@@ -254,7 +254,7 @@ func TestErrorBodies(t *testing.T) {
 }
 
 func TestConductorShow(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	// host:port works (Ironic 21.4 answers 400 "Expected name for hostname").
 	const want = `{"created_at": "2026-01-02T01:04:05.123456+00:00", "updated_at": "2026-01-02T03:04:00+00:00", "hostname": "cond-b.example.com:6385", "conductor_group": "", "drivers": ["ipmi"], "links": [{"href": "http://example.com/v1/conductors/cond-b.example.com:6385", "rel": "self"}, {"href": "http://example.com/conductors/cond-b.example.com:6385", "rel": "bookmark"}], "alive": true}`
 	for _, path := range []string{"/v1/conductors/cond-b.example.com:6385", "/v1/conductors/cond-b.example.com%3A6385",
@@ -301,7 +301,7 @@ func TestConductorShow(t *testing.T) {
 }
 
 func TestMySQLCollation(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendMySQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.MySQL), nil, Options{})
 	rec := f.get("/v1/conductors/COND-A.EXAMPLE.COM?fields=hostname")
 	expectStatus(t, rec, 200)
 	if !strings.Contains(rec.Body.String(), `"hostname": "cond-a.example.com"`) {
@@ -319,7 +319,7 @@ func TestMySQLCollation(t *testing.T) {
 		t.Errorf("conductor filter must be exact: %v", got)
 	}
 	// PostgreSQL: exact.
-	f = newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f = newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	expectStatus(t, f.get("/v1/nodes/"+strings.ToUpper(uuidN(1))), 404)
 	expectStatus(t, f.get("/v1/nodes/NODE-1"), 404)
 }
@@ -344,7 +344,7 @@ func listUUIDs(t testing.TB, rec interface{ Result() *http.Response }) []string 
 }
 
 func TestConductorList(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	link := func(h string) string {
 		return `[{"href": "http://example.com/v1/conductors/` + h + `", "rel": "self"}, {"href": "http://example.com/conductors/` + h + `", "rel": "bookmark"}]`
 	}
@@ -430,7 +430,7 @@ func follow(t *testing.T, f *fixture, path, key, id string, hdr ...string) []str
 }
 
 func TestConductorPagination(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	all := []string{"cond-a.example.com", "cond-b.example.com:6385", "Cond-C", "cond-d", "cond-e"}
 	byHost := slices.Clone(all)
 	slices.Sort(byHost) // bytes: "Cond-C" first
@@ -476,7 +476,7 @@ func TestConductorPagination(t *testing.T) {
 		t.Errorf("next %v, want %v", got, want)
 	}
 	// A page exactly as long as max_limit still gets a next link (Ironic).
-	f = newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{MaxLimit: 5})
+	f = newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{MaxLimit: 5})
 	rec = f.get("/v1/conductors", latest)
 	m = decode(t, rec.Body.Bytes()).(map[string]any)
 	if _, ok := m["next"]; !ok || len(m["conductors"].([]any)) != 5 {
@@ -497,7 +497,7 @@ func nodeConductors(t *testing.T, f *fixture) map[string]string {
 }
 
 func TestFixtureTopology(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	m := nodeConductors(t, f)
 	for u, want := range map[string][]string{
 		uuidN(1): {"cond-a.example.com", "cond-b.example.com:6385"}, uuidN(2): {"cond-a.example.com", "cond-b.example.com:6385"},
@@ -511,7 +511,7 @@ func TestFixtureTopology(t *testing.T) {
 }
 
 func TestNodeList(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	links := func(u string) string {
 		return `[{"href": "http://example.com/v1/nodes/` + u + `", "rel": "self"}, {"href": "http://example.com/nodes/` + u + `", "rel": "bookmark"}]`
 	}
@@ -650,10 +650,10 @@ func allUUIDs() []string {
 }
 
 func TestNodePagination(t *testing.T) {
-	for _, backend := range []db.Backend{db.BackendPostgreSQL, db.BackendMySQL} {
+	for _, backend := range []rules.Backend{rules.PostgreSQL, rules.MySQL} {
 		f := newFixture(t, testSnapshot(backend), nil, Options{})
 		nulls := func(pg, my []string) []string {
-			if backend == db.BackendPostgreSQL {
+			if backend == rules.PostgreSQL {
 				return pg
 			}
 			return my
@@ -662,7 +662,7 @@ func TestNodePagination(t *testing.T) {
 		rev := slices.Clone(all)
 		slices.Reverse(rev)
 		named := []string{uuidN(4), uuidN(1), uuidN(10), uuidN(3), uuidN(5), uuidN(7), uuidN(8)}
-		if backend == db.BackendMySQL { // case-insensitive: "Node_4..." after "node-8"
+		if backend == rules.MySQL { // case-insensitive: "Node_4..." after "node-8"
 			named = []string{uuidN(1), uuidN(10), uuidN(3), uuidN(5), uuidN(7), uuidN(8), uuidN(4)}
 		}
 		unnamed := []string{uuidN(2), uuidN(6), uuidN(9)}
@@ -687,7 +687,7 @@ func TestNodePagination(t *testing.T) {
 	}
 	// Filters survive in next links (Ironic drops them), after Ironic's own
 	// parameters.
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	rec := f.get("/v1/nodes?driver=ipmi&maintenance=true&limit=1", latest)
 	m := decode(t, rec.Body.Bytes()).(map[string]any)
 	if got, want := m["next"], "http://example.com/v1/nodes?sort_key=id&sort_dir=asc&maintenance=True&fields=instance_uuid,maintenance,power_state,provision_state,uuid,name&driver=ipmi&limit=1&marker="+uuidN(7); got != want {
@@ -715,7 +715,7 @@ func nextLinkOf(t *testing.T, f *fixture, path string) string {
 }
 
 func TestNodeShow(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	conductors := nodeConductors(t, f)
 	for _, tc := range []struct {
 		path, version string
@@ -779,7 +779,7 @@ func TestNodeShow(t *testing.T) {
 }
 
 func TestNodeConductor(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	conductors := nodeConductors(t, f)
 	for _, ident := range []string{uuidN(5), "node-5", uuidN(1), "node-10"} {
 		for _, suffix := range []string{"/conductor", "/conductor/", "/conductor?fields=hostname"} {
@@ -846,7 +846,7 @@ func TestNoTopologyYet(t *testing.T) {
 }
 
 func TestStaleTopologyIsServed(t *testing.T) {
-	src := testfixture.NewSource(testSnapshot(db.BackendPostgreSQL))
+	src := testfixture.NewSource(testSnapshot(rules.PostgreSQL))
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 0,
 		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"}, Release: rules.MustRelease("21.4")},
 		Now:      func() time.Time { return testNow }})
@@ -873,7 +873,7 @@ func TestStaleTopologyIsServed(t *testing.T) {
 
 func TestStaleHeaders(t *testing.T) {
 	now := testNow
-	src := testfixture.NewSource(testSnapshot(db.BackendPostgreSQL))
+	src := testfixture.NewSource(testSnapshot(rules.PostgreSQL))
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 10 * time.Second,
 		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"}},
 		Now:      func() time.Time { return now }})
@@ -932,13 +932,13 @@ func TestNotIronicsDatabase(t *testing.T) {
 		t.Errorf("503: %q", got)
 	}
 	// A transient failure still says retry later (TestNoTopologyYet).
-	if topology.Permanent(errDown) {
+	if (topology.View{Err: errDown}).Permanent() {
 		t.Errorf("%v classified as permanent", errDown)
 	}
 }
 
 func TestMethodsAndPaths(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions, "BREW"} {
 		for _, p := range []string{"/", "/v1", "/v1/conductors", "/v1/nodes/node-1", "/v1/nope"} {
 			rec := f.do(m, p, latest)
@@ -986,7 +986,7 @@ func TestMethodsAndPaths(t *testing.T) {
 }
 
 func TestOddInput(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	for _, tc := range []struct {
 		target string
 		hdr    []string
@@ -1016,7 +1016,7 @@ func TestOddInput(t *testing.T) {
 }
 
 func TestOddHostnames(t *testing.T) {
-	snap := testSnapshot(db.BackendPostgreSQL)
+	snap := testSnapshot(rules.PostgreSQL)
 	snap.Conductors = append(snap.Conductors, db.Conductor{ID: 9, Hostname: "odd host/é&x", ConductorGroup: "gpu", Online: true,
 		CreatedAt: testNow, UpdatedAt: testNow, HardwareTypes: []string{"fake-hardware"}})
 	f := newFixture(t, snap, nil, Options{})
@@ -1057,7 +1057,7 @@ func TestOddHostnames(t *testing.T) {
 // raised while routing come before the version hook and carry no version
 // headers; a request id is always there.
 func TestRoutingErrorsCarryNoVersionHeaders(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	for _, tc := range []struct {
 		path   string
 		status int
@@ -1084,7 +1084,7 @@ func TestRoutingErrorsCarryNoVersionHeaders(t *testing.T) {
 // hostname, and null when conductor_affinity is NULL or names no
 // conductor row.
 func TestAffinityFieldNullWhenUnknown(t *testing.T) {
-	snap := testSnapshot(db.BackendPostgreSQL)
+	snap := testSnapshot(rules.PostgreSQL)
 	snap.Nodes[1].HasConductorAffinity, snap.Nodes[1].ConductorAffinity = true, 99 // no such conductor
 	f := newFixture(t, snap, nil, Options{})
 	links := func(u string) string {

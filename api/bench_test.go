@@ -11,6 +11,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/limit"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing, so benchmarks
@@ -43,7 +44,7 @@ func benchRequest(b *testing.B, h http.Handler, target string) {
 
 // BenchmarkNodeConductor is the hot path: which conductor serves a node.
 func BenchmarkNodeConductor(b *testing.B) {
-	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(b, testSnapshot(rules.PostgreSQL), nil, Options{})
 	benchRequest(b, f.h, "/v1/nodes/"+uuidN(5)+"/conductor")
 }
 
@@ -56,19 +57,19 @@ func BenchmarkNodeConductorPolicy(b *testing.B) {
 		b.Fatal(err)
 	}
 	reader := persona(nil, "all", "reader")
-	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{Access: func(*http.Request) Access {
+	f := newFixture(b, testSnapshot(rules.PostgreSQL), nil, Options{Access: func(*http.Request) Access {
 		return auth.NewAccess(enf, reader)
 	}})
 	benchRequest(b, f.h, "/v1/nodes/"+uuidN(5)+"/conductor")
 }
 
 func BenchmarkNodeShowFields(b *testing.B) {
-	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(b, testSnapshot(rules.PostgreSQL), nil, Options{})
 	benchRequest(b, f.h, "/v1/nodes/"+uuidN(5)+"?fields=uuid,conductor")
 }
 
 func BenchmarkConductorList(b *testing.B) {
-	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(b, testSnapshot(rules.PostgreSQL), nil, Options{})
 	benchRequest(b, f.h, "/v1/conductors?detail=True")
 }
 
@@ -111,7 +112,7 @@ func (f chainFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // BenchmarkNodeConductorChain is BenchmarkNodeConductor behind the
 // server's chain (serverChain), next to its floor BenchmarkChainFloor.
 func BenchmarkNodeConductorChain(b *testing.B) {
-	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(b, testSnapshot(rules.PostgreSQL), nil, Options{})
 	benchRequest(b, serverChain(f.h), "/v1/nodes/"+uuidN(5)+"/conductor")
 }
 
@@ -121,13 +122,13 @@ func BenchmarkNodeConductorChain(b *testing.B) {
 // tells what the chain costs; next to BenchmarkNodeConductorChain what the
 // lookup itself does.
 func BenchmarkChainFloor(b *testing.B) {
-	f := newFixture(b, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(b, testSnapshot(rules.PostgreSQL), nil, Options{})
 	benchRequest(b, serverChain(chainFloor{f.h.(*handler)}), "/v1/nodes/"+uuidN(5)+"/conductor")
 }
 
 // bigSnapshot is a fleet of n nodes over 100 conductors in one group.
 func bigSnapshot(n int) *db.Snapshot {
-	s := &db.Snapshot{Backend: db.BackendPostgreSQL}
+	s := &db.Snapshot{Backend: rules.PostgreSQL}
 	for i := range 100 {
 		s.Conductors = append(s.Conductors, db.Conductor{ID: int64(i + 1),
 			Hostname: fmt.Sprintf("cond-%03d", i), Online: true, CreatedAt: testNow.Add(-time.Hour),

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -102,24 +103,13 @@ var conductorSortKeys = map[string]func(a, b *topology.ConductorInfo, c collatio
 	"conductor_group": func(a, b *topology.ConductorInfo, c collation) int {
 		return c.compare(a.ConductorGroup, b.ConductorGroup)
 	},
-	"online": func(a, b *topology.ConductorInfo, _ collation) int { return compareBool(a.Online, b.Online) },
+	"online": func(a, b *topology.ConductorInfo, _ collation) int { return rules.CompareBool(a.Online, b.Online) },
 	"created_at": func(a, b *topology.ConductorInfo, c collation) int {
 		return compareTime(a.CreatedAt, b.CreatedAt, c)
 	},
 	"updated_at": func(a, b *topology.ConductorInfo, c collation) int {
 		return compareTime(a.UpdatedAt, b.UpdatedAt, c)
 	},
-}
-
-func compareBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	default:
-		return -1
-	}
 }
 
 // conductorListArgs are the parsed parameters of a conductor list.

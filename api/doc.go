@@ -104,14 +104,16 @@
 // from 1.49 like conductor. With Options.Nova (the exporter reads Nova's
 // databases) a second, NovaField ("exporter_nova_computes"): the
 // nova-computes that manage the node as Nova's ironic driver computes it,
-// [] when none, null when the Nova answer does not cover the node; without
+// each with its cell, host, source and up (null when Nova's liveness is
+// unknown: servicegroup_driver not db), [] when none, null when the Nova
+// answer does not cover the node; without
 // Nova it is absent and fields= naming it is a 400 saying why. Answers
 // rendered from stale data (the last
 // refresh failed, or the data is older than the cache's MinInterval plus a
 // second) carry X-Ironic-Exporter-Stale: true and
 // X-Ironic-Exporter-Data-Age (seconds, one decimal). While no topology was
 // ever read, the 503 says whether the database is not Ironic's (a missing
-// table: topology.Permanent) or the failure may pass.
+// table or column: topology.View.Permanent) or the failure may pass.
 //
 // # Node fields not served
 //

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	testfixture "github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -42,7 +41,7 @@ func lookupAt(h http.Handler, target, host, local string) *httptest.ResponseReco
 // TLS), and a new topology's answers carry its data.
 func TestConductorDocumentsFollowTheBase(t *testing.T) {
 	now := testNow
-	snap := testSnapshot(db.BackendPostgreSQL)
+	snap := testSnapshot(rules.PostgreSQL)
 	src := testfixture.NewSource(snap)
 	cache, err := topology.NewCache(topology.CacheConfig{Source: src, MinInterval: 10 * time.Second,
 		Settings: topology.Settings{Settings: rules.Settings{HeartbeatTimeout: 60e9, PartitionExponent: 5, Algorithm: "md5"}},
@@ -107,7 +106,7 @@ func TestConductorDocumentsFollowTheBase(t *testing.T) {
 
 // TestRequestIDs: every answer has its own request id in Ironic's form.
 func TestRequestIDs(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	seen := map[string]bool{}
 	for range 200 {
 		id := f.get("/v1/nodes/" + uuidN(5) + "/conductor").Header().Get("Openstack-Request-Id")
@@ -122,7 +121,7 @@ func TestRequestIDs(t *testing.T) {
 // conductor document name the address each request arrived at: two
 // listeners (one of them TLS) sharing the handler answer their own.
 func TestLinksNameTheListener(t *testing.T) {
-	f := newFixture(t, testSnapshot(db.BackendPostgreSQL), nil, Options{})
+	f := newFixture(t, testSnapshot(rules.PostgreSQL), nil, Options{})
 	plain := httptest.NewServer(f.h)
 	defer plain.Close()
 	other := httptest.NewServer(f.h)

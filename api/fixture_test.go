@@ -28,7 +28,7 @@ func uuidN(i int) string {
 
 // testSnapshot is a small fleet: conductors in every state, host:port and
 // mixed-case hostnames, nodes with and without names and conductors.
-func testSnapshot(backend db.Backend) *db.Snapshot {
+func testSnapshot(backend rules.Backend) *db.Snapshot {
 	return &db.Snapshot{
 		Backend: backend,
 		Conductors: []db.Conductor{

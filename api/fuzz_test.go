@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // FuzzHandler sends arbitrary paths, queries and version headers: the
@@ -28,7 +28,7 @@ func FuzzHandler(f *testing.F) {
 	} {
 		f.Add(seed.path, seed.query, seed.version)
 	}
-	fx := newFixture(f, testSnapshot(db.BackendPostgreSQL), nil, Options{MaxLimit: 3})
+	fx := newFixture(f, testSnapshot(rules.PostgreSQL), nil, Options{MaxLimit: 3})
 	empty := newFixture(f, nil, errDown, Options{})
 	f.Fuzz(func(t *testing.T, path, query, version string) {
 		if !strings.HasPrefix(path, "/") {

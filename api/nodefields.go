@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -208,7 +209,7 @@ func (f *nodeField) compare(a, b *topology.NodeInfo, c collation) int {
 	case f.time != nil:
 		return compareTime(f.time(a), f.time(b), c)
 	default:
-		return compareBool(f.bool(a), f.bool(b))
+		return rules.CompareBool(f.bool(a), f.bool(b))
 	}
 }
 
@@ -310,8 +311,8 @@ func (rq *request) appendNode(b []byte, base string, n *topology.NodeInfo, field
 }
 
 // appendNovaClaims appends NovaField's value for the node.
-func appendNovaClaims(b []byte, nova NovaLookup, uuid string) []byte {
-	claims, ok := nova.NodeComputes(uuid)
+func appendNovaClaims(b []byte, lookup NovaLookup, uuid string) []byte {
+	claims, ok := lookup.NodeComputes(uuid)
 	if !ok {
 		return append(b, "null"...)
 	}
@@ -324,7 +325,13 @@ func appendNovaClaims(b []byte, nova NovaLookup, uuid string) []byte {
 		b = appendString(b, c.Cell)
 		b = appendString(appendKey(b, false, "host"), c.Host)
 		b = appendString(appendKey(b, false, "source"), c.Source)
-		b = append(appendBool(appendKey(b, false, "up"), c.Up), '}')
+		b = appendKey(b, false, "up")
+		if c.UpKnown {
+			b = appendBool(b, c.Up)
+		} else {
+			b = append(b, "null"...) // servicegroup_driver not db: the liveness is not in the database
+		}
+		b = append(b, '}')
 	}
 	return append(b, ']')
 }

@@ -4,32 +4,36 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
-type fakeNova map[string][]NovaClaim
+type fakeNova map[string][]nova.FleetClaim
 
-func (f fakeNova) NodeComputes(uuid string) ([]NovaClaim, bool) {
+func (f fakeNova) NodeComputes(uuid string) ([]nova.FleetClaim, bool) {
 	c, ok := f[uuid]
 	return c, ok
 }
 
 // TestNovaField: with Nova, the extension lists the managing computes ([]
-// when none, null when the answer does not cover the node), in the detail
+// when none, null when the answer does not cover the node; up null when
+// the computes' liveness is unknown), in the detail
 // representation (so `baremetal node show --instance` shows it) and with
 // fields=; without Nova it is absent and asking for it is a 400 saying why.
 func TestNovaField(t *testing.T) {
-	snap := testSnapshot(db.BackendPostgreSQL)
-	nova := fakeNova{
-		uuidN(1): {{Cell: "cell1", Host: "c-a", Source: "instance", Up: true}},
-		uuidN(2): {{Cell: "cell1", Host: "c-a", Source: "ring", Up: true}, {Cell: "cell1", Host: "c-b", Source: "ring"}},
+	snap := testSnapshot(rules.PostgreSQL)
+	computes := fakeNova{
+		uuidN(1): {{Cell: "cell1", Host: "c-a", Source: "instance", Up: true, UpKnown: true}},
+		uuidN(2): {{Cell: "cell1", Host: "c-a", Source: "ring", Up: true, UpKnown: true}, {Cell: "cell1", Host: "c-b", Source: "ring", UpKnown: true}},
 		uuidN(3): {},
+		uuidN(4): {{Cell: "cell1", Host: "c-c", Source: "ring", Up: true}}, // servicegroup_driver mc
 	}
-	f := newFixture(t, snap, nil, Options{Nova: nova})
+	f := newFixture(t, snap, nil, Options{Nova: computes})
 	for ident, want := range map[string]string{
 		uuidN(1): `[{"cell": "cell1", "host": "c-a", "source": "instance", "up": true}]`,
 		uuidN(2): `[{"cell": "cell1", "host": "c-a", "source": "ring", "up": true}, {"cell": "cell1", "host": "c-b", "source": "ring", "up": false}]`,
 		uuidN(3): `[]`,
+		uuidN(4): `[{"cell": "cell1", "host": "c-c", "source": "ring", "up": null}]`,
 	} {
 		rec := f.get("/v1/nodes/"+ident+"?fields=uuid,"+NovaField, latest)
 		expectStatus(t, rec, 200)

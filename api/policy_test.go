@@ -8,7 +8,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/auth/policy"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // personaHeader names the test persona of a request (the handler under
@@ -31,7 +31,7 @@ func policyFixture(t *testing.T) *fixture {
 // an admin persona beside the readers.
 func policyFixtureWith(t *testing.T, nova NovaLookup) *fixture {
 	t.Helper()
-	snap := testSnapshot(db.BackendPostgreSQL)
+	snap := testSnapshot(rules.PostgreSQL)
 	for _, n := range []int{1, 3, 7} {
 		snap.Nodes[n-1].Owner = sp("P1")
 	}
@@ -61,7 +61,7 @@ func policyFixtureWith(t *testing.T, nova NovaLookup) *fixture {
 // them; a system reader sees the conductor, not the computes; an admin
 // sees both.
 func TestPolicyExtensionFields(t *testing.T) {
-	nova := fakeNova{uuidN(1): {{Cell: "cell1", Host: "c-a", Source: "instance", Up: true}}}
+	nova := fakeNova{uuidN(1): {{Cell: "cell1", Host: "c-a", Source: "instance", Up: true, UpKnown: true}}}
 	f := policyFixtureWith(t, nova)
 	who := func(p string) string { return personaHeader + ": " + p }
 	const (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -20,7 +21,7 @@ import (
 // series, its nodes are conductor="" and counted without conductor, and
 // the row is counted in ironic_exporter_snapshot_warnings.
 func TestEmptyHostnameMetrics(t *testing.T) {
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL,
+	snap := &db.Snapshot{Backend: rules.PostgreSQL,
 		Conductors: []db.Conductor{fixture.Conductor(1, "", "", true, fixture.Ago(time.Second), "ipmi"),
 			fixture.Conductor(2, "c2", "", true, fixture.Ago(time.Second), "ipmi")}}
 	for i := range 32 {

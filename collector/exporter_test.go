@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -331,7 +330,7 @@ ironic_node_conductor_changes_total{conductor_group="rack2"} 0
 // release), so no alert or panel reads a stale value.
 func TestNoHeartbeatsOnSQLite(t *testing.T) {
 	snap := fixture.Golden()
-	snap.Backend = db.BackendSQLite
+	snap.Backend = rules.SQLite
 	snap.SchemaRevision = "d163df1bab88" // 22.1's head
 	detect := testSettings
 	detect.Release = rules.Release{}
@@ -382,7 +381,7 @@ func TestNodeInfoOfAnOlderTopology(t *testing.T) {
 	}{{"the older topology, never scraped", older, 3}, {"the newer one", newer, 3},
 		{"a changed node list", fewer, 2}, {"the older one again", older, 3}} {
 		served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.serveView(w, r, topology.View{Topology: step.topo, LastSuccess: testNow})
+			h.serveView(r.Context(), w, r, topology.View{Topology: step.topo, LastSuccess: testNow})
 		})
 		if n := countScrape(t, served, "ironic_node_conductor_info"); n != step.want {
 			t.Errorf("%s: %d ironic_node_conductor_info series, want %d", step.name, n, step.want)

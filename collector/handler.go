@@ -54,7 +54,7 @@ func NewHandler(cache *topology.Cache, opts HandlerOptions) http.Handler {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
-		h.serveView(w, r, cache.Get(ctx))
+		h.serveView(ctx, w, r, cache.Get(ctx))
 	})
 }
 
@@ -68,9 +68,9 @@ type handler struct {
 
 // serveView writes the exposition of v: the text format from pre-rendered
 // pieces, any other format (protobuf) through promhttp.
-func (h *handler) serveView(w http.ResponseWriter, r *http.Request, v topology.View) {
+func (h *handler) serveView(ctx context.Context, w http.ResponseWriter, r *http.Request, v topology.View) {
 	if format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...); format.FormatType() == expfmt.TypeTextPlain {
-		h.servePrerendered(w, r, v, format)
+		h.servePrerendered(ctx, w, r, v, format)
 		return
 	}
 	reg := prometheus.NewRegistry()
@@ -233,14 +233,17 @@ func (s nodeStream) WriteText(w io.Writer) error { return writeNodeFamily(w, s.t
 func (s nodeStream) Gzipped() *exposition.Chunk  { return s.np.gzipped(s.t) }
 
 // servePrerendered writes the text exposition of v from its pieces.
-func (h *handler) servePrerendered(w http.ResponseWriter, r *http.Request, v topology.View, format expfmt.Format) {
+func (h *handler) servePrerendered(ctx context.Context, w http.ResponseWriter, r *http.Request, v topology.View, format expfmt.Format) {
 	gz := exposition.AcceptsGzip(r)
 	pieces := slices.Clone(h.viewOf(v).pieces)
 	tf := exposition.Families{}
 	collectPerScrape(textEmit(tf), v, h.cache.Now())
 	tf.Each(func(name string, text []byte) { pieces = append(pieces, exposition.ScrapePiece(name, text, gz)) })
 	if h.opts.Nova != nil {
-		pieces = append(pieces, h.opts.Nova.Pieces()...)
+		// Nova's answer never takes the scrape's budget: its refresh is
+		// waited for at most novacache.Config.MaxWait (no deadline), so a
+		// slow Nova database never brings the scrape near its timeout.
+		pieces = append(pieces, h.opts.Nova.Pieces(context.WithoutCancel(ctx))...)
 	}
 	var errs []error
 	if h.opts.Gatherer != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // TestLifecycleMetrics: provision states per conductor (unknown names as
@@ -23,7 +24,7 @@ func TestLifecycleMetrics(t *testing.T) {
 	}
 	n1 := n(1, "a1", "", "active", 2, "")
 	n1.Maintenance = true
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+	snap := &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 		fixture.Conductor(1, "c-up", "", true, fixture.Ago(5*time.Second), "ipmi"),
 		fixture.Conductor(2, "c-dead", "", true, fixture.Ago(time.Hour), "ipmi"),
 	}, Nodes: []*db.Node{n1, n(2, "a2", "", "clean wait", 1, "c-dead"), n(3, "a3", "", "Some Free Text", 7, ""),

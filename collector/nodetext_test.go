@@ -49,8 +49,8 @@ func writtenNodeFamily(t *testing.T, topo *topology.Topology) []byte {
 		t.Fatal(err)
 	}
 	for i, n := range w.sizes {
-		if i < len(w.sizes)-1 && n < nodeTextFlush {
-			t.Errorf("write %d of %d: %d bytes, under the %d buffered", i, len(w.sizes), n, nodeTextFlush)
+		if i < len(w.sizes)-1 && n < exposition.SeriesFlush {
+			t.Errorf("write %d of %d: %d bytes, under the %d buffered", i, len(w.sizes), n, exposition.SeriesFlush)
 		}
 	}
 	return w.Bytes()

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"compress/flate"
+	"context"
 	"io"
 	"maps"
 	"slices"
@@ -104,17 +105,18 @@ func (c *NovaCollector) Collect(ch chan<- prometheus.Metric) {
 	emit := func(f *family, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(f.desc, f.Type, v, labels...)
 	}
-	s := c.cache.Current()
+	s := c.cache.Get(context.Background())
 	collectNova(emit, s)
 	if c.opts.NodeInfo {
 		collectNovaNodes(emit, s)
 	}
 }
 
-// Pieces are the text exposition's pieces of the latest answer, rendered
-// and compressed once per answer.
-func (c *NovaCollector) Pieces() []*exposition.Piece {
-	s := c.cache.Current()
+// Pieces are the text exposition's pieces of the answer the cache gives
+// within ctx (novacache.Cache.Get), rendered and compressed once per
+// answer.
+func (c *NovaCollector) Pieces(ctx context.Context) []*exposition.Piece {
+	s := c.cache.Get(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state == s {
@@ -165,7 +167,7 @@ func (n novaNodeStream) Gzipped() *exposition.Chunk { return &n.z }
 // in the bytes and the order client_golang's registry writes it
 // (TestNovaPiecesArePromhttp, TestNovaNodeFamilyOrder): series by label values, that is by
 // cell, then node_uuid, nova_compute (a node's claims are sorted by cell
-// and host) and source, through a buffer of about nodeTextFlush bytes.
+// and host) and source, with an exposition.SeriesWriter.
 func writeNovaNodeFamily(w io.Writer, s *novacache.State) error {
 	cells := map[string]bool{}
 	for i := range s.Fleet.Len() {
@@ -175,40 +177,21 @@ func writeNovaNodeFamily(w io.Writer, s *novacache.State) error {
 		}
 		cells[""] = cells[""] || !claimed
 	}
-	b := make([]byte, 0, nodeTextFlush+1024)
-	b = exposition.AppendHead(b, &nodeNovaComputeFamily.Family)
-	line := func(cell, uuid, host, source string) {
-		b = append(b, nodeNovaComputeFamily.Name+`{cell="`...)
-		b = exposition.AppendLabelValue(b, cell)
-		b = append(b, `",node_uuid="`...)
-		b = exposition.AppendLabelValue(b, uuid)
-		b = append(b, `",nova_compute="`...)
-		b = exposition.AppendLabelValue(b, host)
-		b = append(b, `",source="`...)
-		b = exposition.AppendLabelValue(b, source)
-		b = append(b, "\"} 1\n"...)
-	}
+	sw := exposition.NewSeriesWriter(w, &nodeNovaComputeFamily.Family)
 	for _, cell := range slices.Sorted(maps.Keys(cells)) {
 		for i := range s.InUUIDOrder() {
 			claimed := false
 			for cl := range s.Fleet.Claims(i) {
 				if claimed = true; cl.Cell == cell {
-					line(cell, s.UUID(i), cl.Host, cl.Source)
+					sw.Series(1, cell, s.UUID(i), cl.Host, cl.Source)
 				}
 			}
 			if !claimed && cell == "" {
-				line("", s.UUID(i), "", "none")
-			}
-			if len(b) >= nodeTextFlush {
-				if _, err := w.Write(b); err != nil {
-					return err
-				}
-				b = b[:0]
+				sw.Series(1, "", s.UUID(i), "", "none")
 			}
 		}
 	}
-	_, err := w.Write(b)
-	return err
+	return sw.Close()
 }
 
 // collectNovaNodes emits the node family of s, a series per node, which

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,16 +24,18 @@ import (
 )
 
 // benchNovaReader returns its snapshot; with changing, its compute nodes
-// in a new slice each time, as a read after a write to them does.
+// in a new slice of a new generation each time, as a read after a write
+// to them does.
 type benchNovaReader struct {
 	snap     *novadb.Snapshot
 	changing *bool
 }
 
-func (r benchNovaReader) Read(context.Context, []string) (*novadb.Snapshot, error) {
+func (r benchNovaReader) Read(context.Context, []string, *novadb.Known) (*novadb.Snapshot, error) {
 	if r.changing != nil && *r.changing {
 		for i := range r.snap.Cells {
 			r.snap.Cells[i].Cell.ComputeNodes = slices.Clone(r.snap.Cells[i].Cell.ComputeNodes)
+			r.snap.Cells[i].Generation.ComputeNodes++
 		}
 	}
 	return r.snap, nil
@@ -40,29 +44,52 @@ func (r benchNovaReader) Read(context.Context, []string) (*novadb.Snapshot, erro
 // novaBenchFleet is a Nova answer over n nodes and computes ironic
 // nova-computes of one cell, 72% of the nodes with an instance.
 func novaBenchFleet(_ testing.TB, n, computes int) (*novacache.Cache, *bool) {
-	now := time.Now().UTC()
+	topo := novaBenchTopology(n)
+	changing := new(bool)
+	c := novacache.New(novacache.Config{Reader: benchNovaReader{novaBenchSnapshot(topo, computes, false), changing},
+		Ironic: func(context.Context) *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
+	return c, changing
+}
+
+// novaBenchTopology is a topology of n nodes, 72% of them with an
+// instance.
+func novaBenchTopology(n int) *topology.Topology {
 	topo := &topology.Topology{}
+	for i := range n {
+		node := &db.Node{ID: int64(i + 1), UUID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)}
+		if i%100 < 72 {
+			inst := fmt.Sprintf("%08x-1111-4000-8000-%012x", i, i)
+			node.InstanceUUID = &inst
+		}
+		topo.Nodes = append(topo.Nodes, topology.NodeInfo{Node: node})
+	}
+	return topo
+}
+
+// novaBenchSnapshot is a read of one cell with computes ironic
+// nova-computes, a compute node for each of topo's nodes and their
+// instances; with own, every uuid a string of its own (as a read from
+// Nova's database holds), else Ironic's.
+func novaBenchSnapshot(topo *topology.Topology, computes int, own bool) *novadb.Snapshot {
+	now := time.Now().UTC()
+	str := func(s string) string { return s }
+	if own {
+		str = strings.Clone
+	}
 	cell := nova.Cell{Name: "cell1", UUID: "c1"}
 	for i := range computes {
 		h := fmt.Sprintf("ctl%03d-ironic", i)
 		cell.Services = append(cell.Services, nova.Service{ID: int64(i + 1), Host: h, Binary: "nova-compute", LastSeenUp: now, Version: 68})
 	}
-	for i := range n {
-		u := fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
-		node := &db.Node{ID: int64(i + 1), UUID: u}
-		host := cell.Services[i%computes].Host
-		if i%100 < 72 {
-			inst := fmt.Sprintf("%08x-1111-4000-8000-%012x", i, i)
-			node.InstanceUUID = &inst
-			cell.Instances = append(cell.Instances, nova.Instance{UUID: inst, Host: host, Node: u})
+	cell.ComputeNodes = make([]nova.ComputeNode, 0, len(topo.Nodes))
+	for i, ni := range topo.Nodes {
+		host, u := cell.Services[i%computes].Host, str(ni.UUID)
+		if ni.InstanceUUID != nil {
+			cell.Instances = append(cell.Instances, nova.Instance{UUID: str(*ni.InstanceUUID), Host: host, Node: str(ni.UUID)})
 		}
-		topo.Nodes = append(topo.Nodes, topology.NodeInfo{Node: node})
 		cell.ComputeNodes = append(cell.ComputeNodes, nova.ComputeNode{UUID: u, Host: host, HypervisorHostname: u})
 	}
-	changing := new(bool)
-	c := novacache.New(novacache.Config{Reader: benchNovaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}, changing},
-		Ironic: func() *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
-	return c, changing
+	return &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}
 }
 
 // BenchmarkNova measures, at 100k nodes and 100 computes, one Nova
@@ -95,7 +122,7 @@ func BenchmarkNova(b *testing.B) {
 	b.Run("scrape/nodes=100000", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := exposition.Write(httptest.NewRecorder(), format, true, nc.Pieces()); err != nil {
+			if err := exposition.Write(httptest.NewRecorder(), format, true, nc.Pieces(context.Background())); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -115,4 +142,28 @@ func BenchmarkNova(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkNovaLiveHeap reports the live heap per node that the Nova side
+// keeps beside Ironic's topology at 100k nodes and 100 computes (the
+// reader's rows, the cache's answer and Fleet), measured with
+// runtime.ReadMemStats after a GC: the Nova part of the memory row with
+// Nova configured (docs/performance.md). The rows hold their own strings,
+// as a read of Nova's database gives them.
+func BenchmarkNovaLiveHeap(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		var before, after runtime.MemStats
+		topo := novaBenchTopology(n)
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: novaBenchSnapshot(topo, 100, true)},
+			Ironic: func(context.Context) *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
+		c.Refresh(context.Background())
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "B/node")
+		runtime.KeepAlive(c)
+		runtime.KeepAlive(topo)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/exposition"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novadb"
@@ -38,7 +39,7 @@ func TestNovaPiecesArePromhttp(t *testing.T) {
 			// A refresh that keeps the views: the node piece is kept, the
 			// others rendered again; the whole still client_golang's.
 			node := func() *exposition.Piece {
-				for _, p := range nc.Pieces() {
+				for _, p := range nc.Pieces(context.Background()) {
 					if p.Name == nodeNovaComputeFamily.Name {
 						return p
 					}
@@ -74,7 +75,7 @@ func TestNovaWithoutNodeInfo(t *testing.T) {
 			families[mf.GetName()] = true
 			series += len(mf.GetMetric())
 		}
-		for _, p := range nc.Pieces() {
+		for _, p := range nc.Pieces(context.Background()) {
 			if p.Name == nodeNovaComputeFamily.Name && !families[p.Name] {
 				t.Errorf("Pieces has %s, Collect has not", p.Name)
 			}
@@ -111,7 +112,7 @@ func comparePieces(t *testing.T, reg *prometheus.Registry, nc *NovaCollector) {
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	for _, gz := range []bool{false, true} {
 		rec := httptest.NewRecorder()
-		if err := exposition.Write(rec, format, gz, nc.Pieces()); err != nil {
+		if err := exposition.Write(rec, format, gz, nc.Pieces(context.Background())); err != nil {
 			t.Fatal(err)
 		}
 		got := rec.Body.Bytes()
@@ -128,7 +129,7 @@ func comparePieces(t *testing.T, reg *prometheus.Registry, nc *NovaCollector) {
 			t.Errorf("gzip %v: pieces differ from client_golang (-want +got):\n%.3000s", gz, diff)
 		}
 	}
-	if p1, p2 := nc.Pieces(), nc.Pieces(); p1[0] != p2[0] {
+	if p1, p2 := nc.Pieces(context.Background()), nc.Pieces(context.Background()); p1[0] != p2[0] {
 		t.Error("the pieces of one answer are rendered again")
 	}
 }
@@ -180,7 +181,7 @@ func TestNovaNodeFamilyOrder(t *testing.T) {
 			}
 			read := []novadb.CellRead{{Cell: cells[0], ReadAt: now}, {Cell: cells[1], ReadAt: now}}
 			c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: &novadb.Snapshot{ReadAt: now, Cells: read}},
-				Ironic: func() *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
+				Ironic: func(context.Context) *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
 			c.Refresh(context.Background())
 			nc := NewNovaCollector(c, ExporterOptions{NodeInfo: true})
 			reg := prometheus.NewRegistry()
@@ -215,7 +216,7 @@ func TestNovaLivenessUnknown(t *testing.T) {
 	settings := rules.DefaultNovaSettings()
 	settings.ServicegroupDriver = "mc"
 	c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: snap}, Settings: settings,
-		Ironic:   func() *topology.Topology { return &topology.Topology{} },
+		Ironic:   func(context.Context) *topology.Topology { return &topology.Topology{} },
 		Computes: &nova.ComputesFile{Computes: []nova.FileCompute{{Host: "stale"}, {Host: "forced"}}}})
 	c.Refresh(context.Background())
 	reg := prometheus.NewRegistry()
@@ -259,4 +260,40 @@ func grepFamilies(text string, names ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// stuckNovaReader blocks every read until release is closed, as a
+// black-holed Nova database does until the refresh timeout.
+type stuckNovaReader struct{ release chan struct{} }
+
+func (r stuckNovaReader) Read(ctx context.Context, _ []string, _ *novadb.Known) (*novadb.Snapshot, error) {
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+	}
+	return nil, fmt.Errorf("reading nova_api: %w", context.DeadlineExceeded)
+}
+
+// TestScrapeNotHeldByNova: a scrape with Prometheus' 10 s budget is held
+// by a stuck Nova refresh at most novacache's MaxWait, not its budget: the
+// Ironic families are served, Nova's as they are.
+func TestScrapeNotHeldByNova(t *testing.T) {
+	topo, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(benchSnapshot(10)), Settings: testSettings,
+		MinInterval: time.Hour, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	nc := novacache.New(novacache.Config{Reader: stuckNovaReader{release}, MaxWait: 100 * time.Millisecond,
+		Ironic: func(ctx context.Context) *topology.Topology { return topo.Get(ctx).Topology }})
+	h := NewHandler(topo, HandlerOptions{ExporterOptions: ExporterOptions{NodeInfo: true}, Nova: NewNovaCollector(nc, ExporterOptions{NodeInfo: true})})
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "10")
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, req)
+	if took := time.Since(start); took > 2*time.Second || !strings.Contains(rec.Body.String(), "ironic_node_conductor_info{") {
+		t.Errorf("scrape took %s (Nova's MaxWait 100ms), status %d", took, rec.Code)
+	}
 }

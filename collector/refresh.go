@@ -10,6 +10,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
@@ -156,5 +157,71 @@ func (h *DatabaseHealth) Collect(ch chan<- prometheus.Metric) {
 	// table and reason as the snapshot's.
 	for _, w := range append(slices.Clip(h.warnings), h.topoWarnings...) {
 		ch <- prometheus.MustNewConstMetric(snapshotWarningsDesc, prometheus.GaugeValue, float64(w.Rows), w.Table, w.Reason)
+	}
+}
+
+// NovaRefreshMetrics are the Nova cache's own metrics, named and kept as
+// the Ironic cache's are (RefreshMetrics, DatabaseHealth's
+// last_refresh_error): how long its refreshes take, how many failed, and
+// the kind of the latest error. Pass its Observe as
+// novacache.Config.OnRefresh.
+type NovaRefreshMetrics struct {
+	duration prometheus.Histogram
+	errors   prometheus.Counter
+
+	mu   sync.Mutex
+	kind string
+}
+
+var novaLastRefreshErrorDesc = prometheus.NewDesc(namespace+"_exporter_nova_last_refresh_error",
+	"1 for the kind of error the latest refresh from Nova's databases failed with (timeout, connection, auth, schema, query, other; nova_api's, else the first failing cell's); all 0 when it worked.",
+	[]string{"kind"}, nil)
+
+// NewNovaRefreshMetrics registers the Nova refresh metrics with reg.
+func NewNovaRefreshMetrics(reg prometheus.Registerer) (*NovaRefreshMetrics, error) {
+	m := &NovaRefreshMetrics{
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Subsystem: "exporter", Name: "nova_refresh_duration_seconds",
+			Help:    "Time taken to read Nova's databases and compute the Nova answer.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "exporter", Name: "nova_refresh_errors_total",
+			Help: "Refreshes from Nova's databases in which nova_api's read or a cell's failed.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.duration, m.errors, m} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering Nova refresh metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Observe records one refresh.
+func (m *NovaRefreshMetrics) Observe(r novacache.Refresh) {
+	m.duration.Observe(r.Duration.Seconds())
+	if r.Err != nil {
+		m.errors.Inc()
+	}
+	m.mu.Lock()
+	m.kind = dbconn.ErrorKind(r.Err)
+	m.mu.Unlock()
+}
+
+// Describe implements prometheus.Collector.
+func (m *NovaRefreshMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- novaLastRefreshErrorDesc }
+
+// Collect implements prometheus.Collector: ironic_exporter_nova_last_refresh_error.
+func (m *NovaRefreshMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	kind := m.kind
+	m.mu.Unlock()
+	for _, k := range errorKinds {
+		v := 0.0
+		if k == kind {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(novaLastRefreshErrorDesc, prometheus.GaugeValue, v, k)
 	}
 }

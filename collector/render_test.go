@@ -76,7 +76,7 @@ func TestPrerenderedIsPromhttp(t *testing.T) {
 		ref := promhttp.HandlerFor(prometheus.Gatherers{reg, h.opts.Gatherer}, promhttp.HandlerOpts{})
 		for _, enc := range []string{"", "gzip"} {
 			want, wantHdr := get(t, ref, enc)
-			served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveView(w, r, v) })
+			served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveView(r.Context(), w, r, v) })
 			got, gotHdr := get(t, served, enc)
 			if !bytes.Equal(got, want) {
 				t.Errorf("step %d, encoding %q: pre-rendered exposition (%d bytes) differs from promhttp's (%d bytes)",

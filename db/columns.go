@@ -2,10 +2,12 @@ package db
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/lib/pq"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // column is one column a snapshot statement reads.
@@ -152,11 +154,10 @@ func changedWhere(param func(n int) string) string {
 	return "id > " + param(1) + " OR updated_at >= " + param(2) + " OR created_at >= " + param(3)
 }
 
-// The parameter markers of the drivers: lib/pq numbers them, go-sql-driver
-// and modernc.org/sqlite take question marks.
+// The parameter markers of the drivers (dbconn.Param).
 var (
-	dollarParam   = func(n int) string { return "$" + strconv.Itoa(n) }
-	questionParam = func(int) string { return "?" }
+	dollarParam   = func(n int) string { return dbconn.Param(rules.PostgreSQL, n) }
+	questionParam = func(n int) string { return dbconn.Param(rules.MySQL, n) }
 )
 
 // queries words the statements of a dialect, the delta node reads with
@@ -270,11 +271,11 @@ FROM nodes`
 }()
 
 // queriesFor are the statements of a snapshot on backend.
-func queriesFor(backend Backend) *queries {
+func queriesFor(backend rules.Backend) *queries {
 	switch backend {
-	case BackendMySQL:
+	case rules.MySQL:
 		return &mysqlQueries
-	case BackendSQLite:
+	case rules.SQLite:
 		return &sqliteQueries
 	}
 	return &pgQueries

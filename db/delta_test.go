@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // testWindow is the delta reads' Window in these tests: the cache's
@@ -319,7 +320,7 @@ VALUES (%d, '%08x-0000-4000-8000-000000000000', 'ipmi', '', %s, %s)`, 2*i, i, at
 			b.exec(t, conn, `INSERT INTO nodes (uuid, driver, conductor_group, created_at) VALUES ('eeeeeeee-0000-4000-8000-000000000000', 'ipmi', '', `+old+`)`)
 			wantFull(t, readDeltaAndFull(t, d, knownOf(before), "empty table"), false)
 		})
-		if b.kind != BackendSQLite {
+		if b.kind != rules.SQLite {
 			return
 		}
 		t.Run("last read had problems", func(t *testing.T) {

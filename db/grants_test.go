@@ -19,7 +19,7 @@ func TestGrantFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, backend := range GrantBackends {
-		path := "../deploy/sql/ironic-readonly." + string(backend) + ".sql"
+		path := "../deploy/sql/ironic-readonly." + backend.String() + ".sql"
 		want := GrantSQL(backend, "ironic_exporter", "ironic")
 		if *updateGrants {
 			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {

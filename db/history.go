@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"strings"
 	"time"
 
@@ -75,11 +76,11 @@ LIMIT 5000`
 )
 
 // historyQueries are the statements of one backend.
-func historyQueries(b Backend) (table, after string) {
+func historyQueries(b rules.Backend) (table, after string) {
 	switch b {
-	case BackendMySQL:
+	case rules.MySQL:
 		return SQLHistoryTableMySQL, SQLHistoryAfter
-	case BackendSQLite:
+	case rules.SQLite:
 		return SQLHistoryTableSQLite, SQLHistoryAfter
 	}
 	return SQLHistoryTablePostgreSQL, strings.Replace(SQLHistoryAfter, "?", "$1", 1)

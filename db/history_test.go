@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"os"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func testHistory(t *testing.T, b *testBackend) {
 	loadFixtureOn(t, b)
 	conn := b.admin(t)
 	q := func(s string) string {
-		if b.kind == BackendMySQL {
+		if b.kind == rules.MySQL {
 			return strings.ReplaceAll(s, `"user"`, "`user`")
 		}
 		return s

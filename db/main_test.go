@@ -19,6 +19,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // The tests run against a real PostgreSQL, a real MariaDB (or MySQL) and
@@ -300,7 +301,7 @@ func copyFile(from, to string) error {
 // testBackend is one kind of database the tests run against, with its
 // current-schema test database.
 type testBackend struct {
-	kind Backend
+	kind rules.Backend
 	// dsn is the test database's URL as ironic.conf would have it.
 	dsn string
 	// admin opens a writable superuser connection to the test database,
@@ -316,11 +317,11 @@ type testBackend struct {
 func (b *testBackend) need(t testing.TB) {
 	t.Helper()
 	switch b.kind {
-	case BackendPostgreSQL:
+	case rules.PostgreSQL:
 		needPG(t)
-	case BackendMySQL:
+	case rules.MySQL:
 		needMySQL(t)
-	case BackendSQLite:
+	case rules.SQLite:
 		needSQLite(t)
 	}
 }
@@ -334,21 +335,21 @@ func (b *testBackend) exec(t testing.TB, conn *sql.DB, stmts ...string) {
 
 var (
 	pgBackend = &testBackend{
-		kind:  BackendPostgreSQL,
+		kind:  rules.PostgreSQL,
 		dsn:   "", // set in init: testDSN is known after TestMain started
 		admin: func(t testing.TB) *sql.DB { return testDBConn(t, testDBName) },
 		reset: resetTables,
 		sql:   func(s string) string { return s },
 	}
 	mysqlBackend = &testBackend{
-		kind:  BackendMySQL,
+		kind:  rules.MySQL,
 		admin: func(t testing.TB) *sql.DB { return myConn(t, mysqlDBName) },
 		reset: deleteRows,
 		// MySQL reads "default" as a string: quote the column MySQL's way.
 		sql: func(s string) string { return strings.ReplaceAll(s, `"default"`, "`default`") },
 	}
 	sqliteBackend = &testBackend{
-		kind:  BackendSQLite,
+		kind:  rules.SQLite,
 		admin: func(t testing.TB) *sql.DB { return sqliteConn(t, sqlitePath) },
 		reset: deleteRows,
 		sql:   func(s string) string { return s },
@@ -373,7 +374,7 @@ func backends() []*testBackend {
 // forEachBackend runs f as a subtest per backend.
 func forEachBackend(t *testing.T, f func(t *testing.T, b *testBackend)) {
 	for _, b := range backends() {
-		t.Run(string(b.kind), func(t *testing.T) { b.need(t); f(t, b) })
+		t.Run(b.kind.String(), func(t *testing.T) { b.need(t); f(t, b) })
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 func TestMySQLSession(t *testing.T) {
@@ -65,7 +66,7 @@ func TestMySQLConsistentSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(wantFor(BackendMySQL), got, timeCmp); diff != "" {
+	if diff := cmp.Diff(wantFor(rules.MySQL), got, timeCmp); diff != "" {
 		t.Errorf("snapshot saw a change committed after START TRANSACTION (-want +got):\n%s", diff)
 	}
 }
@@ -86,7 +87,7 @@ func TestMySQLTimeZones(t *testing.T) {
 		t.Fatalf("time.Local is %s, want %s", time.Local, goTZ)
 	}
 	d := openTest(t, mysqlDSN, dbconn.Options{})
-	snapshotIsFixture(t, d, BackendMySQL)
+	snapshotIsFixture(t, d, rules.MySQL)
 }
 
 // TestMySQLBooleans: TINYINT(1) holds any small integer; like SQLAlchemy
@@ -168,7 +169,7 @@ func TestMySQLConnectForms(t *testing.T) {
 	} {
 		t.Run(dbconn.Redact(dsn), func(t *testing.T) {
 			d := openTest(t, dsn, dbconn.Options{QueryTimeout: 5 * time.Second})
-			snapshotIsFixture(t, d, BackendMySQL)
+			snapshotIsFixture(t, d, rules.MySQL)
 		})
 	}
 }

@@ -140,7 +140,7 @@ type nodeRow struct {
 // columns shared. It tallies the rows' problems for warnings.
 type nodeDecoder struct {
 	out []*Node
-	in  interner
+	in  dbconn.Interner
 	// prev are the nodes of the last read, ordered by id, and next the
 	// index in prev of the next row's id or above: a row of a node read
 	// before is that *Node when no column changed, and keeps the strings
@@ -156,7 +156,7 @@ type nodeDecoder struct {
 
 // newNodeDecoder returns a decoder sized for n nodes.
 func newNodeDecoder(n int) *nodeDecoder {
-	return &nodeDecoder{out: make([]*Node, 0, n), in: interner{}}
+	return &nodeDecoder{out: make([]*Node, 0, n), in: dbconn.Interner{}}
 }
 
 // add decodes one row; r's text may be rewritten (invalid UTF-8 replaced).
@@ -202,23 +202,23 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		ID:                   r.id,
 		UUID:                 uuid,
 		Name:                 ptrOf(t[colName], old.Name),
-		Driver:               dec.in.str(t[colDriver]),
-		ConductorGroup:       dec.in.str(t[colGroup]),
-		Reservation:          dec.in.keep(t[colReservation], old.Reservation),
+		Driver:               dec.in.Str(t[colDriver]),
+		ConductorGroup:       dec.in.Str(t[colGroup]),
+		Reservation:          dec.in.Keep(t[colReservation], old.Reservation),
 		InstanceUUID:         ptrOf(t[colInstance], old.InstanceUUID),
-		PowerState:           dec.in.keep(t[colPower], old.PowerState),
-		ProvisionState:       dec.in.keep(t[colProvision], old.ProvisionState),
+		PowerState:           dec.in.Keep(t[colPower], old.PowerState),
+		ProvisionState:       dec.in.Keep(t[colProvision], old.ProvisionState),
 		Maintenance:          r.maintenance.V,
-		ResourceClass:        dec.in.keep(t[colResourceClass], old.ResourceClass),
+		ResourceClass:        dec.in.Keep(t[colResourceClass], old.ResourceClass),
 		CreatedAt:            StampOf(r.created.T),
 		UpdatedAt:            StampOf(r.updated.T),
-		TargetProvisionState: dec.in.keep(t[colTarget], old.TargetProvisionState),
-		Owner:                dec.in.keep(t[colOwner], old.Owner),
-		Lessee:               dec.in.keep(t[colLessee], old.Lessee),
-		Shard:                dec.in.keep(t[colShard], old.Shard),
+		TargetProvisionState: dec.in.Keep(t[colTarget], old.TargetProvisionState),
+		Owner:                dec.in.Keep(t[colOwner], old.Owner),
+		Lessee:               dec.in.Keep(t[colLessee], old.Lessee),
+		Shard:                dec.in.Keep(t[colShard], old.Shard),
 		ParentNode:           ptrOf(t[colParent], old.ParentNode),
-		Fault:                dec.in.keep(t[colFault], old.Fault),
-		Health:               dec.in.keep(t[colHealth], old.Health),
+		Fault:                dec.in.Keep(t[colFault], old.Fault),
+		Health:               dec.in.Keep(t[colHealth], old.Health),
 		HasConductorAffinity: r.affinity.Valid,
 		ConductorAffinity:    affinity(r.affinity),
 	}

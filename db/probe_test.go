@@ -11,6 +11,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // SnapshotSince is Snapshot, except that when known is not nil and the
@@ -104,10 +105,10 @@ var ironicSteps = []ironicStep{
 
 // ageNodes is the statement that moves every node's updated_at and
 // created_at an hour back, per backend.
-var ageNodes = map[Backend]string{
-	BackendPostgreSQL: `UPDATE nodes SET updated_at = updated_at - interval '1 hour', created_at = created_at - interval '1 hour'`,
-	BackendMySQL:      `UPDATE nodes SET updated_at = updated_at - interval 1 hour, created_at = created_at - interval 1 hour`,
-	BackendSQLite: `UPDATE nodes SET updated_at = strftime('%Y-%m-%d %H:%M:%f000', updated_at, '-1 hour'),
+var ageNodes = map[rules.Backend]string{
+	rules.PostgreSQL: `UPDATE nodes SET updated_at = updated_at - interval '1 hour', created_at = created_at - interval '1 hour'`,
+	rules.MySQL:      `UPDATE nodes SET updated_at = updated_at - interval 1 hour, created_at = created_at - interval 1 hour`,
+	rules.SQLite: `UPDATE nodes SET updated_at = strftime('%Y-%m-%d %H:%M:%f000', updated_at, '-1 hour'),
 	                                 created_at = strftime('%Y-%m-%d %H:%M:%f000', created_at, '-1 hour')`,
 }
 

@@ -11,17 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
-)
-
-// Backend names the kind of SQL server behind Ironic's [database]connection
-// (see dbconn.Backend).
-type Backend = dbconn.Backend
-
-// The backends the exporter knows.
-const (
-	BackendPostgreSQL = dbconn.BackendPostgreSQL
-	BackendMySQL      = dbconn.BackendMySQL
-	BackendSQLite     = dbconn.BackendSQLite
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // DB reads snapshots of Ironic's database through the exporter's one
@@ -98,19 +88,18 @@ ORDER BY conductor_id, hardware_type`
 	SQLNodeColumns = `SELECT * FROM nodes LIMIT 0`
 )
 
-// ErrNotIronic is in the chain of a snapshot error when the database has no
-// conductors, conductor_hardware_interfaces or nodes table: it is not
+// ErrNotIronic is in the chain of a snapshot error when the database lacks
+// a table or column the snapshot reads (dbconn.NoSuchRelation): it is not
 // Ironic's database (or Ironic's schema was never created), a permanent
 // problem that retrying will not fix, unlike a lost connection or a
 // timeout.
 var ErrNotIronic = errors.New("not Ironic's database")
 
-// notIronic marks with ErrNotIronic the server saying a table does not
-// exist: PostgreSQL SQLSTATE 42P01 (undefined_table), MySQL/MariaDB error
-// 1146 (ER_NO_SUCH_TABLE), SQLite "no such table".
+// notIronic marks with ErrNotIronic the server saying a table or column
+// does not exist (dbconn.NoSuchRelation).
 func notIronic(err error) error {
-	if err != nil && dbconn.ServerSays(err, "42P01", 1146, "no such table: ") {
-		return fmt.Errorf("%w (no such table: is this Ironic's database, with its schema?): %w", ErrNotIronic, err)
+	if dbconn.NoSuchRelation(err) {
+		return fmt.Errorf("%w (no such table or column: is this Ironic's database, with its schema?): %w", ErrNotIronic, err)
 	}
 	return err
 }
@@ -142,7 +131,7 @@ type since struct {
 // retrying once on a connection the server closed.
 func (d *DB) snapshotRetrying(ctx context.Context, known since) (*Snapshot, error) {
 	s, err := d.snapshot(ctx, known)
-	if err != nil && ctx.Err() == nil && d.Backend() == BackendPostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
+	if err != nil && ctx.Err() == nil && d.Backend() == rules.PostgreSQL && isInvalidEncoding(err) && !d.rawText.Load() {
 		// A SQL_ASCII database holding bytes that are not UTF-8: the
 		// server refuses to send them as UTF-8 text. Read the text
 		// columns as bytes from now on; the reader checks them.

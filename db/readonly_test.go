@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // Proof that the exporter never writes: on PostgreSQL and MariaDB it works
@@ -48,7 +49,7 @@ func readStatementsOnly(t *testing.T, stmts []string) {
 // exerciseReader runs what the exporter runs: pings and snapshots, and
 // checks that the snapshot is the fixture; then a delta read after admin
 // deleted the newest node (the delta statement and the id list).
-func exerciseReader(t *testing.T, dsn string, kind Backend, admin *sql.DB) {
+func exerciseReader(t *testing.T, dsn string, kind rules.Backend, admin *sql.DB) {
 	t.Helper()
 	d := openTest(t, dsn, dbconn.Options{QueryTimeout: 5 * time.Second})
 	ctx := context.Background()
@@ -113,7 +114,7 @@ func TestPostgresStatementsAreReads(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	exerciseReader(t, "postgresql://"+role+"@127.0.0.1:5432/"+testDBName+"?sslmode=disable", BackendPostgreSQL, admin)
+	exerciseReader(t, "postgresql://"+role+"@127.0.0.1:5432/"+testDBName+"?sslmode=disable", rules.PostgreSQL, admin)
 
 	// Statements of the role, with their continuation lines.
 	marker := " " + role + "@" + testDBName + " "
@@ -177,7 +178,7 @@ func TestMySQLStatementsAreReads(t *testing.T) {
 	t.Cleanup(restore)
 	since := time.Now().UTC().Add(-time.Second)
 
-	exerciseReader(t, "mysql+pymysql://"+user+":audit-pw@127.0.0.1/"+mysqlDBName+"?charset=utf8", BackendMySQL, myConn(t, mysqlDBName))
+	exerciseReader(t, "mysql+pymysql://"+user+":audit-pw@127.0.0.1/"+mysqlDBName+"?charset=utf8", rules.MySQL, myConn(t, mysqlDBName))
 	restore()
 
 	rows, err := admin.Query(`SELECT thread_id, command_type, CONVERT(argument USING utf8mb4) FROM mysql.general_log

@@ -150,44 +150,6 @@ func (d *pgBinaryTime) Scan(v any) error {
 	return nil
 }
 
-// interner shares one string, and one *string, per distinct value of the
-// low-cardinality columns (driver, group, states, resource class,
-// reservation, owner, lessee) across the nodes of one snapshot, which the
-// collector keeps: without it the seven nullable ones alone would cost
-// about 200 B a node of the 600 B/node live heap target. The snapshot is
-// read-only, so nodes may share the pointer.
-type interner map[string]*string
-
-// ptr returns the shared *string of a column's bytes, nil for NULL; the
-// lookup converts nothing.
-func (in interner) ptr(b sql.RawBytes) *string {
-	if b == nil {
-		return nil
-	}
-	if v, ok := in[string(b)]; ok {
-		return v
-	}
-	s := string(b)
-	in[s] = &s
-	return &s
-}
-
-// keep is ptr, but old when it has b's text.
-func (in interner) keep(b sql.RawBytes, old *string) *string {
-	if b != nil && old != nil && *old == string(b) {
-		return old
-	}
-	return in.ptr(b)
-}
-
-// str is ptr for a column read as "" when NULL.
-func (in interner) str(b []byte) string {
-	if p := in.ptr(b); p != nil {
-		return *p
-	}
-	return ""
-}
-
 // ptrOf returns a *string of b's text, nil for NULL: old when it has that
 // text.
 func ptrOf(b sql.RawBytes, old *string) *string {

@@ -5,13 +5,15 @@
 // backend, exactly as Ironic stores them, returned as time.Time in time.UTC.
 package db
 
+import "github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+
 import "time"
 
 // Snapshot is everything one refresh reads, taken in a single read-only
 // transaction so that conductors, their hardware types and nodes agree.
 type Snapshot struct {
 	// Backend is the kind of database the snapshot came from.
-	Backend Backend
+	Backend rules.Backend
 	// Conductors are the rows of the conductors table, ordered by id.
 	Conductors []Conductor
 	// Nodes are the rows of the nodes table, ordered by id; none when
@@ -143,4 +145,12 @@ type Node struct {
 	CreatedAt Stamp
 	// UpdatedAt is the row's last update; zero when NULL.
 	UpdatedAt Stamp
+}
+
+// Text is the text of a nullable column as read (*p), "" for NULL (nil).
+func Text(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

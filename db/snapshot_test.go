@@ -20,6 +20,7 @@ import (
 	"github.com/lib/pq/pqerror"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 func sp(s string) *string { return &s }
@@ -70,7 +71,7 @@ var fixtureSQL = []string{
 }
 
 var fixtureWant = &Snapshot{
-	Backend:  BackendPostgreSQL,
+	Backend:  rules.PostgreSQL,
 	NodeRead: NodeReadFull,
 	Conductors: []Conductor{
 		{ID: 1, Hostname: "cond-a.example.com", ConductorGroup: "", Online: true,
@@ -114,12 +115,12 @@ var fixtureWant = &Snapshot{
 //   - SQLite: values are the text inserted; SQLAlchemy (so Ironic, so the
 //     exporter) reads the digits after the dot as microseconds, so ".5" is
 //     5µs (SQLAlchemy itself always writes six digits).
-func wantFor(kind Backend) *Snapshot {
+func wantFor(kind rules.Backend) *Snapshot {
 	w := cloneSnapshot(fixtureWant)
 	w.Backend = kind
 	w.SchemaRevision = schemaHead(kind)
 	switch kind {
-	case BackendMySQL:
+	case rules.MySQL:
 		trunc := func(t *time.Time) { *t = t.Truncate(time.Second) }
 		for i := range w.Conductors {
 			trunc(&w.Conductors[i].CreatedAt)
@@ -130,7 +131,7 @@ func wantFor(kind Backend) *Snapshot {
 			truncStamp(&w.Nodes[i].CreatedAt)
 			truncStamp(&w.Nodes[i].UpdatedAt)
 		}
-	case BackendSQLite:
+	case rules.SQLite:
 		w.Conductors[2].UpdatedAt = ts("2024-11-03 01:30:00.000005")
 	}
 	return w
@@ -138,7 +139,7 @@ func wantFor(kind Backend) *Snapshot {
 
 // schemaHead is the alembic revision of kind's test schema, read from it:
 // a test of one backend needs no other.
-func schemaHead(kind Backend) string {
+func schemaHead(kind rules.Backend) string {
 	schemaHeads.mu.Lock()
 	defer schemaHeads.mu.Unlock()
 	if rev, ok := schemaHeads.m[kind]; ok {
@@ -146,9 +147,9 @@ func schemaHead(kind Backend) string {
 	}
 	driver, dsn := "postgres", adminDSNFor(testDBName)
 	switch kind {
-	case BackendMySQL:
+	case rules.MySQL:
 		driver, dsn = "mysql", mysqlAdminDSN+mysqlDBName
-	case BackendSQLite:
+	case rules.SQLite:
 		driver, dsn = "sqlite", "file:"+sqlitePath
 	}
 	conn, err := sql.Open(driver, dsn)
@@ -166,8 +167,8 @@ func schemaHead(kind Backend) string {
 
 var schemaHeads = struct {
 	mu sync.Mutex
-	m  map[Backend]string
-}{m: map[Backend]string{}}
+	m  map[rules.Backend]string
+}{m: map[rules.Backend]string{}}
 
 func cloneSnapshot(s *Snapshot) *Snapshot {
 	c := *s
@@ -184,7 +185,7 @@ func cloneSnapshot(s *Snapshot) *Snapshot {
 
 // snapshotIsFixture takes a snapshot with d and checks that it is the
 // fixture as backend kind reads it (wantFor); it returns the snapshot.
-func snapshotIsFixture(t *testing.T, d *DB, kind Backend) *Snapshot {
+func snapshotIsFixture(t *testing.T, d *DB, kind rules.Backend) *Snapshot {
 	t.Helper()
 	got, err := d.Snapshot(context.Background())
 	if err != nil {
@@ -282,7 +283,7 @@ func TestSnapshotTimeZones(t *testing.T) {
 				}
 				return nil
 			})
-			snapshotIsFixture(t, d, BackendPostgreSQL)
+			snapshotIsFixture(t, d, rules.PostgreSQL)
 		})
 	}
 }
@@ -350,9 +351,9 @@ func writeRefused(t *testing.T, d *DB, checked *bool, admin *sql.DB) {
 // wait, which TestSQLiteConcurrentWriter covers).
 func TestSnapshotConsistent(t *testing.T) {
 	for _, b := range backends() {
-		t.Run(string(b.kind), func(t *testing.T) {
+		t.Run(b.kind.String(), func(t *testing.T) {
 			b.need(t)
-			if b.kind == BackendSQLite {
+			if b.kind == rules.SQLite {
 				b = sqliteWALBackend(t)
 			}
 			testSnapshotConsistent(t, b)
@@ -516,7 +517,7 @@ func TestSteinSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Snapshot{
-		Backend: BackendPostgreSQL,
+		Backend: rules.PostgreSQL,
 		Conductors: []Conductor{{ID: 1, Hostname: "old", ConductorGroup: "g", Online: true,
 			CreatedAt: ts("2019-04-10 10:00:00"), UpdatedAt: ts("2019-04-10 10:00:10"),
 			Drivers: []string{"ipmi"}, HardwareTypes: []string{"ipmi"}}},
@@ -558,7 +559,7 @@ func TestConnectForms(t *testing.T) {
 	} {
 		t.Run(dbconn.Redact(dsn), func(t *testing.T) {
 			d := openTest(t, dsn, dbconn.Options{QueryTimeout: 5 * time.Second})
-			snapshotIsFixture(t, d, BackendPostgreSQL)
+			snapshotIsFixture(t, d, rules.PostgreSQL)
 		})
 	}
 }
@@ -612,6 +613,15 @@ func TestSnapshotNotIronic(t *testing.T) {
 			if !errors.Is(err, ErrNotIronic) || !strings.Contains(err.Error(), "is this Ironic's database") {
 				t.Errorf("no %s table: %v, want ErrNotIronic", table, err)
 			}
+		}
+		// a column it reads missing: the same (dbconn.NoSuchRelation)
+		conn := b.admin(t)
+		b.reset(t, conn)
+		b.exec(t, conn, "ALTER TABLE conductors RENAME COLUMN hostname TO hostname_elsewhere")
+		_, err := openTest(t, b.dsn, dbconn.Options{}).Snapshot(context.Background())
+		b.exec(t, conn, "ALTER TABLE conductors RENAME COLUMN hostname_elsewhere TO hostname")
+		if !errors.Is(err, ErrNotIronic) || dbconn.ErrorKind(err) != dbconn.KindSchema {
+			t.Errorf("no conductors.hostname: %v (kind %q), want ErrNotIronic of kind schema", err, dbconn.ErrorKind(err))
 		}
 	})
 	d := openTest(t, "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2", dbconn.Options{QueryTimeout: 2 * time.Second})

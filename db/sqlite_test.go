@@ -18,6 +18,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // sqliteCopy makes a private copy of the freshly made SQLite schema, in
@@ -81,7 +82,7 @@ func testSQLiteReadOnly(t *testing.T, mode string) {
 		return nil
 	})
 	for range 3 {
-		snapshotIsFixture(t, d, BackendSQLite)
+		snapshotIsFixture(t, d, rules.SQLite)
 	}
 	if !checked {
 		t.Fatal("hook did not run")
@@ -145,7 +146,7 @@ func TestSQLiteRelativePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := openTest(t, "sqlite:///"+rel+"?timeout=30", dbconn.Options{})
-	snapshotIsFixture(t, d, BackendSQLite)
+	snapshotIsFixture(t, d, rules.SQLite)
 }
 
 // TestSQLiteTimestamps: SQLAlchemy's text form is read exactly; anything

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/pyurl"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // The SQLAlchemy URL grammar is every backend's; what its parts mean belongs
@@ -30,7 +31,7 @@ type dialect interface {
 
 // dialectBase is what a dialect says of itself; every dialect embeds it.
 type dialectBase struct {
-	kind Backend
+	kind rules.Backend
 	// driver is the database/sql driver name, used by sqlx for bind
 	// variables.
 	driver string

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // cleanPGEnv removes the libpq environment variables that change defaults.
@@ -119,7 +121,7 @@ func TestParseDSN(t *testing.T) {
 			if diff := cmp.Diff(tc.ignored, pg.dropped, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("ignored (-want +got):\n%s", diff)
 			}
-			if d.facts().kind != BackendPostgreSQL || d.facts().driver != "postgres" {
+			if d.facts().kind != rules.PostgreSQL || d.facts().driver != "postgres" {
 				t.Errorf("backend %s, driver %s", d.facts().kind, d.facts().driver)
 			}
 		})
@@ -240,7 +242,7 @@ func TestOpenOptions(t *testing.T) {
 	if got := d.String(); got != "postgresql://u:xxxxx@h/d?client_encoding=utf8&plugin=dbcounter" {
 		t.Errorf("String() = %q", got)
 	}
-	if got := d.Backend(); got != BackendPostgreSQL {
+	if got := d.Backend(); got != rules.PostgreSQL {
 		t.Errorf("Backend() = %q", got)
 	}
 	if diff := cmp.Diff([]string{"client_encoding", "plugin"}, d.IgnoredOptions()); diff != "" {

@@ -118,6 +118,9 @@ func ErrorKind(err error) string {
 	if err == nil {
 		return ""
 	}
+	if NoSuchRelation(err) {
+		return KindSchema
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return KindTimeout
 	}
@@ -130,7 +133,7 @@ func ErrorKind(err error) string {
 		switch c := string(pqErr.Code); {
 		case strings.HasPrefix(c, "28"): // invalid authorization
 			return KindAuth
-		case c == "3D000" || c == "42P01" || c == "42703" || c == "42883": // no database, table, column
+		case c == "3D000" || c == "42883": // no database, function
 			return KindSchema
 		case c == "55P03" || c == "57014": // lock_not_available, query_canceled
 			return KindTimeout
@@ -144,7 +147,7 @@ func ErrorKind(err error) string {
 		switch myErr.Number {
 		case 1044, 1045, 1698: // access denied
 			return KindAuth
-		case 1049, 1146, 1054: // unknown database, table, column
+		case 1049: // unknown database
 			return KindSchema
 		case 1205, 3024, 1969: // lock wait timeout, max_execution_time, max_statement_time
 			return KindTimeout
@@ -155,13 +158,21 @@ func ErrorKind(err error) string {
 	if Retryable(err) || errors.As(err, &opErr) || errors.Is(err, syscall.ECONNREFUSED) {
 		return KindConnection
 	}
-	if m := err.Error(); strings.Contains(m, "no such table") || strings.Contains(m, "no such column") {
-		return KindSchema // SQLite
-	}
 	if m := err.Error(); strings.Contains(m, "database is locked") || strings.Contains(m, "SQLITE_BUSY") {
 		return KindTimeout
 	}
 	return KindOther
+}
+
+// NoSuchRelation reports whether the server says a table or a column the
+// reader asked for does not exist: PostgreSQL SQLSTATE 42P01
+// (undefined_table) or 42703 (undefined_column), MySQL/MariaDB error 1146
+// (ER_NO_SUCH_TABLE) or 1054 (ER_BAD_FIELD_ERROR), SQLite "no such table"
+// or "no such column". It is the one test of "this database has not the
+// schema its reader expects" (package db's ErrNotIronic); ErrorKind calls
+// it schema.
+func NoSuchRelation(err error) bool {
+	return err != nil && (ServerSays(err, "42P01", 1146, "no such table") || ServerSays(err, "42703", 1054, "no such column"))
 }
 
 // ServerSays reports whether err is one server error, told by its

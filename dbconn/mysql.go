@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // The MySQL / MariaDB dialect (Galera included), on
@@ -80,7 +82,7 @@ type mysqlSettings struct {
 
 func newMySQLFromURL(u *sqlaURL) (dialect, error) {
 	s := &mysqlSettings{user: u.User, password: u.Password, database: u.Database, ssl: map[string]string{}}
-	d := &mysqlDialect{dialectBase: dialectBase{kind: BackendMySQL, driver: "mysql", tx: repeatableReadOnly, user: u.User}}
+	d := &mysqlDialect{dialectBase: dialectBase{kind: rules.MySQL, driver: "mysql", tx: repeatableReadOnly, user: u.User}}
 	switch len(u.Hosts) {
 	case 0:
 	case 1:

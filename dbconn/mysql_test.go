@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 func TestParseMySQLDSN(t *testing.T) {
@@ -95,7 +97,7 @@ host=db.internal
 			if diff := cmp.Diff(tc.ignored, my.dropped, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("ignored (-want +got):\n%s", diff)
 			}
-			if d.facts().kind != BackendMySQL {
+			if d.facts().kind != rules.MySQL {
 				t.Errorf("backend %s", d.facts().kind)
 			}
 		})

@@ -23,18 +23,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-)
 
-// Backend names the kind of SQL server behind a [database]connection. It
-// matters beyond the driver: Ironic drops the heartbeat check from ring
-// membership when it runs on SQLite.
-type Backend string
-
-// The backends the exporter knows.
-const (
-	BackendPostgreSQL Backend = "postgresql"
-	BackendMySQL      Backend = "mysql"
-	BackendSQLite     Backend = "sqlite"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // Options tune the connection pool and the query deadlines. The zero value
@@ -116,7 +106,7 @@ func (p *Pool) String() string { return p.redacted }
 func (p *Pool) User() string { return p.dialect.user }
 
 // Backend is the kind of database server.
-func (p *Pool) Backend() Backend { return p.dialect.kind }
+func (p *Pool) Backend() rules.Backend { return p.dialect.kind }
 
 // IgnoredOptions are the names of the DSN options that the Go driver has no
 // use for and that Open dropped (e.g. client_encoding, plugin, keepalives,

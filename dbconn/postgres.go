@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // The PostgreSQL dialect, on github.com/lib/pq. Ironic reaches PostgreSQL
@@ -232,7 +234,7 @@ func finishPostgres(p *pgParams) (dialect, error) {
 	if _, err := pq.NewConnectorConfig(cfg); err != nil {
 		return nil, scrub(fmt.Errorf("invalid PostgreSQL connection settings: %w", err), secrets)
 	}
-	return &postgres{dialectBase: dialectBase{kind: BackendPostgreSQL, driver: "postgres", tx: repeatableReadOnly,
+	return &postgres{dialectBase: dialectBase{kind: rules.PostgreSQL, driver: "postgres", tx: repeatableReadOnly,
 		secret: secrets, dropped: p.dropped, user: cfg.User}, params: p.vals, conn: &pgConnector{cfg: cfg, userTimeout: p.userTimeout}}, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"modernc.org/sqlite"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // The SQLite dialect, on modernc.org/sqlite (pure Go, no cgo). SQLAlchemy's
@@ -45,7 +47,7 @@ func newSQLiteFromURL(u *sqlaURL) (dialect, error) {
 	if !u.HasDatabase || u.Database == ":memory:" {
 		return nil, errors.New("database URL: a SQLite URL must name the database file Ironic uses (sqlite:////absolute/path or sqlite:///relative/path); an in-memory database has nothing to read")
 	}
-	d := &sqliteDialect{dialectBase: dialectBase{kind: BackendSQLite, driver: "sqlite", tx: sql.TxOptions{ReadOnly: true}}}
+	d := &sqliteDialect{dialectBase: dialectBase{kind: rules.SQLite, driver: "sqlite", tx: sql.TxOptions{ReadOnly: true}}}
 	for _, q := range u.Query {
 		switch {
 		case q.Key == "uri":

@@ -330,7 +330,7 @@ type multiConductor struct{ src topology.Source }
 func (m multiConductor) SnapshotChanges(ctx context.Context, known *db.Known) (*db.Snapshot, error) {
 	snap, err := m.src.SnapshotChanges(ctx, known)
 	if err == nil {
-		snap.Backend = db.BackendMySQL
+		snap.Backend = rules.MySQL
 	}
 	return snap, err
 }

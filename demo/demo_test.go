@@ -144,7 +144,7 @@ func TestFleet(t *testing.T) {
 		t.Errorf("second demo on the same file: %v, want an error", err)
 	}
 	snap, topo := build(t, d, open(t, d))
-	if snap.Backend != db.BackendSQLite {
+	if snap.Backend != rules.SQLite {
 		t.Errorf("backend %s", snap.Backend)
 	}
 	groups, types := map[string]bool{}, map[string]bool{}

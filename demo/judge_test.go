@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -367,7 +366,7 @@ func TestSettingsOnePlace(t *testing.T) {
 	if x.d.Settings() != given || x.sim.view.Settings != given || x.d.Settings().HeartbeatTimeout != time.Minute {
 		t.Errorf("demo %+v, simulator's view %+v, want %+v", x.d.Settings(), x.sim.view.Settings, given)
 	}
-	if x.sim.view.Backend != db.BackendMySQL {
+	if x.sim.view.Backend != rules.MySQL {
 		t.Errorf("the simulator judges the fleet as on %s, want mysql (MultiConductor)", x.sim.view.Backend)
 	}
 }

@@ -42,7 +42,8 @@ func TestDemoNova(t *testing.T) {
 	}
 	defer func() { _ = r.Close() }()
 	settings := rules.NovaSettings{ServiceDownTime: conf.ServiceDownTime.Value, ReportInterval: conf.ReportInterval.Value}
-	nc := novacache.New(novacache.Config{Reader: r, Ironic: x.exporterView, Settings: settings, Computes: computes, Now: x.clock.Now})
+	var topo *topology.Topology // the exporter's, taken on the test's goroutine before each refresh
+	nc := novacache.New(novacache.Config{Reader: r, Ironic: func(context.Context) *topology.Topology { return topo }, Settings: settings, Computes: computes, Now: x.clock.Now})
 	advance := func(at time.Duration) {
 		t.Helper()
 		for x.clock.Now().Before(x.start.Add(at)) {
@@ -65,6 +66,7 @@ func TestDemoNova(t *testing.T) {
 	}
 	read := func(what string) *novacache.State {
 		t.Helper()
+		topo = x.exporterView()
 		nc.Refresh(context.Background())
 		s := nc.Current()
 		if s.Err != nil || len(s.Cells) != 1 || s.Cells[0].Err != nil {

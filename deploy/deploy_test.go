@@ -31,6 +31,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 // The tests here check the deployment files without a cluster: every
@@ -44,7 +46,7 @@ import (
 const exporterContainer = "ironic-conductor-exporter"
 
 var root = func() string {
-	r, err := FindRepoRoot(".")
+	r, err := testenv.ModuleRoot()
 	if err != nil {
 		panic(err)
 	}

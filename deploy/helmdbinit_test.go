@@ -320,7 +320,7 @@ func TestHelmDBInitScript(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ns, err := r.Read(ctx, nil)
+			ns, err := r.Read(ctx, nil, nil)
 			_ = r.Close()
 			if err != nil || len(ns.Cells) != 2 {
 				t.Fatalf("Nova's reader as %s: %v, %d cells", novaUser, err, len(ns.Cells))

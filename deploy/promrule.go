@@ -8,7 +8,6 @@
 package deploy
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,22 +123,4 @@ func RenderPrometheusRule(alertsDir string) ([]byte, error) {
 		"# Edit the rule files, then regenerate; deploy_test.go fails when they drift apart.\n"+
 		"# The label your Prometheus' ruleSelector matches: components/prometheus-release.\n", strings.Join(names, ", "))
 	return append(header, body...), nil
-}
-
-// FindRepoRoot walks up from dir to the directory holding go.mod.
-func FindRepoRoot(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above " + dir)
-		}
-		dir = parent
-	}
 }

@@ -3,7 +3,6 @@ package mixin
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +14,11 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	yaml "go.yaml.in/yaml/v2"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/deploy"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 )
 
 var root = func() string {
-	r, err := deploy.FindRepoRoot(".")
+	r, err := testenv.ModuleRoot()
 	if err != nil {
 		panic(err)
 	}

@@ -182,7 +182,7 @@ func views(in AnswerInput, a CellAnswer, j judgement) []View {
 	}
 	out := make([]View, len(computes))
 	keys := slices.Collect(maps.Keys(groups))
-	slices.SortFunc(keys, func(x, y group) int { return cmp.Or(x.rel.Compare(y.rel), boolCompare(x.down, y.down)) })
+	slices.SortFunc(keys, func(x, y group) int { return cmp.Or(x.rel.Compare(y.rel), rules.CompareBool(x.down, y.down)) })
 	for _, k := range keys {
 		idx := groups[k]
 		members := make([]Compute, len(idx))
@@ -196,14 +196,4 @@ func views(in AnswerInput, a CellAnswer, j judgement) []View {
 		}
 	}
 	return out
-}
-
-func boolCompare(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }

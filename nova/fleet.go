@@ -46,12 +46,15 @@ const (
 var ProblemReasons = []string{ProblemUnclaimed, ProblemClaimedTwice, ProblemComputeDown, ProblemNoComputeNode,
 	ProblemRecordHostDiffers, ProblemInstanceMismatch, ProblemInstanceComputeDown, ProblemOrphanRecord}
 
-// FleetClaim is one view's claim on a node.
+// FleetClaim is one view's claim on a node: what the metrics, the JSON
+// API's exporter_nova_computes and the status page's lookup show of it.
 type FleetClaim struct {
 	Cell, Host string
 	Source     string // rules.NovaSource: "instance" or "ring"
-	// Up is the compute's servicegroup answer (ComputeState.Up).
-	Up bool
+	// Up is the compute's servicegroup answer (ComputeState.Up); UpKnown
+	// whether the database says it (ComputeState.UpKnown): else Up is
+	// assumed, and the outputs say "unknown".
+	Up, UpKnown bool
 }
 
 // Fleet is the Nova side of every Ironic node, over all cells.
@@ -102,7 +105,7 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 	for i := range nodes.Len() {
 		index[nodes.Node(i).UUID] = int32(i)
 	}
-	type state struct{ up, disabled bool }
+	type state struct{ up, upKnown, disabled bool }
 	computes := map[[2]string]state{} // cell uuid, host
 	records := make([]string, nodes.Len())
 	hasRecord := make([]bool, nodes.Len())
@@ -113,13 +116,13 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 	var claims []nodeClaim
 	for _, c := range cells {
 		for _, cs := range c.Answer.Computes {
-			computes[[2]string{c.Cell.UUID, cs.Host}] = state{cs.Up, cs.Disabled}
+			computes[[2]string{c.Cell.UUID, cs.Host}] = state{cs.Up, cs.UpKnown, cs.Disabled}
 		}
 		for _, v := range c.Answer.Views {
 			st := computes[[2]string{c.Cell.UUID, v.Host}]
 			of := map[rules.NovaSource]int32{}
 			for _, src := range []rules.NovaSource{rules.NovaSourceInstance, rules.NovaSourceRing} {
-				fc := FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: st.up}
+				fc := FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: st.up, UpKnown: st.upKnown}
 				j, ok := distinct[fc]
 				if !ok {
 					j = int32(len(f.distinct))
@@ -200,7 +203,7 @@ func (f *Fleet) place(nodes int, claims []nodeClaim) {
 	}
 	slices.SortFunc(order, func(a, b int32) int {
 		x, y := f.distinct[a], f.distinct[b]
-		return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source), boolCompare(x.Up, y.Up))
+		return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source), rules.CompareBool(x.Up, y.Up))
 	})
 	rank := make([]int32, len(order))
 	sorted := make([]FleetClaim, len(order))

@@ -1,15 +1,16 @@
 // Package novacache keeps the Nova side of the answer: it reads Nova's
-// databases (package novadb) at an interval, joins each cell's rows with
-// Ironic's nodes of the current topology, and computes with package nova
-// every compute's view. Readers take the latest answer without waiting: a
-// read never holds a lookup. A Nova outage leaves the last answer in
-// place, marked stale (State.Err, CellState.Err); the Ironic answers do
-// not depend on it.
+// databases (package novadb) when asked and the answer is older than an
+// interval, joins each cell's rows with Ironic's nodes of the current
+// topology, and computes with package nova every compute's view. Its
+// refresh policy is topology.Cache's: callers share one refresh, bounded
+// by a timeout; a reader waits for it only when the answer is older than
+// Cache.MaxAge, and then at most until its deadline. A Nova outage leaves
+// the last answer in place, marked stale (State.Err, CellState.Err); the
+// Ironic answers do not depend on it.
 package novacache
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"log/slog"
 	"maps"
@@ -26,26 +27,41 @@ import (
 )
 
 // Reader reads Nova's databases; *novadb.Reader is the production one.
+// known is the last read the cache holds (nil: none): the reader may
+// reuse its rows where their probes are unchanged (novadb.Known).
 type Reader interface {
-	Read(ctx context.Context, hosts []string) (*novadb.Snapshot, error)
+	Read(ctx context.Context, hosts []string, known *novadb.Known) (*novadb.Snapshot, error)
 }
 
 // Config configures a Cache.
 type Config struct {
 	Reader Reader
-	// Ironic is the current Ironic topology (topology.Cache.Current); the
-	// answer is computed over its nodes, none until it has one.
-	Ironic func() *topology.Topology
+	// Ironic is Ironic's topology as its cache gives it within ctx
+	// (topology.Cache.Get): the answer is computed over its nodes, none
+	// while it has none.
+	Ironic func(ctx context.Context) *topology.Topology
 	// Settings are Nova's [DEFAULT] service_down_time and report_interval.
 	Settings rules.NovaSettings
 	// Computes is the computes file; nil: every ironic compute, with no
 	// [ironic] option set (nova.DefaultComputes).
 	Computes *nova.ComputesFile
-	// Interval between reads; default 15s (Nova's services write their
-	// heartbeat every report_interval, 10s by default).
+	// Interval is how old the answer may be before a Get reads Nova's
+	// databases again (topology.CacheConfig.MinInterval's role); default
+	// 15s (Nova's services write their heartbeat every report_interval,
+	// 10s by default).
 	Interval time.Duration
-	// Timeout bounds one read; default 30s.
+	// Timeout bounds one refresh, whoever waits for it; default 30s.
 	Timeout time.Duration
+	// ProbeWindow is novadb.Known.Window; default
+	// topology.DefaultProbeWindow, as for Ironic's nodes.
+	ProbeWindow time.Duration
+	// MaxWait bounds how long Get waits for a refresh when its context has
+	// no deadline; default topology.DefaultMaxWait.
+	MaxWait time.Duration
+	// OnRefresh, when set, is told the outcome of every refresh as it ends
+	// (the collector turns it into the refresh histogram, error counter and
+	// error kind). It runs on the refreshing goroutine and must not block.
+	OnRefresh func(Refresh)
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -89,61 +105,78 @@ type State struct {
 	// nodes are the Ironic nodes the answer covers, in id order (those of
 	// the latest topology, or of one whose nodes Nova's node list gives
 	// the same: sameNodes), and byUUID their indexes sorted by uuid.
-	// Pointers and indexes, not copies: at 100k nodes a copy of what Nova
-	// reads of each node took 12.8 MB of the live heap, whose row in the
-	// README's Performance table is 600 B/node with Nova configured.
+	// Pointers and indexes, not copies of what Nova reads of each node
+	// (the memory row with Nova, docs/performance.md).
 	nodes  []*db.Node
 	byUUID []int32
 	// inputs are what the views and Fleet were computed from.
 	inputs inputs
+	// attempted is when the refresh that made this state started; zero
+	// before any.
+	attempted time.Time
+	// read is the last read that reached nova_api, handed back to the
+	// reader (novadb.Known) as topology.Cache hands db its nodes.
+	read *novadb.Snapshot
+}
+
+// Refresh is the outcome of one refresh, as reported to Config.OnRefresh.
+type Refresh struct {
+	// Started is when the refresh began; Duration how long it took.
+	Started  time.Time
+	Duration time.Duration
+	// Err is why a read failed: nova_api's error, else the first failing
+	// cell's (in cell_mappings' order); nil when every read worked.
+	Err error
 }
 
 // inputs are what a refresh's views and Fleet depend on besides Ironic's
 // nodes (compared field by field, sameNodes), compared to spare computing
-// them again: per cell its compute nodes and instances (slices novadb
-// reuses while their probes are unchanged) and its services as judged now
-// (every field the answer reads but the heartbeat's time). At 100k nodes and 100 computes a refresh that
-// computes them takes 200 ms (BenchmarkNova); every 15 s that is 1.3% of a
-// core, most of the steady-state CPU row's 2% (README, Performance).
+// them again: per cell the generations of its compute nodes and instances
+// (novadb.CellRead.Generation) and its services as judged now (every field
+// the answer reads but the heartbeat's time). Computing them takes a
+// fraction of a second at 100k nodes (BenchmarkNova), most of the
+// steady-state CPU row (docs/performance.md).
 type inputs struct {
 	cells []cellInputs
 }
 
 type cellInputs struct {
-	uuid          string
-	computeNodes  *nova.ComputeNode
-	computeCount  int
-	instances     *nova.Instance
-	instanceCount int
-	services      string // id, host, binary, flags, version and up of each row
-	softDeleted   string // SoftDeletedHosts
+	uuid        string
+	generation  novadb.Generation
+	services    []serviceInput
+	softDeleted []string // SoftDeletedHosts
 }
 
-// inputsOf are the inputs of an answer over t's nodes and snap's cells at
-// now.
+// serviceInput is what the answer reads of a services row, its liveness
+// judged now in place of its heartbeat's time.
+type serviceInput struct {
+	id                                int64
+	host, binary                      string
+	disabled, forcedDown, deleted, up bool
+	version                           int
+}
+
+// inputsOf are the inputs of an answer over snap's cells at now.
 func (c *Cache) inputsOf(snap *novadb.Snapshot, now time.Time) inputs {
 	var in inputs
 	for _, cr := range snap.Cells {
-		ci := cellInputs{uuid: cr.Cell.UUID, computeCount: len(cr.Cell.ComputeNodes), instanceCount: len(cr.Cell.Instances)}
-		if ci.computeCount > 0 {
-			ci.computeNodes = &cr.Cell.ComputeNodes[0]
-		}
-		if ci.instanceCount > 0 {
-			ci.instances = &cr.Cell.Instances[0]
-		}
-		ci.softDeleted = strings.Join(cr.Cell.SoftDeletedHosts, "\x00")
-		var b strings.Builder
+		ci := cellInputs{uuid: cr.Cell.UUID, generation: cr.Generation}
+		ci.softDeleted = cr.Cell.SoftDeletedHosts
 		for _, sv := range cr.Cell.Services {
 			up := rules.NewNova(rules.Release{}, rules.PostgreSQL, c.cfg.Settings).ServiceIsUp(now, sv.LastSeenUp, sv.CreatedAt, sv.ForcedDown)
-			fmt.Fprintf(&b, "%d\x00%s\x00%s\x00%t%t%t%t\x00%d\n", sv.ID, sv.Host, sv.Binary, sv.Disabled, sv.ForcedDown, sv.Deleted, up, sv.Version)
+			ci.services = append(ci.services, serviceInput{id: sv.ID, host: sv.Host, binary: sv.Binary, disabled: sv.Disabled,
+				forcedDown: sv.ForcedDown, deleted: sv.Deleted, up: up, version: sv.Version})
 		}
-		ci.services = b.String()
 		in.cells = append(in.cells, ci)
 	}
 	return in
 }
 
-func (in inputs) equal(o inputs) bool { return slices.Equal(in.cells, o.cells) }
+func (in inputs) equal(o inputs) bool {
+	return slices.EqualFunc(in.cells, o.cells, func(a, b cellInputs) bool {
+		return a.uuid == b.uuid && a.generation == b.generation && slices.Equal(a.services, b.services) && slices.Equal(a.softDeleted, b.softDeleted)
+	})
+}
 
 // sameNodes reports whether t's nodes are, as Nova's node list gives them,
 // nodes: a power state or a lock changing in Ironic changes no answer.
@@ -182,23 +215,6 @@ func nodesOf(t *topology.Topology, nodes []*db.Node) []*db.Node {
 	return out
 }
 
-// Shared is the novadb.Shared of the current Ironic topology (ironic
-// returns it, nil when there is none): the Nova rows then share the uuid
-// strings of Ironic's nodes.
-func Shared(ironic func() *topology.Topology) novadb.Shared {
-	return func(uuid string) (string, *string, bool) {
-		t := ironic()
-		if t == nil {
-			return "", nil, false
-		}
-		// Node falls back to names: only a node of that very uuid shares.
-		if n, ok := t.Node(uuid); ok && n.UUID == uuid {
-			return n.UUID, n.InstanceUUID, true
-		}
-		return "", nil, false
-	}
-}
-
 // ironicNodes are Ironic's nodes as Nova's answer reads them, each made
 // when asked: a slice of them beside what an answer builds was 9 MB at
 // 100k nodes, at the peak of the memory row with Nova (peak RSS within
@@ -213,9 +229,9 @@ func (n ironicNodes) Node(i int) nova.IronicNode { return ironicNode(n[i]) }
 
 // ironicNode is what Nova's node list and the problems read of n.
 func ironicNode(n *db.Node) nova.IronicNode {
-	return nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: deref(n.Shard),
-		InstanceUUID: deref(n.InstanceUUID), ParentNode: deref(n.ParentNode),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance}
+	return nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: db.Text(n.Shard),
+		InstanceUUID: db.Text(n.InstanceUUID), ParentNode: db.Text(n.ParentNode),
+		ProvisionState: db.Text(n.ProvisionState), Maintenance: n.Maintenance}
 }
 
 // UUID is the uuid of the answer's node i, 0 <= i < Fleet.Len().
@@ -243,6 +259,13 @@ func (s *State) NodeClaims(uuid string) (claims []nova.FleetClaim, ok bool) {
 	return slices.Collect(s.Fleet.Claims(int(s.byUUID[j]))), true
 }
 
+// NodeComputes are the claims on the node of uuid in the answer Get gives
+// with no deadline (api.NovaLookup); ok is false when the answer does not
+// cover it.
+func (c *Cache) NodeComputes(uuid string) ([]nova.FleetClaim, bool) {
+	return c.Get(context.Background()).NodeClaims(uuid)
+}
+
 // TableReads count the reads of one table.
 type TableReads struct{ Read, Reused int }
 
@@ -260,19 +283,29 @@ type CellState struct {
 	Database, Credentials, User string
 }
 
-// Cache holds the Nova answer.
+// Cache holds the Nova answer and refreshes it when asked, at most once per
+// Interval, with topology.Cache's policy (topology.OnDemand): concurrent
+// callers share a single refresh, bounded by Timeout and not cancelled when
+// one caller gives up.
 type Cache struct {
-	cfg   Config
-	state atomic.Pointer[State]
+	cfg    Config
+	policy topology.OnDemand
+	state  atomic.Pointer[State]
 }
 
-// New returns a cache; Run fills it.
+// New returns a cache; it reads nothing until the first Get.
 func New(cfg Config) *Cache {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 15 * time.Second
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = topology.DefaultMaxWait
+	}
+	if cfg.ProbeWindow <= 0 {
+		cfg.ProbeWindow = topology.DefaultProbeWindow
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -283,63 +316,92 @@ func New(cfg Config) *Cache {
 	if cfg.Idle == nil {
 		cfg.Idle = func() bool { return true }
 	}
-	c := &Cache{cfg: cfg}
+	if cfg.Ironic == nil {
+		cfg.Ironic = func(context.Context) *topology.Topology { return nil }
+	}
+	c := &Cache{cfg: cfg, policy: topology.OnDemand{MinInterval: cfg.Interval, MaxWait: cfg.MaxWait, Now: cfg.Now}}
 	c.state.Store(&State{Assumed: cfg.Computes == nil, ServicegroupDriver: cfg.Settings.ServicegroupDriver})
 	return c
 }
 
-// Current is the latest answer (never nil).
+// Current is the latest answer (never nil), without refreshing it.
 func (c *Cache) Current() *State { return c.state.Load() }
 
-// Run reads at every interval until ctx ends. The first read waits, an
-// interval at most, for Ironic's first topology: an answer over no nodes
-// would say nothing for an interval.
-func (c *Cache) Run(ctx context.Context) {
-	for wait := time.Now().Add(c.cfg.Interval); c.cfg.Ironic() == nil && time.Now().Before(wait); {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	t := time.NewTicker(c.cfg.Interval)
-	defer t.Stop()
-	for {
-		c.Refresh(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// Get returns the answer, refreshing it when it is older than Interval, as
+// topology.Cache.Get does its view (topology.OnDemand): an answer within
+// MaxAge is returned at once while the refresh it starts runs; a refresh
+// started on an older one is waited for until ctx's deadline, or at most
+// MaxWait when ctx has none, and then the current answer is returned.
+func (c *Cache) Get(ctx context.Context) *State {
+	c.policy.Get(ctx, c.policyState, c.refresh)
+	return c.Current()
+}
+
+// Refresh refreshes the answer now, or joins the refresh that runs, and
+// waits for it until ctx ends.
+func (c *Cache) Refresh(ctx context.Context) {
+	select {
+	case <-c.policy.Start(c.policyState, c.refresh):
+	case <-ctx.Done():
 	}
 }
 
-// Refresh reads Nova's databases once and stores the new answer.
-func (c *Cache) Refresh(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+// MaxAge is the oldest answer Get returns without waiting for a refresh
+// (topology.OnDemand.MaxAge).
+func (c *Cache) MaxAge() time.Duration { return c.policy.MaxAge() }
+
+// policyState is the topology.OnDemandState of the cache.
+func (c *Cache) policyState() (time.Time, bool) {
+	s := c.state.Load()
+	return s.attempted, s.Fleet != nil
+}
+
+// refresh runs one refresh (a topology.OnDemandRefresh) and reports it.
+func (c *Cache) refresh() (commit, after func()) {
+	start := c.cfg.Now()
+	begin := time.Now() // the duration is real time, whatever clock Now is
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
+	next, replaced, err := c.read(ctx, start)
+	if c.cfg.OnRefresh != nil {
+		c.cfg.OnRefresh(Refresh{Started: start, Duration: time.Since(begin), Err: err})
+	}
+	if replaced && c.cfg.AnswerReplaced != nil {
+		after = func() { c.cfg.AnswerReplaced(c.cfg.Idle) }
+	}
+	return func() { c.state.Store(next) }, after
+}
+
+// read reads Nova's databases once, started at start, and returns the new
+// answer, whether it computed new views and Fleet (replaced) and
+// Refresh.Err.
+func (c *Cache) read(ctx context.Context, start time.Time) (next *State, replaced bool, err error) {
 	prev := c.state.Load()
-	next := &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
-		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, ServicegroupDriver: c.cfg.Settings.ServicegroupDriver, nodes: prev.nodes, byUUID: prev.byUUID}
+	next = &State{Cells: prev.Cells, ReadAt: prev.ReadAt, TableReads: prev.TableReads,
+		Fleet: prev.Fleet, Assumed: c.cfg.Computes == nil, ServicegroupDriver: c.cfg.Settings.ServicegroupDriver, nodes: prev.nodes, byUUID: prev.byUUID,
+		attempted: start, read: prev.read}
 	var hosts []string
 	if c.cfg.Computes != nil {
 		for _, fc := range c.cfg.Computes.Computes {
 			hosts = append(hosts, fc.Host)
 		}
 	}
-	snap, err := c.cfg.Reader.Read(ctx, hosts)
+	var known *novadb.Known
+	if prev.read != nil {
+		known = &novadb.Known{Last: prev.read, Window: c.cfg.ProbeWindow}
+	}
+	snap, err := c.cfg.Reader.Read(ctx, hosts, known)
 	if err != nil {
 		next.Err = err
 		if prev.Err == nil {
 			c.cfg.Logger.Error("reading Nova's databases failed; the Nova answers are stale", "err", err)
 		}
-		c.state.Store(next)
-		return
+		return next, false, err
 	}
 	if prev.Err != nil {
 		c.cfg.Logger.Info("reading Nova's databases works again")
 	}
-	next.ReadAt = snap.ReadAt
+	next.ReadAt, next.read = snap.ReadAt, snap
 	next.TableReads = maps.Clone(prev.TableReads)
 	if next.TableReads == nil {
 		next.TableReads = map[string]TableReads{}
@@ -359,37 +421,37 @@ func (c *Cache) Refresh(ctx context.Context) {
 		}
 	}
 	now := c.cfg.Now()
-	t := c.cfg.Ironic()
+	t := c.cfg.Ironic(ctx)
 	next.inputs = c.inputsOf(snap, now)
 	same := !prev.ReadAt.IsZero() && next.inputs.equal(prev.inputs) && sameNodes(t, prev.nodes)
 	next.nodes = nodesOf(t, prev.nodes)
 	nodes := ironicNodes(next.nodes) // what Nova reads of them
 	next.Cells = c.answer(snap, prev, nodes, t, now, same)
 	if same {
-		c.state.Store(next) // the views, Fleet and byUUID are prev's
-		return
+		return next, false, cellsErr(snap) // the views, Fleet and byUUID are prev's
 	}
 	fc := make([]nova.FleetCell, len(snap.Cells))
 	for i, cr := range snap.Cells {
 		fc[i] = nova.FleetCell{Cell: cr.Cell, Answer: next.Cells[i].CellAnswer}
 	}
 	next.Fleet = nova.NewFleet(fc, nodes)
-	for i := range next.Cells {
-		// The Fleet holds the claims; the views' maps of them would be
-		// 50 B/node more of the live heap (State.nodes says which row).
-		for j := range next.Cells[i].Views {
-			next.Cells[i].Views[j].Nodes = nil
-		}
-	}
 	next.byUUID = make([]int32, len(next.nodes))
 	for i := range next.byUUID {
 		next.byUUID[i] = int32(i)
 	}
 	slices.SortFunc(next.byUUID, func(a, b int32) int { return strings.Compare(next.nodes[a].UUID, next.nodes[b].UUID) })
-	c.state.Store(next)
-	if c.cfg.AnswerReplaced != nil {
-		c.cfg.AnswerReplaced(c.cfg.Idle)
+	return next, true, cellsErr(snap)
+}
+
+// cellsErr is the first failing cell's error of snap, nil when none
+// failed.
+func cellsErr(snap *novadb.Snapshot) error {
+	for _, cr := range snap.Cells {
+		if cr.Err != nil {
+			return cr.Err
+		}
 	}
+	return nil
 }
 
 // answer computes each cell's answer over nodes at now; with same (the
@@ -399,12 +461,14 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 	if t != nil {
 		ironicBackend = t.Rules.Backend()
 	}
-	wasErr, warned, connected := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	type connection struct{ cell, database, credentials string }
+	type warning struct{ cell, text string }
+	wasErr, warned, connected := map[string]bool{}, map[warning]bool{}, map[connection]bool{}
 	for _, p := range prev.Cells {
 		wasErr[p.UUID] = p.Err != nil
-		connected[p.UUID+"\x00"+p.Database+"\x00"+p.Credentials] = true
+		connected[connection{p.UUID, p.Database, p.Credentials}] = true
 		for _, w := range p.Warnings {
-			warned[p.UUID+"\x00"+w] = true
+			warned[warning{p.UUID, w}] = true
 		}
 	}
 	out := make([]CellState, 0, len(snap.Cells))
@@ -413,7 +477,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 		if c.cfg.Computes != nil {
 			computes = c.cfg.Computes.For(cr.Cell)
 		}
-		in := nova.AnswerInput{Now: now, Backend: topology.BackendKind(cr.Backend), IronicBackend: ironicBackend,
+		in := nova.AnswerInput{Now: now, Backend: cr.Backend, IronicBackend: ironicBackend,
 			Settings: c.cfg.Settings, Cell: cr.Cell, Nodes: nodes, Computes: computes}
 		var a nova.CellAnswer
 		if same {
@@ -422,7 +486,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 		} else {
 			a = nova.Answer(in)
 		}
-		if !connected[cr.Cell.UUID+"\x00"+cr.Database+"\x00"+cr.Credentials] {
+		if !connected[connection{cr.Cell.UUID, cr.Database, cr.Credentials}] {
 			level := slog.LevelInfo
 			if cr.Credentials == novadb.CredentialsCellMappings {
 				level = slog.LevelWarn // Nova's own, read-write user
@@ -437,7 +501,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 			c.cfg.Logger.Info("reading a Nova cell works again", "cell", cr.Cell.Name)
 		}
 		for _, w := range a.Warnings {
-			if !warned[cr.Cell.UUID+"\x00"+w] {
+			if !warned[warning{cr.Cell.UUID, w}] {
 				c.cfg.Logger.Warn(w, "cell", cr.Cell.Name)
 			}
 		}
@@ -445,11 +509,4 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 			Database: cr.Database, Credentials: cr.Credentials, User: cr.User})
 	}
 	return out
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

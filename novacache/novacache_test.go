@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +21,9 @@ type fakeReader struct {
 	err  error
 }
 
-func (f *fakeReader) Read(context.Context, []string) (*novadb.Snapshot, error) { return f.snap, f.err }
+func (f *fakeReader) Read(context.Context, []string, *novadb.Known) (*novadb.Snapshot, error) {
+	return f.snap, f.err
+}
 
 // TestRefreshKeepsAnswerOnOutage: a read answers over the topology's nodes;
 // a failing nova_api keeps the last answer, marked stale.
@@ -31,7 +35,7 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 	r := &fakeReader{snap: &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}}
 	topo := &topology.Topology{}
 	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}}
-	c := New(Config{Reader: r, Ironic: func() *topology.Topology { return topo }, Now: func() time.Time { return now }})
+	c := New(Config{Reader: r, Ironic: func(context.Context) *topology.Topology { return topo }, Now: func() time.Time { return now }})
 	c.Refresh(context.Background())
 	s := c.Current()
 	if s.Err != nil || len(s.Cells) != 1 || s.Fleet.Len() != 2 || !s.Assumed {
@@ -41,6 +45,13 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 		if claims := slices.Collect(s.Fleet.Claims(i)); len(claims) != 1 || claims[0].Host != "c-a" {
 			t.Errorf("node %d claims %+v, want c-a alone (it is its ring)", i, claims)
 		}
+	}
+	// the views keep their nodes beside the Fleet
+	if v := s.Cells[0].Views; len(v) != 1 || !slices.Equal(v[0].Managed(), []string{"n1", "n2"}) {
+		t.Errorf("views after a refresh: %+v, want c-a managing n1 and n2", v)
+	}
+	if claims := nova.Claims(s.Cells[0].Views); len(claims["n1"]) != 1 || len(claims["n2"]) != 1 {
+		t.Errorf("nova.Claims of the cached views: %+v", claims)
 	}
 	r.err = errors.New("nova_api: connection refused")
 	c.Refresh(context.Background())
@@ -67,7 +78,7 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 	snap := &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}
 	topo := &topology.Topology{}
 	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}, {Node: &db.Node{UUID: "n3"}}}
-	c := New(Config{Reader: &fakeReader{snap: snap}, Ironic: func() *topology.Topology { return topo },
+	c := New(Config{Reader: &fakeReader{snap: snap}, Ironic: func(context.Context) *topology.Topology { return topo },
 		Settings: rules.DefaultNovaSettings(), Now: func() time.Time { return clock }})
 	c.Refresh(context.Background())
 	first := c.Current()
@@ -83,6 +94,23 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 		t.Errorf("heartbeat %v, want the new %v", got, clock)
 	}
 
+	// new rows (a new generation of compute nodes): computed again
+	rows := snap.Cells[0].Cell.ComputeNodes
+	snap.Cells[0].Cell.ComputeNodes = []nova.ComputeNode{{UUID: "n1", Host: "c-b"}, {UUID: "n2", Host: "c-b"}}
+	snap.Cells[0].Generation.ComputeNodes++
+	c.Refresh(context.Background())
+	if reread := c.Current(); reread.Fleet == kept.Fleet {
+		t.Error("a new generation of compute nodes and the Fleet was kept")
+	}
+	// the same generation again: kept
+	again := c.Current()
+	c.Refresh(context.Background())
+	if c.Current().Fleet != again.Fleet {
+		t.Error("the same generation and the Fleet was computed again")
+	}
+	snap.Cells[0].Cell.ComputeNodes = rows
+	snap.Cells[0].Generation.ComputeNodes++
+
 	clock = now.Add(5 * time.Minute) // c-b's heartbeat is stale now; c-a beats
 	snap.Cells[0].Cell.Services[0].LastSeenUp = clock
 	c.Refresh(context.Background())
@@ -97,22 +125,108 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 	}
 }
 
-// TestShared: a node's uuid shares its strings; its name, or a uuid Ironic
-// does not have, none.
-func TestShared(t *testing.T) {
-	name, inst := "rack1-n1", "i1"
+// countingReader counts its reads and blocks each until release is
+// closed (nil: at once).
+type countingReader struct {
+	fakeReader
+	reads   atomic.Int32
+	release chan struct{}
+	known   []*novadb.Known // what each read was handed
+}
+
+func (r *countingReader) Read(ctx context.Context, hosts []string, known *novadb.Known) (*novadb.Snapshot, error) {
+	r.reads.Add(1)
+	r.known = append(r.known, known)
+	if r.release != nil {
+		<-r.release
+	}
+	return r.fakeReader.Read(ctx, hosts, known)
+}
+
+// TestGetRefreshPolicy: Get reads only when the answer is older than
+// Interval, concurrent callers share one read, an answer within MaxAge is
+// served at once while its refresh runs, and every refresh is reported
+// with its error's kind.
+func TestGetRefreshPolicy(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := now
+	cell := nova.Cell{Name: "cell1", UUID: "c1",
+		Services:     []nova.Service{{ID: 1, Host: "c-a", Binary: "nova-compute", LastSeenUp: now, Version: 68}},
+		ComputeNodes: []nova.ComputeNode{{UUID: "n1", Host: "c-a", HypervisorHostname: "n1"}}}
+	r := &countingReader{fakeReader: fakeReader{snap: &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
+		release: make(chan struct{})}
 	topo := &topology.Topology{}
-	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1", Name: &name, InstanceUUID: &inst}}}
-	shared := Shared(func() *topology.Topology { return topo })
-	if n, i, ok := shared("n1"); !ok || n != "n1" || i != &inst {
-		t.Errorf("n1: %q %v %v", n, i, ok)
+	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}}
+	refreshes := make(chan Refresh, 10)
+	c := New(Config{Reader: r, Ironic: func(context.Context) *topology.Topology { return topo }, Interval: 10 * time.Second,
+		Now:       func() time.Time { mu.Lock(); defer mu.Unlock(); return clock },
+		OnRefresh: func(rf Refresh) { refreshes <- rf }})
+
+	// the first answer: every caller waits for the one read
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if s := c.Get(ctx); s.Fleet == nil || s.Fleet.Len() != 1 {
+				t.Errorf("a caller got no answer: %+v", s)
+			}
+		}()
 	}
-	for _, u := range []string{"rack1-n1", "n2"} {
-		if _, _, ok := shared(u); ok {
-			t.Errorf("%s shares a node's strings", u)
-		}
+	for r.reads.Load() == 0 {
+		time.Sleep(time.Millisecond)
 	}
-	if _, _, ok := Shared(func() *topology.Topology { return nil })("n1"); ok {
-		t.Error("no topology: shared")
+	time.Sleep(20 * time.Millisecond) // the others join the running read
+	close(r.release)
+	wg.Wait()
+	if n := r.reads.Load(); n != 1 {
+		t.Fatalf("%d reads for four concurrent callers, want one shared", n)
+	}
+	if rf := <-refreshes; rf.Err != nil || !rf.Started.Equal(now) {
+		t.Errorf("reported %+v", rf)
+	}
+	first := c.Current()
+
+	// within Interval: no read
+	mu.Lock()
+	clock = now.Add(9 * time.Second)
+	mu.Unlock()
+	if s := c.Get(context.Background()); s != first || r.reads.Load() != 1 {
+		t.Errorf("a fresh answer was read again (%d reads)", r.reads.Load())
+	}
+
+	// older than Interval, within MaxAge: served at once, read behind it
+	r.release = make(chan struct{})
+	mu.Lock()
+	clock = now.Add(10*time.Second + 500*time.Millisecond)
+	mu.Unlock()
+	if s := c.Get(context.Background()); s != first {
+		t.Error("an answer within MaxAge was not served at once")
+	}
+	close(r.release)
+	<-refreshes
+	if n := r.reads.Load(); n != 2 {
+		t.Errorf("%d reads, want the one Get started", n)
+	}
+	// the cache holds the last read and hands it back, as topology.Cache
+	// hands db its nodes
+	if k := r.known; k[0] != nil || k[1] == nil || k[1].Last != r.snap || k[1].Window != topology.DefaultProbeWindow {
+		t.Errorf("known reads handed to the reader: %+v", k)
+	}
+
+	// a failing nova_api: reported with its error
+	last := c.Current()
+	r.err = errors.New("nova_api: connection refused")
+	mu.Lock()
+	clock = now.Add(time.Minute)
+	mu.Unlock()
+	if s := c.Get(context.Background()); s.Err == nil || s.Fleet != last.Fleet {
+		t.Errorf("after an outage: err %v; the last answer kept: %t", s.Err, s.Fleet == last.Fleet)
+	}
+	if rf := <-refreshes; rf.Err == nil {
+		t.Error("a failed read reported no error")
 	}
 }

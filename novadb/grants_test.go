@@ -80,7 +80,7 @@ func TestGrantsFollowSQL(t *testing.T) {
 		}
 	}
 	check("nova_api", Grants.API, SQLCellMappings)
-	check("cell", Grants.Cell, SQLServices, SQLComputeNodes, SQLInstances, SQLInstancesOfHost, SQLProbeComputeNodes, SQLProbeInstances)
+	check("cell", Grants.Cell, SQLServices, SQLComputeNodes, SQLInstances, SQLInstancesOfHost("?"), SQLProbeComputeNodes, SQLProbeInstances)
 }
 
 // grantsSchema is the part of Nova's schema the test reads, with columns
@@ -229,7 +229,7 @@ func TestReadOnlyGrants(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer func() { _ = r.Close() }()
-				snap, err := r.Read(context.Background(), []string{"c-9"}) // SQLInstancesOfHost too
+				snap, err := r.Read(context.Background(), []string{"c-9"}, nil) // SQLInstancesOfHost too
 				if err == nil && snap.Cells[0].Err != nil {
 					err = snap.Cells[0].Err
 				}

@@ -5,12 +5,14 @@
 // read-only transaction, a deadline per step, the watchdog, error kinds,
 // no password in any error), one pool per database.
 //
-// A cell whose database fails keeps its last good read, marked with the
-// error: an outage of one cell makes only that cell's answers stale. A
-// cell's compute nodes and instances are read again only when a probe says
-// they may have changed (SQLProbeComputeNodes, SQLProbeInstances); its
-// services, which every nova-compute writes every report_interval, at
-// every read.
+// The reader keeps only its connections: the caller (novacache) holds the
+// last read and hands it back (Known), as topology.Cache hands package db
+// its nodes (db.Known). A cell whose database fails keeps the known read,
+// marked with the error: an outage of one cell makes only that cell's
+// answers stale. A cell's compute nodes and instances are read again only
+// when a probe says they may have changed (SQLProbeComputeNodes,
+// SQLProbeInstances); its services, which every nova-compute writes every
+// report_interval, at every read.
 package novadb
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // Reader reads Nova's databases. It is safe for concurrent use; reads are
@@ -33,12 +36,12 @@ type Reader struct {
 	connection   string // [database]connection, to fill cell templates
 	cellTemplate string // Config.CellTemplate
 	opts         dbconn.Options
-	window       time.Duration
 	now          func() time.Time
-	shared       Shared
 
 	mu    sync.Mutex
 	cells map[string]*cellState // by cell uuid
+	// generation is the last Generation a read of rows took.
+	generation uint64
 }
 
 // Config configures a Reader.
@@ -58,52 +61,8 @@ type Config struct {
 	CellTemplate string
 	// Options tune every pool and its deadlines.
 	Options dbconn.Options
-	// ProbeWindow: a probe whose latest timestamp is less than this older
-	// than the read that took it spares no later read (a write within the
-	// same tick of a coarse clock, or a skewed one, leaves the same
-	// timestamps). Default 2s.
-	ProbeWindow time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// Shared, when set, gives the uuid strings the rows share with
-	// Ironic's nodes.
-	Shared Shared
-}
-
-// Shared gives, for the uuid of an Ironic node, Ironic's own string of it
-// and of the node's instance_uuid (nil: none); ok is false when Ironic has
-// no such node. The rows a read keeps (while their probes are unchanged)
-// then hold no copy of a uuid Ironic's nodes hold: at 100k nodes those
-// copies were 12 MB of the live heap, whose row in the README's
-// Performance table is 600 B/node with Nova configured. Ironic's reads
-// keep a node's strings while its row keeps them (package db), so the
-// shared strings stay those of the current nodes.
-type Shared func(uuid string) (node string, instance *string, ok bool)
-
-// node is Ironic's string of the node uuid u, or u.
-func (f Shared) node(u string) string {
-	if f != nil {
-		if n, _, ok := f(u); ok {
-			return n
-		}
-	}
-	return u
-}
-
-// instance are Ironic's strings of node and of instance u on it, or node
-// and u.
-func (f Shared) instance(node, u string) (string, string) {
-	if f == nil {
-		return node, u
-	}
-	n, inst, ok := f(node)
-	if !ok {
-		return node, u
-	}
-	if inst != nil && *inst == u {
-		u = *inst
-	}
-	return n, u
 }
 
 // Open sets up the pool to nova_api. It does not connect.
@@ -112,11 +71,8 @@ func Open(cfg Config) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nova_api connection: %w", err)
 	}
-	r := &Reader{api: api, connection: cfg.Connection, cellTemplate: cfg.CellTemplate, opts: cfg.Options, window: cfg.ProbeWindow, now: cfg.Now,
-		shared: cfg.Shared, cells: map[string]*cellState{}}
-	if r.window <= 0 {
-		r.window = 2 * time.Second
-	}
+	r := &Reader{api: api, connection: cfg.Connection, cellTemplate: cfg.CellTemplate, opts: cfg.Options, now: cfg.Now,
+		cells: map[string]*cellState{}}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -166,7 +122,7 @@ type CellRead struct {
 	// user it logs in as ("" when not known: SQLite, or no connection).
 	Credentials, User string
 	// Backend is the kind of the cell's database.
-	Backend dbconn.Backend
+	Backend rules.Backend
 	// Err is why this read of the cell failed; nil when it did not.
 	Err error
 	// ReadAt is when Cell's rows were read; zero when never.
@@ -174,13 +130,58 @@ type CellRead struct {
 	// Reread says which of compute nodes and instances were read again
 	// (the others' probes were unchanged).
 	Reread struct{ ComputeNodes, Instances bool }
+	// Generation names the rows Cell.ComputeNodes and Cell.Instances hold:
+	// each read of a table's rows takes a new one, unique within the
+	// Reader, and a read that reuses them keeps theirs. Equal generations
+	// are the same rows, so a consumer tells unchanged rows without
+	// comparing them.
+	Generation Generation
+
+	// url is the connection the rows were read from; probes their tables'
+	// probes (compute nodes, instances) and hosts the extra hosts whose
+	// instances they hold: what the next read compares (Known).
+	url    string
+	probes [2]probe
+	hosts  []string
 }
+
+// Known is what the caller holds of the last read, handed back to Read:
+// the rows of a cell whose probes are unchanged, and vouched for, are not
+// read again.
+type Known struct {
+	// Last is the last read; nil: none, every row is read.
+	Last *Snapshot
+	// Window: a probe whose latest timestamp is less than this older than
+	// the read that took it spares no later read (a write within the same
+	// tick of a coarse clock, or a skewed one, leaves the same timestamps);
+	// topology.DefaultProbeWindow, as for Ironic's nodes.
+	Window time.Duration
+}
+
+// cell is the last read of the cell of uuid read from url with
+// credentials; zero when there is none.
+func (k *Known) cell(uuid, url, credentials string) CellRead {
+	if k == nil || k.Last == nil {
+		return CellRead{}
+	}
+	for _, c := range k.Last.Cells {
+		if c.Cell.UUID == uuid && c.url == url && c.Credentials == credentials {
+			return c
+		}
+	}
+	return CellRead{}
+}
+
+// Generation is CellRead.Generation: per table, which read its rows come
+// from.
+type Generation struct{ ComputeNodes, Instances uint64 }
 
 // Read reads nova_api's cells, then each cell. hosts are hosts whose
 // instances must be read whether or not they have an ironic compute node
-// (the computes of a settings file). An error reading nova_api fails the
-// whole read (the cells are not known); a cell's error is in its CellRead.
-func (r *Reader) Read(ctx context.Context, hosts []string) (*Snapshot, error) {
+// (the computes of a settings file); known (nil: none) is the last read.
+// An error reading nova_api fails the whole read (the cells are not
+// known); a cell's error is in its CellRead.
+func (r *Reader) Read(ctx context.Context, hosts []string, known *Known) (*Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	snap := &Snapshot{ReadAt: r.now()}
@@ -209,7 +210,12 @@ func (r *Reader) Read(ctx context.Context, hosts []string) (*Snapshot, error) {
 			st = &cellState{url: url, credentials: credentials, err: err}
 			r.cells[m.UUID] = st
 		}
-		snap.Cells = append(snap.Cells, st.read(ctx, r, m, hosts, snap.ReadAt))
+		last := known.cell(m.UUID, url, credentials)
+		var window time.Duration
+		if known != nil {
+			window = known.Window
+		}
+		snap.Cells = append(snap.Cells, st.read(ctx, r, m, hosts, last, window, snap.ReadAt))
 	}
 	for u, st := range r.cells {
 		if !seen[u] {
@@ -246,14 +252,6 @@ type cellState struct {
 	// template: the cell then fails every read.
 	err  error
 	pool *dbconn.Pool
-	// last is the last good read; probes its tables' probes then.
-	last   CellRead
-	probes [2]probe // compute nodes, instances
-	// vouch says whether each probe of last vouches for the rows
-	// (taken at least the window after its latest timestamp).
-	vouch [2]bool
-	// hosts are the extra hosts whose instances last holds.
-	hosts []string
 }
 
 func (c *cellState) close() error {
@@ -273,9 +271,12 @@ func (p probe) latest() time.Time {
 	return slices.MaxFunc([]time.Time{p.created, p.updated, p.deletedAt}, time.Time.Compare)
 }
 
-// read reads the cell of m: its failure keeps the last good rows.
-func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hosts []string, now time.Time) CellRead {
-	out := c.last
+// read reads the cell of m: its failure keeps last, the last read's rows;
+// a probe of last taken at least window after its latest timestamp
+// vouches for its rows.
+func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hosts []string, last CellRead, window time.Duration, now time.Time) CellRead {
+	out := last
+	out.url = c.url
 	out.Cell.Name, out.Cell.UUID = m.Name, m.UUID
 	out.Reread.ComputeNodes, out.Reread.Instances = false, false
 	out.Credentials = c.credentials
@@ -292,17 +293,22 @@ func (c *cellState) read(ctx context.Context, r *Reader, m nova.CellMapping, hos
 		c.pool = pool
 	}
 	out.Database, out.Backend, out.User = c.pool.String(), c.pool.Backend(), c.pool.User()
-	next, probes, err := c.readRows(ctx, m, hosts, r.shared)
+	next, err := c.readRows(ctx, m, hosts, last, window)
 	if err != nil {
 		out.Err = fmt.Errorf("reading cell %s (%s): %w", cellName(m), c.pool, c.pool.Scrub(err))
 		return out
 	}
+	next.Generation, next.url, next.hosts = last.Generation, c.url, slices.Clone(hosts)
+	if next.Reread.ComputeNodes {
+		r.generation++
+		next.Generation.ComputeNodes = r.generation
+	}
+	if next.Reread.Instances {
+		r.generation++
+		next.Generation.Instances = r.generation
+	}
 	next.Database, next.Backend, next.ReadAt = out.Database, out.Backend, now
 	next.Credentials, next.User = out.Credentials, out.User
-	for i, p := range probes {
-		c.vouch[i] = now.Sub(p.latest()) >= r.window
-	}
-	c.last, c.probes, c.hosts = next, probes, slices.Clone(hosts)
 	return next
 }
 
@@ -313,45 +319,46 @@ func cellName(m nova.CellMapping) string {
 	return m.Name + " " + m.UUID
 }
 
-// readRows reads the cell's rows in one read-only transaction, reusing the
-// last compute nodes and instances when their probes are unchanged and
-// vouched for.
-func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []string, shared Shared) (CellRead, [2]probe, error) {
-	var probes [2]probe
+// readRows reads the cell's rows in one read-only transaction, reusing
+// last's compute nodes and instances when their probes are unchanged and
+// vouched for (taken at least window after their latest timestamp).
+func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []string, last CellRead, window time.Duration) (CellRead, error) {
 	s, err := c.pool.Begin(ctx, 5+len(hosts))
 	if err != nil {
-		return CellRead{}, probes, err
+		return CellRead{}, err
 	}
 	failed := true
 	defer func() { s.End(failed) }()
 	out := CellRead{Cell: nova.Cell{Name: m.Name, UUID: m.UUID}}
 	if out.Cell.Services, err = readServices(s); err != nil {
-		return out, probes, err
+		return out, err
 	}
-	if probes[0], err = readProbe(s, "probing compute_nodes", SQLProbeComputeNodes); err != nil {
-		return out, probes, err
+	if out.probes[0], err = readProbe(s, "probing compute_nodes", SQLProbeComputeNodes); err != nil {
+		return out, err
 	}
-	if probes[1], err = readProbe(s, "probing instances", SQLProbeInstances); err != nil {
-		return out, probes, err
+	if out.probes[1], err = readProbe(s, "probing instances", SQLProbeInstances); err != nil {
+		return out, err
 	}
-	hasLast := !c.last.ReadAt.IsZero()
-	if hasLast && c.vouch[0] && probes[0] == c.probes[0] {
-		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = c.last.Cell.ComputeNodes, c.last.Cell.SoftDeletedHosts
+	reuse := func(i int) bool {
+		return !last.ReadAt.IsZero() && last.ReadAt.Sub(last.probes[i].latest()) >= window && out.probes[i] == last.probes[i]
+	}
+	if reuse(0) {
+		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = last.Cell.ComputeNodes, last.Cell.SoftDeletedHosts
 	} else {
 		out.Reread.ComputeNodes = true
-		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, shared, probes[0].count); err != nil {
-			return out, probes, err
+		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, out.probes[0].count); err != nil {
+			return out, err
 		}
 	}
 	// the instances read depends on the compute nodes' hosts, and hosts
-	if hasLast && c.vouch[1] && probes[1] == c.probes[1] && !out.Reread.ComputeNodes && slices.Equal(hosts, c.hosts) {
-		out.Cell.Instances = c.last.Cell.Instances
+	if reuse(1) && !out.Reread.ComputeNodes && slices.Equal(hosts, last.hosts) {
+		out.Cell.Instances = last.Cell.Instances
 	} else {
 		out.Reread.Instances = true
-		if out.Cell.Instances, err = readInstances(s, c.pool.Backend(), out.Cell, hosts, shared); err != nil {
-			return out, probes, err
+		if out.Cell.Instances, err = readInstances(s, c.pool.Backend(), out.Cell, hosts); err != nil {
+			return out, err
 		}
 	}
 	failed = false
-	return out, probes, nil
+	return out, nil
 }

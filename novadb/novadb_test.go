@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	_ "modernc.org/sqlite"
 
@@ -55,7 +54,7 @@ func TestRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	snap, err := r.Read(context.Background(), []string{"c-9"})
+	snap, err := r.Read(context.Background(), []string{"c-9"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +83,33 @@ func TestRead(t *testing.T) {
 
 	// unchanged: the probes vouch for the rows (their latest time is an
 	// hour before the read)
-	again, err := r.Read(context.Background(), []string{"c-9"})
+	known := func(last *Snapshot) *Known { return &Known{Last: last, Window: 2 * time.Second} }
+	again, err := r.Read(context.Background(), []string{"c-9"}, known(snap))
 	if err != nil || again.Cells[0].Reread.ComputeNodes || again.Cells[0].Reread.Instances {
 		t.Fatalf("second read: %v %+v", err, again.Cells[0].Reread)
 	}
+	gen := snap.Cells[0].Generation
+	if gen.ComputeNodes == 0 || gen.Instances == 0 || gen.ComputeNodes == gen.Instances || gen == snap.Cells[1].Generation {
+		t.Errorf("first read's generations are not distinct: cell1 %+v, cell2 %+v", gen, snap.Cells[1].Generation)
+	}
+	// the reader keeps no rows: without a known read, every table is read
+	if none, err := r.Read(context.Background(), []string{"c-9"}, nil); err != nil || !none.Cells[0].Reread.ComputeNodes || !none.Cells[0].Reread.Instances {
+		t.Errorf("a read with no known one reused rows: %v %+v", err, none.Cells[0].Reread)
+	}
+	if again.Cells[0].Generation != gen {
+		t.Errorf("rows reused, generations %+v, want the first read's %+v", again.Cells[0].Generation, gen)
+	}
 	// a soft delete (deleted_at set, updated_at kept, as oslo.db's does)
 	testenv.ExecSQLite(t, cell1, `UPDATE instances SET deleted = id, deleted_at = '2026-12-04 08:59:59.500000' WHERE uuid = 'i1'`)
-	third, err := r.Read(context.Background(), []string{"c-9"})
+	third, err := r.Read(context.Background(), []string{"c-9"}, known(again))
 	if err != nil || third.Cells[0].Reread.ComputeNodes || !third.Cells[0].Reread.Instances || len(third.Cells[0].Cell.Instances) != 1 {
 		t.Fatalf("after a soft delete: %v %+v", err, third.Cells[0])
 	}
+	if g := third.Cells[0].Generation; g.ComputeNodes != gen.ComputeNodes || g.Instances == gen.Instances {
+		t.Errorf("instances read again: generations %+v, want a new one for instances alone (was %+v)", g, gen)
+	}
 	// within the window of the latest write: no reuse next time
-	fourth, _ := r.Read(context.Background(), []string{"c-9"})
+	fourth, _ := r.Read(context.Background(), []string{"c-9"}, known(third))
 	if !fourth.Cells[0].Reread.Instances {
 		t.Errorf("a probe 0.5 s after the latest write vouches (window 2s): %+v", fourth.Cells[0].Reread)
 	}
@@ -108,12 +122,12 @@ func TestCellFailureKeepsLastRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	first, err := r.Read(context.Background(), nil)
+	first, err := r.Read(context.Background(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testenv.ExecSQLite(t, cell1, `DROP TABLE services`)
-	snap, err := r.Read(context.Background(), nil)
+	snap, err := r.Read(context.Background(), nil, &Known{Last: first, Window: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,42 +149,11 @@ func TestAPIFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	_, err = r.Read(context.Background(), nil)
+	_, err = r.Read(context.Background(), nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "reading nova_api") || strings.Contains(err.Error(), "s3cret-pw") {
 		t.Fatalf("error: %v", err)
 	}
 	if _, err := Open(Config{APIConnection: "oracle://x"}); err == nil || !strings.Contains(err.Error(), "nova_api connection") {
 		t.Errorf("bad DSN: %v", err)
-	}
-}
-
-// TestReadShares: with Shared, the rows hold Ironic's strings of the node
-// and instance uuids it knows (the same memory, not a copy), and their own
-// of the others.
-func TestReadShares(t *testing.T) {
-	cfg, _, _ := fleet(t)
-	node, inst := strings.Clone("n1"), strings.Clone("i1")
-	cfg.Shared = func(u string) (string, *string, bool) {
-		if u == node {
-			return node, &inst, true
-		}
-		return "", nil, false
-	}
-	r, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = r.Close() }()
-	snap, err := r.Read(context.Background(), []string{"c-9"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	same := func(a, b string) bool { return a == b && unsafe.StringData(a) == unsafe.StringData(b) }
-	c := snap.Cells[0].Cell
-	if cn := c.ComputeNodes; len(cn) != 1 || !same(cn[0].UUID, node) || !same(cn[0].HypervisorHostname, node) {
-		t.Errorf("compute nodes: %+v, want n1 Ironic's string", cn)
-	}
-	if in := c.Instances; !same(in[0].UUID, inst) || !same(in[0].Node, node) || in[1].UUID != "i4" || in[1].Node != "n9" {
-		t.Errorf("instances: %+v, want i1 and n1 Ironic's strings", in)
 	}
 }

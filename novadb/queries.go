@@ -42,12 +42,6 @@ FROM instances
 WHERE deleted = 0 AND host IN (SELECT host FROM compute_nodes WHERE hypervisor_type = 'ironic')
 ORDER BY id`
 
-	// SQLInstancesOfHost reads the live instances of one host: for a
-	// compute of the settings file that has no ironic compute node (its
-	// rows all moved to other computes), whose instances SQLInstances
-	// does not read.
-	SQLInstancesOfHost = `SELECT uuid, host, node FROM instances WHERE deleted = 0 AND host = ? ORDER BY id`
-
 	// SQLProbeComputeNodes and SQLProbeInstances ask whether a table may
 	// have changed since the last read: oslo.db's TimestampMixin sets
 	// created_at on insert and updated_at on every ORM update; its
@@ -56,3 +50,11 @@ ORDER BY id`
 	SQLProbeComputeNodes = `SELECT count(*), coalesce(max(id), 0), max(created_at), max(updated_at), max(deleted_at) FROM compute_nodes`
 	SQLProbeInstances    = `SELECT count(*), coalesce(max(id), 0), max(created_at), max(updated_at), max(deleted_at) FROM instances`
 )
+
+// SQLInstancesOfHost reads the live instances of one host: for a compute of
+// the settings file that has no ironic compute node (its rows all moved to
+// other computes), whose instances SQLInstances does not read. param is
+// its one parameter's marker (dbconn.Param).
+func SQLInstancesOfHost(param string) string {
+	return `SELECT uuid, host, node FROM instances WHERE deleted = 0 AND host = ` + param + ` ORDER BY id`
+}

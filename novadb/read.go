@@ -2,10 +2,10 @@ package novadb
 
 import (
 	"database/sql"
-	"strings"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // readServices runs SQLServices. A NULL disabled reads as true (the ring's
@@ -48,17 +48,14 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 	return p, err
 }
 
-// readComputeNodes runs SQLComputeNodes.
-// The hosts are interned, uuid is Ironic's string of it (Shared), and
-// hypervisor_hostname shares uuid's string when they are equal (an ironic
-// compute node's are): at 100k nodes the rows are kept between reads, and
-// a string each would be 4 MB of the live heap (the memory row of the
-// README's Performance table). For the same row, the slice is made for
+// readComputeNodes runs SQLComputeNodes. The rows are kept between reads:
+// the hosts are interned and hypervisor_hostname shares uuid's string when
+// they are equal (an ironic compute node's are), and the slice is made for
 // count, the probe's count of the table (every row, ironic or not), not
-// grown by appending (up to a quarter unused).
-func readComputeNodes(s *dbconn.Session, shared Shared, count int64) (live []nova.ComputeNode, softDeleted []string, err error) {
+// grown by appending.
+func readComputeNodes(s *dbconn.Session, count int64) (live []nova.ComputeNode, softDeleted []string, err error) {
 	live = make([]nova.ComputeNode, 0, count)
-	hosts := map[string]string{}
+	hosts := dbconn.Interner{}
 	deletedHosts := map[string]bool{}
 	err = s.Rows("reading compute_nodes", SQLComputeNodes, false, func(rows *sql.Rows) error {
 		var (
@@ -70,11 +67,7 @@ func readComputeNodes(s *dbconn.Session, shared Shared, count int64) (live []nov
 		if err := rows.Scan(&uuid, &host, &hh, &deleted); err != nil {
 			return err
 		}
-		h, ok := hosts[string(host)]
-		if !ok {
-			h = string(host)
-			hosts[h] = h
-		}
+		h := hosts.Str(host)
 		if deleted.Int64 != 0 {
 			if !deletedHosts[h] {
 				deletedHosts[h] = true
@@ -82,7 +75,7 @@ func readComputeNodes(s *dbconn.Session, shared Shared, count int64) (live []nov
 			}
 			return nil
 		}
-		cn.UUID, cn.Host = shared.node(uuid.String), h
+		cn.UUID, cn.Host = uuid.String, h
 		if cn.HypervisorHostname = cn.UUID; string(hh) != cn.UUID {
 			cn.HypervisorHostname = string(hh)
 		}
@@ -93,12 +86,11 @@ func readComputeNodes(s *dbconn.Session, shared Shared, count int64) (live []nov
 }
 
 // readInstances runs SQLInstances, then SQLInstancesOfHost for each of
-// hosts that no compute node's host is (exactly), each instance once, its
-// uuid and node Ironic's strings of them where Ironic has them (Shared).
-func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, hosts []string, shared Shared) ([]nova.Instance, error) {
+// hosts that no compute node's host is (exactly), each instance once.
+func readInstances(s *dbconn.Session, backend rules.Backend, cell nova.Cell, hosts []string) ([]nova.Instance, error) {
 	var out []nova.Instance
 	seen := map[string]bool{}
-	interned := map[string]string{} // hosts, as readComputeNodes interns them
+	interned := dbconn.Interner{} // hosts, as readComputeNodes interns them
 	scan := func(rows *sql.Rows) error {
 		var (
 			uuid, node sql.NullString
@@ -107,15 +99,10 @@ func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, ho
 		if err := rows.Scan(&uuid, &host, &node); err != nil {
 			return err
 		}
-		h, ok := interned[string(host)]
-		if !ok {
-			h = string(host)
-			interned[h] = h
-		}
+		h := interned.Str(host)
 		if !seen[uuid.String] {
 			seen[uuid.String] = true
-			n, u := shared.instance(node.String, uuid.String)
-			out = append(out, nova.Instance{UUID: u, Host: h, Node: n})
+			out = append(out, nova.Instance{UUID: uuid.String, Host: h, Node: node.String})
 		}
 		return nil
 	}
@@ -129,10 +116,7 @@ func readInstances(s *dbconn.Session, backend dbconn.Backend, cell nova.Cell, ho
 	for _, h := range cell.SoftDeletedHosts {
 		cnHosts[h] = true
 	}
-	q := SQLInstancesOfHost
-	if backend == dbconn.BackendPostgreSQL {
-		q = strings.Replace(q, "?", "$1", 1)
-	}
+	q := SQLInstancesOfHost(dbconn.Param(backend, 1))
 	for _, h := range hosts {
 		if !cnHosts[h] {
 			if err := s.Rows("reading instances of "+h, q, true, scan, h); err != nil {

@@ -32,6 +32,20 @@ func (b Backend) String() string {
 	return "unknown"
 }
 
+// CompareBool orders booleans as every backend stores and sorts them,
+// false (0) before true (1): how Ironic's API sorts a boolean column
+// (sort_key=maintenance, online) on any database, and the order of Nova's
+// groups of computes.
+func CompareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 // IronicUsesSQLite is how Ironic itself decides that it runs on SQLite:
 // the word "sqlite" anywhere in [database]connection, case-insensitively
 // (ironic/common/utils.py is_ironic_using_sqlite, commit 0099d1812

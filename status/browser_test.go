@@ -16,6 +16,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // chromium is headless Chromium (Debian chromium) driven by one test.
@@ -123,7 +124,7 @@ func TestInChromium(t *testing.T) {
 // and problems, a conductor page reached by clicking its hostname, the
 // affinity of a lookup) and keeps the screenshots in ICE_SCREENSHOT_DIR.
 func TestScreenshotsInChromium(t *testing.T) {
-	healthy := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: testSnapshot().Conductors[:1], Nodes: testSnapshot().Nodes[:1]}
+	healthy := &db.Snapshot{Backend: rules.PostgreSQL, Conductors: testSnapshot().Conductors[:1], Nodes: testSnapshot().Nodes[:1]}
 	degraded := fixture.NewSource(degradedSnapshot())
 	stale := fixture.NewSource(degradedSnapshot())
 	healthySrv := httptest.NewServer(newHandler(t, fixture.NewSource(healthy)))

@@ -83,7 +83,7 @@ func TestEvents(t *testing.T) {
 // an online one it keeps.
 func TestRowDeletionOnSQLite(t *testing.T) {
 	snap := degradedSnapshot()
-	snap.Backend = db.BackendSQLite
+	snap.Backend = rules.SQLite
 	snap.Conductors = append(snap.Conductors, db.Conductor{ID: 4, Hostname: "cond-gone", Online: false,
 		UpdatedAt: time.Now().UTC().Add(-time.Hour), HardwareTypes: []string{"ipmi"}})
 	s := eventSettings

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // liveFleetSnapshot is what real conductors leave behind (the newest
@@ -24,7 +25,7 @@ func liveFleetSnapshot() *db.Snapshot {
 		}
 		return n
 	}
-	return &db.Snapshot{Backend: db.BackendMySQL, Conductors: []db.Conductor{
+	return &db.Snapshot{Backend: rules.MySQL, Conductors: []db.Conductor{
 		{ID: 1, Hostname: "c1", Online: false, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"fake-hardware"}},
 		{ID: 2, Hostname: "c2:8090", Online: true, UpdatedAt: now.Add(-time.Second), HardwareTypes: []string{"fake-hardware"}},
 		{ID: 3, Hostname: "c3:8090", Online: true, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"fake-hardware"}},

@@ -98,7 +98,7 @@ func buildNova(s *novacache.State, now time.Time) *novaData {
 		return 2
 	}
 	slices.SortStableFunc(d.Computes, func(a, b novaComputeRow) int {
-		return cmp.Or(rank(a)-rank(b), strings.Compare(a.Cell+"\x00"+a.Host, b.Cell+"\x00"+b.Host))
+		return cmp.Or(rank(a)-rank(b), strings.Compare(a.Cell, b.Cell), strings.Compare(a.Host, b.Host))
 	})
 	for _, r := range nova.ProblemReasons {
 		if n := s.Fleet.Problems[r]; n > 0 {

@@ -17,7 +17,9 @@ import (
 
 type novaReader struct{ snap *novadb.Snapshot }
 
-func (r novaReader) Read(context.Context, []string) (*novadb.Snapshot, error) { return r.snap, nil }
+func (r novaReader) Read(context.Context, []string, *novadb.Known) (*novadb.Snapshot, error) {
+	return r.snap, nil
+}
 
 // TestNovaOnCallPath: with Nova, the lookup takes an instance UUID and
 // walks instance -> node -> conductor (alive?) -> nova-compute (up?) ->
@@ -45,7 +47,7 @@ func TestNovaOnCallPath(t *testing.T) {
 		},
 		Instances: []nova.Instance{{UUID: inst, Host: "ironic-down", Node: snap.Nodes[0].UUID}}}
 	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
-		Ironic: func() *topology.Topology { return cache.Current().Topology }})
+		Ironic: func(context.Context) *topology.Topology { return cache.Current().Topology }})
 	nc.Refresh(context.Background())
 	h := NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current})
 
@@ -81,7 +83,8 @@ func TestNovaOnCallPath(t *testing.T) {
 }
 
 // TestNovaLivenessUnknownPage: with servicegroup_driver mc the page says
-// the computes' liveness is unknown, and why, instead of down.
+// the computes' liveness is unknown, and why, instead of down, and the
+// node lookup says "unknown" instead of "up".
 func TestNovaLivenessUnknownPage(t *testing.T) {
 	snap := degradedSnapshot()
 	cache, err := topology.NewCache(topology.CacheConfig{Source: fixture.NewSource(snap),
@@ -93,10 +96,12 @@ func TestNovaLivenessUnknownPage(t *testing.T) {
 	now := time.Now().UTC()
 	cell := nova.Cell{Name: "cell1", UUID: "c1", Services: []nova.Service{
 		{ID: 1, Host: "ironic-stale", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68}}}
+	node := cache.Current().Topology.Nodes[0].UUID
+	cell.ComputeNodes = []nova.ComputeNode{{UUID: node, Host: "ironic-stale", HypervisorHostname: node}}
 	settings := rules.DefaultNovaSettings()
 	settings.ServicegroupDriver = "mc"
 	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
-		Settings: settings, Ironic: func() *topology.Topology { return cache.Current().Topology },
+		Settings: settings, Ironic: func(context.Context) *topology.Topology { return cache.Current().Topology },
 		Computes: &nova.ComputesFile{Computes: []nova.FileCompute{{Host: "ironic-stale"}}}})
 	nc.Refresh(context.Background())
 	_, body := get(t, NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current}), "/")
@@ -108,5 +113,9 @@ func TestNovaLivenessUnknownPage(t *testing.T) {
 	}
 	if strings.Contains(between(body, `id="summary"`, "</div>"), "down with instances") {
 		t.Error("the summary calls a compute of unknown liveness down")
+	}
+	_, body = get(t, NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current}), "/?node="+node)
+	if lookup := between(body, `id="lookup-nova"`, "</dd>"); !strings.Contains(lookup, `<strong>ironic-stale</strong> (cell cell1, by ring) <span class="state unknown">unknown</span>`) {
+		t.Errorf("the lookup of a node of a compute of unknown liveness:\n%s", lookup)
 	}
 }

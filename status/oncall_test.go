@@ -2,13 +2,13 @@ package status
 
 import (
 	"errors"
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ring"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -50,7 +50,7 @@ func newHistoryHandler(t *testing.T, src *fixture.Source, minInterval time.Durat
 }
 
 func TestSummary(t *testing.T) {
-	_, healthy := get(t, newHandler(t, fixture.NewSource(&db.Snapshot{Backend: db.BackendPostgreSQL,
+	_, healthy := get(t, newHandler(t, fixture.NewSource(&db.Snapshot{Backend: rules.PostgreSQL,
 		Conductors: testSnapshot().Conductors[:1], Nodes: testSnapshot().Nodes[:1]})), "/")
 	if !strings.Contains(healthy, `id="summary" class="banner summary ok" role="status"`) || !strings.Contains(healthy, "All clear") {
 		t.Error("healthy fleet: summary not green")
@@ -164,7 +164,7 @@ func TestHistoryBounded(t *testing.T) {
 		if s == rules.StateDead {
 			beat = now.Add(-time.Hour)
 		}
-		topo, err := topology.Build(&db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+		topo, err := topology.Build(&db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 			{ID: 1, Hostname: "a", Online: true, UpdatedAt: beat},
 			{ID: int64(2 + i), Hostname: string(rune('b' + i)), Online: true},
 		}}, topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, Algorithm: ring.MD5}}, now, nil)

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/methods"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/novacache"
@@ -242,7 +243,9 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	d.LastSuccess = v.LastSuccess.UTC()
 	d.DataAge = now.Sub(v.LastSuccess).Round(time.Second)
 	d.Settings = t.Settings
-	d.Backend = string(t.Backend)
+	if t.Backend != 0 {
+		d.Backend = t.Backend.String()
+	}
 	d.Nodes = len(t.Nodes)
 	for i := range t.Conductors {
 		c := &t.Conductors[i]
@@ -251,14 +254,14 @@ func build(v topology.View, now time.Time, query string, opts Options) pageData 
 	}
 	// Trouble first: dead, then stopped, draining, alive.
 	slices.SortStableFunc(d.Conductors, func(a, b conductorRow) int {
-		return cmp.Or(stateRank(a.State)-stateRank(b.State), strings.Compare(a.Group+"\x00"+a.Hostname, b.Group+"\x00"+b.Hostname))
+		return cmp.Or(stateRank(a.State)-stateRank(b.State), strings.Compare(a.Group, b.Group), strings.Compare(a.Hostname, b.Hostname))
 	})
 	d.Rings = ringRows(t)
 	for k, n := range t.Orphans {
 		d.Orphans = append(d.Orphans, orphanRow{Group: k.ConductorGroup, Driver: k.Driver, Nodes: n})
 	}
 	slices.SortFunc(d.Orphans, func(a, b orphanRow) int {
-		return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Group+"\x00"+a.Driver, b.Group+"\x00"+b.Driver))
+		return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.Group, b.Group), strings.Compare(a.Driver, b.Driver))
 	})
 	for host, n := range t.Reservations {
 		c, ok := t.Conductor(host)
@@ -314,14 +317,6 @@ func newConductorRow(t *topology.Topology, c *topology.ConductorInfo) conductorR
 	return row
 }
 
-// deref is *p, "" for nil.
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
 // ringRows computes, per ring, how many of its nodes each member serves.
 func ringRows(t *topology.Topology) []ringRow {
 	type key struct{ group, hw, host string }
@@ -370,8 +365,8 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 		return &lookupResult{NotFound: true}
 	}
 	res := &lookupResult{UUID: n.UUID, Name: n.NameOrEmpty(), Group: n.ConductorGroup, Driver: n.Driver,
-		Conductor: n.Conductor, Reservation: deref(n.Reservation), PowerSt: deref(n.PowerState),
-		ProvisionState: deref(n.ProvisionState), Maintenance: n.Maintenance, Fault: deref(n.Fault), Health: deref(n.Health), AffinityHost: n.AffinityHost()}
+		Conductor: n.Conductor, Reservation: db.Text(n.Reservation), PowerSt: db.Text(n.PowerState),
+		ProvisionState: db.Text(n.ProvisionState), Maintenance: n.Maintenance, Fault: db.Text(n.Fault), Health: db.Text(n.Health), AffinityHost: n.AffinityHost()}
 	if c, ok := t.Conductor(n.Conductor); ok {
 		res.ConductorState = c.State
 		res.ConductorKnown = true
@@ -381,7 +376,7 @@ func lookup(t *topology.Topology, ident string, novaState *novacache.State) *loo
 	}
 	res.AffinityText = affinityText(t, n, res)
 	res.StuckText = stuckText(t, n)
-	res.Instance, res.ByInstance = deref(n.InstanceUUID), byInstance
+	res.Instance, res.ByInstance = db.Text(n.InstanceUUID), byInstance
 	res.Events, res.HistoryRead = nodeEvents(t, n.ID), t.History != nil
 	if novaState != nil {
 		res.NovaClaims, res.NovaKnown = novaState.NodeClaims(n.UUID)

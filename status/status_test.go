@@ -25,7 +25,7 @@ func strp(s string) *string { return &s }
 // escaping.
 func testSnapshot() *db.Snapshot {
 	now := time.Now().UTC()
-	return &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+	return &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 		{ID: 1, Hostname: "cond-a.example.com:6385", Online: true, UpdatedAt: now.Add(-5 * time.Second), HardwareTypes: []string{"ipmi"}},
 		{ID: 2, Hostname: "cond-b", ConductorGroup: "rack1", Online: true, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"redfish"}},
 	}, Nodes: []*db.Node{
@@ -162,16 +162,16 @@ func TestStuckLocksFollowRunning(t *testing.T) {
 	now := time.Now().UTC()
 	for _, tc := range []struct {
 		name    string
-		backend db.Backend
+		backend rules.Backend
 		release string
 		conds   []db.Conductor
 		stuck   []string // hosts listed as holding stuck locks
 	}{
-		{"sqlite 24.1", db.BackendSQLite, "24.1", []db.Conductor{
+		{"sqlite 24.1", rules.SQLite, "24.1", []db.Conductor{
 			{ID: 1, Hostname: "working", Online: true, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"ipmi"}},
 			{ID: 2, Hostname: "stopped", Online: false, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"ipmi"}},
 		}, []string{"stopped"}},
-		{"postgresql 29.0", db.BackendPostgreSQL, "29.0", []db.Conductor{
+		{"postgresql 29.0", rules.PostgreSQL, "29.0", []db.Conductor{
 			{ID: 1, Hostname: "draining", Online: false, UpdatedAt: now.Add(-5 * time.Second), HardwareTypes: []string{"ipmi"}},
 			{ID: 2, Hostname: "dead", Online: true, UpdatedAt: now.Add(-time.Hour), HardwareTypes: []string{"ipmi"}},
 		}, []string{"dead"}},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -329,7 +330,7 @@ type nodeRow struct {
 
 // newNodeRow is a node's row in the page's node tables.
 func newNodeRow(t *topology.Topology, n *topology.NodeInfo) nodeRow {
-	return nodeRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Reservation: deref(n.Reservation),
+	return nodeRow{UUID: n.UUID, Name: n.NameOrEmpty(), State: provision(n), Reservation: db.Text(n.Reservation),
 		Conductor: n.Conductor, Maintenance: n.Maintenance, Stuck: stuckText(t, n)}
 }
 

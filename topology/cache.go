@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -130,27 +129,10 @@ func (v View) Up() bool { return v.Err == nil && v.Topology != nil }
 const DefaultMaxWait = 500 * time.Millisecond
 
 // Permanent reports whether the latest refresh failed for a reason retrying
-// will not fix: the database is not Ironic's (db.ErrNotIronic).
+// will not fix: the database is not Ironic's (db.ErrNotIronic, a table or
+// column it reads is missing), unlike a transient failure (the server
+// unreachable, a timeout, a lock).
 func (v View) Permanent() bool { return errors.Is(v.Err, db.ErrNotIronic) }
-
-// Permanent reports whether a refresh error will not go away by retrying:
-// the database is reachable but is not Ironic's (a table or column the
-// exporter reads does not exist), unlike a transient failure (the server
-// unreachable, a timeout, a lock). It reads the drivers' error text: lib/pq's
-// SQLSTATE suffix 42P01/42703 (undefined table or column), MySQL's errors
-// 1146/1054 and SQLite's "no such table"/"no such column".
-func Permanent(err error) bool {
-	if err == nil || errors.Is(err, ErrNoData) {
-		return false
-	}
-	s := err.Error()
-	for _, m := range []string{"(42P01)", "(42703)", "Error 1146", "Error 1054", "no such table", "no such column"} {
-		if strings.Contains(s, m) {
-			return true
-		}
-	}
-	return false
-}
 
 // ErrKind is the kind of the latest refresh's error (dbconn.ErrorKind: timeout,
 // connection, auth, schema, query or other), "" when it succeeded.
@@ -160,17 +142,16 @@ func (v View) ErrKind() string { return dbconn.ErrorKind(v.Err) }
 var ErrNoData = errors.New("no topology read from the database yet")
 
 // Cache holds the current topology and refreshes it from the Source at most
-// once per MinInterval. Concurrent callers share a single refresh, which is
-// bounded by RefreshTimeout and not cancelled when one caller gives up.
+// once per MinInterval, with the OnDemand policy. Concurrent callers share a
+// single refresh, which is bounded by RefreshTimeout and not cancelled when
+// one caller gives up.
 type Cache struct {
-	cfg CacheConfig
+	cfg    CacheConfig
+	policy OnDemand
 
 	// state is read without locking on the hot path; it is replaced, under
-	// mu, when a refresh ends.
-	state    atomic.Pointer[cacheState]
-	mu       sync.Mutex
-	inflight chan struct{} // closed when the running refresh ends
-	ahead    bool          // the running refresh was started within MaxAge: nobody waits for it
+	// the policy's lock, when a refresh ends.
+	state atomic.Pointer[cacheState]
 }
 
 // cacheState is the outcome of the latest finished refresh.
@@ -208,53 +189,28 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	if cfg.ProbeWindow <= 0 {
 		cfg.ProbeWindow = DefaultProbeWindow
 	}
-	c := &Cache{cfg: cfg}
+	c := &Cache{cfg: cfg, policy: OnDemand{MinInterval: cfg.MinInterval, MaxWait: cfg.MaxWait, Now: cfg.Now}}
 	c.state.Store(&cacheState{view: View{Err: ErrNoData, Remapped: map[string]float64{}}})
 	return c, nil
 }
 
 // Get returns the cached view, refreshing it when it is older than
-// MinInterval. A view within MaxAge is returned at once, while the refresh
-// it starts runs, and so is every view while that refresh runs, however
-// long (a full read of 1M nodes takes seconds): the sidecar in use is
-// refreshed ahead of its readers, and the API marks an answer older than
-// MinInterval plus a second stale. A refresh started on an older view (an
+// MinInterval, with the OnDemand policy: a view within MaxAge is returned
+// at once while the refresh it starts runs, however long (a full read of
+// 1M nodes takes seconds), and the API marks an answer older than
+// MinInterval plus a second stale; a refresh started on an older view (an
 // idle sidecar) is waited for until ctx's deadline (a scrape's budget), or
-// at most MaxWait when ctx has none; then the current view is returned: a
-// slow database never blanks a scrape nor holds a reader.
+// at most MaxWait when ctx has none: a slow database never blanks a scrape
+// nor holds a reader.
 func (c *Cache) Get(ctx context.Context) View {
-	if s := c.state.Load(); c.fresh(s) {
-		return s.view
-	}
-	c.mu.Lock()
-	s := c.state.Load()
-	if c.fresh(s) {
-		c.mu.Unlock()
-		return s.view
-	}
-	done := c.inflight
-	if done == nil {
-		done = make(chan struct{})
-		c.inflight = done
-		c.ahead = s.view.Topology != nil && c.cfg.Now().Sub(s.attempted) < c.MaxAge()
-		go c.refresh(done)
-	}
-	ahead := c.ahead
-	c.mu.Unlock()
-	if ahead {
-		return s.view
-	}
-
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.MaxWait)
-		defer cancel()
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	c.policy.Get(ctx, c.policyState, c.refresh)
 	return c.Current()
+}
+
+// policyState is the OnDemand State of the cache.
+func (c *Cache) policyState() (time.Time, bool) {
+	s := c.state.Load()
+	return s.attempted, s.view.Topology != nil
 }
 
 // Now returns the cache's clock reading.
@@ -263,11 +219,8 @@ func (c *Cache) Now() time.Time { return c.cfg.Now() }
 // Current returns the cached view without refreshing.
 func (c *Cache) Current() View { return c.state.Load().view }
 
-func (c *Cache) fresh(s *cacheState) bool {
-	return !s.attempted.IsZero() && c.cfg.Now().Sub(s.attempted) < c.cfg.MinInterval
-}
-
-func (c *Cache) refresh(done chan struct{}) {
+// refresh runs one refresh (an OnDemand Refresh).
+func (c *Cache) refresh() (commit, after func()) {
 	start := c.cfg.Now()
 	begin := time.Now() // the duration is real time, whatever clock Now is
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RefreshTimeout)
@@ -319,23 +272,15 @@ func (c *Cache) refresh(done chan struct{}) {
 		next.view = View{Topology: topo, LastSuccess: start, Remapped: remapped}
 		c.logRules(old.Topology, topo)
 	}
-	c.mu.Lock()
-	c.state.Store(next)
-	c.inflight = nil
-	c.mu.Unlock()
-	close(done)
+	commit = func() { c.state.Store(next) }
 	if c.cfg.NodesReplaced != nil && err == nil && nodeRead(snap) != db.NodeReadSkipped && !sameSlice(next.nodes, prev.nodes) {
-		c.cfg.NodesReplaced(c.Idle)
+		after = func() { c.cfg.NodesReplaced(c.Idle) }
 	}
+	return commit, after
 }
 
-// Idle reports whether no refresh runs (a memory policy that collects
-// after a refresh would otherwise count the running one's data as live).
-func (c *Cache) Idle() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.inflight == nil
-}
+// Idle reports whether no refresh runs (OnDemand.Idle).
+func (c *Cache) Idle() bool { return c.policy.Idle() }
 
 // logRules logs the Ironic release the topology was judged by, what told
 // it, the settings and every caveat, when any of them changed since prev.
@@ -424,18 +369,6 @@ func nodeRead(snap *db.Snapshot) db.NodeRead {
 // request refreshes it (CacheConfig.MinInterval).
 func (c *Cache) MinInterval() time.Duration { return c.cfg.MinInterval }
 
-// RefreshGrace is how much older than MinInterval a view may be and still
-// be served without waiting while the refresh it started runs: a lookup
-// is not held over 50 ms by a running refresh (the performance contract).
-// The first reader past MinInterval starts the refresh (at 10 lookups a
-// second, within 100 ms), which lands in 25-360 ms at 100k nodes (the
-// probe alone to a full read). It is also the second the API allows
-// before marking an answer stale.
-const RefreshGrace = time.Second
-
-// MaxAge is the oldest view Get returns without waiting for a refresh:
-// MinInterval plus a second, or twice MinInterval when that is shorter
-// (MinInterval 0: every Get waits for its refresh).
-func (c *Cache) MaxAge() time.Duration {
-	return c.cfg.MinInterval + min(c.cfg.MinInterval, RefreshGrace)
-}
+// MaxAge is the oldest view Get returns without waiting for a refresh
+// (OnDemand.MaxAge).
+func (c *Cache) MaxAge() time.Duration { return c.policy.MaxAge() }

@@ -28,7 +28,7 @@ func lifecycleSnapshot() *db.Snapshot {
 		n.Maintenance = maint
 		return n
 	}
-	return &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+	return &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 		cond(1, "c-up", "", true, ago(5*time.Second), "ipmi"),
 		cond(2, "c-down", "", true, ago(time.Hour), "ipmi"),
 		cond(3, "c-drain", "", false, ago(5*time.Second), "ipmi"),
@@ -132,7 +132,7 @@ func TestStuckNoWorker(t *testing.T) {
 		}
 		return n
 	}
-	snap := &db.Snapshot{Backend: db.BackendMySQL, Conductors: []db.Conductor{
+	snap := &db.Snapshot{Backend: rules.MySQL, Conductors: []db.Conductor{
 		cond(1, "c1", "", true, ago(time.Second), "fake-hardware"),
 	}, Nodes: []*db.Node{
 		mk(1, "deleting", 2*time.Minute, ""),
@@ -194,7 +194,7 @@ func TestLockHolderHostPort(t *testing.T) {
 		return n
 	}
 	snap := func() *db.Snapshot {
-		return &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+		return &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 			cond(1, "127.0.0.2:8090", "", true, ago(time.Second), "fake-hardware"),
 			cond(2, "127.0.0.3:8090", "", true, ago(time.Hour), "fake-hardware"),
 			cond(3, "127.0.0.4", "", false, ago(time.Hour), "fake-hardware"),

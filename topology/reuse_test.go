@@ -20,7 +20,7 @@ import (
 // that is a ring member, orphans of every kind, and nodes in every
 // lifecycle case (affinity up, not alive and missing, stuck or not, locks of
 // running, stopped and unknown hosts, maintenance, a duplicated row).
-func reuseFleet(backend db.Backend, nodes int) *db.Snapshot {
+func reuseFleet(backend rules.Backend, nodes int) *db.Snapshot {
 	snap := &db.Snapshot{Backend: backend, Conductors: []db.Conductor{
 		cond(1, "c1", "", true, ago(10*time.Second), "ipmi", "redfish"),
 		cond(2, "c2", "", true, ago(20*time.Second), "ipmi"),
@@ -253,7 +253,7 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		backend db.Backend
+		backend rules.Backend
 		s       Settings
 		fleet   func() *db.Snapshot // reuseFleet when nil
 		steps   []step
@@ -339,7 +339,7 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 		{name: "settings change", steps: []step{
 			{"heartbeat_timeout 2m", func(_ *testing.T, in *reuseInputs) { in.s.HeartbeatTimeout = 2 * time.Minute }, false},
 			{"release 29.0", func(_ *testing.T, in *reuseInputs) { in.s.Release = rules.MustRelease("29.0") }, false}}},
-		{name: "SQLite: heartbeats age past the timeout", backend: db.BackendSQLite, steps: []step{
+		{name: "SQLite: heartbeats age past the timeout", backend: rules.SQLite, steps: []step{
 			{"an hour later", func(_ *testing.T, in *reuseInputs) { in.now = in.now.Add(time.Hour) }, true},
 			{"c5 unregisters gracefully", online("c5", false), false}}},
 		{name: "ungrouped rings: nodes moved, then nothing changes", s: ungrouped, steps: []step{
@@ -348,7 +348,7 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 		// Remapped of the nodes that moved in prev has group h, which
 		// Remapped leaves out while nothing moves (no ring, no orphan in h).
 		{name: "ungrouped rings, served groups only: nodes moved, then nothing changes", s: ungrouped, fleet: func() *db.Snapshot {
-			snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+			snap := &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 				cond(1, "c1", "g", true, ago(time.Second), "ipmi"),
 				cond(2, "c2", "g", true, ago(time.Second), "ipmi")}}
 			for i := range 100 {
@@ -361,8 +361,8 @@ func TestRebuildOverUnchangedNodes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			backend, s := tc.backend, tc.s
-			if backend == "" {
-				backend = db.BackendPostgreSQL
+			if backend == 0 {
+				backend = rules.PostgreSQL
 			}
 			if s == (Settings{}) {
 				s = testSettings
@@ -396,7 +396,7 @@ func TestRebuildOverUnchangedNodesRandomly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	fast, slow := 0, 0
 	for walk := range 20 {
-		in := reuseInputs{snap: reuseFleet(db.BackendPostgreSQL, 200), s: testSettings, now: testNow}
+		in := reuseInputs{snap: reuseFleet(rules.PostgreSQL, 200), s: testSettings, now: testNow}
 		prev := mustBuild(t, in.snap, in.s, nil)
 		for stepNo := range 15 {
 			in.snap = withConductors(in.snap)
@@ -464,7 +464,7 @@ func TestRebuildOverUnchangedNodesRandomly(t *testing.T) {
 // lazily built lookup; readers of both, concurrently, build it once (run
 // with -race).
 func TestSharedNodeIndexIsSafe(t *testing.T) {
-	snap := reuseFleet(db.BackendPostgreSQL, 50)
+	snap := reuseFleet(rules.PostgreSQL, 50)
 	prev := mustBuild(t, snap, testSettings, nil)
 	next := mustBuild(t, withConductors(snap), testSettings, prev)
 	if !sharesNodes(prev, next) || prev.idx != next.idx {

@@ -31,18 +31,6 @@ type Settings struct {
 	Release rules.Release
 }
 
-// BackendKind is the rules' name of a database's kind (Ironic's, or Nova's
-// cells').
-func BackendKind(b db.Backend) rules.Backend {
-	switch b {
-	case db.BackendMySQL:
-		return rules.MySQL
-	case db.BackendSQLite:
-		return rules.SQLite
-	}
-	return rules.PostgreSQL
-}
-
 // Rules detects the release that wrote snap (unless s.Release overrides it)
 // and returns Ironic's rules for it, the detection and an error for a
 // database older than Ironic 11.1.
@@ -61,7 +49,7 @@ func Rules(snap *db.Snapshot, s Settings) (rules.Rules, rules.Detection, error) 
 		det = rules.Detection{Release: s.Release, Min: s.Release, Max: s.Release,
 			SchemaRevision: snap.SchemaRevision, From: "flag"}
 	}
-	r := rules.New(det.Release, BackendKind(snap.Backend), s.Settings)
+	r := rules.New(det.Release, snap.Backend, s.Settings)
 	return r, det, nil
 }
 
@@ -167,7 +155,7 @@ type Topology struct {
 	// Settings are the Ironic options the topology was computed with.
 	Settings Settings
 	// Backend is the database kind, which changes ring membership.
-	Backend db.Backend
+	Backend rules.Backend
 	// Rules are Ironic's rules the topology was judged by, of the release
 	// in Detection.
 	Rules rules.Rules

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // benchFleet is 300 conductors in 6 groups, each registering 4 hardware
@@ -16,7 +17,7 @@ func benchFleet(n int) *db.Snapshot {
 	groups := []string{"", "rack1", "rack2", "rack3", "edge-a", "edge-b"}
 	types := []string{"ipmi", "redfish", "idrac", "ilo"}
 	rng := rand.New(rand.NewPCG(1, 2))
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL}
+	snap := &db.Snapshot{Backend: rules.PostgreSQL}
 	for i := 0; i < 300; i++ {
 		snap.Conductors = append(snap.Conductors, db.Conductor{
 			ID: int64(i + 1), Hostname: fmt.Sprintf("conductor-%03d.example.com", i),

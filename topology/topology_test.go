@@ -61,7 +61,7 @@ func TestAliveMirrorsConductorAPI(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testSettings
 			s.HeartbeatTimeout = tc.timeout
-			topo := mustBuild(t, &db.Snapshot{Backend: db.BackendPostgreSQL,
+			topo := mustBuild(t, &db.Snapshot{Backend: rules.PostgreSQL,
 				Conductors: []db.Conductor{cond(1, "c1", "", tc.online, tc.heartbeat, "ipmi")}}, s, nil)
 			if got := topo.Conductors[0].Alive; got != tc.want {
 				t.Errorf("alive = %v, want %v", got, tc.want)
@@ -76,23 +76,23 @@ func TestAliveMirrorsConductorAPI(t *testing.T) {
 func TestActiveMirrorsFilterActiveConductors(t *testing.T) {
 	cases := []struct {
 		name      string
-		backend   db.Backend
+		backend   rules.Backend
 		online    bool
 		heartbeat time.Time
 		timeout   time.Duration
 		want      bool
 	}{
-		{"postgres online fresh", db.BackendPostgreSQL, true, ago(time.Second), time.Minute, true},
-		{"postgres updated_at == limit is >= limit", db.BackendPostgreSQL, true, ago(time.Minute), time.Minute, true},
-		{"postgres online stale", db.BackendPostgreSQL, true, ago(time.Minute + time.Microsecond), time.Minute, false},
-		{"postgres offline fresh", db.BackendPostgreSQL, false, ago(time.Second), time.Minute, false},
-		{"postgres NULL updated_at", db.BackendPostgreSQL, true, time.Time{}, time.Minute, false},
-		{"mysql online stale", db.BackendMySQL, true, ago(time.Hour), time.Minute, false},
-		{"sqlite online stale: time check disabled", db.BackendSQLite, true, ago(time.Hour), time.Minute, true},
-		{"sqlite offline fresh", db.BackendSQLite, false, ago(time.Second), time.Minute, false},
-		{"timeout 0: online only", db.BackendPostgreSQL, true, ago(time.Hour), 0, true},
-		{"negative timeout: online only", db.BackendMySQL, true, ago(time.Hour), -time.Second, true},
-		{"timeout 0 offline", db.BackendPostgreSQL, false, ago(time.Second), 0, false},
+		{"postgres online fresh", rules.PostgreSQL, true, ago(time.Second), time.Minute, true},
+		{"postgres updated_at == limit is >= limit", rules.PostgreSQL, true, ago(time.Minute), time.Minute, true},
+		{"postgres online stale", rules.PostgreSQL, true, ago(time.Minute + time.Microsecond), time.Minute, false},
+		{"postgres offline fresh", rules.PostgreSQL, false, ago(time.Second), time.Minute, false},
+		{"postgres NULL updated_at", rules.PostgreSQL, true, time.Time{}, time.Minute, false},
+		{"mysql online stale", rules.MySQL, true, ago(time.Hour), time.Minute, false},
+		{"sqlite online stale: time check disabled", rules.SQLite, true, ago(time.Hour), time.Minute, true},
+		{"sqlite offline fresh", rules.SQLite, false, ago(time.Second), time.Minute, false},
+		{"timeout 0: online only", rules.PostgreSQL, true, ago(time.Hour), 0, true},
+		{"negative timeout: online only", rules.MySQL, true, ago(time.Hour), -time.Second, true},
+		{"timeout 0 offline", rules.PostgreSQL, false, ago(time.Second), 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestStates(t *testing.T) {
 // "conductor_group:hardware_type" over active conductors.
 func TestRingsMirrorGetActiveHardwareTypeDict(t *testing.T) {
 	fresh := ago(5 * time.Second)
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+	snap := &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 		cond(1, "a", "", true, fresh, "ipmi", "redfish"),
 		cond(2, "b", "", true, fresh, "ipmi"),
 		cond(3, "c", "Rack1", true, fresh, "ipmi"),
@@ -181,7 +181,7 @@ func TestRingsMirrorGetActiveHardwareTypeDict(t *testing.T) {
 // hashes node.uuid; no ring means NoValidHost (no conductor).
 func TestMappingMirrorsGetConductorFor(t *testing.T) {
 	fresh := ago(5 * time.Second)
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+	snap := &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 		cond(1, "a", "", true, fresh, "ipmi"),
 		cond(2, "b", "", true, fresh, "ipmi"),
 		cond(3, "c", "g1", true, fresh, "redfish"),
@@ -250,7 +250,7 @@ func TestMappingMirrorsGetConductorFor(t *testing.T) {
 // membership is unchanged, and counts remapped nodes per group.
 func TestRebuildReusesUnchangedRings(t *testing.T) {
 	fresh := ago(5 * time.Second)
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+	snap := &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 		cond(1, "a", "", true, fresh, "ipmi"),
 		cond(2, "b", "", true, fresh, "ipmi"),
 		cond(3, "c", "", true, fresh, "ipmi"),
@@ -318,7 +318,7 @@ func TestRebuildReusesUnchangedRings(t *testing.T) {
 // find the new names.
 func TestNodeLookupsCarriedOver(t *testing.T) {
 	fresh := ago(5 * time.Second)
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+	snap := &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 		cond(1, "a", "", true, fresh, "ipmi"), cond(2, "b", "", true, fresh, "ipmi")}}
 	for i := range 50 {
 		n := node(int64(i+1), fmt.Sprintf("%036d", i), "", "ipmi")
@@ -430,7 +430,7 @@ func TestBuildRejectsBadInput(t *testing.T) {
 // conductor with an old updated_at is alive, never dead. Ironic's API
 // "alive" is still computed from updated_at, as Ironic does.
 func TestStatesOnSQLite(t *testing.T) {
-	snap := &db.Snapshot{Backend: db.BackendSQLite, Conductors: []db.Conductor{
+	snap := &db.Snapshot{Backend: rules.SQLite, Conductors: []db.Conductor{
 		cond(1, "up", "", true, ago(24*time.Hour), "ipmi"),
 		cond(2, "down", "", false, ago(time.Second), "ipmi"),
 	}}
@@ -455,7 +455,7 @@ func TestRulesByRelease(t *testing.T) {
 	s.Release = rules.Release{}
 	for _, c := range []struct {
 		name    string
-		backend db.Backend
+		backend rules.Backend
 		rev     string
 		version string
 		pin     string
@@ -466,11 +466,11 @@ func TestRulesByRelease(t *testing.T) {
 		member  bool
 		state   rules.State
 	}{
-		{"21.4 draining", db.BackendPostgreSQL, "4dbec778866e", "1.3", "", false, time.Second, "21.4", true, false, rules.StateDraining},
-		{"29.0 draining", db.BackendPostgreSQL, "21c48150dea9", "1.4", "", false, time.Second, "29.0", false, false, rules.StateDraining},
-		{"21.4 SQLite stale", db.BackendSQLite, "4dbec778866e", "1.3", "", true, time.Hour, "21.4", false, false, rules.StateDead},
-		{"29.0 SQLite stale", db.BackendSQLite, "21c48150dea9", "1.4", "", true, time.Hour, "29.0", false, true, rules.StateAlive},
-		{"16.0 MySQL fresh", db.BackendMySQL, "cf1a80fdb352", "1.3", "", true, time.Second, "16.0", true, true, rules.StateAlive},
+		{"21.4 draining", rules.PostgreSQL, "4dbec778866e", "1.3", "", false, time.Second, "21.4", true, false, rules.StateDraining},
+		{"29.0 draining", rules.PostgreSQL, "21c48150dea9", "1.4", "", false, time.Second, "29.0", false, false, rules.StateDraining},
+		{"21.4 SQLite stale", rules.SQLite, "4dbec778866e", "1.3", "", true, time.Hour, "21.4", false, false, rules.StateDead},
+		{"29.0 SQLite stale", rules.SQLite, "21c48150dea9", "1.4", "", true, time.Hour, "29.0", false, true, rules.StateAlive},
+		{"16.0 MySQL fresh", rules.MySQL, "cf1a80fdb352", "1.3", "", true, time.Second, "16.0", true, true, rules.StateAlive},
 	} {
 		snap := &db.Snapshot{Backend: c.backend, SchemaRevision: c.rev,
 			Conductors: []db.Conductor{cond(1, "c1", "g", c.online, ago(c.age), "ipmi")},
@@ -486,7 +486,7 @@ func TestRulesByRelease(t *testing.T) {
 		}
 	}
 	// pin_release_version 11.0 on 16.0: one ring for groups g and h
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, SchemaRevision: "cf1a80fdb352",
+	snap := &db.Snapshot{Backend: rules.PostgreSQL, SchemaRevision: "cf1a80fdb352",
 		Conductors: []db.Conductor{cond(1, "c1", "g", true, ago(time.Second), "ipmi")},
 		Nodes:      []*db.Node{node(1, "u1", "h", "ipmi")}}
 	ss := s
@@ -499,7 +499,7 @@ func TestRulesByRelease(t *testing.T) {
 		t.Errorf("16.0 unpinned: node of group h on %q", topo.Nodes[0].Conductor)
 	}
 	// a schema without conductor_group
-	if _, err := Build(&db.Snapshot{Backend: db.BackendPostgreSQL, SchemaRevision: "b9117ac17882"}, s, testNow, nil); err == nil {
+	if _, err := Build(&db.Snapshot{Backend: rules.PostgreSQL, SchemaRevision: "b9117ac17882"}, s, testNow, nil); err == nil {
 		t.Error("a 11.0 schema builds")
 	}
 }
@@ -514,7 +514,7 @@ func TestEmptyHostname(t *testing.T) {
 	for i := range 64 {
 		nodes = append(nodes, node(int64(i+1), fmt.Sprintf("%08x-1111-4111-8111-111111111111", i), "", "ipmi"))
 	}
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL,
+	snap := &db.Snapshot{Backend: rules.PostgreSQL,
 		Conductors: []db.Conductor{cond(1, "", "", true, ago(time.Second), "ipmi"),
 			cond(2, "c2", "", true, ago(time.Second), "ipmi")},
 		Nodes: nodes}
@@ -564,7 +564,7 @@ func TestRemappedHasEveryGroupUngrouped(t *testing.T) {
 	s := testSettings
 	s.Release = rules.MustRelease("16.0")
 	s.PinReleaseVersion = "11.0"
-	snap := &db.Snapshot{Backend: db.BackendPostgreSQL, Conductors: []db.Conductor{
+	snap := &db.Snapshot{Backend: rules.PostgreSQL, Conductors: []db.Conductor{
 		cond(1, "a", "rack1", true, ago(5*time.Second), "ipmi")}}
 	snap.Nodes = []*db.Node{node(1, "n1", "rack1", "ipmi"), node(2, "n2", "rack2", "ipmi"), node(3, "n3", "", "redfish")}
 	topo := mustBuild(t, snap, s, nil)

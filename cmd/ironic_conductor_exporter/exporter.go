@@ -110,9 +110,14 @@ type exporter struct {
 // setupNova opens the Nova side when it is configured and registers its
 // metrics; the returned reader (nil without Nova) is the caller's to close.
 func (a *exporter) setupNova(cfg config) (*novadb.Reader, error) {
+	var refreshes *collector.NovaRefreshMetrics
 	cache, reader, err := setupNova(cfg.nova, dbconn.Options{QueryTimeout: cfg.queryTimeout, MaxOpenConns: cfg.maxOpenConns},
-		cfg.refreshTimeout, a.cache, a.logger)
+		cfg.refreshTimeout, a.cache, func(r novacache.Refresh) { refreshes.Observe(r) }, a.logger)
 	if err != nil || cache == nil {
+		return nil, err
+	}
+	if refreshes, err = collector.NewNovaRefreshMetrics(a.reg); err != nil {
+		_ = reader.Close()
 		return nil, err
 	}
 	a.nova = cache
@@ -222,12 +227,12 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	}
 	apiOpts := api.Options{Logger: a.logger, PublicEndpoint: externalURL, Access: authn.access}
 	if a.nova != nil {
-		apiOpts.Nova = novaLookup{a.nova}
+		apiOpts.Nova = a.nova
 	}
 	apiHandler := api.NewHandler(a.cache, apiOpts)
 	statusOpts := status.Options{Logger: a.logger, Version: version.Version, MetricsPath: cfg.telemetryPath, History: a.history}
 	if a.nova != nil {
-		statusOpts.Nova = a.nova.Current
+		statusOpts.Nova = func() *novacache.State { return a.nova.Get(context.Background()) }
 	}
 	statusPage := status.NewHandler(a.cache, statusOpts)
 	// Browsers get the status page at /; API clients get Ironic's root.
@@ -269,7 +274,7 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 	defer stop()
 	go a.cache.Get(ctx) // warm the cache; failures are logged and exported
 	if a.nova != nil {
-		go a.nova.Run(ctx) // stops with ctx; a read in flight ends at its deadline
+		go a.nova.Get(ctx) // warm the Nova answer, as the topology's
 	}
 	var servers []*http.Server
 	var serves []func() error

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/api"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/memlimit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/ironicconf"
@@ -48,13 +48,13 @@ func addNovaFlags(app *kingpin.Application, c *novaConfig) {
 		StringsVar(&c.configFiles)
 	app.Flag("nova.computes-file", "YAML file giving each ironic nova-compute's [DEFAULT]host and [ironic] conductor_group, shard and peer_list "+
 		"(docs/nova-computes.md); default: every ironic nova-compute, taken with no [ironic] option set.").StringVar(&c.computesFile)
-	app.Flag("nova.refresh-interval", "Interval between reads of Nova's databases.").Default("15s").DurationVar(&c.interval)
+	app.Flag("nova.refresh-interval", "A scrape or lookup reads Nova's databases only when the Nova answer is older than this (as --refresh.min-interval for Ironic's).").Default("15s").DurationVar(&c.interval)
 }
 
 // setupNova opens the Nova side when configured: nil, nil when it is not.
 // A read of Nova's databases is bounded by timeout, as a refresh of
 // Ironic's (--refresh.timeout).
-func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic *topology.Cache, logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
+func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic *topology.Cache, onRefresh func(novacache.Refresh), logger *slog.Logger) (*novacache.Cache, *novadb.Reader, error) {
 	var conf *ironicconf.NovaConfig
 	if len(c.configFiles) > 0 {
 		var err error
@@ -119,9 +119,7 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 			return nil, nil, fmt.Errorf("--nova.computes-file: %w", err)
 		}
 	}
-	current := func() *topology.Topology { return ironic.Current().Topology }
-	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, CellTemplate: cellTemplate, Options: opts,
-		Shared: novacache.Shared(current)})
+	reader, err := novadb.Open(novadb.Config{APIConnection: apiDSN, Connection: connection, CellTemplate: cellTemplate, Options: opts})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,9 +138,9 @@ func setupNova(c novaConfig, opts dbconn.Options, timeout time.Duration, ironic 
 	}
 	logger.Info("reading Nova's databases", "nova_api", reader.String(), "cells", cells, "interval", c.interval,
 		"service_down_time", settings.ServiceDownTime, "report_interval", settings.ReportInterval)
-	cache := novacache.New(novacache.Config{Reader: reader, Ironic: current,
+	cache := novacache.New(novacache.Config{Reader: reader, Ironic: func(ctx context.Context) *topology.Topology { return ironic.Get(ctx).Topology },
 		Settings: settings, Computes: computes, Interval: c.interval, Timeout: timeout, Logger: logger,
-		AnswerReplaced: memlimit.Settle, Idle: ironic.Idle})
+		AnswerReplaced: memlimit.Settle, Idle: ironic.Idle, OnRefresh: onRefresh})
 	return cache, reader, nil
 }
 
@@ -163,20 +161,4 @@ func secretFlag(flag, value, file string) (string, error) {
 		return "", fmt.Errorf("%s-file: %s is empty", flag, file)
 	}
 	return value, nil
-}
-
-// novaLookup answers the API's Nova extension from the Nova cache.
-type novaLookup struct{ cache *novacache.Cache }
-
-// NodeComputes implements api.NovaLookup.
-func (l novaLookup) NodeComputes(uuid string) ([]api.NovaClaim, bool) {
-	claims, ok := l.cache.Current().NodeClaims(uuid)
-	if !ok {
-		return nil, false
-	}
-	out := make([]api.NovaClaim, len(claims))
-	for i, c := range claims {
-		out[i] = api.NovaClaim{Cell: c.Cell, Host: c.Host, Source: c.Source, Up: c.Up}
-	}
-	return out, true
 }

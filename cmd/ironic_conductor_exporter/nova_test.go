@@ -82,6 +82,7 @@ func TestNovaSide(t *testing.T) {
 		`ironic_nova_compute_ring_member{cell="cell1",host="c-b"} 0`,
 		`ironic_nova_problems{reason="node_no_compute_record"} 1`, // n3: available, no compute_nodes row
 		`ironic_nova_problems{reason="instance_mismatch"} 0`,
+		"ironic_exporter_nova_refresh_errors_total 0", `ironic_exporter_nova_last_refresh_error{kind="connection"} 0`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %s\n%s", want, grepLines(body, "nova"))
@@ -179,7 +180,7 @@ func TestNovaCellTemplateFlags(t *testing.T) {
 	c := novaConfig{dsnFile: write("api.dsn", "sqlite:///"+api),
 		cellTemplateFile: write("cells.tmpl", "{scheme}:///"+cell),
 		configFiles:      []string{write("nova.conf", "[DEFAULT]\nservicegroup_driver = mc\n")}}
-	cache, reader, err := setupNova(c, dbconn.Options{}, time.Second, nil, slog.New(slog.DiscardHandler))
+	cache, reader, err := setupNova(c, dbconn.Options{}, time.Second, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil || cache == nil {
 		t.Fatalf("setupNova: %v", err)
 	}
@@ -187,7 +188,7 @@ func TestNovaCellTemplateFlags(t *testing.T) {
 	if d := cache.Current().ServicegroupDriver; d != "mc" {
 		t.Errorf("servicegroup_driver %q, want mc", d)
 	}
-	snap, err := reader.Read(context.Background(), nil)
+	snap, err := reader.Read(context.Background(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestNovaCellTemplateFlags(t *testing.T) {
 		{cellTemplate: "sqlite:///{path}"},
 		{dsnFile: write("empty", "")},
 	} {
-		if _, _, err := setupNova(bad, dbconn.Options{}, time.Second, nil, slog.New(slog.DiscardHandler)); err == nil {
+		if _, _, err := setupNova(bad, dbconn.Options{}, time.Second, nil, nil, slog.New(slog.DiscardHandler)); err == nil {
 			t.Errorf("setupNova(%+v) works; want an error", bad)
 		}
 	}

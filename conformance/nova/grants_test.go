@@ -91,7 +91,7 @@ func TestReadOnlyGrantsNovaSchema(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer func() { _ = r.Close() }()
-					snap, err := r.Read(context.Background(), []string{"no-such-host"})
+					snap, err := r.Read(context.Background(), []string{"no-such-host"}, nil)
 					if err != nil {
 						t.Fatalf("nova_api as %s: %v", user, err)
 					}

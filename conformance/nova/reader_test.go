@@ -66,7 +66,7 @@ func (rr *readerRun) between(t *testing.T, cases []caseJSON) func(int, resultJSO
 		}
 		slices.Sort(hosts)
 		hosts = slices.Compact(hosts)
-		snap, err := rr.r.Read(context.Background(), hosts)
+		snap, err := rr.r.Read(context.Background(), hosts, nil)
 		if err != nil {
 			t.Fatalf("%s: novadb: %v", cases[i].Name, err)
 		}
@@ -75,7 +75,7 @@ func (rr *readerRun) between(t *testing.T, cases []caseJSON) func(int, resultJSO
 				t.Fatalf("%s: novadb: %v", cases[i].Name, c.Err)
 			}
 		}
-		again, err := rr.r.Read(context.Background(), hosts)
+		again, err := rr.r.Read(context.Background(), hosts, &novadb.Known{Last: snap, Window: 2 * time.Second})
 		if err != nil {
 			t.Fatalf("%s: novadb, second read: %v", cases[i].Name, err)
 		}

@@ -185,27 +185,82 @@ func (tf Families) Each(fn func(name string, text []byte)) {
 		slices.SortFunc(ss, func(a, b series) int { return slices.Compare(a.labels, b.labels) })
 		b = AppendHead(b[:0], f)
 		for _, s := range ss {
-			b = append(b, f.Name...)
-			for i, name := range f.Labels {
-				sep := byte(',')
-				if i == 0 {
-					sep = '{'
-				}
-				b = append(b, sep)
-				b = append(b, name...)
-				b = append(b, `="`...)
-				b = AppendLabelValue(b, s.labels[i])
-				b = append(b, '"')
-			}
-			if len(f.Labels) > 0 {
-				b = append(b, '}')
-			}
-			b = append(b, ' ')
-			b = AppendFloat(b, s.v)
-			b = append(b, '\n')
+			b = appendSeries(b, f, s.v, s.labels)
 		}
 		fn(f.Name, b)
 	}
+}
+
+// appendSeries appends one series line of f: its name, its label pairs
+// (labels in the order of f.Labels) and v, as expfmt writes them.
+func appendSeries(b []byte, f *Family, v float64, labels []string) []byte {
+	b = append(b, f.Name...)
+	for i, name := range f.Labels {
+		sep := byte(',')
+		if i == 0 {
+			sep = '{'
+		}
+		b = append(b, sep)
+		b = append(b, name...)
+		b = append(b, `="`...)
+		b = AppendLabelValue(b, labels[i])
+		b = append(b, '"')
+	}
+	if len(f.Labels) > 0 {
+		b = append(b, '}')
+	}
+	b = append(b, ' ')
+	b = AppendFloat(b, v)
+	return append(b, '\n')
+}
+
+// SeriesWriter writes one family in the order its series are given, as
+// expfmt writes them, through a buffer of about Flush bytes: what the
+// per-node families (a series per node, nearly all of /metrics on a large
+// fleet) are written with, straight from their source, without a series
+// kept for each. The caller gives the series in the registry's order.
+type SeriesWriter struct {
+	w   io.Writer
+	f   *Family
+	b   []byte
+	err error
+}
+
+// SeriesFlush is how many bytes a SeriesWriter buffers before it writes
+// them out, each write a chunk of the response and a write(2): a plain
+// scrape holds 512 kB of a per-node family at a time, not the family (180
+// MB at 1M nodes), at most --web.max-renders of them at once.
+const SeriesFlush = 512 << 10
+
+// NewSeriesWriter returns a writer of f to w; its HELP and TYPE are
+// written with the first series (nothing without series, as a registry
+// gathers no empty family).
+func NewSeriesWriter(w io.Writer, f *Family) *SeriesWriter {
+	return &SeriesWriter{w: w, f: f}
+}
+
+// Series writes one series of f: v and its label values, in the order of
+// f.Labels.
+func (s *SeriesWriter) Series(v float64, labels ...string) {
+	if s.err != nil {
+		return
+	}
+	if s.b == nil {
+		s.b = AppendHead(make([]byte, 0, SeriesFlush+1024), s.f)
+	}
+	s.b = appendSeries(s.b, s.f, v, labels)
+	if len(s.b) >= SeriesFlush {
+		_, s.err = s.w.Write(s.b)
+		s.b = s.b[:0]
+	}
+}
+
+// Close writes what is buffered and returns the first write error.
+func (s *SeriesWriter) Close() error {
+	if s.err == nil && len(s.b) > 0 {
+		_, s.err = s.w.Write(s.b)
+	}
+	return s.err
 }
 
 // AppendHead appends f's HELP and TYPE lines as expfmt writes them.

@@ -41,7 +41,8 @@ func EnvOr(k, def string) string {
 }
 
 // ModuleRoot returns the directory holding the project's go.mod, found
-// from the working directory up.
+// from the working directory up: where the tests and the generators
+// (mixin/generate) find the repository's files.
 func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

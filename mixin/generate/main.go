@@ -28,6 +28,7 @@ import (
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dashboards"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/deploy"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/deploy/helm"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/testenv"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/mixin"
 )
 
@@ -85,7 +86,7 @@ func (w *writer) prune(pattern string) error {
 }
 
 func run() error {
-	root, err := deploy.FindRepoRoot(".")
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		return err
 	}
