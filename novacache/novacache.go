@@ -216,9 +216,9 @@ func nodesOf(t *topology.Topology, nodes []*db.Node) []*db.Node {
 }
 
 // ironicNodes are Ironic's nodes as Nova's answer reads them, each made
-// when asked: a slice of them beside what an answer builds was 9 MB at
-// 100k nodes, at the peak of the memory row with Nova (peak RSS within
-// twice the live heap, the README's Performance table).
+// when asked: a slice of them kept beside what an answer builds would sit
+// at the peak of the memory row with Nova (peak RSS within twice the live
+// heap, docs/performance.md).
 type ironicNodes []*db.Node
 
 // Len implements nova.NodeList.

@@ -20,9 +20,8 @@ func fdReserve(maxOpenConns int) int { return 128 + 4*maxOpenConns }
 // as it does on start since Go 1.19): webDoors listeners of webCap each
 // (0: no cap, then each gets its share) and the probe listener's
 // probeMaxConns. When they do not fit, each cap is lowered in proportion
-// and the log says so; a process at its descriptor limit stops accepting on
-// every door (the issue measured 21,000 idle connections to the probe
-// listener doing it).
+// and the log says so: a process at its descriptor limit stops accepting on
+// every door, so idle connections to one door must never take it there.
 func fitConns(logger *slog.Logger, webCap, webDoors int, probe bool, maxOpenConns int) (web, probeCap int) {
 	web, probeCap = webCap, 0
 	if probe {

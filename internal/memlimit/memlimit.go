@@ -20,11 +20,11 @@ import (
 // included, is then within twice the live heap in make bench at 100k and 1M.
 const refreshHeadroom = 0.35
 
-// minHeadroom is the least headroom of the memory limit (memoryLimit): at
-// 100k nodes it is the headroom, and peak RSS (the binary's own 15 MB of
-// file-backed pages included) must stay within 2x a live heap of 36 MiB
-// (377 B/node in make bench); every MiB more of it is about 0.03x more.
-// 16 MiB measured 2.01x once a node's timestamps took 8 bytes, not 24.
+// minHeadroom is the least headroom of the memory limit (memoryLimit): on a
+// small fleet it is the headroom, and peak RSS (the binary's own
+// file-backed pages included) must stay within twice the live heap at 100k
+// nodes (the peak-RSS row of docs/performance.md): each MiB more of it
+// raises that ratio, each MiB less makes the collector run more often.
 const minHeadroom = 14 << 20
 
 // settledLive is the live heap the last Settle found.
