@@ -38,6 +38,10 @@ REFRESH = 1
 # [conductor]max_concurrent_deploy of the storm scenario's fleet (21.1+)
 STORM_LIMIT = 3
 DEPLOYS = ('deploying', 'wait call-back')
+# the emptied group's scenario: the last conductor alone serves LONE_GROUP,
+# where the last LONE_NODES nodes are
+LONE_GROUP = 'lone'
+LONE_NODES = 3
 # [conductor]conductor_cleanup_interval and _timeout of the cleanup
 # scenario's fleet (32.0+; the timeout's minimum is 60 and Ironic wants at
 # least 3x heartbeat_timeout)
@@ -128,6 +132,8 @@ class Fleet:
         for h in self.hosts:
             with open(self.real(os.path.join(self.work, h + '.conf')), 'w') as f:
                 f.write('[DEFAULT]\nhost = %s\n[json_rpc]\nhost_ip = %s\n' % (h, h))
+                if h == self.hosts[-1] and 'emptygroup' in self.a.scenarios.split(','):
+                    f.write('[conductor]\nconductor_group = %s\n' % LONE_GROUP)
 
     def real(self, path):
         return self.root + path
@@ -359,7 +365,7 @@ def main():
     p.add_argument('--release', default='21.4', help='a label for the table')
     p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
                    help='sigterm,sigkill,sigusr1 (21.4), hostport (23.0+ with --rpc-port != 8089) '
-                        'storm (21.1+: max_concurrent_deploy %d), drain (23.1+), cleanup (32.0+)' % STORM_LIMIT)
+                        'storm (21.1+: max_concurrent_deploy %d), emptygroup, drain (23.1+), cleanup (32.0+)' % STORM_LIMIT)
     a = p.parse_args()
     f = Fleet(a)
     results = []
@@ -400,9 +406,11 @@ def run(f, a, results):
     f.wait_until('the API and three conductors', api_up, 120)
     log('fleet up:', ', '.join(f.hosts))
     uuids = []
+    lone = 'emptygroup' in a.scenarios.split(',')
     for i in range(a.nodes):
+        group = ['--conductor-group', LONE_GROUP] if lone and i >= a.nodes - LONE_NODES else []
         out = f.baremetal('node', 'create', '--driver', 'fake-hardware', '--name', 'live-%d' % i,
-                          '-f', 'value', '-c', 'uuid')
+                          *group, '-f', 'value', '-c', 'uuid')
         uuids.append(out.strip())
     for u in uuids:
         f.provision(u, 'manage')
@@ -416,7 +424,11 @@ def run(f, a, results):
     if 'hostport' in todo:
         return hostport(f, a, results, uuids)
     if 'storm' in todo:
-        return storm(f, a, results, uuids)
+        storm(f, a, results, uuids)
+    if 'emptygroup' in todo:
+        emptygroup(f, a, results, uuids[-LONE_NODES:])
+    if 'storm' in todo or 'emptygroup' in todo:
+        return
     if 'drain' in todo:
         drain(f, a, results, uuids)
     if 'cleanup' in todo:
@@ -581,6 +593,26 @@ def drain(f, a, results, uuids):
         ck.poll()
     ck.finish()
     ck.results[-1] = (ck.scenario + ' [%d locks]' % len(mine),) + ck.results[-1][1:]
+
+
+def emptygroup(f, a, results, lone):
+    """A conductor group emptied: the group's only conductor stops
+    (SIGTERM, unregistering). Ironic then has no conductor for the group's
+    nodes (its API's conductor is null, NoValidHost for any action on
+    them); each poll compares node -> conductor, the states and the page."""
+    ck = Checker(f, 'conductor group emptied (%s)' % a.release, results)
+    f.wait_until('settled', lambda: not nodes_in(f, IN_PROGRESS), 120, ck)
+    victim = f.hosts[-1]
+    log('SIGTERM %s, the only conductor of group %r (%d nodes)' % (victim, LONE_GROUP, len(lone)))
+    f.signal(victim, signal.SIGTERM)
+    if not f.wait_exit(victim, GRACEFUL + 30):
+        raise RuntimeError(victim + ' did not exit after graceful_shutdown_timeout')
+    for _ in range(HEARTBEAT_TIMEOUT + RING_RESET + 5):
+        ck.poll()
+    served = [u for u in lone if json.loads(get(f.api + '/v1/nodes/%s?fields=conductor' % u)).get('conductor')]
+    if served:
+        ck.failures.append('Ironic still names a conductor for %d node(s) of the emptied group' % len(served))
+    ck.finish()
 
 
 def cleanup(f, a, results):

@@ -6,7 +6,7 @@
 #
 # Usage: conformance/live/run.sh SIDECAR_BINARY
 #   LIVE_BACKENDS  "mysql postgresql" (default): the 21.4 scenarios' backends
-#   LIVE_STORM     "postgresql" (default; "" to skip): the 21.4 deploy storm's backends
+#   LIVE_STORM     "postgresql" (default; "" to skip): the 21.4 deploy storm and emptied group's backends
 #   LIVE_NEWEST    "39.0" (default; "" to skip): the newest release (sid chroot) on PostgreSQL,
 #                  a SIGUSR2 drain with deploys in flight, then the stale conductor cleanup
 #   LIVE_HOSTPORT  "29.0" (default; "" to skip): HOST:PORT naming ([json_rpc]port 8090) in the
@@ -41,9 +41,9 @@ for b in ${LIVE_STORM-postgresql}; do
         postgresql) url="$PGURL/issue42_live_st" ;;
         *) echo "unknown backend $b" >&2; exit 2 ;;
     esac
-    echo "== live fleet: Ironic 21.4 (host) on $b, a deploy storm into max_concurrent_deploy"
+    echo "== live fleet: Ironic 21.4 (host) on $b, a deploy storm into max_concurrent_deploy, then a conductor group emptied"
     if ! timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$url" --workdir "$work/storm-$b" \
-            --scenarios storm; then
+            --scenarios storm,emptygroup; then
         rc=1
         echo "live fleet storm on $b failed: logs in $work/storm-$b" >&2
     fi
