@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -286,7 +287,7 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 		if err != nil {
 			return fmt.Errorf("--web.probe-listen-address: %w", err)
 		}
-		l := limit.NewConns(ln, probeConns)
+		l := limit.NewConns(limit.NewCPU(ln, runtime.GOMAXPROCS(0)), probeConns)
 		a.logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String(),
 			"max_connections", probeConns)
 		servers = append(servers, probeSrv)

@@ -39,8 +39,12 @@ func NewConns(l net.Listener, n int) *Conns {
 }
 
 // Track sets srv's ConnState hook to tell the Conns listeners it serves
-// which of their connections are idle (keeping a hook srv had).
+// which of their connections are idle (keeping a hook srv had), and its
+// ConnContext and handler so that the connections of CPU listeners give
+// their token back while a handler runs. Call it after setting srv.Handler.
 func Track(srv *http.Server) {
+	srv.ConnContext = cpuContext(srv.ConnContext)
+	srv.Handler = freeCPU(srv.Handler)
 	prev := srv.ConnState
 	srv.ConnState = func(c net.Conn, s http.ConnState) {
 		if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
@@ -70,6 +74,9 @@ func (c *Conns) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	t := &trackedConn{Conn: raw, owner: c, idleSince: time.Now()}
+	if cc, ok := raw.(*cpuConn); ok {
+		cc.onWait = t.setWaiting
+	}
 	c.mu.Lock()
 	for len(c.open) >= c.n {
 		if v := c.oldestIdle(); v != nil {
@@ -99,7 +106,7 @@ func (c *Conns) Accept() (net.Conn, error) {
 func (c *Conns) oldestIdle() *trackedConn {
 	var o *trackedConn
 	for t := range c.open {
-		if !t.busy && (o == nil || t.idleSince.Before(o.idleSince)) {
+		if !t.busy && !t.waiting && (o == nil || t.idleSince.Before(o.idleSince)) {
 			o = t
 		}
 	}
@@ -110,8 +117,9 @@ func (c *Conns) oldestIdle() *trackedConn {
 type trackedConn struct {
 	net.Conn
 	owner *Conns
-	// busy and idleSince are under owner.mu.
+	// busy, waiting and idleSince are under owner.mu.
 	busy      bool
+	waiting   bool // for a CPU token
 	idleSince time.Time
 	closeOnce sync.Once
 }
@@ -129,6 +137,17 @@ func (t *trackedConn) setState(s http.ConnState) {
 		t.busy, t.idleSince = false, time.Now()
 	case http.StateHijacked, http.StateClosed:
 		t.busy = true // not ours to evict any more; Close frees the slot
+	}
+}
+
+// setWaiting tells whether the connection waits for a CPU token.
+func (t *trackedConn) setWaiting(w bool) {
+	c := t.owner
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.waiting = w
+	if !w {
+		c.freed.Signal() // it may be evicted again
 	}
 }
 
