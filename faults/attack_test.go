@@ -51,10 +51,11 @@ func TestAttackProbeDoorIdleFlood(t *testing.T) {
 // TestAttackTelemetrySlowloris: 600 connections dribbling their request
 // headers to the telemetry listener (capped at 64 here, so that a bounded
 // flood fills it; issue 43 measured /metrics p99 6,163 ms with its 512 taken
-// before TLS or auth) leave /metrics and the probes answering with p99
-// under a second and at least 99 answers in 100 a 200: the listener closes
-// the connections that have not sent a whole request to make room for a
-// scraper's.
+// before TLS or auth) leave /metrics and the probes answering 200 every
+// time with p99 under a second: the listener closes the connections whose
+// server waits for their bytes to make room for a scraper's, and never a
+// fresh one whose goroutine has not read its request yet (a burst of
+// accepts closed a few of those while they were the oldest idle).
 func TestAttackTelemetrySlowloris(t *testing.T) {
 	h := newHarness(t, postgres())
 	d := startDoors(t, h, "--web.max-connections=64")
@@ -95,21 +96,8 @@ func TestAttackTelemetrySlowloris(t *testing.T) {
 			c.Close()
 		}
 	})
-	// Not d.report: 1 in 100 answers may fail. In about half of the runs a
-	// few requests (at most 5 of ~500 seen) got no answer while the flood's
-	// connections were first accepted, each closing the oldest; why is not
-	// known yet (a fresh connection closed before its headers were read is
-	// the suspect), so the bound says what holds.
-	var parts []string
-	for _, name := range []string{"/metrics", "/healthz", "probe /healthz"} {
-		l := got[name]
-		parts = append(parts, name+" "+l.String())
-		if l.non200 > max(1, len(l.took)/100) || l.p99() >= time.Second || len(l.took) == 0 {
-			t.Errorf("%s during the slowloris: %s; want 200 at least 99 times in 100, p99 under 1s", name, l)
-		}
-	}
-	t.Logf("FIGURES flood telemetry-slowloris (doors 2): %s; %d slowloris connections to the telemetry listener held 6s; quiet /metrics p99 %s",
-		strings.Join(parts, "; "), opened, quiet["/metrics"].p99().Round(time.Millisecond))
+	d.report(t, "telemetry-slowloris", fmt.Sprintf("%d slowloris connections to the telemetry listener held 6s; quiet /metrics p99 %s",
+		opened, quiet["/metrics"].p99().Round(time.Millisecond)), got)
 	if opened < n/2 {
 		t.Errorf("only %d of %d connections opened: the flood did not happen", opened, n)
 	}

@@ -287,7 +287,7 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 		if err != nil {
 			return fmt.Errorf("--web.probe-listen-address: %w", err)
 		}
-		l := limit.NewConns(limit.NewCPU(ln, runtime.GOMAXPROCS(0)), probeConns)
+		l := limit.NewCPU(limit.NewConns(ln, probeConns), runtime.GOMAXPROCS(0))
 		a.logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String(),
 			"max_connections", probeConns)
 		servers = append(servers, probeSrv)

@@ -173,10 +173,10 @@ func listen(addrs []string, maxConns int) ([]net.Listener, error) {
 			}
 			return nil, err
 		}
-		l = limit.NewCPU(l, runtime.GOMAXPROCS(0))
 		if maxConns > 0 {
 			l = limit.NewConns(l, maxConns)
 		}
+		l = limit.NewCPU(l, runtime.GOMAXPROCS(0))
 		ls = append(ls, l)
 	}
 	return ls, nil

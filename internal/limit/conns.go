@@ -14,10 +14,14 @@ import (
 // finished a request's headers yet (a TLS handshake, a slowloris dribbling
 // its headers, a connection that sends nothing) or a keep-alive
 // connection between requests. A flood of idle connections then takes no
-// file descriptor beyond n+1 and never shuts a prober or a scraper out:
-// a new connection that sends its request at once is the newest, evicted
-// last. When every connection is busy with a request, Accept waits for one
-// to end (the kernel's backlog holds the rest), as LimitListener does.
+// file descriptor beyond n+1 and never shuts a prober or a scraper out.
+// Only a connection whose server waits in Read for its bytes is idle: one
+// accepted but not read yet, or reading what came (a prober's whole
+// request sent at once), or waiting for a CPU token, is never closed (a
+// burst of accepts would otherwise close a fresh request before its
+// goroutine ran). When no connection is idle, Accept waits for one to
+// be, or to end (the kernel's backlog holds the rest), as LimitListener
+// does.
 //
 // The states come from the server's ConnState hook: Track sets it.
 type Conns struct {
@@ -47,10 +51,7 @@ func Track(srv *http.Server) {
 	srv.Handler = freeCPU(srv.Handler)
 	prev := srv.ConnState
 	srv.ConnState = func(c net.Conn, s http.ConnState) {
-		if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
-			c = tc.NetConn()
-		}
-		if t, ok := c.(*trackedConn); ok {
+		if t := under[*trackedConn](c); t != nil {
 			t.setState(s)
 		}
 		if prev != nil {
@@ -74,9 +75,6 @@ func (c *Conns) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	t := &trackedConn{Conn: raw, owner: c, idleSince: time.Now()}
-	if cc, ok := raw.(*cpuConn); ok {
-		cc.onWait = t.setWaiting
-	}
 	c.mu.Lock()
 	for len(c.open) >= c.n {
 		if v := c.oldestIdle(); v != nil {
@@ -106,7 +104,7 @@ func (c *Conns) Accept() (net.Conn, error) {
 func (c *Conns) oldestIdle() *trackedConn {
 	var o *trackedConn
 	for t := range c.open {
-		if !t.busy && !t.waiting && (o == nil || t.idleSince.Before(o.idleSince)) {
+		if !t.busy && t.reading && !t.waiting && (o == nil || t.idleSince.Before(o.idleSince)) {
 			o = t
 		}
 	}
@@ -117,8 +115,9 @@ func (c *Conns) oldestIdle() *trackedConn {
 type trackedConn struct {
 	net.Conn
 	owner *Conns
-	// busy, waiting and idleSince are under owner.mu.
+	// busy, reading, waiting and idleSince are under owner.mu.
 	busy      bool
+	reading   bool // its server waits in Read
 	waiting   bool // for a CPU token
 	idleSince time.Time
 	closeOnce sync.Once
@@ -138,6 +137,21 @@ func (t *trackedConn) setState(s http.ConnState) {
 	case http.StateHijacked, http.StateClosed:
 		t.busy = true // not ours to evict any more; Close frees the slot
 	}
+}
+
+// Read tells the listener that the connection may be closed while its
+// server waits for bytes.
+func (t *trackedConn) Read(p []byte) (int, error) {
+	c := t.owner
+	c.mu.Lock()
+	t.reading = true
+	c.freed.Signal()
+	c.mu.Unlock()
+	n, err := t.Conn.Read(p)
+	c.mu.Lock()
+	t.reading = false
+	c.mu.Unlock()
+	return n, err
 }
 
 // setWaiting tells whether the connection waits for a CPU token.

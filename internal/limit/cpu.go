@@ -37,7 +37,11 @@ func (c *CPU) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cpuConn{Conn: raw, tokens: c.tokens, closed: make(chan struct{}), moved: make(chan struct{}, 1)}, nil
+	cc := &cpuConn{Conn: raw, tokens: c.tokens, closed: make(chan struct{}), moved: make(chan struct{}, 1)}
+	if t, ok := raw.(*trackedConn); ok { // under a Conns cap
+		cc.onWait = t.setWaiting
+	}
+	return cc, nil
 }
 
 // errCPUWait is a connection's Read or Write when no token came before its
@@ -52,7 +56,7 @@ type cpuConn struct {
 	closeOnce sync.Once
 	moved     chan struct{} // a new read deadline, or a handler started
 	waiting   sync.Mutex    // held by the goroutine waiting for a token
-	// onWait, when set (by Conns), is told when a wait for a token starts
+	// onWait, when set (over Conns), is told when a wait for a token starts
 	// and ends: a connection waiting is not idle, and evicting it would
 	// throw away the work done for it (under a flood, every handshake).
 	onWait func(bool)
@@ -183,21 +187,26 @@ func (c *cpuConn) handler(running bool) {
 
 type cpuKey struct{}
 
-// cpuConnOf finds the cpuConn under c (TLS, Conns), nil when there is none.
-func cpuConnOf(c net.Conn) *cpuConn {
+// under finds the connection of type T under c (TLS, CPU, Conns), the
+// zero T when there is none.
+func under[T net.Conn](c net.Conn) T {
 	for c != nil {
+		if t, ok := c.(T); ok {
+			return t
+		}
 		switch x := c.(type) {
 		case *cpuConn:
-			return x
+			c = x.Conn
 		case *trackedConn:
 			c = x.Conn
 		case interface{ NetConn() net.Conn }:
 			c = x.NetConn()
 		default:
-			return nil
+			c = nil
 		}
 	}
-	return nil
+	var zero T
+	return zero
 }
 
 // freeCPU gives the connection's token back while h runs.
@@ -221,7 +230,7 @@ func cpuContext(prev func(context.Context, net.Conn) context.Context) func(conte
 		if prev != nil {
 			ctx = prev(ctx, c)
 		}
-		if cc := cpuConnOf(c); cc != nil {
+		if cc := under[*cpuConn](c); cc != nil {
 			ctx = context.WithValue(ctx, cpuKey{}, cc)
 		}
 		return ctx

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// cpuServer serves h over TLS on a CPU listener of n tokens behind a Conns
+// cpuServer serves h over TLS on a CPU listener of n tokens over a Conns
 // cap of 256, as the doors do, with a header timeout of headerTimeout.
 func cpuServer(t *testing.T, n int, headerTimeout time.Duration, h http.Handler) (*CPU, string, *http.Client) {
 	t.Helper()
@@ -19,9 +19,9 @@ func cpuServer(t *testing.T, n int, headerTimeout time.Duration, h http.Handler)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := NewCPU(ln, n)
+	cpu := NewCPU(NewConns(ln, 256), n)
 	ts := httptest.NewUnstartedServer(h)
-	ts.Listener = NewConns(cpu, 256)
+	ts.Listener = cpu
 	ts.Config.ReadHeaderTimeout = headerTimeout
 	Track(ts.Config)
 	ts.StartTLS()
