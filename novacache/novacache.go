@@ -422,6 +422,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 		} else {
 			a = nova.Answer(in)
 		}
+		a.Warnings = append(a.Warnings, cr.Warnings...)
 		if !connected[cr.Cell.UUID+"\x00"+cr.Database+"\x00"+cr.Credentials] {
 			level := slog.LevelInfo
 			if cr.Credentials == novadb.CredentialsCellMappings {

@@ -174,6 +174,11 @@ type CellRead struct {
 	// Reread says which of compute nodes and instances were read again
 	// (the others' probes were unchanged).
 	Reread struct{ ComputeNodes, Instances bool }
+	// Warnings are about rows with values their columns cannot hold
+	// (SQLite), read as NULL.
+	Warnings []string
+	// nodeWarnings are those of the compute nodes read, kept with them.
+	nodeWarnings []string
 }
 
 // Read reads nova_api's cells, then each cell. hosts are hosts whose
@@ -325,7 +330,8 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 	failed := true
 	defer func() { s.End(failed) }()
 	out := CellRead{Cell: nova.Cell{Name: m.Name, UUID: m.UUID}}
-	if out.Cell.Services, err = readServices(s); err != nil {
+	var odd, oddNodes oddValues
+	if out.Cell.Services, err = readServices(s, &odd); err != nil {
 		return out, probes, err
 	}
 	if probes[0], err = readProbe(s, "probing compute_nodes", SQLProbeComputeNodes); err != nil {
@@ -337,12 +343,15 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 	hasLast := !c.last.ReadAt.IsZero()
 	if hasLast && c.vouch[0] && probes[0] == c.probes[0] {
 		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = c.last.Cell.ComputeNodes, c.last.Cell.SoftDeletedHosts
+		out.nodeWarnings = c.last.nodeWarnings
 	} else {
 		out.Reread.ComputeNodes = true
-		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, shared, probes[0].count); err != nil {
+		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, shared, probes[0].count, &oddNodes); err != nil {
 			return out, probes, err
 		}
+		out.nodeWarnings = oddNodes.warnings()
 	}
+	out.Warnings = append(odd.warnings(), out.nodeWarnings...)
 	// the instances read depends on the compute nodes' hosts, and hosts
 	if hasLast && c.vouch[1] && probes[1] == c.probes[1] && !out.Reread.ComputeNodes && slices.Equal(hosts, c.hosts) {
 		out.Cell.Instances = c.last.Cell.Instances
