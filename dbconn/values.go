@@ -112,4 +112,3 @@ func quoteBad(s string) string {
 	}
 	return strconv.Quote(s)
 }
-
