@@ -227,7 +227,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	apiHandler := api.NewHandler(a.cache, apiOpts)
 	statusOpts := status.Options{Logger: a.logger, Version: version.Version, MetricsPath: cfg.telemetryPath, History: a.history}
 	if a.nova != nil {
-		statusOpts.Nova = a.nova.Current
+		statusOpts.Nova, statusOpts.NovaAllowed = a.nova.Current, authn.novaAllowed
 	}
 	statusPage := status.NewHandler(a.cache, statusOpts)
 	// Browsers get the status page at /; API clients get Ironic's root.
