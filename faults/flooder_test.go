@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,7 +32,7 @@ const floodEnv = "ICE_FAULTS_FLOOD"
 
 // floodSpec is one flood: mode "handshakes" (new TLS connections, each
 // closed after its handshake) or "get" (GET path on keep-alive
-// connections, one per sender), from conns senders for at most dur and at
+// connections, one per sender, with basic auth when User is set), from conns senders for at most dur and at
 // most max attempts in all, against addr over TLS.
 type floodSpec struct {
 	Mode  string        `json:"mode"`
@@ -40,6 +41,10 @@ type floodSpec struct {
 	Conns int           `json:"conns"`
 	Max   int64         `json:"max"`
 	Dur   time.Duration `json:"dur"`
+	// User and Password, when set, are sent as basic auth; a Password
+	// with %d gets the attempt's number (a new bcrypt check each).
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
 }
 
 // floodResult counts what a flood got: answers by status (0: none,
@@ -70,6 +75,23 @@ func runFlood(spec string) int {
 	start := time.Now()
 	end := start.Add(s.Dur)
 	more := func() bool { return time.Now().Before(end) && sent.Add(1) <= s.Max }
+	get := func(cl *http.Client) string {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+s.Addr+s.Path, nil)
+		if s.User != "" {
+			pw := s.Password
+			if strings.Contains(pw, "%d") {
+				pw = fmt.Sprintf(pw, sent.Load())
+			}
+			req.SetBasicAuth(s.User, pw)
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			return "0"
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return fmt.Sprint(resp.StatusCode)
+	}
 	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the test's own self-signed certificate
 	for range s.Conns {
 		wg.Add(1)
@@ -91,13 +113,7 @@ func runFlood(spec string) int {
 				cl := &http.Client{Timeout: 10 * time.Second,
 					Transport: &http.Transport{TLSClientConfig: tlsConf, MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1}}
 				for more() {
-					code := "0"
-					if resp, err := cl.Get("https://" + s.Addr + s.Path); err == nil {
-						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						code = fmt.Sprint(resp.StatusCode)
-					}
-					count(code)
+					count(get(cl))
 				}
 				cl.CloseIdleConnections()
 			}
