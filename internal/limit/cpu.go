@@ -63,7 +63,7 @@ type cpuConn struct {
 
 	mu        sync.Mutex
 	held      bool      // a token is held
-	inHandler bool      // a handler runs: its I/O takes no token
+	inHandler int       // handlers running (HTTP/2: one per stream): the I/O takes no token
 	deadline  time.Time // the read deadline
 }
 
@@ -125,15 +125,22 @@ func (c *cpuConn) release() {
 func (c *cpuConn) acquire() bool {
 	c.waiting.Lock()
 	defer c.waiting.Unlock()
+	waited := false
 	for {
 		c.mu.Lock()
-		if c.held || c.inHandler {
+		if c.held || c.inHandler > 0 {
 			c.mu.Unlock()
 			return true
 		}
 		deadline := c.deadline
 		c.mu.Unlock()
-		if c.onWait != nil {
+		select {
+		case c.tokens <- struct{}{}:
+			return c.took()
+		default:
+		}
+		if !waited && c.onWait != nil {
+			waited = true
 			c.onWait(true)
 			defer c.onWait(false)
 		}
@@ -145,14 +152,7 @@ func (c *cpuConn) acquire() bool {
 		}
 		select {
 		case c.tokens <- struct{}{}:
-			c.mu.Lock()
-			if c.inHandler { // a handler started meanwhile: it holds none
-				<-c.tokens
-			} else {
-				c.held = true
-			}
-			c.mu.Unlock()
-			return true
+			return c.took()
 		case <-c.moved: // a new deadline, or a handler started
 		case <-timeout:
 			return false
@@ -160,6 +160,19 @@ func (c *cpuConn) acquire() bool {
 			return false
 		}
 	}
+}
+
+// took records the token acquire took, or gives it back when a handler
+// started meanwhile (a handler holds none).
+func (c *cpuConn) took() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inHandler > 0 {
+		<-c.tokens
+	} else {
+		c.held = true
+	}
+	return true
 }
 
 // wake tells a waiting acquire to look again.
@@ -170,19 +183,21 @@ func (c *cpuConn) wake() {
 	}
 }
 
-// handler sets whether a handler runs, giving the token back when one
-// starts.
+// handler counts a handler starting (running true) or ending, giving the
+// token back when one starts.
 func (c *cpuConn) handler(running bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.inHandler = running
-	if running && c.held {
+	if !running {
+		c.inHandler--
+		return
+	}
+	c.inHandler++
+	if c.held {
 		c.held = false
 		<-c.tokens
 	}
-	if running {
-		c.wake()
-	}
+	c.wake()
 }
 
 type cpuKey struct{}
