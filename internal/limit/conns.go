@@ -19,7 +19,8 @@ import (
 // accepted but not read yet, or reading what came (a prober's whole
 // request sent at once), or waiting for a CPU token, is never closed (a
 // burst of accepts would otherwise close a fresh request before its
-// goroutine ran). When no connection is idle, Accept waits for one to
+// goroutine ran), nor one whose socket holds bytes not read yet (its
+// request came while its server waited). When no connection is idle, Accept waits for one to
 // be, or to end (the kernel's backlog holds the rest), as LimitListener
 // does.
 //
@@ -76,8 +77,16 @@ func (c *Conns) Accept() (net.Conn, error) {
 	}
 	t := &trackedConn{Conn: raw, owner: c, idleSince: time.Now()}
 	c.mu.Lock()
+	var skip map[*trackedConn]bool // idle, but with bytes come meanwhile
 	for len(c.open) >= c.n {
-		if v := c.oldestIdle(); v != nil {
+		if v := c.oldestIdle(skip); v != nil {
+			if pending(v.Conn) { // its request came while its server waited: not idle
+				if skip == nil {
+					skip = map[*trackedConn]bool{}
+				}
+				skip[v] = true
+				continue
+			}
 			delete(c.open, v) // its slot is free now; Close below finds it gone
 			c.evicted++
 			c.mu.Unlock()
@@ -90,6 +99,7 @@ func (c *Conns) Accept() (net.Conn, error) {
 			continue
 		}
 		c.freed.Wait()
+		skip = nil
 	}
 	c.open[t] = struct{}{}
 	c.mu.Unlock()
@@ -100,11 +110,11 @@ func (c *Conns) Accept() (net.Conn, error) {
 // idle: the one idle longest, counted from its accept for a connection
 // that has not finished a request's headers (a slowloris that keeps
 // sending a byte gains nothing), from its last answer for a keep-alive
-// one.
-func (c *Conns) oldestIdle() *trackedConn {
+// one; none in skip.
+func (c *Conns) oldestIdle(skip map[*trackedConn]bool) *trackedConn {
 	var o *trackedConn
 	for t := range c.open {
-		if !t.busy && t.reading && !t.waiting && (o == nil || t.idleSince.Before(o.idleSince)) {
+		if !t.busy && t.reading && !t.waiting && !skip[t] && (o == nil || t.idleSince.Before(o.idleSince)) {
 			o = t
 		}
 	}
