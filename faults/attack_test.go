@@ -2,7 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +20,10 @@ const attackNofile = 1024
 // attack with 21,000 at the default limit: accept4 "too many open files",
 // every endpoint on every door timing out) leave /metrics and the probes,
 // on both listeners, answering 200 with p99 under a second, measured
-// against a quiet run in the same test.
+// against a quiet run in the same test. The flood comes from a process of
+// its own: dialled from this one, its goroutines delayed the pollers'
+// requests, which a listener at its cap cannot tell from silent
+// connections.
 func TestAttackProbeDoorIdleFlood(t *testing.T) {
 	h := newHarness(t, postgres())
 	d := startDoorsNofile(t, h, attackNofile)
@@ -29,22 +31,9 @@ func TestAttackProbeDoorIdleFlood(t *testing.T) {
 	quiet := d.during(func() { time.Sleep(2 * time.Second) })
 	d.report(t, "quiet", fmt.Sprintf("descriptor limit %d", attackNofile), quiet)
 	const n = 3000
-	opened := 0
-	got := d.during(func() {
-		var conns []net.Conn
-		for range n {
-			c, err := net.DialTimeout("tcp", d.probe, 2*time.Second)
-			if err != nil {
-				break
-			}
-			conns = append(conns, c)
-		}
-		opened = len(conns)
-		time.Sleep(5 * time.Second)
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	var r floodResult
+	got := d.during(func() { r = flood(t, floodSpec{Mode: "idle", Addr: d.probe, Conns: n, Dur: 5 * time.Second}) })
+	opened := int(r.Codes["open"])
 	d.report(t, "probe-door-idle", fmt.Sprintf("%d idle connections to the probe listener held 5s, descriptor limit %d; quiet /metrics p99 %s",
 		opened, attackNofile, quiet["/metrics"].p99().Round(time.Millisecond)), got)
 	if opened < n/2 {
@@ -58,8 +47,10 @@ func TestAttackProbeDoorIdleFlood(t *testing.T) {
 // before TLS or auth) leave /metrics and the probes answering 200 every
 // time with p99 under a second: the listener closes the connections whose
 // server waits for their bytes to make room for a scraper's, and never a
-// fresh one whose goroutine has not read its request yet (a burst of
-// accepts closed a few of those while they were the oldest idle).
+// fresh one whose request has come but not been read yet (a burst of
+// accepts closed a few of those while they were the oldest idle). The
+// flood comes from a process of its own, as in
+// TestAttackProbeDoorIdleFlood.
 func TestAttackTelemetrySlowloris(t *testing.T) {
 	h := newHarness(t, postgres())
 	d := startDoors(t, h, "--web.max-connections=64")
@@ -67,39 +58,9 @@ func TestAttackTelemetrySlowloris(t *testing.T) {
 	quiet := d.during(func() { time.Sleep(2 * time.Second) })
 	d.report(t, "quiet", "--web.max-connections=64", quiet)
 	const n = 600
-	opened := 0
-	got := d.during(func() {
-		var conns []net.Conn
-		stop := make(chan struct{})
-		for range n {
-			c, err := net.DialTimeout("tcp", d.metrics, 2*time.Second)
-			if err != nil {
-				break
-			}
-			conns = append(conns, c)
-		}
-		opened = len(conns)
-		go func() { // one header byte per connection every 200 ms
-			for {
-				for _, c := range conns {
-					_, _ = c.Write([]byte("X"))
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
-		}()
-		for _, c := range conns {
-			_, _ = c.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: "))
-		}
-		time.Sleep(6 * time.Second)
-		close(stop)
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	var r floodResult
+	got := d.during(func() { r = flood(t, floodSpec{Mode: "slowloris", Addr: d.metrics, Conns: n, Dur: 6 * time.Second}) })
+	opened := int(r.Codes["open"])
 	d.report(t, "telemetry-slowloris", fmt.Sprintf("%d slowloris connections to the telemetry listener held 6s; quiet /metrics p99 %s",
 		opened, quiet["/metrics"].p99().Round(time.Millisecond)), got)
 	if opened < n/2 {

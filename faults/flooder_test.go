@@ -31,8 +31,9 @@ import (
 const floodEnv = "ICE_FAULTS_FLOOD"
 
 // floodSpec is one flood: mode "handshakes" (new TLS connections, each
-// closed after its handshake) or "get" (GET path on keep-alive
-// connections, one per sender, with basic auth when User is set), from conns senders for at most dur and at
+// closed after its handshake), "get" (GET path on keep-alive
+// connections, one per sender, with basic auth when User is set), or
+// "idle" and "slowloris" (holdConns), from conns senders for at most dur and at
 // most max attempts in all, against addr over TLS.
 type floodSpec struct {
 	Mode  string        `json:"mode"`
@@ -93,6 +94,12 @@ func runFlood(spec string) int {
 		return fmt.Sprint(resp.StatusCode)
 	}
 	tlsConf := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the test's own self-signed certificate
+	if s.Mode == "idle" || s.Mode == "slowloris" {
+		codes["open"] = holdConns(s)
+		b, _ := json.Marshal(floodResult{Codes: codes, Took: time.Since(start)})
+		fmt.Println(string(b))
+		return 0
+	}
 	for range s.Conns {
 		wg.Add(1)
 		go func() {
@@ -123,6 +130,38 @@ func runFlood(spec string) int {
 	b, _ := json.Marshal(floodResult{Codes: codes, Took: time.Since(start)})
 	fmt.Println(string(b))
 	return 0
+}
+
+// holdConns opens s.Conns plain connections to s.Addr (fewer when a dial
+// fails), holds them for s.Dur, sending nothing (idle) or the start of a
+// request and then one header byte each every 200 ms (slowloris), and
+// returns how many it opened.
+func holdConns(s floodSpec) int64 {
+	var conns []net.Conn
+	for range s.Conns {
+		c, err := net.DialTimeout("tcp", s.Addr, 2*time.Second)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	end := time.Now().Add(s.Dur)
+	if s.Mode == "slowloris" {
+		for _, c := range conns {
+			_, _ = c.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: "))
+		}
+		for time.Now().Before(end) {
+			time.Sleep(200 * time.Millisecond)
+			for _, c := range conns {
+				_, _ = c.Write([]byte("X"))
+			}
+		}
+	}
+	time.Sleep(time.Until(end))
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return int64(len(conns))
 }
 
 // flood runs s in a new process (this test binary, by floodEnv) and
