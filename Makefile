@@ -87,8 +87,9 @@ unit:
 ## attacks: the attacks of issue 43 as tests, loopback only and bounded in count and time (a few
 ## minutes): the http_basic timing oracle (a statistical test, without the race detector, which
 ## slows bcrypt tenfold), idle and slowloris floods against a connection cap, an idle flood on the
-## probe listener of an exporter with 1,024 descriptors, a slowloris on the telemetry listener, a
-## stalled BEGIN. Each prints FIGURES lines.
+## probe listener of an exporter with 1,024 descriptors, a slowloris on the telemetry listener, TLS
+## handshake, GET /v1, authenticated and bcrypt floods on the API's door, a stalled BEGIN. Each
+## prints FIGURES lines.
 attacks:
 	$(GO) test -count=1 -timeout 10m -v -run 'TestBasicTimingOracle|TestConnsFlood|TestAttack|TestBeginStalled' \
 	  ./auth ./internal/limit ./faults

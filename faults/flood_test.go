@@ -98,6 +98,8 @@ func (d *doors) stop() {
 type latencies struct {
 	took   []time.Duration
 	non200 int
+	// failures are the first non-200 answers, or errors, said.
+	failures []string
 }
 
 func (l latencies) String() string {
@@ -109,7 +111,11 @@ func (l latencies) String() string {
 		}
 		return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Millisecond)
 	}
-	return fmt.Sprintf("p50 %s p99 %s max %s non-200 %d (n=%d)", q(0.5), q(0.99), q(1), l.non200, len(s))
+	out := fmt.Sprintf("p50 %s p99 %s max %s non-200 %d (n=%d)", q(0.5), q(0.99), q(1), l.non200, len(s))
+	if len(l.failures) > 0 {
+		out += fmt.Sprintf(" %q", l.failures)
+	}
+	return out
 }
 
 func (l latencies) p99() time.Duration {
@@ -156,17 +162,22 @@ func (d *doors) during(flood func()) map[string]*latencies {
 					req, _ := http.NewRequest(http.MethodGet, url, nil)
 					req.Header.Set("Accept-Encoding", "gzip")
 					start := time.Now()
-					code := 0
+					code, why := 0, ""
 					if resp, err := c.Do(req); err == nil {
 						_, _ = io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
-						code = resp.StatusCode
+						code, why = resp.StatusCode, resp.Status
+					} else {
+						why = err.Error()
 					}
 					took := time.Since(start)
 					mu.Lock()
 					l.took = append(l.took, took)
 					if code != 200 {
 						l.non200++
+						if len(l.failures) < 3 {
+							l.failures = append(l.failures, fmt.Sprintf("%s after %s", why, took.Round(time.Millisecond)))
+						}
 					}
 					mu.Unlock()
 					time.Sleep(20 * time.Millisecond)

@@ -40,6 +40,9 @@ var (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
+	if spec := os.Getenv(floodEnv); spec != "" { // a flood's own process
+		return runFlood(spec)
+	}
 	fail := func(f string, a ...any) int { fmt.Fprintf(os.Stderr, "FAIL: "+f+"\n", a...); return 1 }
 	// Every fault runs on all three backends.
 	if code, missing := testenv.ExitMissing("faults", testenv.PostgreSQL, testenv.MariaDB, testenv.IronicPython); missing {

@@ -22,7 +22,8 @@ type CellAnswer struct {
 	// view of a compute that is down holds its instances' nodes alone (no
 	// ring).
 	Views []View
-	// Warnings are about services.version values of no known release.
+	// Warnings are about services.version values of no known release, and
+	// (from the reader) values their columns cannot hold.
 	Warnings []string
 }
 

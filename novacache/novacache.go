@@ -486,6 +486,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 		} else {
 			a = nova.Answer(in)
 		}
+		a.Warnings = append(a.Warnings, cr.Warnings...)
 		if !connected[connection{cr.Cell.UUID, cr.Database, cr.Credentials}] {
 			level := slog.LevelInfo
 			if cr.Credentials == novadb.CredentialsCellMappings {

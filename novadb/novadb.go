@@ -136,6 +136,9 @@ type CellRead struct {
 	// are the same rows, so a consumer tells unchanged rows without
 	// comparing them.
 	Generation Generation
+	// Warnings are about rows with values their columns cannot hold
+	// (SQLite), read as NULL.
+	Warnings []string
 
 	// url is the connection the rows were read from; probes their tables'
 	// probes (compute nodes, instances) and hosts the extra hosts whose
@@ -143,6 +146,8 @@ type CellRead struct {
 	url    string
 	probes [2]probe
 	hosts  []string
+	// nodeWarnings are those of the compute nodes read, kept with them.
+	nodeWarnings []string
 }
 
 // Known is what the caller holds of the last read, handed back to Read:
@@ -330,7 +335,8 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 	failed := true
 	defer func() { s.End(failed) }()
 	out := CellRead{Cell: nova.Cell{Name: m.Name, UUID: m.UUID}}
-	if out.Cell.Services, err = readServices(s); err != nil {
+	var odd, oddNodes oddValues
+	if out.Cell.Services, err = readServices(s, &odd); err != nil {
 		return out, err
 	}
 	if out.probes[0], err = readProbe(s, "probing compute_nodes", SQLProbeComputeNodes); err != nil {
@@ -344,12 +350,15 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 	}
 	if reuse(0) {
 		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = last.Cell.ComputeNodes, last.Cell.SoftDeletedHosts
+		out.nodeWarnings = last.nodeWarnings
 	} else {
 		out.Reread.ComputeNodes = true
-		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, out.probes[0].count); err != nil {
+		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, out.probes[0].count, &oddNodes); err != nil {
 			return out, err
 		}
+		out.nodeWarnings = oddNodes.warnings()
 	}
+	out.Warnings = append(odd.warnings(), out.nodeWarnings...)
 	// the instances read depends on the compute nodes' hosts, and hosts
 	if reuse(1) && !out.Reread.ComputeNodes && slices.Equal(hosts, last.hosts) {
 		out.Cell.Instances = last.Cell.Instances

@@ -157,3 +157,55 @@ func TestAPIFailure(t *testing.T) {
 		t.Errorf("bad DSN: %v", err)
 	}
 }
+
+// TestReadOddValues: values that SQLite keeps in columns of another type
+// (a disabled 'maybe', a version 'x68', a last_seen_up 'soon', a compute
+// node's deleted 'abc') are warnings naming their rows, read as NULL is (an
+// odd disabled as disabled, an odd deleted as deleted, as SQLite's
+// "= 0" filters have them), never a failed read; the compute nodes'
+// warnings stay while their rows are reused.
+func TestReadOddValues(t *testing.T) {
+	cfg, cell1, _ := fleet(t)
+	testenv.ExecSQLite(t, cell1,
+		`INSERT INTO services VALUES (5, 'c-5', 'nova-compute', 'maybe', 'yes', 0, '2026-12-04 08:00:00', NULL, 'soon', 'x68')`,
+		`INSERT INTO compute_nodes VALUES (4, 'n4', 'c-5', 'n4', 'ironic', 'abc', '2026-12-04 07:00:00', NULL, NULL)`)
+	r, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	var last *Snapshot
+	for i := range 2 {
+		snap, err := r.Read(context.Background(), nil, &Known{Last: last})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = snap
+		c := snap.Cells[0]
+		if c.Err != nil {
+			t.Fatalf("read %d: an odd value failed the cell: %v", i, c.Err)
+		}
+		var sv *nova.Service
+		for j := range c.Cell.Services {
+			if c.Cell.Services[j].Host == "c-5" {
+				sv = &c.Cell.Services[j]
+			}
+		}
+		if sv == nil || !sv.Disabled || sv.ForcedDown || sv.Version != 0 || !sv.LastSeenUp.IsZero() {
+			t.Errorf("read %d: the odd service: %+v", i, sv)
+		}
+		if cn := c.Cell.ComputeNodes; len(cn) != 1 || cn[0].UUID != "n1" || !slices.Contains(c.Cell.SoftDeletedHosts, "c-5") {
+			t.Errorf("read %d: compute nodes %+v, soft-deleted hosts %q: n4's odd deleted reads as deleted", i, cn, c.Cell.SoftDeletedHosts)
+		}
+		want := []string{
+			`4 value(s) in Nova's services that their column's type cannot hold, read as NULL; first: id 5 (host "c-5") disabled "maybe"`,
+			`1 value(s) in Nova's compute_nodes that their column's type cannot hold, read as NULL; first: uuid "n4" deleted "abc"`,
+		}
+		if !slices.Equal(c.Warnings, want) {
+			t.Errorf("read %d (compute nodes reread %v): warnings\n%q\nwant\n%q", i, c.Reread.ComputeNodes, c.Warnings, want)
+		}
+		if i == 1 && c.Reread.ComputeNodes {
+			t.Errorf("the second read reread the compute nodes: the reuse is not tested")
+		}
+	}
+}

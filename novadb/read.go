@@ -2,6 +2,7 @@ package novadb
 
 import (
 	"database/sql"
+	"fmt"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/dbconn"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/nova"
@@ -9,28 +10,66 @@ import (
 )
 
 // readServices runs SQLServices. A NULL disabled reads as true (the ring's
-// filter disabled = false excludes it), a NULL forced_down as false.
-func readServices(s *dbconn.Session) ([]nova.Service, error) {
+// filter disabled = false excludes it), a NULL forced_down as false. An
+// odd value (SQLite keeps any value in any column: disabled 'maybe',
+// version 'abc') is a warning about its row, never a failed read: it reads
+// as NULL does, but an odd disabled reads as true (SQLite's disabled = 0
+// is false for it too).
+func readServices(s *dbconn.Session, odd *oddValues) ([]nova.Service, error) {
 	var out []nova.Service
 	err := s.Rows("reading services", SQLServices, false, func(rows *sql.Rows) error {
 		var (
 			host, binary         sql.NullString
-			disabled, forcedDown sql.NullBool
+			disabled, forcedDown dbconn.Bool
 			created, lastSeen    dbconn.Time
-			version              sql.NullInt64
+			version              dbconn.Int
 			sv                   nova.Service
 		)
 		if err := rows.Scan(&sv.ID, &host, &binary, &disabled, &forcedDown, &created, &lastSeen, &version); err != nil {
 			return err
 		}
 		sv.Host, sv.Binary = host.String, binary.String
-		sv.Disabled = !disabled.Valid || disabled.Bool
-		sv.ForcedDown = forcedDown.Valid && forcedDown.Bool
+		sv.Disabled = !disabled.Valid || disabled.V
+		sv.ForcedDown = forcedDown.Valid && forcedDown.V
 		sv.CreatedAt, sv.LastSeenUp, sv.Version = created.T, lastSeen.T, int(version.Int64)
+		for _, b := range []struct{ col, bad string }{{"disabled", disabled.Bad}, {"forced_down", forcedDown.Bad},
+			{"created_at", created.Bad}, {"updated_at or last_seen_up", lastSeen.Bad}, {"version", version.Bad}} {
+			if b.bad != "" {
+				odd.add("services", fmt.Sprintf("id %d (host %q) %s %s", sv.ID, sv.Host, b.col, b.bad))
+			}
+		}
 		out = append(out, sv)
 		return nil
 	})
 	return out, err
+}
+
+// oddValues tallies the rows with a value their column's type cannot hold
+// (SQLite keeps any value in any column), per table, for warnings.
+type oddValues struct {
+	tables []string
+	count  map[string]int
+	first  map[string]string
+}
+
+func (o *oddValues) add(table, what string) {
+	if o.count == nil {
+		o.count, o.first = map[string]int{}, map[string]string{}
+	}
+	if o.count[table] == 0 {
+		o.tables, o.first[table] = append(o.tables, table), what
+	}
+	o.count[table]++
+}
+
+// warnings are one line per table.
+func (o *oddValues) warnings() []string {
+	var out []string
+	for _, t := range o.tables {
+		out = append(out, fmt.Sprintf("%d value(s) in Nova's %s that their column's type cannot hold, read as NULL; first: %s",
+			o.count[t], t, o.first[t]))
+	}
+	return out
 }
 
 // readProbe runs one of the probe statements.
@@ -53,7 +92,9 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 // they are equal (an ironic compute node's are), and the slice is made for
 // count, the probe's count of the table (every row, ironic or not), not
 // grown by appending.
-func readComputeNodes(s *dbconn.Session, count int64) (live []nova.ComputeNode, softDeleted []string, err error) {
+// A deleted that is no integer is a warning (odd) and reads as deleted,
+// as SQLite's deleted = 0 has it.
+func readComputeNodes(s *dbconn.Session, count int64, odd *oddValues) (live []nova.ComputeNode, softDeleted []string, err error) {
 	live = make([]nova.ComputeNode, 0, count)
 	hosts := dbconn.Interner{}
 	deletedHosts := map[string]bool{}
@@ -61,14 +102,17 @@ func readComputeNodes(s *dbconn.Session, count int64) (live []nova.ComputeNode, 
 		var (
 			uuid     sql.NullString
 			host, hh sql.RawBytes
-			deleted  sql.NullInt64
+			deleted  dbconn.Int
 			cn       nova.ComputeNode
 		)
 		if err := rows.Scan(&uuid, &host, &hh, &deleted); err != nil {
 			return err
 		}
 		h := hosts.Str(host)
-		if deleted.Int64 != 0 {
+		if deleted.Bad != "" {
+			odd.add("compute_nodes", fmt.Sprintf("uuid %q deleted %s", uuid.String, deleted.Bad))
+		}
+		if deleted.Int64 != 0 || deleted.Bad != "" {
 			if !deletedHosts[h] {
 				deletedHosts[h] = true
 				softDeleted = append(softDeleted, h)

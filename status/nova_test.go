@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,21 @@ func TestNovaOnCallPath(t *testing.T) {
 	}
 	if strings.Index(summary, "nova-compute(s) for Ironic down") > strings.Index(summary, "draining") && strings.Contains(summary, "draining") {
 		t.Errorf("a bad Nova problem after a warning:\n%s", summary)
+	}
+
+	// A caller whom Nova's os-hypervisors policy refuses sees no compute
+	// host, in the lookup, the table or the summary, and is told why.
+	hidden := NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current, NovaAllowed: func(*http.Request) bool { return false }})
+	for _, path := range []string{"/", "/?node=" + snap.Nodes[0].UUID} {
+		_, body = get(t, hidden, path)
+		if strings.Contains(body, "ironic-down") || strings.Contains(body, "ironic-up") || strings.Contains(body, `id="nova-computes"`) ||
+			!strings.Contains(body, `id="nova-hidden"`) || !strings.Contains(body, "os_compute_api:os-hypervisors:show") {
+			t.Errorf("%s for a caller the hypervisor policy refuses shows compute hosts or does not say why:\n%s", path, body)
+		}
+	}
+	allowed := NewHandler(cache, Options{Version: "1.2.3", Nova: nc.Current, NovaAllowed: func(*http.Request) bool { return true }})
+	if _, body = get(t, allowed, "/"); !strings.Contains(body, "ironic-down") || strings.Contains(body, `id="nova-hidden"`) {
+		t.Errorf("an admin's page lacks the computes")
 	}
 
 	// Without Nova: no instance lookup, no Nova section.

@@ -57,6 +57,11 @@ type Options struct {
 	// answer: the lookup then takes instance UUIDs too and shows the
 	// node's nova-compute, and the page its computes and problems.
 	Nova func() *novacache.State
+	// NovaAllowed, when set, says whether the request's caller may see
+	// the Nova side (compute hosts, which Nova shows to whom its
+	// os_compute_api:os-hypervisors policy allows, admins by default); the
+	// page leaves it out, and says so, for the others. Unset: everyone.
+	NovaAllowed func(*http.Request) bool
 }
 
 // refreshSeconds is the page's meta refresh period.
@@ -70,7 +75,13 @@ func NewHandler(cache *topology.Cache, opts Options) http.Handler {
 	return methods.GetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := cache.Get(r.Context())
 		q := r.URL.Query()
-		data := build(v, time.Now(), strings.TrimSpace(q.Get("node")), opts)
+		o := opts
+		novaHidden := o.Nova != nil && o.NovaAllowed != nil && !o.NovaAllowed(r)
+		if novaHidden {
+			o.Nova = nil
+		}
+		data := build(v, time.Now(), strings.TrimSpace(q.Get("node")), o)
+		data.NovaHidden = novaHidden
 		data.NoRefresh = q.Get("refresh") == "off"
 		data.RefreshSeconds = refreshSeconds
 		tmpl := "page"
@@ -135,8 +146,10 @@ type pageData struct {
 	RefreshSeconds int
 	SelfURL        string // this page without the refresh switch
 	ToggleURL      string // this page with the refresh switch flipped
-	// Nova is the Nova side; nil without Nova.
+	// Nova is the Nova side; nil without Nova, or when NovaHidden.
 	Nova *novaData
+	// NovaHidden: the caller may not see the Nova side (Options.NovaAllowed).
+	NovaHidden bool
 	// Limits are Ironic's concurrency limits; nil before 21.1.
 	Limits *limitsData
 	// Faults are the nodes Ironic put in maintenance itself.

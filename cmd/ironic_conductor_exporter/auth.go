@@ -274,6 +274,14 @@ func beyondLoopback(listen []string) []string {
 	})
 }
 
+// novaAllowed is the status page's Options.NovaAllowed: Nova's
+// os_compute_api:os-hypervisors:show for the caller guardStatusPage let
+// through, as the API's exporter_nova_computes field has it (every caller
+// without keystone's policy).
+func (a *apiAuth) novaAllowed(r *http.Request) bool {
+	return a.access == nil || a.access(r).CanSeeComputes()
+}
+
 // guardStatusPage authenticates the status page (not a public route, unlike
 // Ironic's root) and, under keystone, lets through only callers whom
 // baremetal:node:list_all, baremetal:conductor:get and (the page shows
@@ -288,8 +296,9 @@ func guardStatusPage(a *apiAuth, page http.Handler) http.Handler {
 			f.Send(w)
 			return
 		}
+		r = r.WithContext(auth.WithCredentials(r.Context(), creds)) // for the page's Nova policy (novaAllowed)
 		if a.access != nil {
-			acc := a.access(r.WithContext(auth.WithCredentials(r.Context(), creds)))
+			acc := a.access(r)
 			if filter, _, ok := acc.ListNodes(""); !ok || filter != "" || !acc.CanGetConductors() {
 				http.Error(w, "Access was denied to the following resource: baremetal:node:list_all", http.StatusForbidden)
 				return

@@ -134,3 +134,41 @@ func TestStatusPageGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusPageNovaPolicy: the page shows the Nova side (compute hosts)
+// to the callers Nova's os-hypervisors policy allows, as the API's
+// exporter_nova_computes field does: the guard hands the page the
+// caller's credentials, which novaAllowed judges; without a policy
+// (noauth, http_basic) everyone sees it.
+func TestStatusPageNovaPolicy(t *testing.T) {
+	reader := pageAccess{true, true, true} // a system reader: the page's guard lets it through
+	for _, c := range []struct {
+		acc  api.Access
+		want bool
+	}{{hypervisors{reader, true}, true}, {hypervisors{reader, false}, false}, {nil, true}} {
+		a := &apiAuth{authn: anyone{}}
+		if c.acc != nil {
+			a.access = func(r *http.Request) api.Access {
+				if auth.FromContext(r.Context()) == nil {
+					t.Error("a request judged without its credentials")
+				}
+				return c.acc
+			}
+		}
+		got := false
+		page := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = a.novaAllowed(r) })
+		rec := httptest.NewRecorder()
+		guardStatusPage(a, page).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Code != 200 || got != c.want {
+			t.Errorf("%+v: %d, Nova shown %v, want %v", c.acc, rec.Code, got, c.want)
+		}
+	}
+}
+
+// hypervisors is a pageAccess with Nova's os-hypervisors policy apart.
+type hypervisors struct {
+	pageAccess
+	computes bool
+}
+
+func (h hypervisors) CanSeeComputes() bool { return h.computes }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -233,6 +234,7 @@ func (a *exporter) routes(cfg config, authn *apiAuth, externalURL string) (webDo
 	statusOpts := status.Options{Logger: a.logger, Version: version.Version, MetricsPath: cfg.telemetryPath, History: a.history}
 	if a.nova != nil {
 		statusOpts.Nova = func() *novacache.State { return a.nova.Get(context.Background()) }
+		statusOpts.NovaAllowed = authn.novaAllowed
 	}
 	statusPage := status.NewHandler(a.cache, statusOpts)
 	// Browsers get the status page at /; API clients get Ironic's root.
@@ -292,7 +294,7 @@ func (a *exporter) run(cfg config, toolkitFlags *web.FlagConfig, authn *apiAuth,
 		if err != nil {
 			return fmt.Errorf("--web.probe-listen-address: %w", err)
 		}
-		l := limit.NewConns(ln, probeConns)
+		l := limit.NewCPU(limit.NewConns(ln, probeConns), runtime.GOMAXPROCS(0))
 		a.logger.Info("listening for probes (no TLS, no authentication: /healthz and /readyz only)", "address", l.Addr().String(),
 			"max_connections", probeConns)
 		servers = append(servers, probeSrv)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -158,7 +159,10 @@ func listenAndServe(srv *http.Server, flags *web.FlagConfig, maxConns int, logge
 
 // listen opens a TCP listener per address, each holding at most maxConns
 // connections at once (0: no limit), the one idle longest closed to make
-// room for a new one (limit.Conns).
+// room for a new one (limit.Conns), and each letting GOMAXPROCS of its
+// connections compute at once (limit.CPU: a flood of handshakes or
+// requests through one door queues on its own tokens, not on the CPU the
+// other doors need).
 func listen(addrs []string, maxConns int) ([]net.Listener, error) {
 	var ls []net.Listener
 	for _, a := range addrs {
@@ -172,6 +176,7 @@ func listen(addrs []string, maxConns int) ([]net.Listener, error) {
 		if maxConns > 0 {
 			l = limit.NewConns(l, maxConns)
 		}
+		l = limit.NewCPU(l, runtime.GOMAXPROCS(0))
 		ls = append(ls, l)
 	}
 	return ls, nil

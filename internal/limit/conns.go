@@ -14,10 +14,15 @@ import (
 // finished a request's headers yet (a TLS handshake, a slowloris dribbling
 // its headers, a connection that sends nothing) or a keep-alive
 // connection between requests. A flood of idle connections then takes no
-// file descriptor beyond n+1 and never shuts a prober or a scraper out:
-// a new connection that sends its request at once is the newest, evicted
-// last. When every connection is busy with a request, Accept waits for one
-// to end (the kernel's backlog holds the rest), as LimitListener does.
+// file descriptor beyond n+1 and never shuts a prober or a scraper out.
+// Only a connection whose server waits in Read for its bytes is idle: one
+// accepted but not read yet, or reading what came (a prober's whole
+// request sent at once), or waiting for a CPU token, is never closed (a
+// burst of accepts would otherwise close a fresh request before its
+// goroutine ran), nor one whose socket holds bytes not read yet (its
+// request came while its server waited). When no connection is idle, Accept waits for one to
+// be, or to end (the kernel's backlog holds the rest), as LimitListener
+// does.
 //
 // The states come from the server's ConnState hook: Track sets it.
 type Conns struct {
@@ -39,14 +44,15 @@ func NewConns(l net.Listener, n int) *Conns {
 }
 
 // Track sets srv's ConnState hook to tell the Conns listeners it serves
-// which of their connections are idle (keeping a hook srv had).
+// which of their connections are idle (keeping a hook srv had), and its
+// ConnContext and handler so that the connections of CPU listeners give
+// their token back while a handler runs. Call it after setting srv.Handler.
 func Track(srv *http.Server) {
+	srv.ConnContext = cpuContext(srv.ConnContext)
+	srv.Handler = freeCPU(srv.Handler)
 	prev := srv.ConnState
 	srv.ConnState = func(c net.Conn, s http.ConnState) {
-		if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
-			c = tc.NetConn()
-		}
-		if t, ok := c.(*trackedConn); ok {
+		if t := under[*trackedConn](c); t != nil {
 			t.setState(s)
 		}
 		if prev != nil {
@@ -71,8 +77,16 @@ func (c *Conns) Accept() (net.Conn, error) {
 	}
 	t := &trackedConn{Conn: raw, owner: c, idleSince: time.Now()}
 	c.mu.Lock()
+	var skip map[*trackedConn]bool // idle, but with bytes come meanwhile
 	for len(c.open) >= c.n {
-		if v := c.oldestIdle(); v != nil {
+		if v := c.oldestIdle(skip); v != nil {
+			if pending(v.Conn) { // its request came while its server waited: not idle
+				if skip == nil {
+					skip = map[*trackedConn]bool{}
+				}
+				skip[v] = true
+				continue
+			}
 			delete(c.open, v) // its slot is free now; Close below finds it gone
 			c.evicted++
 			c.mu.Unlock()
@@ -85,6 +99,7 @@ func (c *Conns) Accept() (net.Conn, error) {
 			continue
 		}
 		c.freed.Wait()
+		skip = nil
 	}
 	c.open[t] = struct{}{}
 	c.mu.Unlock()
@@ -95,11 +110,11 @@ func (c *Conns) Accept() (net.Conn, error) {
 // idle: the one idle longest, counted from its accept for a connection
 // that has not finished a request's headers (a slowloris that keeps
 // sending a byte gains nothing), from its last answer for a keep-alive
-// one.
-func (c *Conns) oldestIdle() *trackedConn {
+// one; none in skip.
+func (c *Conns) oldestIdle(skip map[*trackedConn]bool) *trackedConn {
 	var o *trackedConn
 	for t := range c.open {
-		if !t.busy && (o == nil || t.idleSince.Before(o.idleSince)) {
+		if !t.busy && t.reading && !t.waiting && !skip[t] && (o == nil || t.idleSince.Before(o.idleSince)) {
 			o = t
 		}
 	}
@@ -110,8 +125,10 @@ func (c *Conns) oldestIdle() *trackedConn {
 type trackedConn struct {
 	net.Conn
 	owner *Conns
-	// busy and idleSince are under owner.mu.
+	// busy, reading, waiting and idleSince are under owner.mu.
 	busy      bool
+	reading   bool // its server waits in Read
+	waiting   bool // for a CPU token
 	idleSince time.Time
 	closeOnce sync.Once
 }
@@ -129,6 +146,32 @@ func (t *trackedConn) setState(s http.ConnState) {
 		t.busy, t.idleSince = false, time.Now()
 	case http.StateHijacked, http.StateClosed:
 		t.busy = true // not ours to evict any more; Close frees the slot
+	}
+}
+
+// Read tells the listener that the connection may be closed while its
+// server waits for bytes.
+func (t *trackedConn) Read(p []byte) (int, error) {
+	c := t.owner
+	c.mu.Lock()
+	t.reading = true
+	c.freed.Signal()
+	c.mu.Unlock()
+	n, err := t.Conn.Read(p)
+	c.mu.Lock()
+	t.reading = false
+	c.mu.Unlock()
+	return n, err
+}
+
+// setWaiting tells whether the connection waits for a CPU token.
+func (t *trackedConn) setWaiting(w bool) {
+	c := t.owner
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.waiting = w
+	if !w {
+		c.freed.Signal() // it may be evicted again
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -153,5 +154,45 @@ func TestConnsBusyNotEvicted(t *testing.T) {
 	}
 	if err := <-second; err != nil {
 		t.Errorf("the waiting request: %v", err)
+	}
+}
+
+// TestPending: a socket holding bytes not read yet is pending; once they
+// are read, it is not (Linux; elsewhere never).
+func TestPending(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if pending(s) {
+		t.Error("pending before any byte was sent")
+	}
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !pending(s) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !pending(s) && runtime.GOOS == "linux" {
+		t.Error("not pending with 16 bytes unread")
+	}
+	buf := make([]byte, 64)
+	if _, err := s.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if pending(s) {
+		t.Error("pending after the bytes were read")
 	}
 }
