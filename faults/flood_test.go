@@ -195,12 +195,23 @@ func (d *doors) during(flood func()) map[string]*latencies {
 // path answered 200 every time, with p99 under a second.
 func (d *doors) report(t *testing.T, flood, extra string, got map[string]*latencies) {
 	t.Helper()
+	d.reportTolerating(t, flood, extra, got, "", 0)
+}
+
+// reportTolerating is report, with up to maxShare of the answers of one
+// poller (tolerant) allowed to fail.
+func (d *doors) reportTolerating(t *testing.T, flood, extra string, got map[string]*latencies, tolerant string, maxShare float64) {
+	t.Helper()
 	var parts []string
 	for _, name := range []string{"/metrics", "/healthz", "probe /healthz"} {
 		l := got[name]
 		parts = append(parts, name+" "+l.String())
-		if l.non200 > 0 || l.p99() >= time.Second || len(l.took) == 0 {
-			t.Errorf("%s during %s: %s; want 200 every time, p99 under 1s", name, flood, l)
+		allowed := 0
+		if name == tolerant {
+			allowed = int(maxShare * float64(len(l.took)))
+		}
+		if l.non200 > allowed || l.p99() >= time.Second || len(l.took) == 0 {
+			t.Errorf("%s during %s: %s; want 200 every time (%d failures allowed), p99 under 1s", name, flood, l, allowed)
 		}
 	}
 	t.Logf("FIGURES flood %s (doors %d): %s; %s", flood, map[bool]int{false: 1, true: 2}[d.two], strings.Join(parts, "; "), extra)
