@@ -51,6 +51,9 @@ STEP_STATES = ('deploying', 'cleaning', 'verifying', 'inspecting', 'adopting',
                'rescuing', 'unrescuing', 'deleting', 'servicing')
 IN_PROGRESS = STEP_STATES + ('wait call-back', 'clean wait', 'inspect wait',
                              'rescue wait', 'service wait')
+# states whose boot files (conductor_affinity) still serve the node: deployed,
+# rescued, held, in progress (elsewhere the next operation prepares anew)
+BOOT_STATES = IN_PROGRESS + ('active', 'rescue', 'deploy hold', 'clean hold', 'service hold')
 # How long each comparison may differ (seconds): the sidecar's refresh (and
 # the poll's own second), plus Ironic's ring cache for node -> conductor,
 # plus the exporter's NoLockBound for a step left with no worker (its rule
@@ -65,6 +68,7 @@ LAGS = {
     'stuck lock holder': REFRESH + 2,
     'stuck never released': REFRESH + 2,
     'page all clear': REFRESH + NO_LOCK_BOUND + 3,
+    'boot files stranded': REFRESH + 2,
     'deploys in flight': REFRESH + 3,
     'deploy refused': REFRESH + 3,
 }
@@ -221,7 +225,7 @@ class Fleet:
     def db_conductors(self):
         with self.eng.connect() as c:
             return [dict(r._mapping) for r in c.execute(sa.text(
-                'SELECT hostname, online, updated_at FROM conductors ORDER BY id'))]
+                'SELECT id, hostname, online, updated_at FROM conductors ORDER BY id'))]
 
 
 def parse_metrics(text):
@@ -320,6 +324,13 @@ class Checker:
         trouble = no_lock > 0 or holder > 0 or never > 0 or any(s != 'alive' for s in state.values())
         # one way: the page may have other problems to tell, never "All clear" in trouble
         self.compare('page all clear', False, trouble and 'All clear' in page, now)
+        # boot files: nodes that still need them whose conductor_affinity is
+        # a conductor the database calls dead or stopped, or none at all
+        by_id = {c['id']: state[c['hostname']] for c in conds}
+        stranded = sum(1 for n in nodes if n['provision_state'] in BOOT_STATES and n['conductor_affinity'] is not None
+                       and by_id.get(n['conductor_affinity'], 'gone') in ('dead', 'stopped', 'gone'))
+        self.compare('boot files stranded', stranded, int(sum(
+            v for l, v in metrics.get('ironic_nodes_affinity_unavailable', []))), now)
         # Ironic's concurrency limit of deploys (21.1+): the nodes it counts
         # (deploying, wait call-back) and whether it refuses a new deploy
         # now, against the sidecar's count and headroom
@@ -360,7 +371,7 @@ def main():
     p.add_argument('--api-port', type=int, default=16342)
     p.add_argument('--rpc-port', type=int, default=8089)
     p.add_argument('--sidecar-port', type=int, default=16343)
-    p.add_argument('--nodes', type=int, default=9)
+    p.add_argument('--nodes', type=int, default=12)
     p.add_argument('--chroot', help="the release's chroot (default: the host's Ironic)")
     p.add_argument('--release', default='21.4', help='a label for the table')
     p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
@@ -501,6 +512,61 @@ def run(f, a, results):
     online = {c['hostname']: c['online'] for c in f.db_conductors()}
     log('after SIGUSR1+SIGTERM %s online=%s' % (victim, online.get(victim)))
     ck.finish()
+
+    # 4. a takeover: every node deployed, the conductor that prepared the
+    # most boot files killed; once it is dead its peers' _sync_local_state
+    # take over periodic_max_workers nodes each per sync_local_state_interval
+    ck = Checker(f, 'takeover after SIGKILL (%s)' % a.release, results)
+    for h in f.hosts:
+        if not f.running(h):
+            f.start_conductor(h)
+
+    def alive():
+        return sum(1 for c in json.loads(get(f.api + '/v1/conductors?fields=hostname,alive'))['conductors'] if c['alive'])
+    f.wait_until('three conductors alive', lambda: alive() == 3, 120, ck)
+    f.wait_until('settled', lambda: not nodes_in(f, IN_PROGRESS), 120, ck)
+    for n in f.db_nodes():
+        if n['provision_state'] != 'available':
+            target = 'deleted' if n['provision_state'] in ('active', 'error', 'deploy failed') else 'provide'
+            for attempt in range(20):
+                try:
+                    f.provision(n['uuid'], target)
+                    break
+                except urllib.error.HTTPError as e:
+                    # 409: locked a moment by a conductor's periodic task
+                    # (a restarted one takes its nodes over)
+                    if e.code != 409 or attempt == 19:
+                        raise
+                    ck.poll()
+    f.wait_until('available again', lambda: len(nodes_in(f, ('available',))) == a.nodes, 180, ck)
+    for u in uuids:
+        f.provision(u, 'active')
+    f.wait_until('active', lambda: len(nodes_in(f, ('active',))) == a.nodes, 180, ck)
+    ids = {c['id']: c['hostname'] for c in f.db_conductors()}
+    prepared = {}
+    for n in f.db_nodes():
+        h = ids.get(n['conductor_affinity'])
+        prepared[h] = prepared.get(h, 0) + 1
+    victim = max((h for h in prepared if h in f.hosts), key=prepared.get)
+    log('SIGKILL %s, which prepared the boot files of %d active node(s) (periodic_max_workers %d)'
+        % (victim, prepared[victim], MAX_WORKERS))
+    f.signal(victim, signal.SIGKILL)
+    f.wait_exit(victim, 10)
+    vid = next(i for i, h in ids.items() if h == victim)
+    left = []
+    end = time.time() + HEARTBEAT_TIMEOUT + RING_RESET + SYNC_INTERVAL * (prepared[victim] // MAX_WORKERS + 3)
+    while time.time() < end:
+        ck.poll()
+        n = sum(1 for x in f.db_nodes() if x['conductor_affinity'] == vid)
+        if not left or left[-1] != n:
+            left.append(n)
+        if n == 0:
+            break
+    log('boot files still on %s, as they changed: %s' % (victim, left))
+    if left[-1]:
+        ck.failures.append('%d node(s) not taken over from %s' % (left[-1], victim))
+    ck.finish()
+    ck.results[-1] = (ck.scenario + ' [%d taken over: %s]' % (prepared[victim], '>'.join(map(str, left))),) + ck.results[-1][1:]
 
 
 def recover_left(f, ck):
