@@ -415,6 +415,11 @@ def run(f, a, results):
         except Exception:
             return False
     f.wait_until('the API and three conductors', api_up, 120)
+    # the sidecar answering must be this fleet's: one left over from an
+    # earlier run on the same port would answer for another database
+    if not f.running('sidecar'):
+        with open(f.real(os.path.join(f.work, 'sidecar.log'))) as lf:
+            raise RuntimeError('the sidecar exited (its port %d taken?): %s' % (a.sidecar_port, lf.read()[-600:]))
     log('fleet up:', ', '.join(f.hosts))
     uuids = []
     lone = 'emptygroup' in a.scenarios.split(',')
