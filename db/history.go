@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,26 +65,28 @@ WHERE table_schema = DATABASE() AND table_name = 'node_history'`
 	// SQLHistoryMaxID is where a first read starts from: the newest row's
 	// id (the primary key's index answers it).
 	SQLHistoryMaxID = `SELECT COALESCE(MAX(id), 0) FROM node_history`
-	// SQLHistoryAfter reads the rows after a cursor by the primary key,
-	// with only the columns every release since 18.2 has and no free text.
-	// "?" is the parameter marker, $1 on PostgreSQL (historyQueries); the
-	// limit is HistoryBatch.
-	SQLHistoryAfter = `SELECT id, node_id, conductor, severity, event_type, created_at
-FROM node_history
-WHERE id > ?
-ORDER BY id
-LIMIT 5000`
 )
 
-// historyQueries are the statements of one backend.
-func historyQueries(b rules.Backend) (table, after string) {
+// SQLHistoryAfter reads at most HistoryBatch rows after a cursor by the
+// primary key, with only the columns every release since 18.2 has and no
+// free text; param is its one parameter's marker (dbconn.Param).
+func SQLHistoryAfter(param string) string {
+	return `SELECT id, node_id, conductor, severity, event_type, created_at
+FROM node_history
+WHERE id > ` + param + `
+ORDER BY id
+LIMIT ` + strconv.Itoa(HistoryBatch)
+}
+
+// historyTable is the catalogue lookup of node_history on backend b.
+func historyTable(b rules.Backend) string {
 	switch b {
 	case rules.MySQL:
-		return SQLHistoryTableMySQL, SQLHistoryAfter
+		return SQLHistoryTableMySQL
 	case rules.SQLite:
-		return SQLHistoryTableSQLite, SQLHistoryAfter
+		return SQLHistoryTableSQLite
 	}
-	return SQLHistoryTablePostgreSQL, strings.Replace(SQLHistoryAfter, "?", "$1", 1)
+	return SQLHistoryTablePostgreSQL
 }
 
 // History reads node_history's rows with an id above after, in a read-only
@@ -98,7 +101,7 @@ func (d *DB) History(ctx context.Context, after int64, backlog int) (HistoryRead
 		return out, d.Scrub(err)
 	}
 	defer func() { s.End(err != nil) }()
-	tableQuery, afterQuery := historyQueries(d.Backend())
+	tableQuery, afterQuery := historyTable(d.Backend()), SQLHistoryAfter(dbconn.Param(d.Backend(), 1))
 	err = s.Step("looking for node_history", func(ctx context.Context, tx *sqlx.Tx) error {
 		return tx.QueryRowxContext(ctx, tableQuery).Scan(&out.Present)
 	})

@@ -73,8 +73,8 @@ func testHistory(t *testing.T, b *testBackend) {
 }
 
 func TestHistoryBatchIsTheLimit(t *testing.T) {
-	if !strings.HasSuffix(SQLHistoryAfter, fmt.Sprintf("LIMIT %d", HistoryBatch)) {
-		t.Errorf("SQLHistoryAfter does not end with LIMIT %d:\n%s", HistoryBatch, SQLHistoryAfter)
+	if q := SQLHistoryAfter("$1"); !strings.HasSuffix(q, fmt.Sprintf("LIMIT %d", HistoryBatch)) || !strings.Contains(q, "id > $1") {
+		t.Errorf("SQLHistoryAfter does not read after $1 with LIMIT %d:\n%s", HistoryBatch, q)
 	}
 }
 
