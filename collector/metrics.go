@@ -311,11 +311,11 @@ func collectHistory(emit emitFunc, t *topology.Topology) {
 	errs := t.History.ErrorsByConductor()
 	for i := range t.Conductors {
 		h := t.Conductors[i].Hostname
-		emit(historyErrorsFamily, float64(errs[h]), h)
+		emit(historyErrorsFamily, float64(errs[h].N), h)
 		delete(errs, h)
 	}
-	for h, n := range errs {
-		emit(historyErrorsFamily, float64(n), h)
+	for h, e := range errs {
+		emit(historyErrorsFamily, float64(e.N), h)
 	}
 }
 

@@ -70,3 +70,9 @@ func (r Rules) HardwareTypeRemoved(hardwareType string) (Release, bool) {
 	since, ok := removedHardwareTypes[hardwareType]
 	return since, ok && r.release.AtLeast(since)
 }
+
+// HistorySeverityError is node_history's severity of an error event:
+// node_history_record (ironic/conductor/utils.py, fbaad948d and 18.2's API)
+// writes "ERROR" when the event is an error (it also sets last_error), else
+// "INFO".
+const HistorySeverityError = "ERROR"

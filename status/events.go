@@ -42,25 +42,9 @@ func buildEvents(t *topology.Topology) *eventsData {
 		return nil
 	}
 	d := &eventsData{Window: h.Window, Warning: h.Warning}
-	by := map[string]*eventsRow{}
-	for i := range h.Events {
-		e := &h.Events[i]
-		if e.Severity != topology.SeverityError {
-			continue
-		}
-		r := by[e.Conductor]
-		if r == nil {
-			_, known := t.Conductor(e.Conductor)
-			r = &eventsRow{Conductor: e.Conductor, Registered: known}
-			by[e.Conductor] = r
-		}
-		r.Errors++
-		if e.CreatedAt.After(r.LatestError) {
-			r.LatestError = e.CreatedAt
-		}
-	}
-	for _, r := range by {
-		d.Rows = append(d.Rows, *r)
+	for host, e := range h.ErrorsByConductor() {
+		_, known := t.Conductor(host)
+		d.Rows = append(d.Rows, eventsRow{Conductor: host, Errors: e.N, Registered: known, LatestError: e.Latest})
 	}
 	slices.SortFunc(d.Rows, func(a, b eventsRow) int {
 		return cmp.Or(b.Errors-a.Errors, strings.Compare(a.Conductor, b.Conductor))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // HistorySource is a Source that also reads node_history (*db.DB does):
@@ -17,10 +18,6 @@ type HistorySource interface {
 // HistoryBacklog is how many events before the newest one a first read
 // takes: enough to fill a window of a busy fleet at start, bounded.
 const HistoryBacklog = 20000
-
-// SeverityError is node_history's severity of an error
-// (conductor/utils.py node_history_record, fbaad948d).
-const SeverityError = "ERROR"
 
 // History is the window of node_history's events the cache holds: those
 // recorded within Window before the refresh that read them last. It is
@@ -36,13 +33,25 @@ type History struct {
 	Warning string
 }
 
-// ErrorsByConductor counts the window's ERROR events by the conductor that
-// recorded them.
-func (h *History) ErrorsByConductor() map[string]int {
-	out := map[string]int{}
+// ConductorErrors are the ERROR events one conductor recorded in the
+// window: how many, and when the latest was.
+type ConductorErrors struct {
+	N      int
+	Latest time.Time
+}
+
+// ErrorsByConductor counts the window's ERROR events
+// (rules.HistorySeverityError) by the conductor that recorded them.
+func (h *History) ErrorsByConductor() map[string]ConductorErrors {
+	out := map[string]ConductorErrors{}
 	for i := range h.Events {
-		if e := &h.Events[i]; e.Severity == SeverityError {
-			out[e.Conductor]++
+		if e := &h.Events[i]; e.Severity == rules.HistorySeverityError {
+			c := out[e.Conductor]
+			c.N++
+			if e.CreatedAt.After(c.Latest) {
+				c.Latest = e.CreatedAt
+			}
+			out[e.Conductor] = c
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 )
 
 // historySource is a Source with node_history: the events appended so far
@@ -52,8 +53,8 @@ func (h *historySource) add(conductor, severity string, node int64, at time.Time
 func TestCacheHistoryWindow(t *testing.T) {
 	src := &historySource{Source: fixture.NewSource(fixture.Golden())}
 	now := testNow
-	src.add("c1", SeverityError, 1, now.Add(-2*time.Hour)) // before the window
-	src.add("c1", SeverityError, 1, now.Add(-30*time.Minute))
+	src.add("c1", rules.HistorySeverityError, 1, now.Add(-2*time.Hour)) // before the window
+	src.add("c1", rules.HistorySeverityError, 1, now.Add(-30*time.Minute))
 	src.add("c2", "INFO", 2, now.Add(-20*time.Minute))
 	cache, err := NewCache(CacheConfig{Source: src, Settings: testSettings, HistoryWindow: time.Hour,
 		Now: func() time.Time { return now }})
@@ -64,18 +65,18 @@ func TestCacheHistoryWindow(t *testing.T) {
 	if h == nil || len(h.Events) != 2 || h.Cursor != 3 || src.afters[0] != 0 || src.backlog != HistoryBacklog {
 		t.Fatalf("first read: %+v (afters %v)", h, src.afters)
 	}
-	if got := h.ErrorsByConductor(); got["c1"] != 1 || got["c2"] != 0 {
+	if got := h.ErrorsByConductor(); got["c1"].N != 1 || got["c2"].N != 0 {
 		t.Errorf("errors by conductor %v", got)
 	}
 
 	now = now.Add(40 * time.Minute) // the c1 error of -30m leaves the window
-	src.add("c2", SeverityError, 2, now.Add(-time.Minute))
-	src.add("c2", SeverityError, 1, now)
+	src.add("c2", rules.HistorySeverityError, 2, now.Add(-time.Minute))
+	src.add("c2", rules.HistorySeverityError, 1, now)
 	h = cache.Get(context.Background()).Topology.History
 	if src.afters[1] != 3 || h.Cursor != 5 || len(h.Events) != 3 {
 		t.Fatalf("second read: %+v (afters %v)", h, src.afters)
 	}
-	if got := h.ErrorsByConductor(); got["c1"] != 0 || got["c2"] != 2 {
+	if got := h.ErrorsByConductor(); got["c1"].N != 0 || got["c2"].N != 2 || !got["c2"].Latest.Equal(now) {
 		t.Errorf("errors by conductor %v", got)
 	}
 	if got := h.ForNode(1, 5); len(got) != 1 || got[0].ID != 5 {
