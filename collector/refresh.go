@@ -27,13 +27,18 @@ type RefreshMetrics struct {
 // each exported from the start.
 var nodeReadKinds = []db.NodeRead{db.NodeReadFull, db.NodeReadDelta, db.NodeReadSkipped}
 
+// refreshBuckets are the buckets of both refresh histograms (Ironic's and
+// Nova's): from a probe that spares the reads to a full read of a large
+// fleet near the refresh timeout.
+var refreshBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
 // NewRefreshMetrics registers the refresh metrics with reg.
 func NewRefreshMetrics(reg prometheus.Registerer) (*RefreshMetrics, error) {
 	m := &RefreshMetrics{
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "exporter", Name: "refresh_duration_seconds",
 			Help:    "Time taken to read the database and rebuild the topology.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Buckets: refreshBuckets,
 		}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "exporter", Name: "refresh_errors_total",
@@ -183,7 +188,7 @@ func NewNovaRefreshMetrics(reg prometheus.Registerer) (*NovaRefreshMetrics, erro
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "exporter", Name: "nova_refresh_duration_seconds",
 			Help:    "Time taken to read Nova's databases and compute the Nova answer.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Buckets: refreshBuckets,
 		}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "exporter", Name: "nova_refresh_errors_total",
