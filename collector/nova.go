@@ -25,6 +25,9 @@ var (
 		"1 when the latest read of the Nova cell's database worked, else 0: its answers are then from the rows of its last good read.", "cell")
 	novaCellReadFamily = makeFamily(namespace+"_exporter_nova_cell_last_read_timestamp_seconds",
 		"When the rows the Nova cell's answers are computed from were read; absent before the first good read.", "cell")
+	novaCellWarningsFamily = makeFamily(namespace+"_exporter_nova_snapshot_warnings",
+		"Values of the Nova cell's latest read kept with a warning, by table and reason (bad_value: a value its column's type cannot hold, read as NULL; unknown_version: a nova-compute's services.version of no known release).",
+		"cell", "reason", "table")
 	novaCellConnectionFamily = makeFamily(namespace+"_exporter_nova_cell_connection_info",
 		`Which credentials the exporter reads the Nova cell with: credentials="template" (--nova.cell-dsn-template, the exporter's own user) or "cell_mappings" (the cell's URL in nova_api, Nova's own read-write user); user is the database user ("" when not known).`,
 		"cell", "credentials", "user")
@@ -58,7 +61,7 @@ var (
 	novaProblemsFamily = makeFamily(namespace+"_nova_problems",
 		"What is wrong between Ironic and Nova, by reason: nodes (or compute_nodes rows, or instances) counted once per reason.", "reason")
 
-	novaFamilies = []*family{novaAPIUpFamily, novaCellUpFamily, novaCellReadFamily, novaCellConnectionFamily, novaComputesFamily, novaLivenessFamily, novaComputeUpFamily,
+	novaFamilies = []*family{novaAPIUpFamily, novaCellUpFamily, novaCellReadFamily, novaCellWarningsFamily, novaCellConnectionFamily, novaComputesFamily, novaLivenessFamily, novaComputeUpFamily,
 		novaComputeHeartbeatFamily, novaComputeDisabledFamily, novaComputeForcedDownFamily, novaComputeRingFamily,
 		novaComputeNodesFamily, novaComputeErrorFamily, nodeNovaComputeFamily, novaTableReadsFamily, novaProblemsFamily}
 )
@@ -234,6 +237,9 @@ func collectNova(emit emitFunc, s *novacache.State) {
 		emit(novaCellConnectionFamily, 1, cell.Name, cell.Credentials, cell.User)
 		if !cell.ReadAt.IsZero() {
 			emit(novaCellReadFamily, unixSeconds(cell.ReadAt), cell.Name)
+		}
+		for _, w := range cell.RowWarnings {
+			emit(novaCellWarningsFamily, float64(w.Rows), cell.Name, w.Reason, w.Table)
 		}
 		for _, cs := range cell.Computes {
 			if cs.UpKnown {

@@ -204,15 +204,18 @@ func TestNovaNodeFamilyOrder(t *testing.T) {
 // not say which computes are up: no ironic_nova_compute_up, heartbeat or
 // ring member series (so no down alert) but for the compute forced down,
 // and ironic_exporter_nova_compute_liveness_known 0 says why; the cell's
-// credentials are exported.
+// credentials and its row warnings (the reader's and the judge's) are
+// exported.
 func TestNovaLivenessUnknown(t *testing.T) {
 	now := time.Now().UTC()
 	cell := nova.Cell{Name: "cell1", UUID: "c1", Services: []nova.Service{
 		{ID: 1, Host: "stale", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68},
 		{ID: 2, Host: "forced", Binary: "nova-compute", LastSeenUp: now, ForcedDown: true, Version: 68},
+		{ID: 3, Host: "future", Binary: "nova-compute", LastSeenUp: now, Version: 999},
 	}}
 	snap := &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now,
-		Credentials: novadb.CredentialsTemplate, User: "ironic_exporter_nova"}}}
+		Credentials: novadb.CredentialsTemplate, User: "ironic_exporter_nova",
+		RowWarnings: []nova.RowWarning{{Table: "compute_nodes", Reason: nova.ReasonBadValue, Rows: 2}}}}}
 	settings := rules.DefaultNovaSettings()
 	settings.ServicegroupDriver = "mc"
 	c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: snap}, Settings: settings,
@@ -237,6 +240,9 @@ func TestNovaLivenessUnknown(t *testing.T) {
 		`ironic_nova_compute_up{cell="cell1",host="forced"} 0`,
 		`ironic_nova_compute_ring_member{cell="cell1",host="forced"} 0`,
 		`ironic_exporter_nova_cell_connection_info{cell="cell1",credentials="template",user="ironic_exporter_nova"} 1`,
+		// the row warnings: the judge's and the reader's
+		`ironic_exporter_nova_snapshot_warnings{cell="cell1",reason="unknown_version",table="services"} 1`,
+		`ironic_exporter_nova_snapshot_warnings{cell="cell1",reason="bad_value",table="compute_nodes"} 2`,
 	} {
 		if !bytes.Contains(b.Bytes(), []byte(want+"\n")) {
 			t.Errorf("lacks %s\n%s", want, text)

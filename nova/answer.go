@@ -25,7 +25,32 @@ type CellAnswer struct {
 	// Warnings are about services.version values of no known release, and
 	// (from the reader) values their columns cannot hold.
 	Warnings []string
+	// RowWarnings count what Warnings tell, by table and reason.
+	RowWarnings []RowWarning
 }
+
+// RowWarning counts the values of one table a cell's read kept with a
+// warning, for one reason: bounded labels, as db.WarningCount for Ironic's
+// rows, so that a row Nova's schema does not expect is seen on a dashboard
+// and not only in the log.
+type RowWarning struct {
+	// Table is services or compute_nodes.
+	Table string
+	// Reason is ReasonBadValue or ReasonUnknownVersion.
+	Reason string
+	// Rows is the number of values (a row with two odd columns counts two).
+	Rows int
+}
+
+// The reasons of RowWarning.
+const (
+	// ReasonBadValue: a value its column's type cannot hold (SQLite keeps
+	// any value in any column), read as NULL.
+	ReasonBadValue = "bad_value"
+	// ReasonUnknownVersion: a nova-compute's services.version of no
+	// release the rules know (rules.NovaRulesRelease).
+	ReasonUnknownVersion = "unknown_version"
+)
 
 // ComputeState is one ironic nova-compute's service row, judged.
 type ComputeState struct {
@@ -101,12 +126,15 @@ func judge(in AnswerInput) (CellAnswer, judgement) {
 	}
 	release := map[string]rules.Release{} // host -> its release
 	var newest rules.Release
-	warned := map[int]bool{}
+	warned, unknown := map[int]bool{}, 0
 	for _, s := range in.Cell.Services {
 		if !isCompute(s) {
 			continue
 		}
 		rel, warning := rules.NovaRulesRelease(s.Version)
+		if warning != "" {
+			unknown++
+		}
 		if warning != "" && !warned[s.Version] {
 			warned[s.Version] = true
 			a.Warnings = append(a.Warnings, warning)
@@ -117,6 +145,9 @@ func judge(in AnswerInput) (CellAnswer, judgement) {
 		if newest.Before(rel) {
 			newest = rel
 		}
+	}
+	if unknown > 0 {
+		a.RowWarnings = append(a.RowWarnings, RowWarning{Table: "services", Reason: ReasonUnknownVersion, Rows: unknown})
 	}
 	rulesOf := func(rel rules.Release) rules.NovaRules { return rules.NewNova(rel, in.Backend, in.Settings) }
 	defaults := DefaultComputes(rulesOf(newest), in.Cell)

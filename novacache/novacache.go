@@ -487,6 +487,7 @@ func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, 
 			a = nova.Answer(in)
 		}
 		a.Warnings = append(a.Warnings, cr.Warnings...)
+		a.RowWarnings = append(slices.Clip(a.RowWarnings), cr.RowWarnings...)
 		if !connected[connection{cr.Cell.UUID, cr.Database, cr.Credentials}] {
 			level := slog.LevelInfo
 			if cr.Credentials == novadb.CredentialsCellMappings {

@@ -137,8 +137,9 @@ type CellRead struct {
 	// comparing them.
 	Generation Generation
 	// Warnings are about rows with values their columns cannot hold
-	// (SQLite), read as NULL.
-	Warnings []string
+	// (SQLite), read as NULL; RowWarnings count them by table.
+	Warnings    []string
+	RowWarnings []nova.RowWarning
 
 	// url is the connection the rows were read from; probes their tables'
 	// probes (compute nodes, instances) and hosts the extra hosts whose
@@ -146,8 +147,10 @@ type CellRead struct {
 	url    string
 	probes [2]probe
 	hosts  []string
-	// nodeWarnings are those of the compute nodes read, kept with them.
+	// nodeWarnings and nodeCounts are those of the compute nodes read,
+	// kept with them.
 	nodeWarnings []string
+	nodeCounts   []nova.RowWarning
 }
 
 // Known is what the caller holds of the last read, handed back to Read:
@@ -350,15 +353,16 @@ func (c *cellState) readRows(ctx context.Context, m nova.CellMapping, hosts []st
 	}
 	if reuse(0) {
 		out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts = last.Cell.ComputeNodes, last.Cell.SoftDeletedHosts
-		out.nodeWarnings = last.nodeWarnings
+		out.nodeWarnings, out.nodeCounts = last.nodeWarnings, last.nodeCounts
 	} else {
 		out.Reread.ComputeNodes = true
 		if out.Cell.ComputeNodes, out.Cell.SoftDeletedHosts, err = readComputeNodes(s, out.probes[0].count, &oddNodes); err != nil {
 			return out, err
 		}
-		out.nodeWarnings = oddNodes.warnings()
+		out.nodeWarnings, out.nodeCounts = oddNodes.warnings(), oddNodes.counts()
 	}
 	out.Warnings = append(odd.warnings(), out.nodeWarnings...)
+	out.RowWarnings = append(odd.counts(), out.nodeCounts...)
 	// the instances read depends on the compute nodes' hosts, and hosts
 	if reuse(1) && !out.Reread.ComputeNodes && slices.Equal(hosts, last.hosts) {
 		out.Cell.Instances = last.Cell.Instances

@@ -163,7 +163,8 @@ func TestAPIFailure(t *testing.T) {
 // node's deleted 'abc') are warnings naming their rows, read as NULL is (an
 // odd disabled as disabled, an odd deleted as deleted, as SQLite's
 // "= 0" filters have them), never a failed read; the compute nodes'
-// warnings stay while their rows are reused.
+// warnings stay while their rows are reused, counted by table
+// (RowWarnings, the metric's values).
 func TestReadOddValues(t *testing.T) {
 	cfg, cell1, _ := fleet(t)
 	testenv.ExecSQLite(t, cell1,
@@ -203,6 +204,10 @@ func TestReadOddValues(t *testing.T) {
 		}
 		if !slices.Equal(c.Warnings, want) {
 			t.Errorf("read %d (compute nodes reread %v): warnings\n%q\nwant\n%q", i, c.Reread.ComputeNodes, c.Warnings, want)
+		}
+		wantCounts := []nova.RowWarning{{Table: "services", Reason: nova.ReasonBadValue, Rows: 4}, {Table: "compute_nodes", Reason: nova.ReasonBadValue, Rows: 1}}
+		if !slices.Equal(c.RowWarnings, wantCounts) {
+			t.Errorf("read %d: row warnings %+v, want %+v", i, c.RowWarnings, wantCounts)
 		}
 		if i == 1 && c.Reread.ComputeNodes {
 			t.Errorf("the second read reread the compute nodes: the reuse is not tested")

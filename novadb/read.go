@@ -62,6 +62,15 @@ func (o *oddValues) add(table, what string) {
 	o.count[table]++
 }
 
+// counts are the values tallied per table, as RowWarnings.
+func (o *oddValues) counts() []nova.RowWarning {
+	var out []nova.RowWarning
+	for _, t := range o.tables {
+		out = append(out, nova.RowWarning{Table: t, Reason: nova.ReasonBadValue, Rows: o.count[t]})
+	}
+	return out
+}
+
 // warnings are one line per table.
 func (o *oddValues) warnings() []string {
 	var out []string
