@@ -145,7 +145,7 @@ conformance: build
 
 ## live-fleet: real ironic-api and three ironic-conductors beside the sidecar: the host's 21.4 on
 ## MariaDB and PostgreSQL through SIGTERM/SIGKILL/SIGUSR1 scenarios, 29.0 (trixie chroot) with
-## HOST:PORT names, a deploy storm into max_concurrent_deploy (21.4, PostgreSQL) and the stale
+## HOST:PORT names, a deploy storm into max_concurrent_deploy and a power failure (21.4, PostgreSQL) and the stale
 ## conductor cleanup of 39.0 (sid chroot); every comparison within its documented lag
 ## (docs/live-fleet.md). About 16 minutes.
 live-fleet: build

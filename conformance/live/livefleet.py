@@ -47,6 +47,12 @@ LONE_NODES = 3
 # least 3x heartbeat_timeout)
 CLEANUP_INTERVAL = 10
 CLEANUP_TIMEOUT = 60
+# [conductor]sync_power_state_interval and power_state_sync_max_retries of
+# the power failure scenario's fleet (elsewhere the power sync is off): a
+# node whose power state cannot be read is faulted at its second failed sync
+POWER_SYNC_INTERVAL = 2
+POWER_SYNC_RETRIES = 1
+POWERFAIL_NODES = 3
 STEP_STATES = ('deploying', 'cleaning', 'verifying', 'inspecting', 'adopting',
                'rescuing', 'unrescuing', 'deleting', 'servicing')
 IN_PROGRESS = STEP_STATES + ('wait call-back', 'clean wait', 'inspect wait',
@@ -71,6 +77,8 @@ LAGS = {
     'boot files stranded': REFRESH + 2,
     'deploys in flight': REFRESH + 3,
     'deploy refused': REFRESH + 3,
+    'faulted': REFRESH + 2,
+    'history errors': REFRESH + 2,
 }
 
 
@@ -119,7 +127,12 @@ class Fleet:
                   'sync_local_state_interval = %d' % SYNC_INTERVAL,
                   'check_provision_state_interval = 3',
                   'periodic_max_workers = %d' % MAX_WORKERS,
-                  'automated_clean = false', 'sync_power_state_interval = -1']
+                  'automated_clean = false']
+        if 'powerfail' in self.a.scenarios.split(','):
+            lines += ['sync_power_state_interval = %d' % POWER_SYNC_INTERVAL,
+                      'power_state_sync_max_retries = %d' % POWER_SYNC_RETRIES]
+        else:
+            lines.append('sync_power_state_interval = -1')
         if 'storm' in self.a.scenarios.split(','):
             lines.append('max_concurrent_deploy = %d' % STORM_LIMIT)
         if 'cleanup' in self.a.scenarios.split(','):
@@ -222,6 +235,13 @@ class Fleet:
             return [dict(r._mapping) for r in c.execute(sa.text(
                 'SELECT uuid, provision_state, reservation, conductor_affinity, updated_at FROM nodes ORDER BY id'))]
 
+    def db_history_errors(self):
+        """node_history's ERROR events by the conductor that recorded them
+        (node_history_record writes [DEFAULT]host)."""
+        with self.eng.connect() as c:
+            return {r[0]: r[1] for r in c.execute(sa.text(
+                "SELECT conductor, COUNT(*) FROM node_history WHERE severity = 'ERROR' GROUP BY conductor"))}
+
     def db_conductors(self):
         with self.eng.connect() as c:
             return [dict(r._mapping) for r in c.execute(sa.text(
@@ -322,6 +342,23 @@ class Checker:
         self.compare('stuck lock holder', holder, stuck.get('lock_holder_not_alive', 0), now)
         self.compare('stuck never released', never, stuck.get('lock_never_released', 0), now)
         trouble = no_lock > 0 or holder > 0 or never > 0 or any(s != 'alive' for s in state.values())
+        if 'powerfail' in self.f.a.scenarios.split(','):
+            # nodes Ironic faulted (its API's fault, 1.42+) by their
+            # conductor, and node_history's ERROR events by recorder
+            faulted = {}
+            for n in api_nodes:
+                if n.get('fault'):
+                    k = (n['conductor'] or '', n['fault'])
+                    faulted[k] = faulted.get(k, 0) + 1
+            sc_faulted = {}
+            for l, v in metrics.get('ironic_nodes_faulted', []):
+                if v > 0:
+                    k = (l['conductor'], l['fault'])
+                    sc_faulted[k] = sc_faulted.get(k, 0) + int(v)
+            self.compare('faulted', faulted, sc_faulted, now)
+            self.compare('history errors', self.f.db_history_errors(), {
+                l['hostname']: int(v) for l, v in metrics.get('ironic_conductor_history_errors', []) if v > 0}, now)
+            trouble = trouble or bool(faulted)
         # one way: the page may have other problems to tell, never "All clear" in trouble
         self.compare('page all clear', False, trouble and 'All clear' in page, now)
         # boot files: nodes that still need them whose conductor_affinity is
@@ -376,7 +413,7 @@ def main():
     p.add_argument('--release', default='21.4', help='a label for the table')
     p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
                    help='sigterm,sigkill,sigusr1 (21.4), hostport (23.0+ with --rpc-port != 8089) '
-                        'storm (21.1+: max_concurrent_deploy %d), emptygroup, drain (23.1+), cleanup (32.0+)' % STORM_LIMIT)
+                        'storm (21.1+: max_concurrent_deploy %d), emptygroup, powerfail, drain (23.1+), cleanup (32.0+)' % STORM_LIMIT)
     a = p.parse_args()
     f = Fleet(a)
     results = []
@@ -443,7 +480,9 @@ def run(f, a, results):
         storm(f, a, results, uuids)
     if 'emptygroup' in todo:
         emptygroup(f, a, results, uuids[-LONE_NODES:])
-    if 'storm' in todo or 'emptygroup' in todo:
+    if 'powerfail' in todo:
+        powerfail(f, a, results)
+    if 'storm' in todo or 'emptygroup' in todo or 'powerfail' in todo:
         return
     if 'drain' in todo:
         drain(f, a, results, uuids)
@@ -664,6 +703,42 @@ def drain(f, a, results, uuids):
         ck.poll()
     ck.finish()
     ck.results[-1] = (ck.scenario + ' [%d locks]' % len(mine),) + ck.results[-1][1:]
+
+
+def powerfail(f, a, results):
+    """A power failure: fake-hardware's power interface answers a node's
+    power state from the node's own row (FakePower.get_power_state), so a
+    BMC that fails is a power_state of `error` written there (the harness
+    plays the BMC). The conductor's _sync_power_states then cannot read it
+    (do_sync_power_state raises PowerStateFailure on ERROR) and, past
+    power_state_sync_max_retries, handle_sync_power_state_max_retries_exceeded
+    puts the node in maintenance with fault `power failure` and records an
+    ERROR event in node_history under its [DEFAULT]host. Each poll compares
+    the faulted nodes by conductor (Ironic's API) and the ERROR events by
+    conductor (node_history) with ironic_nodes_faulted and
+    ironic_conductor_history_errors; the page must not say all clear."""
+    ck = Checker(f, 'power failure (%s)' % a.release, results)
+    f.wait_until('settled', lambda: not nodes_in(f, IN_PROGRESS), 120, ck)
+    # /v1/nodes/detail: 21.4 answers 500 to a list with fields=conductor
+    served = {n['uuid'] for n in json.loads(get(f.api + '/v1/nodes/detail'))['nodes'] if n.get('conductor')}
+    victims = [n['uuid'] for n in f.db_nodes() if n['uuid'] in served and not n['reservation']][:POWERFAIL_NODES]
+    if not victims:
+        raise RuntimeError('no node served by a running conductor to fail')
+    log('the BMC of %d node(s) fails: power_state error' % len(victims))
+    with f.eng.begin() as c:
+        for u in victims:
+            c.execute(sa.text("UPDATE nodes SET power_state = 'error' WHERE uuid = :u"), {'u': u})
+
+    def faulted():
+        with f.eng.connect() as c:
+            return [r[0] for r in c.execute(sa.text(
+                "SELECT uuid FROM nodes WHERE fault = 'power failure'"))]
+    f.wait_until('Ironic to fault them', lambda: set(victims) <= set(faulted()),
+                 POWER_SYNC_INTERVAL * (POWER_SYNC_RETRIES + 2) + 60, ck)
+    for _ in range(LAGS['faulted'] + 3):
+        ck.poll()
+    ck.finish()
+    ck.results[-1] = (ck.scenario + ' [%d faulted]' % len(victims),) + ck.results[-1][1:]
 
 
 def emptygroup(f, a, results, lone):

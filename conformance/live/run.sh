@@ -41,9 +41,9 @@ for b in ${LIVE_STORM-postgresql}; do
         postgresql) url="$PGURL/issue42_live_st" ;;
         *) echo "unknown backend $b" >&2; exit 2 ;;
     esac
-    echo "== live fleet: Ironic 21.4 (host) on $b, a deploy storm into max_concurrent_deploy, then a conductor group emptied"
+    echo "== live fleet: Ironic 21.4 (host) on $b, a deploy storm into max_concurrent_deploy, a conductor group emptied, then a power failure"
     if ! timeout 600 "$PY" "$HERE/livefleet.py" --sidecar "$SIDECAR" --db-url "$url" --workdir "$work/storm-$b" \
-            --scenarios storm,emptygroup; then
+            --scenarios storm,emptygroup,powerfail; then
         rc=1
         echo "live fleet storm on $b failed: logs in $work/storm-$b" >&2
     fi
