@@ -58,35 +58,19 @@ type FleetClaim struct {
 }
 
 // Fleet is the Nova side of every Ironic node, over all cells.
-//
-// The claims are kept node by node as indexes into the distinct claims (a
-// few per compute): 8 bytes a node where a slice of claims each took 80,
-// 7 MB at 100k nodes of the live heap, whose row in the README's
-// Performance table is 600 B/node with Nova configured.
 type Fleet struct {
 	// Problems count what is wrong, by reason (every ProblemReasons key).
 	Problems map[string]int
-	// distinct are the distinct claims, sorted by cell and host; node i's
-	// are those of claims[start[i]:start[i+1]].
-	distinct []FleetClaim
-	claims   []int32
-	start    []int32
+	// claims are node i's claims, sorted by cell and host.
+	claims [][]FleetClaim
 }
 
 // Len is how many nodes the fleet covers (those given to NewFleet).
-func (f *Fleet) Len() int { return max(len(f.start)-1, 0) }
+func (f *Fleet) Len() int { return len(f.claims) }
 
 // Claims are the views that manage the node of index i (in the order of
 // the nodes given to NewFleet), sorted by cell and host; none: unclaimed.
-func (f *Fleet) Claims(i int) iter.Seq[FleetClaim] {
-	return func(yield func(FleetClaim) bool) {
-		for _, j := range f.claims[f.start[i]:f.start[i+1]] {
-			if !yield(f.distinct[j]) {
-				return
-			}
-		}
-	}
-}
+func (f *Fleet) Claims(i int) iter.Seq[FleetClaim] { return slices.Values(f.claims[i]) }
 
 // FleetCell is one cell's rows and answer.
 type FleetCell struct {
@@ -112,28 +96,16 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 	novaInstance := make([]string, nodes.Len())
 	upClaims := make([]int, nodes.Len()) // claims of computes that are up
 	healthy := make([]bool, nodes.Len()) // claimed by a compute up and enabled
-	distinct := map[FleetClaim]int32{}
-	var claims []nodeClaim
+	f.claims = make([][]FleetClaim, nodes.Len())
 	for _, c := range cells {
 		for _, cs := range c.Answer.Computes {
 			computes[[2]string{c.Cell.UUID, cs.Host}] = state{cs.Up, cs.UpKnown, cs.Disabled}
 		}
 		for _, v := range c.Answer.Views {
 			st := computes[[2]string{c.Cell.UUID, v.Host}]
-			of := map[rules.NovaSource]int32{}
-			for _, src := range []rules.NovaSource{rules.NovaSourceInstance, rules.NovaSourceRing} {
-				fc := FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: st.up, UpKnown: st.upKnown}
-				j, ok := distinct[fc]
-				if !ok {
-					j = int32(len(f.distinct))
-					distinct[fc] = j
-					f.distinct = append(f.distinct, fc)
-				}
-				of[src] = j
-			}
 			for u, src := range v.Nodes {
 				if i, ok := index[u]; ok {
-					claims = append(claims, nodeClaim{i, of[src]})
+					f.claims[i] = append(f.claims[i], FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: st.up, UpKnown: st.upKnown})
 					if st.up {
 						upClaims[i]++
 					}
@@ -161,11 +133,14 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 			}
 		}
 	}
-	f.place(nodes.Len(), claims)
 	for i := range nodes.Len() {
 		n := nodes.Node(i)
+		slices.SortFunc(f.claims[i], func(x, y FleetClaim) int {
+			return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source),
+				rules.CompareBool(x.Up, y.Up))
+		})
 		switch {
-		case f.start[i] == f.start[i+1]:
+		case len(f.claims[i]) == 0:
 			f.Problems[ProblemUnclaimed]++
 		case !healthy[i]:
 			f.Problems[ProblemComputeDown]++
@@ -188,43 +163,4 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 		}
 	}
 	return f
-}
-
-// nodeClaim is a claim on a node: the node's index and the claim's in
-// Fleet.distinct.
-type nodeClaim struct{ node, claim int32 }
-
-// place sorts f.distinct by cell and host and lays out claims node by
-// node, each node's in the order of f.distinct.
-func (f *Fleet) place(nodes int, claims []nodeClaim) {
-	order := make([]int32, len(f.distinct))
-	for j := range order {
-		order[j] = int32(j)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		x, y := f.distinct[a], f.distinct[b]
-		return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source), rules.CompareBool(x.Up, y.Up))
-	})
-	rank := make([]int32, len(order))
-	sorted := make([]FleetClaim, len(order))
-	for r, j := range order {
-		rank[j], sorted[r] = int32(r), f.distinct[j]
-	}
-	f.distinct = sorted
-	f.start = make([]int32, nodes+1)
-	for _, c := range claims {
-		f.start[c.node+1]++
-	}
-	for i := range nodes {
-		f.start[i+1] += f.start[i]
-	}
-	f.claims = make([]int32, len(claims))
-	next := slices.Clone(f.start[:nodes])
-	for _, c := range claims {
-		f.claims[next[c.node]] = rank[c.claim]
-		next[c.node]++
-	}
-	for i := range nodes {
-		slices.Sort(f.claims[f.start[i]:f.start[i+1]])
-	}
 }
