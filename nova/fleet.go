@@ -79,24 +79,23 @@ type FleetCell struct {
 }
 
 // NewFleet joins the cells' answers over Ironic's nodes.
-func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
-	nodes = orNone(nodes)
+func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 	f := &Fleet{Problems: map[string]int{}}
 	for _, r := range ProblemReasons {
 		f.Problems[r] = 0
 	}
-	index := make(map[string]int32, nodes.Len())
-	for i := range nodes.Len() {
-		index[nodes.Node(i).UUID] = int32(i)
+	index := make(map[string]int32, len(nodes))
+	for i, n := range nodes {
+		index[n.UUID] = int32(i)
 	}
 	type state struct{ up, upKnown, disabled bool }
 	computes := map[[2]string]state{} // cell uuid, host
-	records := make([]string, nodes.Len())
-	hasRecord := make([]bool, nodes.Len())
-	novaInstance := make([]string, nodes.Len())
-	upClaims := make([]int, nodes.Len()) // claims of computes that are up
-	healthy := make([]bool, nodes.Len()) // claimed by a compute up and enabled
-	f.claims = make([][]FleetClaim, nodes.Len())
+	records := make([]string, len(nodes))
+	hasRecord := make([]bool, len(nodes))
+	novaInstance := make([]string, len(nodes))
+	upClaims := make([]int, len(nodes)) // claims of computes that are up
+	healthy := make([]bool, len(nodes)) // claimed by a compute up and enabled
+	f.claims = make([][]FleetClaim, len(nodes))
 	for _, c := range cells {
 		for _, cs := range c.Answer.Computes {
 			computes[[2]string{c.Cell.UUID, cs.Host}] = state{cs.Up, cs.UpKnown, cs.Disabled}
@@ -133,8 +132,7 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 			}
 		}
 	}
-	for i := range nodes.Len() {
-		n := nodes.Node(i)
+	for i, n := range nodes {
 		slices.SortFunc(f.claims[i], func(x, y FleetClaim) int {
 			return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source),
 				rules.CompareBool(x.Up, y.Up))
