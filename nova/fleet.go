@@ -58,19 +58,35 @@ type FleetClaim struct {
 }
 
 // Fleet is the Nova side of every Ironic node, over all cells.
+//
+// The claims are kept node by node as indexes into the distinct claims (a
+// few per compute), not a slice of claims per node: that takes 80 B/node
+// more (BenchmarkNovaLiveHeap), and with it the live heap with Nova at 100k
+// nodes exceeds its 800 B/node row of docs/performance.md.
 type Fleet struct {
 	// Problems count what is wrong, by reason (every ProblemReasons key).
 	Problems map[string]int
-	// claims are node i's claims, sorted by cell and host.
-	claims [][]FleetClaim
+	// distinct are the distinct claims, sorted by cell and host; node i's
+	// are those of claims[start[i]:start[i+1]].
+	distinct []FleetClaim
+	claims   []int32
+	start    []int32
 }
 
 // Len is how many nodes the fleet covers (those given to NewFleet).
-func (f *Fleet) Len() int { return len(f.claims) }
+func (f *Fleet) Len() int { return max(len(f.start)-1, 0) }
 
 // Claims are the views that manage the node of index i (in the order of
 // the nodes given to NewFleet), sorted by cell and host; none: unclaimed.
-func (f *Fleet) Claims(i int) iter.Seq[FleetClaim] { return slices.Values(f.claims[i]) }
+func (f *Fleet) Claims(i int) iter.Seq[FleetClaim] {
+	return func(yield func(FleetClaim) bool) {
+		for _, j := range f.claims[f.start[i]:f.start[i+1]] {
+			if !yield(f.distinct[j]) {
+				return
+			}
+		}
+	}
+}
 
 // FleetCell is one cell's rows and answer.
 type FleetCell struct {
@@ -95,16 +111,28 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 	novaInstance := make([]string, len(nodes))
 	upClaims := make([]int, len(nodes)) // claims of computes that are up
 	healthy := make([]bool, len(nodes)) // claimed by a compute up and enabled
-	f.claims = make([][]FleetClaim, len(nodes))
+	distinct := map[FleetClaim]int32{}
+	var claims []nodeClaim
 	for _, c := range cells {
 		for _, cs := range c.Answer.Computes {
 			computes[[2]string{c.Cell.UUID, cs.Host}] = state{cs.Up, cs.UpKnown, cs.Disabled}
 		}
 		for _, v := range c.Answer.Views {
 			st := computes[[2]string{c.Cell.UUID, v.Host}]
+			of := map[rules.NovaSource]int32{}
+			for _, src := range []rules.NovaSource{rules.NovaSourceInstance, rules.NovaSourceRing} {
+				fc := FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: st.up, UpKnown: st.upKnown}
+				j, ok := distinct[fc]
+				if !ok {
+					j = int32(len(f.distinct))
+					distinct[fc] = j
+					f.distinct = append(f.distinct, fc)
+				}
+				of[src] = j
+			}
 			for u, src := range v.Nodes {
 				if i, ok := index[u]; ok {
-					f.claims[i] = append(f.claims[i], FleetClaim{Cell: c.Cell.Name, Host: v.Host, Source: string(src), Up: st.up, UpKnown: st.upKnown})
+					claims = append(claims, nodeClaim{i, of[src]})
 					if st.up {
 						upClaims[i]++
 					}
@@ -132,13 +160,10 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 			}
 		}
 	}
+	f.place(len(nodes), claims)
 	for i, n := range nodes {
-		slices.SortFunc(f.claims[i], func(x, y FleetClaim) int {
-			return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source),
-				rules.CompareBool(x.Up, y.Up))
-		})
 		switch {
-		case len(f.claims[i]) == 0:
+		case f.start[i] == f.start[i+1]:
 			f.Problems[ProblemUnclaimed]++
 		case !healthy[i]:
 			f.Problems[ProblemComputeDown]++
@@ -161,4 +186,43 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 		}
 	}
 	return f
+}
+
+// nodeClaim is a claim on a node: the node's index and the claim's in
+// Fleet.distinct.
+type nodeClaim struct{ node, claim int32 }
+
+// place sorts f.distinct by cell and host and lays out claims node by
+// node, each node's in the order of f.distinct.
+func (f *Fleet) place(nodes int, claims []nodeClaim) {
+	order := make([]int32, len(f.distinct))
+	for j := range order {
+		order[j] = int32(j)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		x, y := f.distinct[a], f.distinct[b]
+		return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Host, y.Host), strings.Compare(x.Source, y.Source), rules.CompareBool(x.Up, y.Up))
+	})
+	rank := make([]int32, len(order))
+	sorted := make([]FleetClaim, len(order))
+	for r, j := range order {
+		rank[j], sorted[r] = int32(r), f.distinct[j]
+	}
+	f.distinct = sorted
+	f.start = make([]int32, nodes+1)
+	for _, c := range claims {
+		f.start[c.node+1]++
+	}
+	for i := range nodes {
+		f.start[i+1] += f.start[i]
+	}
+	f.claims = make([]int32, len(claims))
+	next := slices.Clone(f.start[:nodes])
+	for _, c := range claims {
+		f.claims[next[c.node]] = rank[c.claim]
+		next[c.node]++
+	}
+	for i := range nodes {
+		slices.Sort(f.claims[f.start[i]:f.start[i+1]])
+	}
 }
