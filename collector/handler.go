@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -122,19 +121,16 @@ func scrapeTimeout(r *http.Request, offset time.Duration) (time.Duration, bool) 
 //     Gatherer's (build info, Go runtime, refresh histogram), in stored
 //     deflate blocks for a gzip scrape (exposition.StoredChunk).
 
-// viewKey identifies what a view's rendering depends on. The topology is
-// held weakly: the rendering kept until the next scrape must not keep a
-// replaced topology, and its snapshot, alive beside the new one (at 1M
-// nodes, about 300 MB of the live heap target).
+// viewKey identifies what a view's rendering depends on.
 type viewKey struct {
-	topo        weak.Pointer[topology.Topology]
+	topo        *topology.Topology
 	lastSuccess time.Time
 	err         string
 	up          bool
 }
 
 func keyOf(v topology.View) viewKey {
-	k := viewKey{topo: weak.Make(v.Topology), lastSuccess: v.LastSuccess, up: v.Up()}
+	k := viewKey{topo: v.Topology, lastSuccess: v.LastSuccess, up: v.Up()}
 	if v.Err != nil {
 		k.err = v.Err.Error()
 	}
