@@ -121,9 +121,8 @@ func RingMembers(in Input, candidates []Service, c Compute) ([]string, error) {
 // (rules.NovaRules.NovaManages).
 //
 // Computes with the same ring and the same node filters share one pass
-// over the nodes, bucketed by ring owner: at 100k nodes and 100 computes
-// of one ring that is one pass, not 100 (the steady-state CPU row of the
-// README's Performance table).
+// over the nodes, bucketed by ring owner: one pass, not one per compute
+// (the steady-state CPU row of docs/performance.md).
 func Views(in Input) []View {
 	candidates := RingCandidates(in.Rules, in.Cell)
 	own := map[string][]string{} // instances.host -> uuids
@@ -131,9 +130,7 @@ func Views(in Input) []View {
 		own[i.Host] = append(own[i.Host], i.UUID)
 	}
 	// Ironic instance_uuid -> node: one node at most, as the nodes table's
-	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it; a slice per
-	// instance was a third of what a Nova answer allocates at 100k nodes,
-	// at the peak of the memory row (the README's Performance table).
+	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it.
 	byInstance := make(map[string]int32, len(in.Nodes))
 	for i, n := range in.Nodes {
 		if n.InstanceUUID != "" {

@@ -38,9 +38,8 @@ type Service struct {
 // ComputeNode is a live row (deleted = 0) of a cell's compute_nodes table
 // with hypervisor_type 'ironic', as the cell's database compares it (the
 // reader filters them, as the join of service_get_all_computes_by_hv_type
-// does the type). Its id, hypervisor_type and deleted are not kept: at 100k
-// nodes the rows live between reads, and the three would be 3.2 MB of the
-// live heap (the memory row of the README's Performance table).
+// does the type). Its id, hypervisor_type and deleted are not kept: the
+// rows live between reads (the memory row).
 type ComputeNode struct {
 	// UUID is compute_nodes.uuid: the Ironic node's uuid for ironic
 	// computes (27.0+ looks rows up by it).
