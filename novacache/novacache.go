@@ -413,9 +413,12 @@ func (c *Cache) read(ctx context.Context, start time.Time) (next *State, replace
 	next.inputs = c.inputsOf(snap, now)
 	same := !prev.ReadAt.IsZero() && next.inputs.equal(prev.inputs) && sameNodes(t, prev.nodes)
 	next.nodes = nodesOf(t, prev.nodes)
-	nodes := make(nova.Nodes, len(next.nodes)) // what Nova reads of them
-	for i, n := range next.nodes {
-		nodes[i] = ironicNode(n)
+	var nodes nova.Nodes // what Nova reads of them; Judge (same) reads none
+	if !same {
+		nodes = make(nova.Nodes, len(next.nodes))
+		for i, n := range next.nodes {
+			nodes[i] = ironicNode(n)
+		}
 	}
 	next.Cells = c.answer(snap, prev, nodes, t, now, same)
 	if same {
