@@ -68,10 +68,9 @@ var (
 
 // NovaCollector exports the Nova answer of a novacache.Cache: through a
 // registry for the protobuf exposition, and to the text exposition as
-// pieces rendered and compressed once per answer (Pieces). Rendering
-// Nova's 100k node series through client_golang at every scrape cost
-// 116 ms (BenchmarkNova), two Prometheus replicas every 15 s 1.5% of a
-// core: the steady-state CPU row of the README's Performance table is 2%.
+// pieces rendered and compressed once per answer (Pieces): rendering the
+// node series through client_golang at every scrape would take most of the
+// steady-state CPU row of docs/performance.md (BenchmarkNova).
 type NovaCollector struct {
 	cache *novacache.Cache
 	opts  ExporterOptions
@@ -131,11 +130,8 @@ func (c *NovaCollector) Pieces(ctx context.Context) []*exposition.Piece {
 	} else if c.node == nil || s.Fleet != c.nodeFleet {
 		c.node, c.nodeFleet = nil, nil
 		// A series per node, written straight into the compressor and
-		// kept compressed only (written again for a plain scrape; Prometheus
-		// asks gzip): its text is 14 MB at 100k nodes, which kept would be
-		// 140 B/node of the memory row (live heap <= 600 B/node), and
-		// gathered first its series and text were the peak of that row's
-		// peak RSS (<= 2x the live heap).
+		// kept compressed only (written again for a plain scrape): its text
+		// kept would break the memory row.
 		if s.Fleet != nil && s.Fleet.Len() > 0 {
 			z := exposition.NewCompressor(fw)
 			_ = writeNovaNodeFamily(z, s) // into memory: no error

@@ -248,7 +248,7 @@ func agrees(nodes []*Node, probe NodeProbe) bool {
 	}
 	var (
 		last, reserved   int64
-		updated, created Stamp
+		updated, created time.Time
 	)
 	for i, n := range nodes {
 		if i > 0 && n.ID <= last {
@@ -258,8 +258,13 @@ func agrees(nodes []*Node, probe NodeProbe) bool {
 		if n.Reservation != nil {
 			reserved++
 		}
-		updated, created = max(updated, n.UpdatedAt), max(created, n.CreatedAt)
+		if n.UpdatedAt.After(updated) {
+			updated = n.UpdatedAt
+		}
+		if n.CreatedAt.After(created) {
+			created = n.CreatedAt
+		}
 	}
-	return last == probe.MaxID && reserved == probe.Reserved && updated == StampOf(probe.MaxUpdatedAt) &&
-		created == StampOf(probe.MaxCreatedAt)
+	return last == probe.MaxID && reserved == probe.Reserved && updated.Equal(micros(probe.MaxUpdatedAt)) &&
+		created.Equal(micros(probe.MaxCreatedAt))
 }

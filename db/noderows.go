@@ -29,9 +29,8 @@ func (d *DB) readNodes(s *dbconn.Session, query string, binary bool, probe NodeP
 }
 
 // sameAs returns last when nodes are its very nodes (no row changed), so
-// that a topology built from last is reused whole (topology.Build: at 100k
-// nodes, a build over every node and 5 MB of garbage spared per full read
-// of an unchanged fleet); nodes otherwise.
+// that a topology built from last is reused whole (topology.Build); nodes
+// otherwise.
 func sameAs(nodes, last []*Node) []*Node {
 	if slices.Equal(nodes, last) {
 		return last
@@ -210,8 +209,8 @@ func (dec *nodeDecoder) add(r *nodeRow) {
 		ProvisionState:       dec.in.Keep(t[colProvision], old.ProvisionState),
 		Maintenance:          r.maintenance.V,
 		ResourceClass:        dec.in.Keep(t[colResourceClass], old.ResourceClass),
-		CreatedAt:            StampOf(r.created.T),
-		UpdatedAt:            StampOf(r.updated.T),
+		CreatedAt:            micros(r.created.T),
+		UpdatedAt:            micros(r.updated.T),
 		TargetProvisionState: dec.in.Keep(t[colTarget], old.TargetProvisionState),
 		Owner:                dec.in.Keep(t[colOwner], old.Owner),
 		Lessee:               dec.in.Keep(t[colLessee], old.Lessee),

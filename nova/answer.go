@@ -89,7 +89,7 @@ type AnswerInput struct {
 	// Settings are [DEFAULT] service_down_time and report_interval.
 	Settings rules.NovaSettings
 	Cell     Cell
-	Nodes    NodeList // nil: none
+	Nodes    Nodes
 	// Computes are those whose views to compute; nil: DefaultComputes.
 	Computes []Compute
 }

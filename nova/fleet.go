@@ -60,9 +60,9 @@ type FleetClaim struct {
 // Fleet is the Nova side of every Ironic node, over all cells.
 //
 // The claims are kept node by node as indexes into the distinct claims (a
-// few per compute): 8 bytes a node where a slice of claims each took 80,
-// 7 MB at 100k nodes of the live heap, whose row in the README's
-// Performance table is 600 B/node with Nova configured.
+// few per compute), not a slice of claims per node: that takes 80 B/node
+// more (BenchmarkNovaLiveHeap), and with it the live heap with Nova at 100k
+// nodes exceeds its 800 B/node row of docs/performance.md.
 type Fleet struct {
 	// Problems count what is wrong, by reason (every ProblemReasons key).
 	Problems map[string]int
@@ -95,23 +95,22 @@ type FleetCell struct {
 }
 
 // NewFleet joins the cells' answers over Ironic's nodes.
-func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
-	nodes = orNone(nodes)
+func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 	f := &Fleet{Problems: map[string]int{}}
 	for _, r := range ProblemReasons {
 		f.Problems[r] = 0
 	}
-	index := make(map[string]int32, nodes.Len())
-	for i := range nodes.Len() {
-		index[nodes.Node(i).UUID] = int32(i)
+	index := make(map[string]int32, len(nodes))
+	for i, n := range nodes {
+		index[n.UUID] = int32(i)
 	}
 	type state struct{ up, upKnown, disabled bool }
 	computes := map[[2]string]state{} // cell uuid, host
-	records := make([]string, nodes.Len())
-	hasRecord := make([]bool, nodes.Len())
-	novaInstance := make([]string, nodes.Len())
-	upClaims := make([]int, nodes.Len()) // claims of computes that are up
-	healthy := make([]bool, nodes.Len()) // claimed by a compute up and enabled
+	records := make([]string, len(nodes))
+	hasRecord := make([]bool, len(nodes))
+	novaInstance := make([]string, len(nodes))
+	upClaims := make([]int, len(nodes)) // claims of computes that are up
+	healthy := make([]bool, len(nodes)) // claimed by a compute up and enabled
 	distinct := map[FleetClaim]int32{}
 	var claims []nodeClaim
 	for _, c := range cells {
@@ -161,9 +160,8 @@ func NewFleet(cells []FleetCell, nodes NodeList) *Fleet {
 			}
 		}
 	}
-	f.place(nodes.Len(), claims)
-	for i := range nodes.Len() {
-		n := nodes.Node(i)
+	f.place(len(nodes), claims)
+	for i, n := range nodes {
 		switch {
 		case f.start[i] == f.start[i+1]:
 			f.Problems[ProblemUnclaimed]++

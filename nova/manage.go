@@ -121,23 +121,19 @@ func RingMembers(in Input, candidates []Service, c Compute) ([]string, error) {
 // (rules.NovaRules.NovaManages).
 //
 // Computes with the same ring and the same node filters share one pass
-// over the nodes, bucketed by ring owner: at 100k nodes and 100 computes
-// of one ring that is one pass, not 100 (the steady-state CPU row of the
-// README's Performance table).
+// over the nodes, bucketed by ring owner: one pass, not one per compute
+// (the steady-state CPU row of docs/performance.md).
 func Views(in Input) []View {
-	in.Nodes = orNone(in.Nodes)
 	candidates := RingCandidates(in.Rules, in.Cell)
 	own := map[string][]string{} // instances.host -> uuids
 	for _, i := range in.Cell.Instances {
 		own[i.Host] = append(own[i.Host], i.UUID)
 	}
 	// Ironic instance_uuid -> node: one node at most, as the nodes table's
-	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it; a slice per
-	// instance was a third of what a Nova answer allocates at 100k nodes,
-	// at the peak of the memory row (the README's Performance table).
-	byInstance := make(map[string]int32, in.Nodes.Len())
-	for i := range in.Nodes.Len() {
-		if n := in.Nodes.Node(i); n.InstanceUUID != "" {
+	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it.
+	byInstance := make(map[string]int32, len(in.Nodes))
+	for i, n := range in.Nodes {
+		if n.InstanceUUID != "" {
 			byInstance[n.InstanceUUID] = int32(i)
 		}
 	}
@@ -170,8 +166,8 @@ func Views(in Input) []View {
 		if !ok {
 			locate := owners.of(members)
 			buckets = map[string][]int{}
-			for i := range in.Nodes.Len() {
-				if n := in.Nodes.Node(i); n.InstanceUUID == "" && listed(n) {
+			for i, n := range in.Nodes {
+				if n.InstanceUUID == "" && listed(n) {
 					o := locate(i)
 					buckets[o] = append(buckets[o], i)
 				}
@@ -182,7 +178,7 @@ func Views(in Input) []View {
 		v.Nodes = make(map[string]rules.NovaSource, len(mine)+len(own[c.Host]))
 		for _, i := range mine {
 			if src := in.Rules.NovaManages(c, "", false, in.Rules.RingName(c.Host)); src != rules.NovaSourceNone {
-				v.Nodes[in.Nodes.Node(i).UUID] = src
+				v.Nodes[in.Nodes[i].UUID] = src
 			}
 		}
 		addInstances(in, v, own[c.Host], byInstance, listed)
@@ -200,7 +196,7 @@ func addInstances(in Input, v View, own []string, byInstance map[string]int32, l
 		if !ok {
 			continue
 		}
-		if n := in.Nodes.Node(int(i)); listed(n) {
+		if n := in.Nodes[i]; listed(n) {
 			if src := in.Rules.NovaManages(c, u, true, ""); src != rules.NovaSourceNone {
 				v.Nodes[n.UUID] = src
 			}
@@ -224,18 +220,18 @@ func filterKey(r rules.NovaRules, c Compute) string {
 // owners maps nodes to their owners on rings, hashing each node's uuid
 // once and locating it once per distinct ring.
 type owners struct {
-	nodes  NodeList
+	nodes  Nodes
 	prefix []uint64
 	hashed []bool
 	cache  *ring.HostCache
 }
 
-func newOwners(nodes NodeList) *owners {
+func newOwners(nodes Nodes) *owners {
 	c, err := ring.NewHostCache(partitionExponent, algorithm)
 	if err != nil {
 		panic(err) // constants
 	}
-	return &owners{nodes: nodes, prefix: make([]uint64, nodes.Len()), hashed: make([]bool, nodes.Len()), cache: c}
+	return &owners{nodes: nodes, prefix: make([]uint64, len(nodes)), hashed: make([]bool, len(nodes)), cache: c}
 }
 
 // of returns the owner of node i on the ring of members (not empty).
@@ -246,7 +242,7 @@ func (o *owners) of(members []string) func(int) string {
 	}
 	hosts := r.Hosts()
 	return func(i int) string {
-		key := []byte(o.nodes.Node(i).UUID)
+		key := []byte(o.nodes[i].UUID)
 		if !o.hashed[i] {
 			o.prefix[i], o.hashed[i] = r.Prefix(key), true
 		}

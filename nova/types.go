@@ -38,9 +38,8 @@ type Service struct {
 // ComputeNode is a live row (deleted = 0) of a cell's compute_nodes table
 // with hypervisor_type 'ironic', as the cell's database compares it (the
 // reader filters them, as the join of service_get_all_computes_by_hv_type
-// does the type). Its id, hypervisor_type and deleted are not kept: at 100k
-// nodes the rows live between reads, and the three would be 3.2 MB of the
-// live heap (the memory row of the README's Performance table).
+// does the type). Its id, hypervisor_type and deleted are not kept: the
+// rows live between reads (the memory row).
 type ComputeNode struct {
 	// UUID is compute_nodes.uuid: the Ironic node's uuid for ironic
 	// computes (27.0+ looks rows up by it).
@@ -88,34 +87,9 @@ type IronicNode struct {
 	Maintenance    bool
 }
 
-// NodeList is Ironic's nodes, every one of them, as Nova's node list
-// gives them: an interface, not a slice, so that a caller hands its own
-// nodes over without an IronicNode of each beside them (novacache: 88 bytes
-// a node beside what an answer builds, at the peak of the memory row with
-// Nova, the README's Performance table).
-type NodeList interface {
-	// Len is how many nodes there are.
-	Len() int
-	// Node is the node of index i, 0 <= i < Len().
-	Node(i int) IronicNode
-}
-
-// orNone is l, or no nodes for a nil l.
-func orNone(l NodeList) NodeList {
-	if l == nil {
-		return Nodes(nil)
-	}
-	return l
-}
-
-// Nodes is the NodeList of a slice.
+// Nodes are Ironic's nodes, every one of them, as Nova's node list gives
+// them.
 type Nodes []IronicNode
-
-// Len implements NodeList.
-func (n Nodes) Len() int { return len(n) }
-
-// Node implements NodeList.
-func (n Nodes) Node(i int) IronicNode { return n[i] }
 
 // Compute is one nova-compute's own settings (its nova.conf).
 type Compute = rules.NovaCompute
@@ -131,7 +105,7 @@ type Input struct {
 	IronicBackend rules.Backend
 	Cell          Cell
 	// Nodes are Ironic's nodes, every one of them.
-	Nodes NodeList // nil: none
+	Nodes Nodes
 	// Computes are the nova-computes of the cell whose views to compute,
 	// with their settings.
 	Computes []Compute

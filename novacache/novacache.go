@@ -215,18 +215,6 @@ func nodesOf(t *topology.Topology, nodes []*db.Node) []*db.Node {
 	return out
 }
 
-// ironicNodes are Ironic's nodes as Nova's answer reads them, each made
-// when asked: a slice of them kept beside what an answer builds would sit
-// at the peak of the memory row with Nova (peak RSS within twice the live
-// heap, docs/performance.md).
-type ironicNodes []*db.Node
-
-// Len implements nova.NodeList.
-func (n ironicNodes) Len() int { return len(n) }
-
-// Node implements nova.NodeList.
-func (n ironicNodes) Node(i int) nova.IronicNode { return ironicNode(n[i]) }
-
 // ironicNode is what Nova's node list and the problems read of n.
 func ironicNode(n *db.Node) nova.IronicNode {
 	return nova.IronicNode{UUID: n.UUID, ConductorGroup: n.ConductorGroup, Shard: db.Text(n.Shard),
@@ -425,7 +413,13 @@ func (c *Cache) read(ctx context.Context, start time.Time) (next *State, replace
 	next.inputs = c.inputsOf(snap, now)
 	same := !prev.ReadAt.IsZero() && next.inputs.equal(prev.inputs) && sameNodes(t, prev.nodes)
 	next.nodes = nodesOf(t, prev.nodes)
-	nodes := ironicNodes(next.nodes) // what Nova reads of them
+	var nodes nova.Nodes // what Nova reads of them; Judge (same) reads none
+	if !same {
+		nodes = make(nova.Nodes, len(next.nodes))
+		for i, n := range next.nodes {
+			nodes[i] = ironicNode(n)
+		}
+	}
 	next.Cells = c.answer(snap, prev, nodes, t, now, same)
 	if same {
 		return next, false, cellsErr(snap) // the views, Fleet and byUUID are prev's
@@ -456,7 +450,7 @@ func cellsErr(snap *novadb.Snapshot) error {
 
 // answer computes each cell's answer over nodes at now; with same (the
 // inputs are prev's) the views are prev's, the computes judged again.
-func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.NodeList, t *topology.Topology, now time.Time, same bool) []CellState {
+func (c *Cache) answer(snap *novadb.Snapshot, prev *State, nodes nova.Nodes, t *topology.Topology, now time.Time, same bool) []CellState {
 	ironicBackend := rules.PostgreSQL
 	if t != nil {
 		ironicBackend = t.Rules.Backend()

@@ -87,15 +87,6 @@ func NewNova(release Release, backend Backend, s NovaSettings) NovaRules {
 		downTime: EffectiveServiceDownTime(s.ServiceDownTime, s.ReportInterval)}
 }
 
-// Release is the Nova release the rules are of.
-func (n NovaRules) Release() Release { return n.release }
-
-// Backend is the kind of Nova's cell database.
-func (n NovaRules) Backend() Backend { return n.backend }
-
-// Settings are the settings given.
-func (n NovaRules) Settings() NovaSettings { return n.s }
-
 // ServiceDownTime is the service_down_time in effect, in seconds.
 func (n NovaRules) ServiceDownTime() int { return n.downTime }
 

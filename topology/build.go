@@ -21,10 +21,8 @@ import (
 // probe vouched for the nodes, or a read in which no row changed) and the
 // conductors are alike in all the node-derived results depend on
 // (reusableNodes), those results are prev's, shared: the rebuild costs
-// O(conductors), and liveness is still judged afresh. That keeps the
-// steady-state CPU inside its target (2% of a core at 100k nodes, 20% at
-// 1M): walking the unchanged nodes at every --refresh.min-interval costs
-// 0.3% of a core more at 100k in make bench, ten times that at 1M.
+// O(conductors), and liveness is still judged afresh: the steady-state CPU
+// row of docs/performance.md.
 // TestRebuildOverUnchangedNodes compares every field, exported or not, with
 // Build's full path. The topology points into snap.Nodes, which Build never
 // writes (db.Node is frozen).

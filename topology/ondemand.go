@@ -108,10 +108,8 @@ func (o *OnDemand) Idle() bool {
 // RefreshGrace is how much older than MinInterval a state may be and still
 // be served without waiting while the refresh it started runs: a lookup
 // is not held over 50 ms by a running refresh (the performance contract).
-// The first reader past MinInterval starts the refresh (at 10 lookups a
-// second, within 100 ms), which lands in 25-360 ms at 100k nodes (the
-// probe alone to a full read). It is also the second the API allows
-// before marking an answer stale.
+// The first reader past MinInterval starts the refresh. It is also the
+// second the API allows before marking an answer stale.
 const RefreshGrace = time.Second
 
 // MaxAge is the oldest state Get returns without waiting for a refresh:

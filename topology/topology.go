@@ -97,8 +97,7 @@ type NodeInfo struct {
 	Conductor string
 	// affinityHost is the Hostname, in this topology's Conductors, of the
 	// conductor whose id is in conductor_affinity; nil when NULL or when no
-	// such conductor exists. A pointer, not a copy of the string: 8 bytes a
-	// node less of the memory row (the README's Performance table).
+	// such conductor exists.
 	affinityHost *string
 	// Affinity says whether that conductor is up, down or gone.
 	Affinity Affinity
@@ -298,17 +297,15 @@ func (t *Topology) ringOf(gd GroupDriver) GroupDriver {
 
 // nodeIndex is the UUID and name lookup of one node list: the indexes of the
 // nodes sorted by UUID, and of the named nodes by name, then by index (the
-// first node of a value is found first). 8 bytes a node where two maps took
-// 120 at 1M nodes, a fifth of the live heap target (600 B/node); and as it
-// holds positions, not strings, a later topology sharing it keeps no string
-// of an older snapshot alive beside its own (64 B a node more at 1M).
+// first node of a value is found first): positions, not maps of strings,
+// for the live heap row, and so that a later topology sharing it keeps no
+// string of an older snapshot alive.
 type nodeIndex struct {
 	byUUID, byName []int32
 }
 
 // index returns the node lookups, built once: by Build (unless they are
-// prev's), so that no lookup waits for them (at 100k nodes 40-55 ms, ten
-// times that at 1M, against the 50 ms a lookup may be held), or on first use.
+// prev's), so that no lookup waits for them, or on first use.
 func (t *Topology) index() *nodeIndex {
 	t.indexOnce.Do(func() {
 		if t.idx == nil {

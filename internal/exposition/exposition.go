@@ -2,8 +2,8 @@
 // ahead of time, byte for byte what promhttp writes for a registry (plain
 // or gzip): without a registry or a dto.Metric per series (Families), and
 // with a family compressed once per change spliced into every gzip response
-// (gzip.go), for two figures of the performance contract, the steady-state
-// CPU and the cold gzip scrape at 1M nodes (5 s). It knows no metric:
+// (gzip.go), for two rows of docs/performance.md: the steady-state CPU and
+// the cold gzip scrape. It knows no metric:
 // package collector says what the families are, and checks the whole
 // response against promhttp's (TestPrerenderedIsPromhttp).
 package exposition
@@ -160,9 +160,7 @@ type Family struct {
 // Families collects series and writes them as a registry's Gather and
 // expfmt's text encoder would (TestFamiliesIsClientGolang holds the two
 // side by side): families by name, none empty; series by label values;
-// label pairs by name. Without a registry a view of 300 conductors renders
-// in 3 ms and 2 MB of garbage (15 ms and 4.7 MB through one): what keeps
-// make bench's steady-state CPU at 100k nodes inside its 2% target.
+// label pairs by name. Without a registry, for the steady-state CPU row.
 type Families map[*Family][]series
 
 type series struct {
@@ -228,8 +226,8 @@ type SeriesWriter struct {
 
 // SeriesFlush is how many bytes a SeriesWriter buffers before it writes
 // them out, each write a chunk of the response and a write(2): a plain
-// scrape holds 512 kB of a per-node family at a time, not the family (180
-// MB at 1M nodes), at most --web.max-renders of them at once.
+// scrape holds 512 kB of a per-node family at a time, not the family, at
+// most --web.max-renders of them at once.
 const SeriesFlush = 512 << 10
 
 // NewSeriesWriter returns a writer of f to w; its HELP and TYPE are

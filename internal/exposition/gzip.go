@@ -74,9 +74,8 @@ func (z *Compressor) Finish() Chunk {
 // StoredChunk returns plain as a chunk of stored (uncompressed) deflate
 // blocks (RFC 1951 3.2.4: starting on a byte boundary, a header byte 0 for
 // BFINAL=0 BTYPE=00 and its padding, LEN and NLEN, then at most 65,535
-// bytes): what a scrape renders for itself (a few kilobytes of the
-// exporter's own metrics) is not worth a compressor, 1.2 MB of garbage per
-// scrape, whose collections the steady-state CPU target pays for.
+// bytes): what a scrape renders for itself (a few kilobytes) is not worth
+// a compressor's garbage (the steady-state CPU row).
 func StoredChunk(plain []byte) Chunk {
 	const maxStored = 65535
 	data := make([]byte, 0, len(plain)+5*(len(plain)/maxStored+1))
