@@ -121,9 +121,9 @@ func scrapeTimeout(r *http.Request, offset time.Duration) (time.Duration, bool) 
 
 // viewKey identifies what a view's rendering depends on. The topology is
 // held weakly: a rendering kept until the next scrape must not keep a
-// replaced topology alive beside the new one. Held plainly, the peak RSS
-// row of docs/performance.md (<= 2x the live heap) rises from 2.01-2.04x
-// to 2.19-2.21x at 100k nodes (BenchmarkPeakRSS/settle=true).
+// replaced topology alive beside the new one: held plainly, peak RSS
+// exceeds the peak RSS row of docs/performance.md (<= 2x the live heap) at
+// 100k nodes (BenchmarkPeakRSS/settle=true).
 type viewKey struct {
 	topo        weak.Pointer[topology.Topology]
 	lastSuccess time.Time

@@ -1,9 +1,9 @@
 // Package memlimit is the binary's memory policy, which the caches call
 // through topology.CacheConfig.NodesReplaced and novacache.Config.AnswerReplaced:
 // peak RSS, a refresh included, within twice the live heap (the
-// performance contract): without it, at 100k nodes, peak RSS is 2.68-2.87x
-// the live heap, with it 2.01-2.04x (BenchmarkPeakRSS in package collector,
-// in process). Nothing else in the process sets the memory limit.
+// peak RSS row of docs/performance.md, which fails without it at 100k nodes:
+// BenchmarkPeakRSS in package collector). Nothing else in the process sets
+// the memory limit.
 package memlimit
 
 import (
