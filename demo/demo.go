@@ -70,24 +70,30 @@ type Options struct {
 	Settings topology.Settings
 }
 
-// Release is the Ironic release whose rules the demo's fleet is judged by
-// unless Options.Settings names another: the simulated conductors write
-// Conductor objects 1.3 (11.1-24.x) and drain as 23.1+ does (online=false
-// while heartbeating, commit 3f9151163), and 24.1 is the newest release of
-// that range (its API's alive still ignores online: a draining conductor is
-// alive).
-var Release = rules.MustRelease("24.1")
+// Release is the Ironic release the demo's fleet follows unless
+// Options.Settings names another (--ironic.release): the newest release
+// whose rules package rules knows (rules.Newest). Its simulated conductors
+// write the Conductor object version of the release, stop, heartbeat and
+// break each other's locks as the conductors of that release do (see
+// simulator.go), and the exporter judges the fleet by the same release.
+var Release = rules.Newest
 
 // settings are opts.Settings with the demo's defaults filled in: heartbeat
-// timeout HeartbeatTimeout/speed, Release, and Ironic's default exponent
-// and algorithm as package rules fills them in.
+// timeout HeartbeatTimeout, graceful_shutdown_timeout
+// GracefulShutdownTimeout and sync_local_state_interval
+// SyncLocalStateInterval (each divided by the speed), Release, and
+// Ironic's defaults as package rules fills them in (exponent, algorithm,
+// periodic_max_workers).
 func (o Options) settings() topology.Settings {
 	s := o.Settings
-	s.HeartbeatTimeout = cmp.Or(s.HeartbeatTimeout, HeartbeatTimeout/time.Duration(o.Speed))
+	speed := time.Duration(o.Speed)
+	s.HeartbeatTimeout = cmp.Or(s.HeartbeatTimeout, HeartbeatTimeout/speed)
+	s.GracefulShutdownTimeout = cmp.Or(s.GracefulShutdownTimeout, GracefulShutdownTimeout/speed)
+	s.SyncLocalStateInterval = cmp.Or(s.SyncLocalStateInterval, SyncLocalStateInterval/speed)
 	s.Release = cmp.Or(s.Release, Release)
 	ironic := rules.New(s.Release, rules.MySQL, rules.Settings{PartitionExponent: s.PartitionExponent,
-		Algorithm: s.Algorithm}).Settings()
-	s.PartitionExponent, s.Algorithm = ironic.PartitionExponent, ironic.Algorithm
+		Algorithm: s.Algorithm, PeriodicMaxWorkers: s.PeriodicMaxWorkers}).Settings()
+	s.PartitionExponent, s.Algorithm, s.PeriodicMaxWorkers = ironic.PartitionExponent, ironic.Algorithm, ironic.PeriodicMaxWorkers
 	return s
 }
 
@@ -245,10 +251,13 @@ func (d *Demo) LogIntro(listenAddresses []string, metricsPath string) {
 		"heartbeat_interval", HeartbeatInterval/s)
 	d.log.Info("demo: the simulated conductors lock and take over the nodes the exporter maps to them: both judge the fleet "+
 		"with the same code and settings", "ironic_release", d.settings.Release, "heartbeat_timeout", d.settings.HeartbeatTimeout,
-		"hash_partition_exponent", d.settings.PartitionExponent, "hash_ring_algorithm", d.settings.Algorithm)
-	d.log.Info(fmt.Sprintf("demo: every %s: at %s a conductor starts draining (a graceful stop), at %s another crashes holding locks, "+
-		"at %s the draining one stops heartbeating, at %s new nodes are enrolled, at %s the crashed one restarts and at %s the stopped one starts again",
-		Cycle/s, atDrain/s, atCrash/s, atDrainDone/s, atEnroll/s, atCrashBack/s, atDrainRestart/s))
+		"hash_partition_exponent", d.settings.PartitionExponent, "hash_ring_algorithm", d.settings.Algorithm,
+		"graceful_shutdown_timeout", d.settings.GracefulShutdownTimeout, "pick_another_release", "--ironic.release")
+	d.log.Info(fmt.Sprintf("demo: every %s: at %s a conductor rebuilding nodes stops gracefully (SIGTERM) as Ironic %s does, "+
+		"at %s another crashes holding locks, at %s new nodes are enrolled, at %s the crashed one restarts and at %s the stopped one starts again; "+
+		"peers break the locks of conductors whose heartbeat is stale and take over boot files, periodic_max_workers=%d every %s",
+		Cycle/s, atDrain/s, d.settings.Release, atCrash/s, atEnroll/s, atCrashBack/s, atDrainRestart/s,
+		d.settings.PeriodicMaxWorkers, d.settings.SyncLocalStateInterval))
 	d.log.Info(fmt.Sprintf("demo: Nova beside it, %d ironic nova-computes: at %s one dies (its nodes without instance move to the others' rings, "+
 		"its instances stay stranded), at %s the others move the compute records, at %s it comes back and at %s the records move back",
 		len(NovaComputes), atNovaDie/s, atNovaUpdate/s, atNovaBack/s, atNovaBackUpdate/s))

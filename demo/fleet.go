@@ -221,7 +221,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, '{}', '{}', '{}', '{}', ?, '{}', 
 	if err != nil {
 		return fmt.Errorf("inserting node %s: %w", n.uuid, err)
 	}
-	n.state = provision
+	n.state, n.maintenance = provision, maintenance
 	if u, ok := instance.(string); ok {
 		n.instance = u
 	}

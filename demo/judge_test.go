@@ -220,8 +220,6 @@ func TestSimulatorAgreesWithExporter(t *testing.T) {
 		t.Errorf("crash: %s member=%v nodes=%d locks=%d, want still in the rings with its locks",
 			crashed, c.Active, len(c.Nodes), exp.Reservations[crashed])
 	}
-	x.event(atDrainDone, x.sim.drainDone)
-	x.agree("drain done")
 
 	// The crashed conductor's last heartbeat is older than the timeout
 	// one tick after crash + timeout.
@@ -239,19 +237,21 @@ func TestSimulatorAgreesWithExporter(t *testing.T) {
 	if c := conductorOf(t, exp, drained); c.State != rules.StateStopped || c.Alive {
 		t.Errorf("enrol: %s state=%s alive=%v, want stopped, its last heartbeat 20s old", drained, c.State, c.Alive)
 	}
-	// The takeover moved the boot files of the active nodes to the
-	// conductor the exporter maps them to, unless locked.
-	var elsewhere []string
+	// The takeovers since the crash moved the boot files of active
+	// nodes to the conductor the exporter maps them to, at most
+	// periodic_max_workers per conductor per sync_local_state_interval:
+	// some are left while the crashed conductor served many.
+	var elsewhere int
 	for _, n := range exp.Nodes {
 		if n.ProvisionState == nil || *n.ProvisionState != "active" || n.Reservation != nil || n.Conductor == "" {
 			continue
 		}
 		if c := conductorOf(t, exp, n.Conductor); c.State == rules.StateAlive && n.AffinityHost() != n.Conductor {
-			elsewhere = append(elsewhere, fmt.Sprintf("%s served by %s, boot files on %q", n.UUID, n.Conductor, n.AffinityHost()))
+			elsewhere++
 		}
 	}
-	if len(elsewhere) > 0 {
-		t.Errorf("enrol: %d active nodes not taken over, e.g. %v", len(elsewhere), elsewhere[:min(3, len(elsewhere))])
+	if elsewhere == 0 {
+		t.Errorf("enrol: every active node taken over %s after the crash: the takeover is not paced", atEnroll-atCrash)
 	}
 	x.tick()
 	x.agree("a tick after the enrolment")
@@ -358,7 +358,11 @@ func TestSettingsOnePlace(t *testing.T) {
 	if s.HeartbeatTimeout != HeartbeatTimeout/5 || s.PartitionExponent != 5 || s.Algorithm != ring.MD5 || s.Release != Release {
 		t.Errorf("defaults at speed 5: %+v", s)
 	}
-	given := topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 7, Algorithm: ring.SHA1}, Release: Release}
+	if s.GracefulShutdownTimeout != GracefulShutdownTimeout/5 || s.SyncLocalStateInterval != SyncLocalStateInterval/5 || s.PeriodicMaxWorkers != 8 {
+		t.Errorf("stop and takeover defaults at speed 5: %+v", s)
+	}
+	given := topology.Settings{Settings: rules.Settings{HeartbeatTimeout: time.Minute, PartitionExponent: 7, Algorithm: ring.SHA1,
+		GracefulShutdownTimeout: time.Second, PeriodicMaxWorkers: 2, SyncLocalStateInterval: time.Hour}, Release: Release}
 	if s := (Options{Speed: 5, Settings: given}).settings(); s != given {
 		t.Errorf("given %+v, got %+v", given, s)
 	}

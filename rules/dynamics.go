@@ -26,12 +26,6 @@ var locksKeptAtStopSince = Release{22, 0}
 // them (OfflineForOrphans).
 func (r Rules) StopClearsLocks() bool { return r.release.Before(locksKeptAtStopSince) }
 
-// StopWaitsForLocks reports whether a stopping conductor exits as soon as
-// it holds no lock any more, before graceful_shutdown_timeout (22.0+,
-// commit 6a9e319fb: the has_reserved loop of RPCService.stop); before
-// 22.0 it exits when its workers end or the timeout passes.
-func (r Rules) StopWaitsForLocks() bool { return !r.StopClearsLocks() }
-
 // OfflineForOrphans reports whether Ironic's get_offline_conductors
 // (ironic/db/sqlalchemy/api.py) returns the conductor, so that its peers'
 // _check_orphan_nodes (ironic/conductor/manager.py, commit 5694b98fc, 11.0;
@@ -64,6 +58,27 @@ func OrphanFailedState(provisionState string, maintenance bool) (string, bool) {
 		return "clean failed", true
 	}
 	return "", false
+}
+
+// failedStates are the "fail" transitions of Ironic's provision state
+// machine (ironic/common/states.py; state_machine.py in newer releases)
+// out of STUCK_STATES_TREATED_AS_FAIL,
+// the states no conductor resumes after the one working in them is gone
+// (SERVICING among them from 29.0, commit e91685f33).
+var failedStates = map[string]string{
+	"deploying": "deploy failed", "cleaning": "clean failed", "verifying": "enroll",
+	"inspecting": "inspect failed", "adopting": "adopt failed", "rescuing": "rescue failed",
+	"unrescuing": "unrescue failed", "deleting": "error", "servicing": "service failed",
+}
+
+// FailedState is the state a starting conductor moves an unlocked node in
+// provisionState to, for the nodes its rings map to it, when no conductor
+// can resume that state (ironic/conductor/base_manager.py init_host calls
+// _fail_transient_state for each of STUCK_STATES_TREATED_AS_FAIL), and
+// false for the other states.
+func FailedState(provisionState string) (string, bool) {
+	to, ok := failedStates[provisionState]
+	return to, ok
 }
 
 // ConductorObjectVersion is the Conductor object version the conductors of

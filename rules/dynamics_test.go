@@ -13,8 +13,8 @@ func TestStopClearsLocks(t *testing.T) {
 		clears  bool
 	}{{"16.0", true}, {"21.4", true}, {"22.0", false}, {"29.0", false}, {"38.0", false}} {
 		r := New(MustRelease(c.release), PostgreSQL, Settings{})
-		if r.StopClearsLocks() != c.clears || r.StopWaitsForLocks() == c.clears {
-			t.Errorf("%s: StopClearsLocks %v StopWaitsForLocks %v, want clears %v", c.release, r.StopClearsLocks(), r.StopWaitsForLocks(), c.clears)
+		if r.StopClearsLocks() != c.clears {
+			t.Errorf("%s: StopClearsLocks %v, want %v", c.release, r.StopClearsLocks(), c.clears)
 		}
 	}
 }
@@ -64,6 +64,17 @@ func TestOrphanFailedState(t *testing.T) {
 		got, ok := OrphanFailedState(c.state, c.maintenance)
 		if got != c.want || ok != (c.want != "") {
 			t.Errorf("OrphanFailedState(%q, %v) = %q, %v, want %q", c.state, c.maintenance, got, ok, c.want)
+		}
+	}
+}
+
+// TestFailedState: the "fail" transitions out of the states no conductor
+// resumes; other states are not failed at start.
+func TestFailedState(t *testing.T) {
+	for state, want := range map[string]string{"deleting": "error", "deploying": "deploy failed", "verifying": "enroll",
+		"servicing": "service failed", "wait call-back": "", "active": "", "clean wait": ""} {
+		if got, ok := FailedState(state); got != want || ok != (want != "") {
+			t.Errorf("FailedState(%q) = %q, %v, want %q", state, got, ok, want)
 		}
 	}
 }
