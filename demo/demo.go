@@ -23,7 +23,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -174,7 +175,8 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 			_ = d.closeDBs()
 		}
 	}()
-	if _, err := d.db.ExecContext(ctx, schemaSQL); err != nil {
+	schema := schemaFor(d.settings.Release)
+	if _, err := d.db.ExecContext(ctx, schema.sql); err != nil {
 		return nil, nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
 	}
 	// The simulator's view of the fleet is read as the exporter reads it.
@@ -190,18 +192,86 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo Nova: %w", err)
 	}
-	d.log.Info("demo: created a SQLite database with Ironic's real schema ("+schemaSource()+") and a simulated fleet",
-		"path", d.path, "fleet", sim.describe())
+	d.log.Info("demo: created a SQLite database with Ironic's real schema ("+schema.source()+") and a simulated fleet",
+		"path", d.path, "ironic_release", d.settings.Release, "fleet", sim.describe())
 	return d, sim, nil
 }
 
-// schemaSQL is Ironic's real schema on SQLite, as `ironic-dbsync
-// create_schema` builds it (every table with its indexes, alembic_version
-// stamped), dumped by scripts/gen-demo-schema.sh.
+// schemaFiles are Ironic's real schemas on SQLite, as `ironic-dbsync
+// create_schema` builds them (every table with its indexes, alembic_version
+// stamped), dumped by scripts/gen-demo-schema.sh: schema.sql from the
+// host's Ironic, schema-X.Y.sql from the Ironic of a chroot (CHROOT=...).
 //
 //go:generate ../scripts/gen-demo-schema.sh schema.sql
-//go:embed schema.sql
-var schemaSQL string
+//go:embed schema*.sql
+var schemaFiles embed.FS
+
+// demoSchema is one of schemaFiles.
+type demoSchema struct {
+	name, sql string
+	// release is the release the exporter tells from the schema's
+	// alembic_version (rules.Detect): the newest of its revision's range.
+	release rules.Release
+}
+
+// schemas are schemaFiles, oldest release first.
+var schemas = func() []demoSchema {
+	entries, err := schemaFiles.ReadDir(".")
+	if err != nil {
+		panic(err)
+	}
+	var out []demoSchema
+	for _, e := range entries {
+		b, err := schemaFiles.ReadFile(e.Name())
+		if err != nil {
+			panic(err)
+		}
+		sc := demoSchema{name: e.Name(), sql: string(b)}
+		det, err := rules.Detect(sc.revision(), nil)
+		if err != nil {
+			panic(fmt.Sprintf("demo schema %s: %v", sc.name, err))
+		}
+		sc.release = det.Release
+		out = append(out, sc)
+	}
+	slices.SortFunc(out, func(a, b demoSchema) int { return a.release.Compare(b.release) })
+	return out
+}()
+
+// schemaFor is the schema the demo creates for release r: the newest of
+// schemas whose release is not newer than r (the columns and tables of
+// newer releases are absent, as in that release's database; the exporter
+// reads what the schema has), or the oldest for a release older than all.
+func schemaFor(r rules.Release) demoSchema {
+	best := schemas[0]
+	for _, sc := range schemas {
+		if !r.Before(sc.release) {
+			best = sc
+		}
+	}
+	return best
+}
+
+// revision is the alembic revision the schema stamps.
+func (sc demoSchema) revision() string {
+	const prefix = "INSERT INTO alembic_version (version_num) VALUES ('"
+	for line := range strings.Lines(sc.sql) {
+		if rev, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return strings.TrimSuffix(rev, "');")
+		}
+	}
+	return ""
+}
+
+// source is the "Source:" line of the schema, without the prefix.
+func (sc demoSchema) source() string {
+	for line := range strings.Lines(sc.sql) {
+		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "-- Source: "); ok {
+			return strings.TrimSuffix(s, ".")
+		}
+	}
+	return "Ironic's create_schema"
+}
 
 // openWritable is the simulator's writable connection to the SQLite file
 // at path, like a conductor's (or a nova-compute's): rollback journal
@@ -217,16 +287,6 @@ func openWritable(path string) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil
-}
-
-// schemaSource is the "Source:" line of schema.sql, without the prefix.
-func schemaSource() string {
-	for line := range strings.Lines(schemaSQL) {
-		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "-- Source: "); ok {
-			return strings.TrimSuffix(s, ".")
-		}
-	}
-	return "Ironic's create_schema"
 }
 
 // DSN is the database as Ironic's [database]connection names it
