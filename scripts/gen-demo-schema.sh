@@ -11,23 +11,49 @@
 # spaces stripped, and the alembic_version row that create_schema stamps.
 # Run it after upgrading python3-ironic and commit the result.
 #
+# The demo embeds one schema per release it has one of (demo/schema*.sql)
+# and creates the newest not newer than the release it runs: schema.sql from
+# the host's Ironic, the others from the Ironic of a chroot (make provision):
+#   CHROOT=/var/cache/ironic-conductor-exporter/chroots/sid scripts/gen-demo-schema.sh demo/schema-39.0.sql
+#
 # Environment:
 #   PYTHON    interpreter that can import ironic (default $ICE_PYTHON, else python3 from PATH;
 #             on Debian: apt-get install python3-ironic).
+#   CHROOT    a chroot whose /usr/bin/python3 imports ironic: its Ironic builds the schema.
 set -euo pipefail
 
 PYTHON=${PYTHON:-${ICE_PYTHON:-$(command -v python3 || echo python3)}}
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../demo/schema.sql}
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-if ! PYTHON=$PYTHON "$here/ironic-schema.sh" "sqlite:///$tmp/ironic.sqlite" >"$tmp/log" 2>&1; then
-	cat "$tmp/log" >&2
-	exit 1
+if [[ -n ${CHROOT:-} ]]; then
+	# paths as the chroot sees them (inner) and as this host does (tmp)
+	tmp=$(mktemp -d "$CHROOT/tmp/demo-schema.XXXXXX")
+	inner=${tmp#"$CHROOT"}
+	py=(chroot "$CHROOT" /usr/bin/python3)
+	printf '[DEFAULT]\nuse_stderr = true\n[database]\nconnection = sqlite:///%s/ironic.sqlite\n' "$inner" >"$tmp/ironic.conf"
+	# ironic.cmd became ironic.command (36.0); no __main__ guard: call main()
+	if ! "${py[@]}" -c 'import importlib, importlib.util, sys
+m = importlib.import_module("ironic.command.dbsync" if importlib.util.find_spec("ironic.command") else "ironic.cmd.dbsync")
+sys.argv = ["ironic-dbsync", "--config-file", sys.argv[1], "create_schema"]
+sys.exit(m.main())' "$inner/ironic.conf" >"$tmp/log" 2>&1; then
+		cat "$tmp/log" >&2
+		rm -rf "$tmp"
+		exit 1
+	fi
+else
+	tmp=$(mktemp -d)
+	inner=$tmp
+	py=("$PYTHON")
+	if ! PYTHON=$PYTHON "$here/ironic-schema.sh" "sqlite:///$tmp/ironic.sqlite" >"$tmp/log" 2>&1; then
+		cat "$tmp/log" >&2
+		rm -rf "$tmp"
+		exit 1
+	fi
 fi
+trap 'rm -rf "$tmp"' EXIT
 
-"$PYTHON" - "$tmp/ironic.sqlite" "$tmp/schema.sql" <<'PY'
+"${py[@]}" - "$inner/ironic.sqlite" "$inner/schema.sql" <<'PY'
 import sqlite3
 import sys
 
