@@ -374,3 +374,22 @@ func TestSettingsOnePlace(t *testing.T) {
 		t.Errorf("the simulator judges the fleet as on %s, want mysql (MultiConductor)", x.sim.view.Backend)
 	}
 }
+
+// TestReleaseDetected: the database the demo writes for a release is one
+// that release writes: the exporter, not told the release, detects it from
+// the schema's alembic_version and the conductors' object version.
+func TestReleaseDetected(t *testing.T) {
+	for _, rel := range []string{"21.4", "29.0", rules.Newest.String()} {
+		x := drive(t, topology.Settings{Release: rules.MustRelease(rel)})
+		ctx, cancel := x.ctx()
+		snap, err := MultiConductor(open(t, x.d)).SnapshotChanges(ctx, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, det, err := topology.Rules(snap, topology.Settings{})
+		if err != nil || det.Release != rules.MustRelease(rel) || det.From != "alembic_version+conductors.version" {
+			t.Errorf("demo of %s: detected %s from %s (%v), warnings %v", rel, det.Release, det.From, err, det.Warnings)
+		}
+	}
+}
