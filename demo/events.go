@@ -147,20 +147,30 @@ func (s *simulator) tick(ctx context.Context) error {
 	return err
 }
 
-// work advances c's workers by a heartbeat: a work that ends releases its
-// lock (release_node; up to 21.x a stopping conductor has cleared it
+// work advances c's workers by a heartbeat: a deploy past its half sets
+// conductor_affinity to c (do_node_deploy, ironic/conductor/deployments.py,
+// once the deploy interface's prepare is done); a work that ends releases
+// its lock (release_node; up to 21.x a stopping conductor has cleared it
 // already) and moves the node to the state it ends in.
 func (s *simulator) work(ctx context.Context, tx *sql.Tx, c *simConductor, now time.Time) error {
 	for _, id := range slices.Sorted(maps.Keys(c.locks)) {
-		if left := c.locks[id]; left > 1 {
-			c.locks[id] = left - 1
+		n := s.nodes[id]
+		if n == nil {
+			delete(c.locks, id)
+			continue
+		}
+		left := c.locks[id] - 1
+		if n.affinityAt > 0 && left <= n.affinityAt {
+			if err := s.setAffinity(ctx, tx, n, c.id); err != nil {
+				return err
+			}
+			n.affinityAt = 0
+		}
+		if left > 0 {
+			c.locks[id] = left
 			continue
 		}
 		delete(c.locks, id)
-		n := s.nodes[id]
-		if n == nil {
-			continue
-		}
 		state := cmp.Or(n.target, n.state)
 		if _, err := tx.ExecContext(ctx, `UPDATE nodes SET reservation=NULL, provision_state=?, updated_at=? WHERE id=?`,
 			state, sqlaTime(now), id); err != nil {
@@ -220,7 +230,7 @@ func (s *simulator) checkOrphans(ctx context.Context, tx *sql.Tx, now time.Time)
 				state, sqlaTime(now), id); err != nil {
 				return released, failed, err
 			}
-			n.reservation, n.state, n.target = "", state, ""
+			n.reservation, n.state, n.target, n.affinityAt = "", state, "", 0
 			delete(c.locks, id)
 			released++
 		}
@@ -254,8 +264,7 @@ func (s *simulator) lockOne(ctx context.Context, tx *sql.Tx, c *simConductor, ho
 // startWork has c start up to count works on unlocked nodes in state from
 // that the view maps to it: each node locked by c, in state to until the
 // work ends in target, beats heartbeats later. A deploy ("deploying") sets
-// conductor_affinity to c (do_node_deploy), whose boot files it prepares.
-// It returns the nodes.
+// conductor_affinity to c halfway (work). It returns the nodes.
 func (s *simulator) startWork(ctx context.Context, tx *sql.Tx, c *simConductor, from, to, target string, count, beats int, now time.Time) ([]*simNode, error) {
 	served, ok := s.view.Conductor(c.host)
 	if !ok {
@@ -278,9 +287,7 @@ func (s *simulator) startWork(ctx context.Context, tx *sql.Tx, c *simConductor, 
 		n.reservation, n.state, n.target = c.host, to, target
 		c.locks[n.id] = beats
 		if to == "deploying" {
-			if err := s.setAffinity(ctx, tx, n, c.id); err != nil {
-				return started, err
-			}
+			n.affinityAt = beats / 2
 		}
 		started = append(started, n)
 	}
@@ -332,6 +339,20 @@ func (s *simulator) drain(ctx context.Context, cycle int) error {
 // del_host from 32.0, bbf57b1c2; before 23.1 del_host stops it first). It
 // exits in tick (exitWhenDone).
 func (s *simulator) stop(ctx context.Context, c *simConductor) error {
+	return s.stopping(ctx, c, true)
+}
+
+// stopWithoutUnregister is SIGUSR1 then SIGTERM (a quick restart):
+// del_host(deregister=False): the same, but it does not unregister: online
+// stays true where the keepalive stops at once
+// (rules.StopWithoutUnregisterKeepsOnline); on 23.1-31.x the keepalive
+// writes online=false until the process exits.
+func (s *simulator) stopWithoutUnregister(ctx context.Context, c *simConductor) error {
+	return s.stopping(ctx, c, false)
+}
+
+// stopping is stop, unregistering or not.
+func (s *simulator) stopping(ctx context.Context, c *simConductor, unregister bool) error {
 	r := s.view.Rules
 	var released int
 	now := s.now()
@@ -341,6 +362,9 @@ func (s *simulator) stop(ctx context.Context, c *simConductor) error {
 			if released, err = s.clearLocks(ctx, tx, c, now); err != nil {
 				return err
 			}
+		}
+		if !unregister {
+			return nil
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM conductor_hardware_interfaces WHERE conductor_id=?`, c.id); err != nil {
 			return err
@@ -352,8 +376,19 @@ func (s *simulator) stop(ctx context.Context, c *simConductor) error {
 	if err != nil {
 		return fmt.Errorf("stopping %s: %w", c.host, err)
 	}
-	c.online, c.working, c.stopping, c.lastBeat = false, false, now, now
+	c.working, c.stopping = false, now
+	if unregister {
+		c.online, c.lastBeat = false, now
+	} else {
+		c.online = r.StopWithoutUnregisterKeepsOnline()
+	}
 	c.beating = r.DrainHeartbeats()
+	if !unregister {
+		s.log.Info("demo: a conductor stops without unregistering (SIGUSR1, then SIGTERM) as Ironic "+r.Release().String()+" does",
+			"conductor", c.host, "online", c.online, "heartbeats_until_exit", c.beating, "locks_released", released,
+			"look_at", "ironic_conductor_state")
+		return nil
+	}
 	var how string
 	switch {
 	case r.StopClearsLocks():

@@ -26,7 +26,8 @@ import (
 //     updated_at=now and online=(not shutting down);
 //   - work (deploys, tear-downs, and short locks) on nodes the rings map to
 //     the conductor, under its lock (reserve_node / release_node), for a
-//     few heartbeats; a deploy sets conductor_affinity;
+//     few heartbeats; a deploy sets conductor_affinity halfway, once the
+//     deploy interface has prepared the node (do_node_deploy);
 //   - a graceful stop (SIGTERM, del_host and RPCService.stop): it
 //     unregisters (its conductor_hardware_interfaces rows deleted,
 //     online=false) and takes no new work; up to 21.x it clears its locks
@@ -133,6 +134,7 @@ type simNode struct {
 	reservation         string
 	state               string // provision_state
 	target              string // the provision_state its work ends in, "" to keep the state
+	affinityAt          int    // a deploy sets conductor_affinity when this many heartbeats of its work are left
 	maintenance         bool
 	affinity            int64  // conductor_affinity, 0 for NULL
 	instance            string // instance_uuid, "" for NULL
@@ -344,8 +346,13 @@ func (s *simulator) prepareBootEnvironments(ctx context.Context, tx *sql.Tx) err
 	return s.touchAll(ctx, tx)
 }
 
+// setAffinity sets the node's conductor_affinity to conductor id (0: NULL).
 func (s *simulator) setAffinity(ctx context.Context, tx *sql.Tx, n *simNode, id int64) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET conductor_affinity=? WHERE id=?`, id, n.id); err != nil {
+	var v any
+	if id != 0 {
+		v = id
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET conductor_affinity=? WHERE id=?`, v, n.id); err != nil {
 		return fmt.Errorf("setting conductor_affinity of %s: %w", n.uuid, err)
 	}
 	n.affinity = id

@@ -26,6 +26,15 @@ var locksKeptAtStopSince = Release{22, 0}
 // them (OfflineForOrphans).
 func (r Rules) StopClearsLocks() bool { return r.release.Before(locksKeptAtStopSince) }
 
+// StopWithoutUnregisterKeepsOnline reports whether a conductor stopped
+// without unregistering (SIGUSR1, then SIGTERM: del_host(deregister=False))
+// leaves online=true: its keepalive stops at once up to 23.0 (del_host
+// sets _keepalive_evt first) and from 32.0 (keepalive_halt in del_host,
+// bbf57b1c2). On 23.1-31.x (3f9151163) the keepalive goes on until the
+// process exits writing online=not self._shutdown, that is false
+// (DrainHeartbeats): there the stop reads as draining, then stopped.
+func (r Rules) StopWithoutUnregisterKeepsOnline() bool { return !r.DrainHeartbeats() }
+
 // OfflineForOrphans reports whether Ironic's get_offline_conductors
 // (ironic/db/sqlalchemy/api.py) returns the conductor, so that its peers'
 // _check_orphan_nodes (ironic/conductor/manager.py, commit 5694b98fc, 11.0;

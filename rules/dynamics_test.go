@@ -16,6 +16,10 @@ func TestStopClearsLocks(t *testing.T) {
 		if r.StopClearsLocks() != c.clears {
 			t.Errorf("%s: StopClearsLocks %v, want %v", c.release, r.StopClearsLocks(), c.clears)
 		}
+		// live: 21.4 and 39.0 keep online=1 at a SIGUSR1 stop, 29.0 writes 0
+		if keeps := c.release != "29.0"; r.StopWithoutUnregisterKeepsOnline() != keeps {
+			t.Errorf("%s: StopWithoutUnregisterKeepsOnline %v, want %v", c.release, !keeps, keeps)
+		}
 	}
 }
 
