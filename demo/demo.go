@@ -1,15 +1,19 @@
 // Package demo runs the exporter on a database of its own: a SQLite file
-// with Ironic's real schema (schema.sql, from Ironic's `ironic-dbsync
-// create_schema`), a simulated fleet of about 2,000 nodes and 13 conductors
-// in four conductor groups, and a simulator that plays Ironic's conductors
-// against it: heartbeats, locks, and on a fixed 90-second cycle a graceful
-// stop (a drain), a crash that leaves stuck locks, restarts and new nodes.
+// with Ironic's real schema (schema*.sql, from Ironic's `ironic-dbsync
+// create_schema`: the one of the demo's release, see schemaFor), a
+// simulated fleet of about 2,000 nodes and 13 conductors in four conductor
+// groups, and a simulator that plays the conductors of one Ironic release
+// (Release, the newest the exporter knows, unless Options.Settings names
+// another) against it: heartbeats, locks, and on a fixed 90-second cycle a
+// graceful stop, a crash, restarts and new nodes, each as that release's
+// conductors do them (simulator.go); trace_test.go holds it to what the
+// sidecar showed beside real conductors.
 //
 // A fleet of 13 conductors exists only on a networked database (Ironic on
 // SQLite runs one combined process and keeps no heartbeats), so the demo
 // stores it in SQLite (nothing to install) but has the exporter judge it as
 // on the MariaDB/MySQL such a fleet uses (MultiConductor): heartbeats decide
-// liveness, a crash turns a conductor dead and out of its rings, a drain
+// liveness, a crash turns a conductor dead and out of its rings, a stop
 // shows as draining. The simulated conductors heartbeat as Ironic's do there.
 //
 // The simulator writes through its own read-write connection, as Ironic's
