@@ -393,3 +393,66 @@ func TestReleaseDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeoverPaced: after a crash, the conductors that now serve the dead
+// one's active nodes take them over (_sync_local_state) at most
+// periodic_max_workers each per sync_local_state_interval, as the live
+// fleet saw (5 > 1 > 0 with 4 per 10s), until none is left.
+func TestTakeoverPaced(t *testing.T) {
+	s := liveSettings(rules.MustRelease("21.4"))
+	x := drive(t, s)
+	c := x.sim.victim(crashVictims, 0)
+	x.tick()
+	x.sim.kill(c)
+	prepared := func() map[int64]int64 {
+		m := map[int64]int64{}
+		for id, n := range x.sim.nodes {
+			if n.state == "active" {
+				m[id] = n.affinity
+			}
+		}
+		return m
+	}
+	left := func(m map[int64]int64) int {
+		k := 0
+		for _, a := range m {
+			if a == c.id {
+				k++
+			}
+		}
+		return k
+	}
+	start := prepared()
+	if left(start) <= s.PeriodicMaxWorkers {
+		t.Fatalf("%s prepared %d active nodes: too few to see the pace", c.host, left(start))
+	}
+	var counts []int
+	roundStart, moved := x.clock.Now(), map[int64]int{}
+	before := start
+	for range 200 {
+		x.tick()
+		now := prepared()
+		if x.clock.Now().Sub(roundStart) >= s.SyncLocalStateInterval {
+			roundStart, moved = x.clock.Now(), map[int64]int{}
+		}
+		for id, a := range now {
+			if before[id] == c.id && a != c.id {
+				moved[a]++
+				if moved[a] > s.PeriodicMaxWorkers {
+					t.Fatalf("conductor %d took over %d nodes within %s, want at most %d", a, moved[a], s.SyncLocalStateInterval, s.PeriodicMaxWorkers)
+				}
+			}
+		}
+		before = now
+		if n := left(now); len(counts) == 0 || counts[len(counts)-1] != n {
+			counts = append(counts, n)
+		}
+		if left(now) == 0 {
+			break
+		}
+	}
+	if counts[len(counts)-1] != 0 || len(counts) < 3 {
+		t.Errorf("boot files left on %s as they changed: %v, want all taken over in several rounds", c.host, counts)
+	}
+	t.Logf("boot files left on %s: %v", c.host, counts)
+}
