@@ -1,9 +1,6 @@
 package rules
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // What a conductor writes over time, by release: how it stops, how its peers
 // break the locks of a conductor gone offline. The demo's simulated
@@ -106,7 +103,3 @@ func ConductorObjectVersion(r Release) string {
 	}
 	return version
 }
-
-// KnownReleases are the X.Y releases whose rules this package knows,
-// oldest first (Newest is the last).
-func KnownReleases() []Release { return slices.Clone(knownReleases) }
