@@ -1,15 +1,19 @@
 // Package demo runs the exporter on a database of its own: a SQLite file
-// with Ironic's real schema (schema.sql, from Ironic's `ironic-dbsync
-// create_schema`), a simulated fleet of about 2,000 nodes and 13 conductors
-// in four conductor groups, and a simulator that plays Ironic's conductors
-// against it: heartbeats, locks, and on a fixed 90-second cycle a graceful
-// stop (a drain), a crash that leaves stuck locks, restarts and new nodes.
+// with Ironic's real schema (schema*.sql, from Ironic's `ironic-dbsync
+// create_schema`: the one of the demo's release, see schemaFor), a
+// simulated fleet of about 2,000 nodes and 13 conductors in four conductor
+// groups, and a simulator that plays the conductors of one Ironic release
+// (Release, the newest the exporter knows, unless Options.Settings names
+// another) against it: heartbeats, locks, and on a fixed 90-second cycle a
+// graceful stop, a crash, restarts and new nodes, each as that release's
+// conductors do them (simulator.go); trace_test.go holds it to what the
+// sidecar showed beside real conductors.
 //
 // A fleet of 13 conductors exists only on a networked database (Ironic on
 // SQLite runs one combined process and keeps no heartbeats), so the demo
 // stores it in SQLite (nothing to install) but has the exporter judge it as
 // on the MariaDB/MySQL such a fleet uses (MultiConductor): heartbeats decide
-// liveness, a crash turns a conductor dead and out of its rings, a drain
+// liveness, a crash turns a conductor dead and out of its rings, a stop
 // shows as draining. The simulated conductors heartbeat as Ironic's do there.
 //
 // The simulator writes through its own read-write connection, as Ironic's
@@ -23,7 +27,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +35,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,24 +75,30 @@ type Options struct {
 	Settings topology.Settings
 }
 
-// Release is the Ironic release whose rules the demo's fleet is judged by
-// unless Options.Settings names another: the simulated conductors write
-// Conductor objects 1.3 (11.1-24.x) and drain as 23.1+ does (online=false
-// while heartbeating, commit 3f9151163), and 24.1 is the newest release of
-// that range (its API's alive still ignores online: a draining conductor is
-// alive).
-var Release = rules.MustRelease("24.1")
+// Release is the Ironic release the demo's fleet follows unless
+// Options.Settings names another (--ironic.release): the newest release
+// whose rules package rules knows (rules.Newest). Its simulated conductors
+// write the Conductor object version of the release, stop, heartbeat and
+// break each other's locks as the conductors of that release do (see
+// simulator.go), and the exporter judges the fleet by the same release.
+var Release = rules.Newest
 
 // settings are opts.Settings with the demo's defaults filled in: heartbeat
-// timeout HeartbeatTimeout/speed, Release, and Ironic's default exponent
-// and algorithm as package rules fills them in.
+// timeout HeartbeatTimeout, graceful_shutdown_timeout
+// GracefulShutdownTimeout and sync_local_state_interval
+// SyncLocalStateInterval (each divided by the speed), Release, and
+// Ironic's defaults as package rules fills them in (exponent, algorithm,
+// periodic_max_workers).
 func (o Options) settings() topology.Settings {
 	s := o.Settings
-	s.HeartbeatTimeout = cmp.Or(s.HeartbeatTimeout, HeartbeatTimeout/time.Duration(o.Speed))
+	speed := time.Duration(o.Speed)
+	s.HeartbeatTimeout = cmp.Or(s.HeartbeatTimeout, HeartbeatTimeout/speed)
+	s.GracefulShutdownTimeout = cmp.Or(s.GracefulShutdownTimeout, GracefulShutdownTimeout/speed)
+	s.SyncLocalStateInterval = cmp.Or(s.SyncLocalStateInterval, SyncLocalStateInterval/speed)
 	s.Release = cmp.Or(s.Release, Release)
 	ironic := rules.New(s.Release, rules.MySQL, rules.Settings{PartitionExponent: s.PartitionExponent,
-		Algorithm: s.Algorithm}).Settings()
-	s.PartitionExponent, s.Algorithm = ironic.PartitionExponent, ironic.Algorithm
+		Algorithm: s.Algorithm, PeriodicMaxWorkers: s.PeriodicMaxWorkers}).Settings()
+	s.PartitionExponent, s.Algorithm, s.PeriodicMaxWorkers = ironic.PartitionExponent, ironic.Algorithm, ironic.PeriodicMaxWorkers
 	return s
 }
 
@@ -168,7 +179,8 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 			_ = d.closeDBs()
 		}
 	}()
-	if _, err := d.db.ExecContext(ctx, schemaSQL); err != nil {
+	schema := schemaFor(d.settings.Release)
+	if _, err := d.db.ExecContext(ctx, schema.sql); err != nil {
 		return nil, nil, fmt.Errorf("demo database: creating Ironic's schema: %w", err)
 	}
 	// The simulator's view of the fleet is read as the exporter reads it.
@@ -184,18 +196,86 @@ func create(opts Options, now func() time.Time) (_ *Demo, _ *simulator, err erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo Nova: %w", err)
 	}
-	d.log.Info("demo: created a SQLite database with Ironic's real schema ("+schemaSource()+") and a simulated fleet",
-		"path", d.path, "fleet", sim.describe())
+	d.log.Info("demo: created a SQLite database with Ironic's real schema ("+schema.source()+") and a simulated fleet",
+		"path", d.path, "ironic_release", d.settings.Release, "fleet", sim.describe())
 	return d, sim, nil
 }
 
-// schemaSQL is Ironic's real schema on SQLite, as `ironic-dbsync
-// create_schema` builds it (every table with its indexes, alembic_version
-// stamped), dumped by scripts/gen-demo-schema.sh.
+// schemaFiles are Ironic's real schemas on SQLite, as `ironic-dbsync
+// create_schema` builds them (every table with its indexes, alembic_version
+// stamped), dumped by scripts/gen-demo-schema.sh: schema.sql from the
+// host's Ironic, schema-X.Y.sql from the Ironic of a chroot (CHROOT=...).
 //
 //go:generate ../scripts/gen-demo-schema.sh schema.sql
-//go:embed schema.sql
-var schemaSQL string
+//go:embed schema*.sql
+var schemaFiles embed.FS
+
+// demoSchema is one of schemaFiles.
+type demoSchema struct {
+	name, sql string
+	// release is the release the exporter tells from the schema's
+	// alembic_version (rules.Detect): the newest of its revision's range.
+	release rules.Release
+}
+
+// schemas are schemaFiles, oldest release first.
+var schemas = func() []demoSchema {
+	entries, err := schemaFiles.ReadDir(".")
+	if err != nil {
+		panic(err)
+	}
+	var out []demoSchema
+	for _, e := range entries {
+		b, err := schemaFiles.ReadFile(e.Name())
+		if err != nil {
+			panic(err)
+		}
+		sc := demoSchema{name: e.Name(), sql: string(b)}
+		det, err := rules.Detect(sc.revision(), nil)
+		if err != nil {
+			panic(fmt.Sprintf("demo schema %s: %v", sc.name, err))
+		}
+		sc.release = det.Release
+		out = append(out, sc)
+	}
+	slices.SortFunc(out, func(a, b demoSchema) int { return a.release.Compare(b.release) })
+	return out
+}()
+
+// schemaFor is the schema the demo creates for release r: the newest of
+// schemas whose release is not newer than r (the columns and tables of
+// newer releases are absent, as in that release's database; the exporter
+// reads what the schema has), or the oldest for a release older than all.
+func schemaFor(r rules.Release) demoSchema {
+	best := schemas[0]
+	for _, sc := range schemas {
+		if !r.Before(sc.release) {
+			best = sc
+		}
+	}
+	return best
+}
+
+// revision is the alembic revision the schema stamps.
+func (sc demoSchema) revision() string {
+	const prefix = "INSERT INTO alembic_version (version_num) VALUES ('"
+	for line := range strings.Lines(sc.sql) {
+		if rev, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return strings.TrimSuffix(rev, "');")
+		}
+	}
+	return ""
+}
+
+// source is the "Source:" line of the schema, without the prefix.
+func (sc demoSchema) source() string {
+	for line := range strings.Lines(sc.sql) {
+		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "-- Source: "); ok {
+			return strings.TrimSuffix(s, ".")
+		}
+	}
+	return "Ironic's create_schema"
+}
 
 // openWritable is the simulator's writable connection to the SQLite file
 // at path, like a conductor's (or a nova-compute's): rollback journal
@@ -211,16 +291,6 @@ func openWritable(path string) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil
-}
-
-// schemaSource is the "Source:" line of schema.sql, without the prefix.
-func schemaSource() string {
-	for line := range strings.Lines(schemaSQL) {
-		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "-- Source: "); ok {
-			return strings.TrimSuffix(s, ".")
-		}
-	}
-	return "Ironic's create_schema"
 }
 
 // DSN is the database as Ironic's [database]connection names it
@@ -245,10 +315,13 @@ func (d *Demo) LogIntro(listenAddresses []string, metricsPath string) {
 		"heartbeat_interval", HeartbeatInterval/s)
 	d.log.Info("demo: the simulated conductors lock and take over the nodes the exporter maps to them: both judge the fleet "+
 		"with the same code and settings", "ironic_release", d.settings.Release, "heartbeat_timeout", d.settings.HeartbeatTimeout,
-		"hash_partition_exponent", d.settings.PartitionExponent, "hash_ring_algorithm", d.settings.Algorithm)
-	d.log.Info(fmt.Sprintf("demo: every %s: at %s a conductor starts draining (a graceful stop), at %s another crashes holding locks, "+
-		"at %s the draining one stops heartbeating, at %s new nodes are enrolled, at %s the crashed one restarts and at %s the stopped one starts again",
-		Cycle/s, atDrain/s, atCrash/s, atDrainDone/s, atEnroll/s, atCrashBack/s, atDrainRestart/s))
+		"hash_partition_exponent", d.settings.PartitionExponent, "hash_ring_algorithm", d.settings.Algorithm,
+		"graceful_shutdown_timeout", d.settings.GracefulShutdownTimeout, "pick_another_release", "--ironic.release")
+	d.log.Info(fmt.Sprintf("demo: every %s: at %s a conductor rebuilding nodes stops gracefully (SIGTERM) as Ironic %s does, "+
+		"at %s another crashes holding locks, at %s new nodes are enrolled, at %s the crashed one restarts and at %s the stopped one starts again; "+
+		"peers break the locks of conductors whose heartbeat is stale and take over boot files, periodic_max_workers=%d every %s",
+		Cycle/s, atDrain/s, d.settings.Release, atCrash/s, atEnroll/s, atCrashBack/s, atDrainRestart/s,
+		d.settings.PeriodicMaxWorkers, d.settings.SyncLocalStateInterval))
 	d.log.Info(fmt.Sprintf("demo: Nova beside it, %d ironic nova-computes: at %s one dies (its nodes without instance move to the others' rings, "+
 		"its instances stay stranded), at %s the others move the compute records, at %s it comes back and at %s the records move back",
 		len(NovaComputes), atNovaDie/s, atNovaUpdate/s, atNovaBack/s, atNovaBackUpdate/s))

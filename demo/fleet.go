@@ -13,14 +13,13 @@ import (
 // Every row is written as Ironic's DB API writes it on SQLite: naive UTC
 // timestamps in SQLAlchemy's text form, booleans as 0/1, JSON columns as
 // json.dumps text ("{}" for an empty dict), and the `version` column of the
-// Ironic object that owns the row (objects.Node 1.37, objects.Conductor 1.3
-// in Ironic 21.4; conductor_hardware_interfaces has none).
+// Ironic object that owns the row: objects.Conductor's of the demo's
+// release (rules.ConductorObjectVersion: the exporter tells the release
+// from it), objects.Node 1.37 (Ironic 21.4's; nothing reads it);
+// conductor_hardware_interfaces has none.
 
-// Versions Ironic 21.4's objects store in the `version` column.
-const (
-	nodeObjectVersion      = "1.37"
-	conductorObjectVersion = "1.3"
-)
+// nodeObjectVersion is the Node object version the nodes are written with.
+const nodeObjectVersion = "1.37"
 
 // conductorSpec is one conductor of the fleet.
 type conductorSpec struct {
@@ -221,7 +220,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, '{}', '{}', '{}', '{}', ?, '{}', 
 	if err != nil {
 		return fmt.Errorf("inserting node %s: %w", n.uuid, err)
 	}
-	n.state = provision
+	n.state, n.maintenance = provision, maintenance
 	if u, ok := instance.(string); ok {
 		n.instance = u
 	}

@@ -50,8 +50,9 @@ const (
 	atNovaBackUpdate = 80 * time.Second
 )
 
-// novaServiceVersion is services.version as Nova 29.x-30.x writes it, the
-// Nova of the demo's Ironic 24.1 (2024.2).
+// novaServiceVersion is services.version as Nova 29.x-30.x (2024.2) writes
+// it: the simulated Nova is that release's whatever Ironic release the
+// demo plays.
 const novaServiceVersion = 67
 
 // novaFiles are the demo's Nova files beside the Ironic database.

@@ -12,27 +12,53 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/rules"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
 
 // The simulator plays Ironic's conductors against the database, writing
-// exactly what Ironic's conductor code writes (ironic/conductor/base_manager.py
-// and ironic/db/sqlalchemy/api.py of current Ironic):
+// what the conductors of the demo's release write (Demo.Settings' Release:
+// rules.Newest unless --ironic.release names another), as
+// ironic/conductor/base_manager.py, manager.py and rpc_service.py of that
+// release do; where the release decides, it asks package rules (each rule
+// cites Ironic's function and commit):
 //   - keepalive: every heartbeat interval touch_conductor sets
 //     updated_at=now and online=(not shutting down);
-//   - a graceful stop (del_host): clear_node_reservations_for_conductor,
-//     unregister (its conductor_hardware_interfaces rows deleted,
-//     online=false), the keepalive going on while its work finishes;
-//   - a crash writes nothing more: online stays true, its locks stuck;
+//   - work (deploys, tear-downs, and short locks) on nodes the rings map to
+//     the conductor, under its lock (reserve_node / release_node), for a
+//     few heartbeats; a deploy sets conductor_affinity halfway, once the
+//     deploy interface has prepared the node (do_node_deploy);
+//   - a graceful stop (SIGTERM, del_host and RPCService.stop): it
+//     unregisters (its conductor_hardware_interfaces rows deleted,
+//     online=false) and takes no new work; up to 21.x it clears its locks
+//     first and its workers go on without them (rules.StopClearsLocks),
+//     from 22.0 it keeps them (6a9e319fb); on 23.1-31.x its keepalive goes
+//     on writing online=false until it exits (rules.DrainHeartbeats,
+//     3f9151163), elsewhere the heartbeat stops when it unregisters (32.0:
+//     bbf57b1c2); it exits when its work is done or
+//     graceful_shutdown_timeout has passed, leaving the nodes its workers
+//     had not finished in their state (with their locks from 22.0);
+//   - a crash (SIGKILL) writes nothing more: online stays true, its locks
+//     stay;
+//   - peers break the locks of a conductor get_offline_conductors returns
+//     (rules.OfflineForOrphans: a stale heartbeat) and fail its deploys and
+//     cleanings (_check_orphan_nodes, rules.OrphanFailedState), for the
+//     nodes their rings map to them;
 //   - a start (prepare_host + init_host): its stale locks cleared, register
-//     (online=true, updated_at=now), hardware interfaces registered again;
-//   - locks (reserve_node / release_node) on nodes the rings map to the
-//     conductor, for a few heartbeats; enrolment (create_node, provision
-//     state enroll), the oldest enrolled nodes deleted again;
+//     (online=true, updated_at=now), hardware interfaces registered again,
+//     then the unlocked nodes its rings map to it left in a state no
+//     conductor resumes are failed (_fail_transient_state,
+//     rules.FailedState);
+//   - enrolment (create_node, provision state enroll), the oldest enrolled
+//     nodes deleted again;
 //   - boot environments: a deployed node's conductor_affinity is the
-//     conductor that prepared it; a crash leaves a deploy in wait call-back
-//     under its lock, failed on restart; the takeover (_sync_local_state)
-//     moves the affinity of active nodes to the ring's conductor.
+//     conductor that prepared it; the takeover (_sync_local_state) moves
+//     the affinity of active nodes to the ring's conductor, at most
+//     periodic_max_workers nodes per conductor every
+//     sync_local_state_interval;
+//   - the stale conductor cleanup (32.0+, 6135a00c3) deletes nothing: the
+//     demo is judged as on MySQL, where it fails at every run
+//     (rules.CleanupFails).
 //
 // The simulator keeps no rings of its own: its view of the fleet (node to
 // conductor, liveness, ring membership) is the topology topology.Build makes
@@ -51,6 +77,15 @@ const (
 	MinInterval = time.Second
 	// HeartbeatInterval is the simulated [conductor]heartbeat_interval.
 	HeartbeatInterval = 2 * time.Second
+	// GracefulShutdownTimeout is the [DEFAULT]graceful_shutdown_timeout
+	// the demo runs with (Ironic's default is 60s): shorter than the work
+	// a stopping conductor holds (workBeats), so that the stop leaves work
+	// unfinished, as a stop past the timeout does.
+	GracefulShutdownTimeout = 6 * time.Second
+	// SyncLocalStateInterval is the [conductor]sync_local_state_interval
+	// the demo runs with (Ironic's default is 180s); periodic_max_workers
+	// is Ironic's default, 8.
+	SyncLocalStateInterval = 10 * time.Second
 	// Cycle is the length of one round of scripted events.
 	Cycle = 90 * time.Second
 )
@@ -59,7 +94,6 @@ const (
 const (
 	atDrain        = 5 * time.Second
 	atCrash        = 15 * time.Second
-	atDrainDone    = 20 * time.Second
 	atEnroll       = 40 * time.Second
 	atCrashBack    = 55 * time.Second
 	atDrainRestart = 70 * time.Second
@@ -73,7 +107,9 @@ var (
 )
 
 const (
-	locksAtCrash  = 3 // locks a crashing conductor takes just before
+	locksAtCrash  = 3 // deploys a crashing conductor starts just before
+	locksAtDrain  = 3 // deploys a stopping conductor starts just before
+	workBeats     = 6 // heartbeats a deploy or tear-down holds its lock
 	nodesEnrolled = 6 // nodes enrolled per cycle
 	// MaxEnrolled bounds the nodes the demo enrols on top of its fleet:
 	// beyond it the oldest enrolled nodes are deleted.
@@ -86,9 +122,10 @@ type simConductor struct {
 	hardwareTypes []string
 	online        bool          // what its keepalive writes to the online column
 	beating       bool          // the keepalive writes heartbeats
-	working       bool          // the process works: takes and releases locks, takes over nodes
-	locks         map[int64]int // node id -> heartbeats left to hold it
-	deploying     []int64       // deploys it left in wait call-back when it crashed
+	working       bool          // the process takes new work and takes over nodes
+	lastBeat      time.Time     // updated_at as it last wrote it
+	stopping      time.Time     // when its graceful stop began; zero when not stopping
+	locks         map[int64]int // its workers: node id -> heartbeats left of the work
 }
 
 type simNode struct {
@@ -96,6 +133,9 @@ type simNode struct {
 	uuid, group, driver string
 	reservation         string
 	state               string // provision_state
+	target              string // the provision_state its work ends in, "" to keep the state
+	affinityAt          int    // a deploy sets conductor_affinity when this many heartbeats of its work are left
+	maintenance         bool
 	affinity            int64  // conductor_affinity, 0 for NULL
 	instance            string // instance_uuid, "" for NULL
 }
@@ -114,6 +154,8 @@ type simulator struct {
 	names map[string]int
 	// enrolled are the ids of the nodes enrolled since start, oldest first.
 	enrolled []int64
+	// lastSync is when the conductors last ran _sync_local_state.
+	lastSync time.Time
 
 	// source is the database as the exporter reads it; view is the
 	// topology the simulator acts on (see judge), judgeTook how long the
@@ -132,6 +174,12 @@ func newSimulator(d *Demo, seed uint64, now func() time.Time) *simulator {
 	return &simulator{db: d.db, log: d.log, speed: d.speed, settings: d.settings, now: now,
 		rng: rand.New(rand.NewPCG(seed, 0x1c0d)), source: MultiConductor(d.reader),
 		byHost: map[string]*simConductor{}, nodes: map[int64]*simNode{}, names: map[string]int{}}
+}
+
+// conductorVersion is the Conductor object version the release's
+// conductors write (rules.ConductorObjectVersion).
+func (s *simulator) conductorVersion() string {
+	return rules.ConductorObjectVersion(s.settings.Release)
 }
 
 func (s *simulator) scale(d time.Duration) time.Duration { return d / time.Duration(s.speed) }
@@ -237,7 +285,7 @@ func (s *simulator) writeFleet(ctx context.Context, tx *sql.Tx, now time.Time) e
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO conductors
   (created_at, updated_at, version, hostname, drivers, online, conductor_group) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			sqlaTime(created), sqlaTime(updated), conductorObjectVersion, c.host, jsonList(c.hardwareTypes), c.online, c.group)
+			sqlaTime(created), sqlaTime(updated), s.conductorVersion(), c.host, jsonList(c.hardwareTypes), c.online, c.group)
 		if err != nil {
 			return fmt.Errorf("inserting conductor %s: %w", c.host, err)
 		}
@@ -266,7 +314,13 @@ func (s *simulator) writeFleet(ctx context.Context, tx *sql.Tx, now time.Time) e
 // thousands of rows, so that the heartbeats are fresh when the fleet is
 // first read.
 func (s *simulator) touchAll(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=? WHERE online=1`, sqlaTime(s.heartbeatTime()))
+	now := s.heartbeatTime()
+	_, err := tx.ExecContext(ctx, `UPDATE conductors SET updated_at=? WHERE online=1`, sqlaTime(now))
+	for _, c := range s.cond {
+		if c.online {
+			c.lastBeat = now
+		}
+	}
 	return err
 }
 
@@ -292,31 +346,46 @@ func (s *simulator) prepareBootEnvironments(ctx context.Context, tx *sql.Tx) err
 	return s.touchAll(ctx, tx)
 }
 
+// setAffinity sets the node's conductor_affinity to conductor id (0: NULL).
 func (s *simulator) setAffinity(ctx context.Context, tx *sql.Tx, n *simNode, id int64) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET conductor_affinity=? WHERE id=?`, id, n.id); err != nil {
+	var v any
+	if id != 0 {
+		v = id
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE nodes SET conductor_affinity=? WHERE id=?`, v, n.id); err != nil {
 		return fmt.Errorf("setting conductor_affinity of %s: %w", n.uuid, err)
 	}
 	n.affinity = id
 	return nil
 }
 
-// takeOver is Ironic's _sync_local_state: each working conductor takes
-// over the active, unlocked nodes the view's rings map to it whose boot
-// environment another conductor prepared, and rebuilds it
-// (_do_takeover sets conductor_affinity).
-func (s *simulator) takeOver(ctx context.Context, tx *sql.Tx) (int, error) {
+// syncLocalState is Ironic's _sync_local_state (ironic/conductor/manager.py)
+// every sync_local_state_interval: each working conductor takes over the
+// active, unlocked nodes the view's rings map to it whose boot environment
+// another conductor prepared, and rebuilds it (_do_takeover sets
+// conductor_affinity), at most periodic_max_workers of them per run
+// (commit cf1b42ea3, 19.0; rules.TakeoverRounds).
+func (s *simulator) syncLocalState(ctx context.Context, tx *sql.Tx, now time.Time) (int, error) {
+	if !s.lastSync.IsZero() && now.Sub(s.lastSync) < s.settings.SyncLocalStateInterval {
+		return 0, nil
+	}
+	s.lastSync = now
+	limit := s.view.Rules.Settings().PeriodicMaxWorkers
+	taken := map[string]int{}
 	moved := 0
-	for _, n := range s.nodes {
+	for _, id := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[id]
 		if n.state != "active" || n.reservation != "" {
 			continue
 		}
 		c := s.byHost[s.servedBy(n)]
-		if c == nil || !c.working || c.id == n.affinity {
+		if c == nil || !c.working || c.id == n.affinity || taken[c.host] >= limit {
 			continue
 		}
 		if err := s.setAffinity(ctx, tx, n, c.id); err != nil {
 			return moved, err
 		}
+		taken[c.host]++
 		moved++
 	}
 	return moved, nil

@@ -13,6 +13,7 @@ difference that lasts longer fails the run. Prints a table of what agreed
 and the longest difference seen per comparison.
 
 Usage: livefleet.py --sidecar BIN --db-url URL --workdir DIR [--net 127.42.0]
+         [--api-port P] [--sidecar-port P] [--trace FILE]
 """
 
 import argparse
@@ -93,9 +94,37 @@ def get(url, accept='application/json'):
         return r.read().decode()
 
 
+class Trace:
+    """--trace FILE: JSON lines of what the sidecar showed, for the demo's
+    simulator to be held to (demo/testdata): one line per poll whose view
+    differs from the line before (no timings), and a "mark" line for each
+    signal or start the harness gives a conductor during a scenario."""
+
+    def __init__(self, a):
+        self.out = open(a.trace, 'a') if a.trace else None
+        self.base = {'release': a.release, 'backend': sa.engine.make_url(a.db_url).get_backend_name()}
+        self.scenario = None
+        self.last = None
+
+    def write(self, line):
+        if self.out and self.scenario:
+            self.out.write(json.dumps(dict(self.base, scenario=self.scenario, **line), sort_keys=True) + '\n')
+            self.out.flush()
+
+    def view(self, view):
+        if view != self.last:
+            self.write(view)
+            self.last = view
+
+    def mark(self, what, conductor):
+        self.write({'mark': what, 'conductor': conductor})
+        self.last = None
+
+
 class Fleet:
     def __init__(self, a):
         self.a = a
+        self.trace = Trace(a)
         # with --chroot the Ironic processes run in the release's chroot:
         # work is the path they see, real the host's path of the same folder
         self.root = a.chroot or ''
@@ -176,10 +205,12 @@ class Fleet:
                                             start_new_session=True)
 
     def start_conductor(self, h):
+        self.trace.mark('start', h)
         self.start(h, self.py + ['-m', self.cmd + '.conductor', '--config-file', self.conf,
                        '--config-file', os.path.join(self.work, h + '.conf')])
 
     def signal(self, name, sig):
+        self.trace.mark(signal.Signals(sig).name, name)
         p = self.procs[name]
         os.killpg(p.pid, sig)
 
@@ -272,6 +303,7 @@ class Checker:
         self.worst = {k: 0.0 for k in LAGS}
         self.dead = set()  # conductors whose process the harness stopped (their workers are gone)
         self.failures = []
+        fleet.trace.scenario = scenario
 
     def compare(self, name, truth, seen, now):
         """A difference lasts from the first poll that sees it to the last
@@ -366,8 +398,10 @@ class Checker:
         by_id = {c['id']: state[c['hostname']] for c in conds}
         stranded = sum(1 for n in nodes if n['provision_state'] in BOOT_STATES and n['conductor_affinity'] is not None
                        and by_id.get(n['conductor_affinity'], 'gone') in ('dead', 'stopped', 'gone'))
-        self.compare('boot files stranded', stranded, int(sum(
-            v for l, v in metrics.get('ironic_nodes_affinity_unavailable', []))), now)
+        sc_stranded = int(sum(v for l, v in metrics.get('ironic_nodes_affinity_unavailable', [])))
+        self.compare('boot files stranded', stranded, sc_stranded, now)
+        self.f.trace.view({'states': sc_state, 'locks': sc_locks, 'stranded': sc_stranded,
+                           'stuck': {r: n for r, n in stuck.items() if n}})
         # Ironic's concurrency limit of deploys (21.1+): the nodes it counts
         # (deploying, wait call-back) and whether it refuses a new deploy
         # now, against the sidecar's count and headroom
@@ -411,6 +445,7 @@ def main():
     p.add_argument('--nodes', type=int, default=12)
     p.add_argument('--chroot', help="the release's chroot (default: the host's Ironic)")
     p.add_argument('--release', default='21.4', help='a label for the table')
+    p.add_argument('--trace', help="append JSON lines of the sidecar's distinct views and the harness's signals (class Trace)")
     p.add_argument('--scenarios', default='sigterm,sigkill,sigusr1',
                    help='sigterm,sigkill,sigusr1 (21.4), hostport (23.0+ with --rpc-port != 8089) '
                         'storm (21.1+: max_concurrent_deploy %d), emptygroup, powerfail, drain (23.1+), cleanup (32.0+)' % STORM_LIMIT)
