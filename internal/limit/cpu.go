@@ -2,7 +2,6 @@ package limit
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -10,11 +9,11 @@ import (
 )
 
 // CPU is a listener whose connections share n tokens (n = GOMAXPROCS for
-// the doors): a connection's goroutine holds one while it computes between
-// two I/O calls (the TLS handshake after the ClientHello, decrypting and
-// parsing a request, writing an answer) and gives it back for each Read or
-// Write, and while a handler runs (handlers have bounds of their own:
-// renders, requests, bcrypt, Keystone). A flood through one listener then
+// the doors): a connection's goroutine takes one after each Read that got
+// bytes, holds it while it computes on them (the TLS handshake after the
+// ClientHello, decrypting and parsing a request, writing an answer) and
+// gives it back at its next Read or Write, and while a handler runs
+// (handlers have bounds of their own: renders, requests, bcrypt, Keystone). A flood through one listener then
 // queues on its n tokens, blocked rather than runnable, instead of taking
 // the Go scheduler from the other listeners: their goroutines wait behind
 // at most n of the flood's, not behind thousands. A connection waits for
@@ -37,16 +36,30 @@ func (c *CPU) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.wrap(raw), nil
+}
+
+// wrap makes raw a connection of c.
+func (c *CPU) wrap(raw net.Conn) *cpuConn {
 	cc := &cpuConn{Conn: raw, tokens: c.tokens, closed: make(chan struct{}), moved: make(chan struct{}, 1)}
 	if t, ok := raw.(*trackedConn); ok { // under a Conns cap
 		cc.onWait = t.setWaiting
 	}
-	return cc, nil
+	return cc
 }
 
 // errCPUWait is a connection's Read or Write when no token came before its
-// read deadline, or when it was closed while waiting.
-var errCPUWait = errors.New("limit: no CPU token before the read deadline")
+// read deadline, or when it was closed while waiting. It is a timeout
+// (net.Error): net/http ends its background read (the one byte it reads
+// while a handler runs) by moving the read deadline to the past, and keeps
+// the byte read only when the error is a timeout.
+var errCPUWait net.Error = cpuWaitError{}
+
+type cpuWaitError struct{}
+
+func (cpuWaitError) Error() string   { return "limit: no CPU token before the read deadline" }
+func (cpuWaitError) Timeout() bool   { return true }
+func (cpuWaitError) Temporary() bool { return true }
 
 // cpuConn is a connection of CPU.
 type cpuConn struct {
@@ -67,22 +80,26 @@ type cpuConn struct {
 	deadline  time.Time // the read deadline
 }
 
+// Read never drops what it read: with no token, the bytes come back with
+// errCPUWait (the next request's first byte, read by net/http's background
+// read, would otherwise be lost and the request parsed without it).
 func (c *cpuConn) Read(p []byte) (int, error) {
 	c.release()
 	n, err := c.Conn.Read(p)
 	if n > 0 && !c.acquire() {
-		return 0, errCPUWait
+		return n, errCPUWait
 	}
 	return n, err
 }
 
+// Write gives the token back and takes none after: what follows a write
+// is a read (the next record of a handshake, the next request), which
+// takes one, or closing. Waiting for a token after a write deadlocked a
+// server's Close: it writes TLS's close_notify while holding the
+// server's lock, which the connection holding the token waits for.
 func (c *cpuConn) Write(p []byte) (int, error) {
 	c.release()
-	n, err := c.Conn.Write(p)
-	if err == nil && !c.acquire() {
-		return n, errCPUWait
-	}
-	return n, err
+	return c.Conn.Write(p)
 }
 
 func (c *cpuConn) Close() error {
