@@ -148,7 +148,7 @@ conformance: build
 ## HOST:PORT names, a deploy storm into max_concurrent_deploy (21.4, PostgreSQL) and the stale
 ## conductor cleanup of 39.0 (sid chroot); the single-conductor SQLite case (21.4, restarts) and
 ## 39.0's cleanup on SQLite; every comparison within its documented lag (docs/live-fleet.md).
-## About 23 minutes.
+## About 22 minutes.
 live-fleet: build
 	./conformance/live/run.sh ./$(BIN)
 
