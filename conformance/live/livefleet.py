@@ -717,8 +717,10 @@ def drain(f, a, results, uuids):
         exited = 'exited'
     except RuntimeError:
         # Ironic's drain itself may fail and leave the conductor running
-        # (29.0 on PostgreSQL: del_host from the signal handler, psycopg2
-        # blocking under eventlet); the comparisons go on all the same
+        # (29.0: rpc_service._handle_drain runs stop() inside the signal
+        # handler, in eventlet's hub, where del_host's database calls raise
+        # "do not call blocking functions from the mainloop"); the
+        # comparisons go on all the same
         exited = 'did not exit'
     states = {n['uuid']: n['provision_state'] for n in f.db_nodes()}
     online = {c['hostname']: c['online'] for c in f.db_conductors()}
