@@ -154,7 +154,7 @@ live-fleet: build
 
 ## live-fleet-releases: every live-fleet scenario (SIGTERM, SIGKILL, SIGUSR1, takeover, deploy
 ## storm, group emptied, SIGUSR2 drain) on 29.0 (trixie) and 39.0 (sid), on MariaDB and
-## PostgreSQL: twelve fleets, about an hour, so NOT part of make test (.ci/run must stay under
+## PostgreSQL: twelve fleets, about 35 minutes, so NOT part of make test (.ci/run must stay under
 ## 75 minutes). LIVE_RELEASES, LIVE_REL_BACKENDS, LIVE_REL_FLEETS narrow it (conformance/live/run.sh).
 live-fleet-releases: build
 	./conformance/live/run.sh ./$(BIN) releases

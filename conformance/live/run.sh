@@ -20,7 +20,7 @@
 #                  .2-.4), Ironic's API port (16342) and the sidecar's (16343): another run beside
 #                  this one needs its own
 #   LIVE_DB        database name prefix (issue42_live)
-# With "releases" (make live-fleet-releases, not part of make test: about an hour) it runs instead
+# With "releases" (make live-fleet-releases, not part of make test: about 35 minutes) it runs instead
 # every scenario on the chroots' releases:
 #   LIVE_RELEASES  "29.0 39.0"; LIVE_REL_BACKENDS "mysql postgresql";
 #   LIVE_REL_FLEETS "main storm drain": main = SIGTERM during tear-downs, SIGKILL holding locks,
