@@ -321,10 +321,12 @@ class Checker:
         dbnow = db_now(self.f.eng)
         state = {}
         for c in conds:
-            # where nothing heartbeats (SQLite 22.1+) online alone tells
-            fresh = (dbnow - c['updated_at']).total_seconds() <= HEARTBEAT_TIMEOUT or not self.f.heartbeats
+            fresh = (dbnow - c['updated_at']).total_seconds() <= HEARTBEAT_TIMEOUT
             state[c['hostname']] = {(1, True): 'alive', (1, False): 'dead',
                                     (0, True): 'draining', (0, False): 'stopped'}[(int(c['online']), fresh)]
+            if not self.f.heartbeats:
+                # where nothing heartbeats (SQLite 22.1+) online alone tells
+                state[c['hostname']] = 'alive' if c['online'] else 'stopped'
         sc_state = {l['hostname']: l['state'] for l, v in metrics.get('ironic_conductor_state', []) if v == 1}
         self.compare('conductor state', state, sc_state, now)
         # a lock belongs to the conductor of that name, else to the one
