@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -331,10 +332,49 @@ type played struct {
 	pod  corev1.PodSpec
 }
 
+// playLock keeps the pods of two test processes on one machine (a second
+// make unit beside CI's) apart: the manifests name their Deployments and
+// host ports, so two kube plays at once collide ("pod already exists").
+// The first pod of a process takes an exclusive flock on a file every
+// process opens; the last one gone gives it back.
+var playLock struct {
+	sync.Mutex
+	pods int
+	file *os.File
+}
+
+// lockPlay holds playLock until the test ends.
+func lockPlay(t *testing.T) {
+	t.Helper()
+	playLock.Lock()
+	defer playLock.Unlock()
+	if playLock.pods == 0 {
+		f, err := os.OpenFile(filepath.Join(os.TempDir(), "ironic-conductor-exporter-kubeplay.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			t.Fatalf("locking kube play: %v", err)
+		}
+		playLock.file = f
+	}
+	playLock.pods++
+	t.Cleanup(func() {
+		playLock.Lock()
+		defer playLock.Unlock()
+		if playLock.pods--; playLock.pods == 0 {
+			_ = playLock.file.Close() // releases the flock
+			playLock.file = nil
+		}
+	})
+}
+
 // kubePlay plays the manifest and removes its pods when the test ends.
 func kubePlay(t *testing.T, name string, docs []byte, env playEnv) *played {
 	t.Helper()
 	env.image = testImage(t)
+	lockPlay(t)
 	if env.tmp == "" {
 		env.tmp = t.TempDir()
 		if err := os.Chmod(env.tmp, 0o755); err != nil {
