@@ -104,7 +104,8 @@ class Trace:
 
     def __init__(self, a):
         self.out = open(a.trace, 'a') if a.trace else None
-        self.base = {'release': a.release, 'backend': sa.engine.make_url(a.db_url).get_backend_name()}
+        backend = 'sqlite' if a.db_url == 'sqlite' else sa.engine.make_url(a.db_url).get_backend_name()
+        self.base = {'release': a.release, 'backend': backend}
         self.scenario = None
         self.last = None
 
