@@ -585,33 +585,9 @@ def run(f, a, results):
     # 1. deploys everywhere, then tear-downs; SIGTERM one conductor while its
     # workers hold tear-down locks, graceful_shutdown_timeout reached.
     ck = Checker(f, 'SIGTERM during tear-downs (%s)' % a.release, results)
-    for u in uuids:
-        f.provision(u, 'active')
-    f.wait_until('active', lambda: len(nodes_in(f, ('active',))) == a.nodes, 180, ck)
-    for u in uuids:
-        f.provision(u, 'deleted')
-    f.wait_until('tear-downs locked', lambda: sum(1 for n in nodes_in(f, ('deleting',)) if n['reservation']) == a.nodes, 60, ck)
     # the conductor holding the most (the rings may give one none: seen
     # with 9 nodes on 39.0)
-    held = [n['reservation'] for n in f.db_nodes() if n['reservation'] in f.hosts]
-    victim = max(f.hosts, key=held.count)
-    Checker.orphaned = {n['uuid'] for n in f.db_nodes() if n['reservation'] == victim}
-    log('SIGTERM %s holding %d tear-down lock(s)' % (victim, len(Checker.orphaned)))
-    f.signal(victim, signal.SIGTERM)
-    if not f.wait_exit(victim, GRACEFUL + 30):
-        raise RuntimeError(victim + ' did not exit after graceful_shutdown_timeout')
-    end = time.time() + HEARTBEAT_TIMEOUT + NO_LOCK_BOUND + 15
-    while time.time() < end:
-        ck.poll()
-    left = [n for n in f.db_nodes() if n['uuid'] in Checker.orphaned and n['provision_state'] == 'deleting']
-    log('%d node(s) left in deleting with no lock after the stop' % len(left))
-    f.start_conductor(victim)
-    recover_left(f, ck)
-    Checker.orphaned = set()
-    for _ in range(LAGS['stuck no lock'] + 2):
-        ck.poll()
-    ck.finish()
-    ck.results[-1] = (ck.scenario + ' [%d left]' % len(left),) + ck.results[-1][1:]
+    sigterm_during_teardowns(f, a, ck, uuids, lambda held: max(f.hosts, key=held.count), 15)
 
     # 2. SIGKILL a conductor holding deploy locks: peers release them
     # (_check_orphan_nodes) after heartbeat_timeout and fail the deploys.
@@ -705,6 +681,40 @@ def run(f, a, results):
         ck.failures.append('%d node(s) not taken over from %s' % (left[-1], victim))
     ck.finish()
     ck.results[-1] = (ck.scenario + ' [%d taken over: %s]' % (prepared[victim], '>'.join(map(str, left))),) + ck.results[-1][1:]
+
+
+def sigterm_during_teardowns(f, a, ck, uuids, pick, margin):
+    """Deploys every node, then tears them all down and sends SIGTERM to
+    the conductor pick(reservations) returns while its workers hold
+    tear-down locks, graceful_shutdown_timeout reached. Polls ck for
+    heartbeat_timeout and the no-lock bound plus margin seconds, starts it
+    again and restarts whatever conductor still holds a left node
+    (recover_left), then finishes ck with the count of nodes the stop left
+    in `deleting`."""
+    for u in uuids:
+        f.provision(u, 'active')
+    f.wait_until('active', lambda: len(nodes_in(f, ('active',))) == a.nodes, 180, ck)
+    for u in uuids:
+        f.provision(u, 'deleted')
+    f.wait_until('tear-downs locked', lambda: sum(1 for n in nodes_in(f, ('deleting',)) if n['reservation']) == a.nodes, 60, ck)
+    victim = pick([n['reservation'] for n in f.db_nodes() if n['reservation'] in f.hosts])
+    Checker.orphaned = {n['uuid'] for n in f.db_nodes() if n['reservation'] == victim}
+    log('SIGTERM %s holding %d tear-down lock(s)' % (victim, len(Checker.orphaned)))
+    f.signal(victim, signal.SIGTERM)
+    if not f.wait_exit(victim, GRACEFUL + 30):
+        raise RuntimeError(victim + ' did not exit after graceful_shutdown_timeout')
+    end = time.time() + HEARTBEAT_TIMEOUT + NO_LOCK_BOUND + margin
+    while time.time() < end:
+        ck.poll()
+    left = [n for n in f.db_nodes() if n['uuid'] in Checker.orphaned and n['provision_state'] == 'deleting']
+    log('%d node(s) left in deleting with no lock after the stop' % len(left))
+    f.start_conductor(victim)
+    recover_left(f, ck)
+    Checker.orphaned = set()
+    for _ in range(LAGS['stuck no lock'] + 2):
+        ck.poll()
+    ck.finish()
+    ck.results[-1] = (ck.scenario + ' [%d left]' % len(left),) + ck.results[-1][1:]
 
 
 def recover_left(f, ck):
@@ -968,29 +978,7 @@ def single(f, a, results, uuids):
     # reached: 21.4 clears its locks at once, its tear-downs are left in
     # `deleting` until it starts again.
     ck = Checker(f, 'one conductor: SIGTERM during tear-downs, restart (%s)' % a.release, results)
-    for u in uuids:
-        f.provision(u, 'active')
-    f.wait_until('active', lambda: len(nodes_in(f, ('active',))) == a.nodes, 180, ck)
-    for u in uuids:
-        f.provision(u, 'deleted')
-    f.wait_until('tear-downs locked', lambda: sum(1 for n in nodes_in(f, ('deleting',)) if n['reservation']) == a.nodes, 60, ck)
-    Checker.orphaned = {n['uuid'] for n in f.db_nodes() if n['reservation'] == h}
-    log('SIGTERM %s holding %d tear-down lock(s)' % (h, len(Checker.orphaned)))
-    f.signal(h, signal.SIGTERM)
-    if not f.wait_exit(h, GRACEFUL + 30):
-        raise RuntimeError(h + ' did not exit after graceful_shutdown_timeout')
-    end = time.time() + HEARTBEAT_TIMEOUT + NO_LOCK_BOUND + 10
-    while time.time() < end:
-        ck.poll()
-    left = [n for n in f.db_nodes() if n['uuid'] in Checker.orphaned and n['provision_state'] == 'deleting']
-    log('%d node(s) left in deleting with no lock after the stop' % len(left))
-    f.start_conductor(h)
-    recover_left(f, ck)
-    Checker.orphaned = set()
-    for _ in range(LAGS['stuck no lock'] + 2):
-        ck.poll()
-    ck.finish()
-    ck.results[-1] = (ck.scenario + ' [%d left]' % len(left),) + ck.results[-1][1:]
+    sigterm_during_teardowns(f, a, ck, uuids, lambda held: h, 10)
 
     # 2. SIGKILL holding deploy locks: with no peer the locks stay (a dead
     # holder) until it starts again, clears them and fails the deploys.
