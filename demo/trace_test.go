@@ -23,7 +23,8 @@ import (
 // per distinct view of a poll, and a "mark" line per signal the harness
 // gave a conductor), recorded with the live fleet's settings (liveSettings).
 // The simulator is held to them: the same event, on the same release, must
-// give the same sequence of states on the sidecar.
+// give the same sequence of states on the sidecar, but for the short view
+// a live poll may miss (follows, trace_follow_test.go).
 
 // traceLine is one line of a trace.
 type traceLine struct {
@@ -182,14 +183,24 @@ var traceScenarios = []traceScenario{
 	// SIGUSR1 then SIGTERM, no work in flight: the nodes are the victim's
 	// deployed ones, whose boot files it prepared.
 	{"21.4-mysql.jsonl", "SIGUSR1 stop", "SIGUSR1", "", "", "", true, usr1Event},
+	// The same three on 39.0. Neither trace's takeover is held: its views
+	// end while the victim's boot files are still stranded (the harness
+	// stops polling once the database has moved them), where the simulator
+	// goes on to the end of the takeover.
+	{"39.0-postgresql-stops.jsonl", "SIGTERM during tear-downs", "SIGTERM", "active", "deleting", "available", true, stopEvent},
+	{"39.0-postgresql-stops.jsonl", "SIGKILL holding deploy locks", "SIGKILL", "available", "deploying", "active", true, killEvent},
+	{"39.0-postgresql-stops.jsonl", "SIGUSR1 stop", "SIGUSR1", "", "", "", true, usr1Event},
 	// SIGUSR2 (a drain: the graceful stop, drain_shutdown_timeout) while it deploys.
 	{"39.0-postgresql.jsonl", "SIGUSR2 drain with deploys in flight", "SIGUSR2", "available", "deploying", "active", false, stopEvent},
 }
 
-// simulate plays sc on a driven demo of release and returns the signals
-// the exporter shows after the event, for the victim and the nodes it
-// worked on (its work started before).
-func simulate(t *testing.T, sc traceScenario, release rules.Release) signals {
+// simulate plays sc on a driven demo of release and returns the views
+// the exporter shows after the event, of the victim and the nodes it worked
+// on (its work started before): at the event, then every half heartbeat
+// interval, between the simulator's ticks as well as after them, so that a
+// view that lasts less than a tick shows, as the live sidecar, refreshing
+// every second, may see one.
+func simulate(t *testing.T, sc traceScenario, release rules.Release) []view {
 	t.Helper()
 	x := drive(t, liveSettings(release))
 	c := x.sim.victim(drainVictims, 0)
@@ -226,10 +237,10 @@ func simulate(t *testing.T, sc traceScenario, release rules.Release) signals {
 		t.Fatalf("%s: starting the work of %s: %d nodes, %v", sc.scenario, c.host, len(work), err)
 	}
 	x.judge(ctx)
-	look := func(sig *signals) {
+	var views []view
+	look := func() {
 		exp := x.exporterView()
-		ci := conductorOf(t, exp, c.host)
-		var locks, stranded int
+		v := view{at: x.clock.Now(), state: string(conductorOf(t, exp, c.host).State)}
 		stuck := map[string]bool{}
 		for _, w := range work {
 			n, ok := exp.Node(w.uuid)
@@ -237,42 +248,46 @@ func simulate(t *testing.T, sc traceScenario, release rules.Release) signals {
 				t.Fatalf("node %s gone", w.uuid)
 			}
 			if n.Reservation != nil && *n.Reservation == c.host {
-				locks++
+				v.locks++
 			}
 			if n.Stuck != topology.NotStuck {
 				stuck[n.Stuck.String()] = true
 			}
 			if n.Affinity == topology.AffinityNotAlive && (topology.InProgress(n.ProvisionState) ||
 				n.ProvisionState != nil && *n.ProvisionState == "active") {
-				stranded++
+				v.stranded++
 			}
 		}
-		sig.add(string(ci.State), locks, slices.Collect(maps.Keys(stuck)), stranded)
+		v.stuck = slices.Collect(maps.Keys(stuck))
+		views = append(views, v)
 	}
-	var after signals
 	if err := sc.event(ctx, x.sim, c); err != nil {
 		t.Fatal(err)
 	}
 	x.judge(ctx)
-	look(&after)
+	look()
 	for end := x.clock.Now().Add(45 * time.Second); x.clock.Now().Before(end); {
-		x.tick()
-		look(&after)
+		x.clock.Add(HeartbeatInterval / 2)
+		look()
+		x.clock.Add(HeartbeatInterval - HeartbeatInterval/2)
+		x.tickNow()
+		look()
 	}
-	return after
+	return views
 }
 
 // TestSimulatorFollowsLiveTraces: for each live scenario, the simulator
 // of the trace's release, driven through the same event, shows the same
 // sequence of states, locks, stuck reasons and stranded boot files as the
-// sidecar showed beside the real conductors.
+// sidecar showed beside the real conductors, but for a view the live
+// sidecar may miss (follows).
 func TestSimulatorFollowsLiveTraces(t *testing.T) {
 	for _, sc := range traceScenarios {
-		t.Run(sc.scenario, func(t *testing.T) {
+		t.Run(strings.TrimSuffix(sc.file, ".jsonl")+" "+sc.scenario, func(t *testing.T) {
 			want, release := readTrace(t, sc.file, sc.scenario, sc.mark)
-			if got := simulate(t, sc, release); got.String() != want.String() {
-				t.Errorf("Ironic %s, %s: after the event the simulator shows\n%s\nthe live fleet showed after the signal\n%s",
-					release, sc.scenario, got, want)
+			if got := simulate(t, sc, release); !follows(want, got) {
+				t.Errorf("Ironic %s, %s: after the event the simulator shows (seconds after the event)\n%s\nthe live fleet showed after the signal\n%s",
+					release, sc.scenario, describe(got), want)
 			}
 		})
 	}
@@ -284,17 +299,19 @@ func TestSimulatorFollowsLiveTraces(t *testing.T) {
 // break them; 21.4's SIGUSR1 stop stays online, 29.0's writes online=0).
 func TestTracesTellReleasesApart(t *testing.T) {
 	for _, c := range []struct {
-		scenario, as string
+		file, scenario, as string
 	}{
-		{"SIGTERM during tear-downs", rules.Newest.String()},
-		{"SIGUSR1 stop", "29.0"},
-		{"SIGUSR2 drain with deploys in flight", "21.4"},
+		{"21.4-mysql.jsonl", "SIGTERM during tear-downs", rules.Newest.String()},
+		{"39.0-postgresql-stops.jsonl", "SIGTERM during tear-downs", "21.4"},
+		{"21.4-mysql.jsonl", "SIGUSR1 stop", "29.0"},
+		{"39.0-postgresql-stops.jsonl", "SIGUSR1 stop", "29.0"},
+		{"39.0-postgresql.jsonl", "SIGUSR2 drain with deploys in flight", "21.4"},
 	} {
-		i := slices.IndexFunc(traceScenarios, func(s traceScenario) bool { return s.scenario == c.scenario })
+		i := slices.IndexFunc(traceScenarios, func(s traceScenario) bool { return s.file == c.file && s.scenario == c.scenario })
 		sc := traceScenarios[i]
 		want, release := readTrace(t, sc.file, sc.scenario, sc.mark)
-		if got := simulate(t, sc, rules.MustRelease(c.as)); got.String() == want.String() {
-			t.Errorf("%s: the simulator of %s follows the trace of %s:\n%s", c.scenario, c.as, release, got)
+		if got := simulate(t, sc, rules.MustRelease(c.as)); follows(want, got) {
+			t.Errorf("%s: the simulator of %s follows the trace of %s:\n%s", c.scenario, c.as, release, describe(got))
 		}
 	}
 }
