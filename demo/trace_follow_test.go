@@ -13,16 +13,17 @@ import (
 
 // How the simulator's views are held to a trace: signal by signal, the
 // same sequence of values, but for the one view a live sidecar may or may
-// not catch. When a conductor's heartbeat goes stale, the sidecar calls it
-// stopped or dead at its next refresh (every second), and its peers
-// release its locks at their next _check_orphan_nodes
-// (ironic/conductor/manager.py; every check_provision_state_interval, each
-// peer at its own phase; the same function from 21.4 to 39.0): the same
-// rule on both sides (rules.OfflineForOrphans, and the state's
-// heartbeat_timeout), so "locked by a conductor not alive" lasts from 0 to
-// that window, and a poll catches it or not. The simulator's peers act at
-// its ticks: it shows the view for up to a tick, or two for a SIGKILL
-// (their rings, judged a tick before, still hold the victim).
+// not catch. Once a conductor's heartbeat is older than heartbeat_timeout,
+// the sidecar calls it stopped or dead at its next refresh (every second),
+// and its peers release its locks at their next _check_orphan_nodes
+// (ironic/conductor/manager.py, 5694b98fc; the same function on 21.4.0 and
+// on master after 38.0.0), each at its own phase every
+// check_provision_state_interval: the same threshold on both sides
+// (rules.OfflineForOrphans, rules.State), so lock_holder_not_alive lasts
+// from 0 to that window (releaseWindow), and a poll catches it or not.
+// The simulator's peers act at its ticks: it shows the view for up to a
+// tick, or two after a SIGKILL (their rings, judged a tick before, still
+// hold the victim).
 
 // The live fleet's ironic.conf (livefleet.py) that bounds that window.
 const (
