@@ -284,6 +284,7 @@ func simulate(t *testing.T, sc traceScenario, release rules.Release) []view {
 func TestSimulatorFollowsLiveTraces(t *testing.T) {
 	for _, sc := range traceScenarios {
 		t.Run(strings.TrimSuffix(sc.file, ".jsonl")+" "+sc.scenario, func(t *testing.T) {
+			t.Parallel() // each drives its own simulator and database
 			want, release := readTrace(t, sc.file, sc.scenario, sc.mark)
 			if got := simulate(t, sc, release); !follows(want, got) {
 				t.Errorf("Ironic %s, %s: after the event the simulator shows (seconds after the event)\n%s\nthe live fleet showed after the signal\n%s",
@@ -307,11 +308,14 @@ func TestTracesTellReleasesApart(t *testing.T) {
 		{"39.0-postgresql-stops.jsonl", "SIGUSR1 stop", "29.0"},
 		{"39.0-postgresql.jsonl", "SIGUSR2 drain with deploys in flight", "21.4"},
 	} {
-		i := slices.IndexFunc(traceScenarios, func(s traceScenario) bool { return s.file == c.file && s.scenario == c.scenario })
-		sc := traceScenarios[i]
-		want, release := readTrace(t, sc.file, sc.scenario, sc.mark)
-		if got := simulate(t, sc, rules.MustRelease(c.as)); follows(want, got) {
-			t.Errorf("%s: the simulator of %s follows the trace of %s:\n%s", c.scenario, c.as, release, describe(got))
-		}
+		t.Run(strings.TrimSuffix(c.file, ".jsonl")+" "+c.scenario+" as "+c.as, func(t *testing.T) {
+			t.Parallel()
+			i := slices.IndexFunc(traceScenarios, func(s traceScenario) bool { return s.file == c.file && s.scenario == c.scenario })
+			sc := traceScenarios[i]
+			want, release := readTrace(t, sc.file, sc.scenario, sc.mark)
+			if got := simulate(t, sc, rules.MustRelease(c.as)); follows(want, got) {
+				t.Errorf("%s: the simulator of %s follows the trace of %s:\n%s", c.scenario, c.as, release, describe(got))
+			}
+		})
 	}
 }
