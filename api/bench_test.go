@@ -137,7 +137,7 @@ func bigSnapshot(n int) *db.Snapshot {
 	for i := range n {
 		s.Nodes = append(s.Nodes, &db.Node{ID: int64(i + 1),
 			UUID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), Driver: "ipmi",
-			CreatedAt: testNow.Add(-time.Hour)})
+			CreatedAt: db.StampOf(testNow.Add(-time.Hour))})
 	}
 	return s
 }

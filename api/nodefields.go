@@ -86,8 +86,8 @@ type nodeField struct {
 // that are not fields, then the fields it does not read.
 var nodeFields = []nodeField{
 	{name: "uuid", kind: kindString, selectable: true, sort: sortBy, str: func(n *topology.NodeInfo) *string { return &n.UUID }},
-	{name: "created_at", kind: kindTime, sort: sortBy, time: func(n *topology.NodeInfo) time.Time { return n.CreatedAt }},
-	{name: "updated_at", kind: kindTime, sort: sortBy, time: func(n *topology.NodeInfo) time.Time { return n.UpdatedAt }},
+	{name: "created_at", kind: kindTime, sort: sortBy, time: func(n *topology.NodeInfo) time.Time { return n.CreatedAt.Time() }},
+	{name: "updated_at", kind: kindTime, sort: sortBy, time: func(n *topology.NodeInfo) time.Time { return n.UpdatedAt.Time() }},
 	{name: "conductor_group", minor: minor46ConductorGroup, kind: kindString, selectable: true, sort: sortBy, filter: true,
 		str: func(n *topology.NodeInfo) *string { return &n.ConductorGroup }},
 	{name: "driver", kind: kindString, selectable: true, sort: sortBy, filter: true,

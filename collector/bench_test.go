@@ -51,7 +51,7 @@ func benchSnapshot(n int) *db.Snapshot {
 		if i%3 == 0 {
 			nd.InstanceUUID = fixture.Ptr(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i))
 		}
-		nd.CreatedAt, nd.UpdatedAt = fixture.Ago(time.Hour), fixture.Ago(time.Minute)
+		nd.CreatedAt, nd.UpdatedAt = db.StampOf(fixture.Ago(time.Hour)), db.StampOf(fixture.Ago(time.Minute))
 	}
 	return snap
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/memlimit"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
@@ -62,7 +63,7 @@ func BenchmarkPeakRSS(b *testing.B) {
 					next.Nodes = slices.Clone(snap.Nodes)
 					for i := k; i < n; i += 100 {
 						nd := *next.Nodes[i]
-						nd.UpdatedAt = nd.UpdatedAt.Add(time.Second)
+						nd.UpdatedAt = db.StampOf(nd.UpdatedAt.Time().Add(time.Second))
 						next.Nodes[i] = &nd
 					}
 					snap = &next

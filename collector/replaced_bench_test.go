@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/db"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/internal/fixture"
 	"github.com/ironic-conductor-exporter/ironic-conductor-exporter/topology"
 )
@@ -45,7 +46,7 @@ func BenchmarkLiveHeapReplaced(b *testing.B) {
 		next.Nodes = slices.Clone(snap.Nodes)
 		for i := 0; i < n; i += 100 {
 			nd := *next.Nodes[i]
-			nd.UpdatedAt = nd.UpdatedAt.Add(time.Second)
+			nd.UpdatedAt = db.StampOf(nd.UpdatedAt.Time().Add(time.Second))
 			next.Nodes[i] = &nd
 		}
 		src.Set(&next, nil)

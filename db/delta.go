@@ -248,7 +248,7 @@ func agrees(nodes []*Node, probe NodeProbe) bool {
 	}
 	var (
 		last, reserved   int64
-		updated, created time.Time
+		updated, created Stamp
 	)
 	for i, n := range nodes {
 		if i > 0 && n.ID <= last {
@@ -258,13 +258,8 @@ func agrees(nodes []*Node, probe NodeProbe) bool {
 		if n.Reservation != nil {
 			reserved++
 		}
-		if n.UpdatedAt.After(updated) {
-			updated = n.UpdatedAt
-		}
-		if n.CreatedAt.After(created) {
-			created = n.CreatedAt
-		}
+		updated, created = max(updated, n.UpdatedAt), max(created, n.CreatedAt)
 	}
-	return last == probe.MaxID && reserved == probe.Reserved && updated.Equal(micros(probe.MaxUpdatedAt)) &&
-		created.Equal(micros(probe.MaxCreatedAt))
+	return last == probe.MaxID && reserved == probe.Reserved && updated == StampOf(probe.MaxUpdatedAt) &&
+		created == StampOf(probe.MaxCreatedAt)
 }

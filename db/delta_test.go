@@ -431,7 +431,7 @@ func TestMergeNodes(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	lock := "c1"
-	nodes := []*Node{{ID: 1, CreatedAt: now}, {ID: 3, UpdatedAt: now.Add(time.Second), Reservation: &lock}}
+	nodes := []*Node{{ID: 1, CreatedAt: StampOf(now)}, {ID: 3, UpdatedAt: StampOf(now.Add(time.Second)), Reservation: &lock}}
 	probe := NodeProbe{Count: 2, MaxID: 3, MaxUpdatedAt: now.Add(time.Second), Reserved: 1, MaxCreatedAt: now}
 	if !agrees(nodes, probe) {
 		t.Error("agrees: false for the probe of the nodes")

@@ -93,13 +93,13 @@ var fixtureWant = &Snapshot{
 			ConductorGroup: "", Reservation: sp("cond-a.example.com"),
 			InstanceUUID: sp("8e2a4d4c-8b25-4c3a-9d8e-5d0a6b2f1c11"), PowerState: sp("power on"),
 			ProvisionState: sp("active"), Maintenance: true, ResourceClass: sp("baremetal"),
-			CreatedAt: ts("2024-03-10 02:30:00"), UpdatedAt: ts("2024-03-10 07:00:00.000001"),
+			CreatedAt: StampOf(ts("2024-03-10 02:30:00")), UpdatedAt: StampOf(ts("2024-03-10 07:00:00.000001")),
 			HasConductorAffinity: true, ConductorAffinity: 1, Owner: sp("f3a1c9e0d2b84e6f9a7c5b3d1e0f2a4b")},
 		{ID: 2, UUID: "2be26c0b-03f2-4d2e-ae87-c02d7f33c123", Driver: "redfish", ConductorGroup: "rack1"},
 		{ID: 10, UUID: "3be26c0b-03f2-4d2e-ae87-c02d7f33c123", Name: sp("nœud-3"), Driver: "idrac",
 			ConductorGroup: "grüppe", Reservation: sp("cond-gone"), PowerState: sp("power off"),
 			ProvisionState: sp("inspect wait"), TargetProvisionState: sp("manageable"), ResourceClass: sp(""),
-			CreatedAt: ts("2020-02-29 00:00:00"), UpdatedAt: ts("2020-02-29 23:59:59"), HasConductorAffinity: true, ConductorAffinity: 3,
+			CreatedAt: StampOf(ts("2020-02-29 00:00:00")), UpdatedAt: StampOf(ts("2020-02-29 23:59:59")), HasConductorAffinity: true, ConductorAffinity: 3,
 			Owner: sp("f3a1c9e0d2b84e6f9a7c5b3d1e0f2a4b"), Lessee: sp("Projekt-ö")},
 	},
 	Warnings: []string{
@@ -126,9 +126,10 @@ func wantFor(kind rules.Backend) *Snapshot {
 			trunc(&w.Conductors[i].CreatedAt)
 			trunc(&w.Conductors[i].UpdatedAt)
 		}
+		truncStamp := func(s *Stamp) { *s = StampOf(s.Time().Truncate(time.Second)) }
 		for i := range w.Nodes {
-			trunc(&w.Nodes[i].CreatedAt)
-			trunc(&w.Nodes[i].UpdatedAt)
+			truncStamp(&w.Nodes[i].CreatedAt)
+			truncStamp(&w.Nodes[i].UpdatedAt)
 		}
 	case rules.SQLite:
 		w.Conductors[2].UpdatedAt = ts("2024-11-03 01:30:00.000005")

@@ -174,7 +174,7 @@ func TestSQLiteTimestamps(t *testing.T) {
 		times = append(times, c.CreatedAt.Format(time.RFC3339Nano)+" "+c.UpdatedAt.Format(time.RFC3339Nano))
 	}
 	for _, n := range got.Nodes {
-		times = append(times, n.CreatedAt.Format(time.RFC3339Nano)+" "+n.UpdatedAt.Format(time.RFC3339Nano))
+		times = append(times, n.CreatedAt.Time().Format(time.RFC3339Nano)+" "+n.UpdatedAt.Time().Format(time.RFC3339Nano))
 	}
 	want := []string{
 		"2024-02-29T23:59:59.999999Z 2024-03-01T00:00:00Z",

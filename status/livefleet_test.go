@@ -19,7 +19,7 @@ func liveFleetSnapshot() *db.Snapshot {
 	now := time.Now().UTC()
 	node := func(id int64, uuid, name, state, reservation string, changed time.Duration) *db.Node {
 		n := &db.Node{ID: id, UUID: uuid, Name: strp(name), Driver: "fake-hardware", ProvisionState: strp(state),
-			UpdatedAt: now.Add(-changed)}
+			UpdatedAt: db.StampOf(now.Add(-changed))}
 		if reservation != "" {
 			n.Reservation = strp(reservation)
 		}

@@ -324,9 +324,9 @@ func (t *Topology) stuck(n *NodeInfo, owner *ConductorInfo, bound time.Duration)
 	}
 	// updated_at, not provision_updated_at: it moves with every write, so
 	// a node it calls unchanged has not changed state either.
-	since := n.UpdatedAt
+	since := n.UpdatedAt.Time()
 	if n.UpdatedAt.IsZero() {
-		since = n.CreatedAt
+		since = n.CreatedAt.Time()
 	}
 	deadline := since.Add(bound)
 	if t.Now.After(deadline) {

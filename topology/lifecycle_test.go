@@ -126,7 +126,7 @@ func TestStuckNoWorker(t *testing.T) {
 	mk := func(id int64, state string, changed time.Duration, reservation string) *db.Node {
 		n := node(id, fmt.Sprintf("22222222-0000-4000-8000-%012d", id), "", "fake-hardware")
 		n.ProvisionState = ptr(state)
-		n.UpdatedAt = testNow.Add(-changed)
+		n.UpdatedAt = db.StampOf(testNow.Add(-changed))
 		if reservation != "" {
 			n.Reservation = ptr(reservation)
 		}
@@ -189,7 +189,7 @@ func TestLockHolderHostPort(t *testing.T) {
 	mk := func(id int64, reservation string) *db.Node {
 		n := node(id, fmt.Sprintf("33333333-0000-4000-8000-%012d", id), "", "fake-hardware")
 		n.ProvisionState = ptr("deploying")
-		n.UpdatedAt = testNow
+		n.UpdatedAt = db.StampOf(testNow)
 		n.Reservation = ptr(reservation)
 		return n
 	}
