@@ -117,7 +117,8 @@ type Node struct {
 	// Integer column is on PostgreSQL and MySQL (a value beyond it, which
 	// only SQLite could store, reads as -1, no conductor's id), beside the
 	// flags: 16 bytes a node less than a pointer to an int64 (the memory row
-	// of the README's Performance table, 600 B/node; Stamp says the rest).
+	// with the Nova side in docs/performance.md's contract, 800 B/node at
+	// 100k nodes; Stamp says the rest).
 	HasConductorAffinity bool
 	ConductorAffinity    int32
 	// ResourceClass is the node's resource class, or nil.

@@ -10,8 +10,8 @@ import (
 // NULL as the zero time.Time is. A microsecond is all any backend stores
 // (PostgreSQL's timestamp, MySQL's DATETIME(6), SQLAlchemy's six digits on
 // SQLite) and all Python's datetime, so Ironic, holds. Two Stamps in a Node,
-// not two time.Time of 24 bytes: the Node in 168 bytes (size class 176),
-// not 200 (208): 32 bytes a node of the memory row with the Nova side
+// not two time.Time of 24 bytes: the Node in 184 bytes (size class 192),
+// not 216 (224): 32 bytes a node of the memory row with the Nova side
 // configured in docs/performance.md's contract (live heap <= 800 B/node at
 // 100k nodes), which fails with two time.Time. Conductors, a few hundred
 // rows, keep time.Time.
