@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +45,7 @@ func (r benchNovaReader) Read(context.Context, []string, *novadb.Known) (*novadb
 func novaBenchFleet(_ testing.TB, n, computes int) (*novacache.Cache, *bool) {
 	topo := novaBenchTopology(n)
 	changing := new(bool)
-	c := novacache.New(novacache.Config{Reader: benchNovaReader{novaBenchSnapshot(topo, computes, false), changing},
+	c := novacache.New(novacache.Config{Reader: benchNovaReader{novaBenchSnapshot(topo, computes), changing},
 		Ironic: func(context.Context) *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
 	return c, changing
 }
@@ -68,14 +67,9 @@ func novaBenchTopology(n int) *topology.Topology {
 
 // novaBenchSnapshot is a read of one cell with computes ironic
 // nova-computes, a compute node for each of topo's nodes and their
-// instances; with own, every uuid a string of its own (as a read from
-// Nova's database holds), else Ironic's.
-func novaBenchSnapshot(topo *topology.Topology, computes int, own bool) *novadb.Snapshot {
+// instances.
+func novaBenchSnapshot(topo *topology.Topology, computes int) *novadb.Snapshot {
 	now := time.Now().UTC()
-	str := func(s string) string { return s }
-	if own {
-		str = strings.Clone
-	}
 	cell := nova.Cell{Name: "cell1", UUID: "c1"}
 	for i := range computes {
 		h := fmt.Sprintf("ctl%03d-ironic", i)
@@ -83,9 +77,9 @@ func novaBenchSnapshot(topo *topology.Topology, computes int, own bool) *novadb.
 	}
 	cell.ComputeNodes = make([]nova.ComputeNode, 0, len(topo.Nodes))
 	for i, ni := range topo.Nodes {
-		host, u := cell.Services[i%computes].Host, str(ni.UUID)
+		host, u := cell.Services[i%computes].Host, nova.KeyOf(ni.UUID)
 		if ni.InstanceUUID != nil {
-			cell.Instances = append(cell.Instances, nova.Instance{UUID: str(*ni.InstanceUUID), Host: host, Node: str(ni.UUID)})
+			cell.Instances = append(cell.Instances, nova.Instance{UUID: nova.KeyOf(*ni.InstanceUUID), Host: host, Node: u})
 		}
 		cell.ComputeNodes = append(cell.ComputeNodes, nova.ComputeNode{UUID: u, Host: host, HypervisorHostname: u})
 	}
@@ -148,8 +142,7 @@ func BenchmarkNova(b *testing.B) {
 // keeps beside Ironic's topology at 100k nodes and 100 computes (the
 // reader's rows, the cache's answer and Fleet), measured with
 // runtime.ReadMemStats after a GC: the Nova part of the memory row with
-// Nova configured (docs/performance.md). The rows hold their own strings,
-// as a read of Nova's database gives them.
+// Nova configured (docs/performance.md).
 func BenchmarkNovaLiveHeap(b *testing.B) {
 	const n = 100_000
 	for b.Loop() {
@@ -157,7 +150,7 @@ func BenchmarkNovaLiveHeap(b *testing.B) {
 		topo := novaBenchTopology(n)
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: novaBenchSnapshot(topo, 100, true)},
+		c := novacache.New(novacache.Config{Reader: benchNovaReader{snap: novaBenchSnapshot(topo, 100)},
 			Ironic: func(context.Context) *topology.Topology { return topo }, Settings: rules.DefaultNovaSettings()})
 		c.Refresh(context.Background())
 		runtime.GC()

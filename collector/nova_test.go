@@ -171,12 +171,12 @@ func TestNovaNodeFamilyOrder(t *testing.T) {
 					ci, inst := i%2, fmt.Sprintf("%08x-1111-4000-8000-%012x", i, i)
 					node.InstanceUUID = &inst
 					host := cells[ci].Services[i%3].Host
-					cells[ci].Instances = append(cells[ci].Instances, nova.Instance{UUID: inst, Host: host, Node: u})
+					cells[ci].Instances = append(cells[ci].Instances, nova.Instance{UUID: nova.KeyOf(inst), Host: host, Node: nova.KeyOf(u)})
 				}
 				topo.Nodes = append(topo.Nodes, topology.NodeInfo{Node: node})
 				for ci := range cells {
 					host := cells[ci].Services[i%3].Host
-					cells[ci].ComputeNodes = append(cells[ci].ComputeNodes, nova.ComputeNode{UUID: u, Host: host, HypervisorHostname: u})
+					cells[ci].ComputeNodes = append(cells[ci].ComputeNodes, nova.ComputeNode{UUID: nova.KeyOf(u), Host: host, HypervisorHostname: nova.KeyOf(u)})
 				}
 			}
 			read := []novadb.CellRead{{Cell: cells[0], ReadAt: now}, {Cell: cells[1], ReadAt: now}}

@@ -192,11 +192,11 @@ func (s *simulator) novaCell(ctx context.Context, tx *sql.Tx) (nova.Cell, error)
 	}
 	defer func() { _ = irows.Close() }()
 	for irows.Next() {
-		var in nova.Instance
-		if err := irows.Scan(&in.UUID, &in.Host, &in.Node); err != nil {
+		var u, host, node string
+		if err := irows.Scan(&u, &host, &node); err != nil {
 			return c, err
 		}
-		c.Instances = append(c.Instances, in)
+		c.Instances = append(c.Instances, nova.Instance{UUID: nova.KeyOf(u), Host: host, Node: nova.KeyOf(node)})
 	}
 	return c, irows.Err()
 }
@@ -234,8 +234,8 @@ func (s *simulator) novaUpdate(ctx context.Context, tx *sql.Tx, first bool) erro
 		if !a.Computes[i].Up {
 			continue // a dead compute updates nothing
 		}
-		for u := range v.Nodes {
-			owner[u] = v.Host
+		for _, m := range v.Nodes {
+			owner[nodes[m.Node].UUID] = v.Host
 		}
 	}
 	// The live records, read once: by uuid, their id and host.

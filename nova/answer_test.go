@@ -79,19 +79,19 @@ func TestFleetProblems(t *testing.T) {
 	}
 	cell := Cell{Name: "cell1", UUID: "c1",
 		ComputeNodes: []ComputeNode{
-			{UUID: "n-ok", Host: "a"}, {UUID: "n-twice", Host: "a"},
-			{UUID: "n-down", Host: "b"}, {UUID: "n-moved", Host: "b"},
-			{UUID: "n-mismatch", Host: "a"}, {UUID: "n-gone", Host: "a"},
+			{UUID: KeyOf("n-ok"), Host: "a"}, {UUID: KeyOf("n-twice"), Host: "a"},
+			{UUID: KeyOf("n-down"), Host: "b"}, {UUID: KeyOf("n-moved"), Host: "b"},
+			{UUID: KeyOf("n-mismatch"), Host: "a"}, {UUID: KeyOf("n-gone"), Host: "a"},
 		},
 		SoftDeletedHosts: []string{"a"}, // a soft-deleted row is no record (and no orphan)
-		Instances:        []Instance{{UUID: "i-ok", Host: "b", Node: "n-ok"}, {UUID: "i-nova", Host: "a", Node: "n-mismatch"}},
+		Instances:        []Instance{{UUID: KeyOf("i-ok"), Host: "b", Node: KeyOf("n-ok")}, {UUID: KeyOf("i-nova"), Host: "a", Node: KeyOf("n-mismatch")}},
 	}
 	answer := CellAnswer{Name: "cell1", UUID: "c1",
 		Computes: []ComputeState{{Host: "a", Up: true}, {Host: "b"}, {Host: "c", Up: true}},
 		Views: []View{
-			{Host: "a", Nodes: map[string]rules.NovaSource{"n-twice": "ring", "n-moved": "ring", "n-mismatch": "instance"}},
-			{Host: "b", Nodes: map[string]rules.NovaSource{"n-ok": "instance", "n-twice": "ring", "n-down": "ring"}},
-			{Host: "c", Nodes: map[string]rules.NovaSource{"n-twice": "ring"}},
+			{Host: "a", Nodes: []Managed{{Node: 2}, {Node: 4}, {Node: 5, ByInstance: true}}}, // n-twice, n-moved, n-mismatch
+			{Host: "b", Nodes: []Managed{{Node: 0, ByInstance: true}, {Node: 2}, {Node: 3}}}, // n-ok, n-twice, n-down
+			{Host: "c", Nodes: []Managed{{Node: 2}}},                                         // n-twice
 		}}
 	f := NewFleet([]FleetCell{{Cell: cell, Answer: answer}}, nodes)
 	// n-twice: a and c (up) and b (down); n-ok and n-down: b alone.

@@ -94,21 +94,22 @@ type FleetCell struct {
 	Answer CellAnswer
 }
 
-// NewFleet joins the cells' answers over Ironic's nodes.
+// NewFleet joins the cells' answers over Ironic's nodes, those their views
+// were computed over.
 func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 	f := &Fleet{Problems: map[string]int{}}
 	for _, r := range ProblemReasons {
 		f.Problems[r] = 0
 	}
-	index := make(map[string]int32, len(nodes))
+	index := make(map[Key]int32, len(nodes))
 	for i, n := range nodes {
-		index[n.UUID] = int32(i)
+		index[KeyOf(n.UUID)] = int32(i)
 	}
 	type state struct{ up, upKnown, disabled bool }
 	computes := map[[2]string]state{} // cell uuid, host
 	records := make([]string, len(nodes))
 	hasRecord := make([]bool, len(nodes))
-	novaInstance := make([]string, len(nodes))
+	novaInstance := make([]Key, len(nodes))
 	upClaims := make([]int, len(nodes)) // claims of computes that are up
 	healthy := make([]bool, len(nodes)) // claimed by a compute up and enabled
 	distinct := map[FleetClaim]int32{}
@@ -130,14 +131,13 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 				}
 				of[src] = j
 			}
-			for u, src := range v.Nodes {
-				if i, ok := index[u]; ok {
-					claims = append(claims, nodeClaim{i, of[src]})
-					if st.up {
-						upClaims[i]++
-					}
-					healthy[i] = healthy[i] || st.up && !st.disabled
+			for _, m := range v.Nodes {
+				i := m.Node
+				claims = append(claims, nodeClaim{i, of[m.Source()]})
+				if st.up {
+					upClaims[i]++
 				}
+				healthy[i] = healthy[i] || st.up && !st.disabled
 			}
 		}
 		for _, cn := range c.Cell.ComputeNodes {
@@ -181,7 +181,7 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 				}
 			}
 		}
-		if n.InstanceUUID != novaInstance[i] && (n.InstanceUUID != "" || novaInstance[i] != "") {
+		if KeyOf(n.InstanceUUID) != novaInstance[i] {
 			f.Problems[ProblemInstanceMismatch]++
 		}
 	}

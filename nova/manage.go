@@ -2,7 +2,6 @@ package nova
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -29,16 +28,38 @@ type View struct {
 	// it then manages what it managed before, which the database does not
 	// tell; Nodes is empty.
 	Err error
-	// Nodes maps the uuid of each node the compute manages to why.
-	Nodes map[string]rules.NovaSource
+	// Nodes are the nodes the compute manages, each once, and why: indexes
+	// into the nodes the view was computed over (Input.Nodes), not their
+	// uuids, so that a cached answer holds no pointer per node for the
+	// garbage collector to follow at each cycle (the CPU row with Nova
+	// while nodes change, docs/performance.md).
+	Nodes []Managed
 	// ByInstance and ByRing count Nodes by why.
 	ByInstance, ByRing int
 }
 
+// Managed is a node a compute manages.
+type Managed struct {
+	// Node is the node's index in Input.Nodes.
+	Node int32
+	// ByInstance: its instance is one of the compute's
+	// (rules.NovaSourceInstance), else it is the compute's on its ring
+	// (rules.NovaSourceRing).
+	ByInstance bool
+}
+
+// Source is why the compute manages the node.
+func (m Managed) Source() rules.NovaSource {
+	if m.ByInstance {
+		return rules.NovaSourceInstance
+	}
+	return rules.NovaSourceRing
+}
+
 // counted returns v with its counts.
 func (v View) counted() View {
-	for _, src := range v.Nodes {
-		if src == rules.NovaSourceInstance {
+	for _, m := range v.Nodes {
+		if m.ByInstance {
 			v.ByInstance++
 		} else {
 			v.ByRing++
@@ -47,9 +68,16 @@ func (v View) counted() View {
 	return v
 }
 
-// Managed returns the uuids of the nodes the compute manages, sorted.
-func (v View) Managed() []string {
-	return slices.Sorted(maps.Keys(v.Nodes))
+// Managed returns the uuids of the nodes the compute manages, sorted;
+// uuid gives those of the nodes the view was computed over (Nodes.UUID,
+// novacache.State.UUID).
+func (v View) Managed(uuid func(i int) string) []string {
+	out := make([]string, len(v.Nodes))
+	for j, m := range v.Nodes {
+		out[j] = uuid(int(m.Node))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // RingCandidates are the hosts of the services that
@@ -125,32 +153,28 @@ func RingMembers(in Input, candidates []Service, c Compute) ([]string, error) {
 // (the steady-state CPU row of docs/performance.md).
 func Views(in Input) []View {
 	candidates := RingCandidates(in.Rules, in.Cell)
-	own := map[string][]string{} // instances.host -> uuids
+	own := map[string][]Key{} // instances.host -> uuids
 	for _, i := range in.Cell.Instances {
 		own[i.Host] = append(own[i.Host], i.UUID)
 	}
 	// Ironic instance_uuid -> node: one node at most, as the nodes table's
 	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it.
-	byInstance := make(map[string]int32, len(in.Nodes))
+	byInstance := make(map[Key]int32, len(in.Nodes))
 	for i, n := range in.Nodes {
 		if n.InstanceUUID != "" {
-			byInstance[n.InstanceUUID] = int32(i)
+			byInstance[KeyOf(n.InstanceUUID)] = int32(i)
 		}
 	}
 	owners := newOwners(in.Nodes)
 	passes := map[string]map[string][]int{} // ring and filters -> owner -> nodes without instance
 	views := make([]View, 0, len(in.Computes))
 	for _, c := range in.Computes {
-		// Each view's map is made at its size: grown by doubling, the maps
-		// were the largest part of what a Nova answer allocates (the peak
-		// of the memory row).
 		v := View{Host: c.Host}
 		listed := func(n IronicNode) bool {
 			return in.Rules.NodeListed(c, in.IronicBackend, n.ConductorGroup, n.Shard, n.ParentNode)
 		}
 		if in.InstanceOnly {
-			v.Nodes = make(map[string]rules.NovaSource, len(own[c.Host]))
-			addInstances(in, v, own[c.Host], byInstance, listed)
+			v.Nodes = addInstances(in, v, own[c.Host], byInstance, listed)
 			views = append(views, v.counted())
 			continue
 		}
@@ -175,21 +199,23 @@ func Views(in Input) []View {
 			passes[key] = buckets
 		}
 		mine := buckets[in.Rules.RingName(c.Host)]
-		v.Nodes = make(map[string]rules.NovaSource, len(mine)+len(own[c.Host]))
+		v.Nodes = make([]Managed, 0, len(mine)+len(own[c.Host]))
 		for _, i := range mine {
 			if src := in.Rules.NovaManages(c, "", false, in.Rules.RingName(c.Host)); src != rules.NovaSourceNone {
-				v.Nodes[in.Nodes[i].UUID] = src
+				v.Nodes = append(v.Nodes, Managed{Node: int32(i)})
 			}
 		}
-		addInstances(in, v, own[c.Host], byInstance, listed)
+		v.Nodes = addInstances(in, v, own[c.Host], byInstance, listed)
 		views = append(views, v.counted())
 	}
 	return views
 }
 
-// addInstances adds to v the listed nodes whose instance is one of the
-// compute's (own: its instances' uuids).
-func addInstances(in Input, v View, own []string, byInstance map[string]int32, listed func(IronicNode) bool) {
+// addInstances returns v's nodes and the listed nodes whose instance is one
+// of the compute's (own: its instances' uuids, each once, as instances.uuid
+// is unique: a node has one instance_uuid, so it comes at most once, and
+// never among the nodes of its ring, which have none).
+func addInstances(in Input, v View, own []Key, byInstance map[Key]int32, listed func(IronicNode) bool) []Managed {
 	c := Compute{Host: v.Host}
 	for _, u := range own {
 		i, ok := byInstance[u]
@@ -197,11 +223,12 @@ func addInstances(in Input, v View, own []string, byInstance map[string]int32, l
 			continue
 		}
 		if n := in.Nodes[i]; listed(n) {
-			if src := in.Rules.NovaManages(c, u, true, ""); src != rules.NovaSourceNone {
-				v.Nodes[n.UUID] = src
+			if src := in.Rules.NovaManages(c, n.InstanceUUID, true, ""); src != rules.NovaSourceNone {
+				v.Nodes = append(v.Nodes, Managed{Node: i, ByInstance: true})
 			}
 		}
 	}
+	return v.Nodes
 }
 
 // filterKey says which nodes compute c's node list holds: computes with
@@ -262,12 +289,14 @@ type Claim struct {
 
 // Claims inverts views: for each node uuid, the computes that manage it,
 // in the order of views. A node absent from the map is claimed by no view;
-// one with two claims is managed twice (views that disagree).
-func Claims(views []View) map[string][]Claim {
+// one with two claims is managed twice (views that disagree). uuid is as
+// View.Managed's.
+func Claims(views []View, uuid func(i int) string) map[string][]Claim {
 	out := map[string][]Claim{}
 	for _, v := range views {
-		for _, u := range v.Managed() {
-			out[u] = append(out[u], Claim{Host: v.Host, Source: v.Nodes[u]})
+		for _, m := range v.Nodes {
+			u := uuid(int(m.Node))
+			out[u] = append(out[u], Claim{Host: v.Host, Source: m.Source()})
 		}
 	}
 	return out

@@ -42,12 +42,12 @@ func newFleet(release rules.Release, backend rules.Backend, n int) *fleet {
 func (f *fleet) service(host string, age time.Duration, mod ...func(*Service, *ComputeNode)) {
 	id := int64(len(f.in.Cell.Services) + 1)
 	s := Service{ID: id, Host: host, Binary: "nova-compute", CreatedAt: now.Add(-time.Hour), LastSeenUp: now.Add(-age)}
-	cn := ComputeNode{Host: host, UUID: fmt.Sprintf("cn-%d", id)}
+	cn := ComputeNode{Host: host, UUID: KeyOf(fmt.Sprintf("cn-%d", id))}
 	for _, m := range mod {
 		m(&s, &cn)
 	}
 	f.in.Cell.Services = append(f.in.Cell.Services, s)
-	switch cn.UUID {
+	switch cn.UUID.String() {
 	case notIronicUUID:
 	case softDeletedUUID:
 		f.in.Cell.SoftDeletedHosts = append(f.in.Cell.SoftDeletedHosts, cn.Host)
@@ -61,10 +61,21 @@ func (f *fleet) service(host string, age time.Duration, mod ...func(*Service, *C
 // one whose only compute node is soft-deleted (its host read apart).
 const notIronicUUID, softDeletedUUID = "not-ironic", "soft-deleted"
 
-func notIronic(_ *Service, cn *ComputeNode)   { cn.UUID = notIronicUUID }
-func softDeleted(_ *Service, cn *ComputeNode) { cn.UUID = softDeletedUUID }
+func notIronic(_ *Service, cn *ComputeNode)   { cn.UUID = KeyOf(notIronicUUID) }
+func softDeleted(_ *Service, cn *ComputeNode) { cn.UUID = KeyOf(softDeletedUUID) }
 
 func (f *fleet) computes(cs ...Compute) *fleet { f.in.Computes = cs; return f }
+
+// source is why v, computed over nodes, manages the node of uuid;
+// rules.NovaSourceNone when it does not.
+func source(v View, nodes Nodes, uuid string) rules.NovaSource {
+	for _, m := range v.Nodes {
+		if nodes[m.Node].UUID == uuid {
+			return m.Source()
+		}
+	}
+	return rules.NovaSourceNone
+}
 
 func (f *fleet) views(t *testing.T) map[string]View {
 	t.Helper()
@@ -116,10 +127,10 @@ func TestRingAtServiceDownTime(t *testing.T) {
 	if want := []string{"a", "b", "c", "d"}; !slices.Equal(v["c"].Ring, want) {
 		t.Errorf("c's ring %v, want %v", v["c"].Ring, want)
 	}
-	if got, want := v["a"].Managed(), f.want(t, []string{"a", "b", "d"}, "a"); !slices.Equal(got, want) {
+	if got, want := v["a"].Managed(f.nodes.UUID), f.want(t, []string{"a", "b", "d"}, "a"); !slices.Equal(got, want) {
 		t.Errorf("a manages %d nodes, want %d", len(got), len(want))
 	}
-	if got, want := v["c"].Managed(), f.want(t, []string{"a", "b", "c", "d"}, "c"); !slices.Equal(got, want) || len(got) == 0 {
+	if got, want := v["c"].Managed(f.nodes.UUID), f.want(t, []string{"a", "b", "c", "d"}, "c"); !slices.Equal(got, want) || len(got) == 0 {
 		t.Errorf("c manages %d nodes, want %d (>0)", len(got), len(want))
 	}
 	// report_interval override: service_down_time 30 <= report_interval 30 -> 75
@@ -163,7 +174,7 @@ func TestHostCase(t *testing.T) {
 	if want := []string{"compute-a", "compute-b"}; !slices.Equal(v["Compute-A"].Ring, want) {
 		t.Errorf("ring %v, want %v (lowercased)", v["Compute-A"].Ring, want)
 	}
-	if got, want := v["Compute-A"].Managed(), f.want(t, []string{"compute-a", "compute-b"}, "compute-a"); !slices.Equal(got, want) || len(got) == 0 {
+	if got, want := v["Compute-A"].Managed(f.nodes.UUID), f.want(t, []string{"compute-a", "compute-b"}, "compute-a"); !slices.Equal(got, want) || len(got) == 0 {
 		t.Errorf("Compute-A manages %d, want %d (>0): its ring name is lowercase", len(got), len(want))
 	}
 	// MySQL: the join ignores case
@@ -177,7 +188,7 @@ func TestHostCase(t *testing.T) {
 	if want := []string{"Compute-A", "compute-b"}; !slices.Equal(v["Compute-A"].Ring, want) {
 		t.Errorf("20.0 ring %v, want %v", v["Compute-A"].Ring, want)
 	}
-	if got, want := v["Compute-A"].Managed(), f.want(t, []string{"Compute-A", "compute-b"}, "Compute-A"); !slices.Equal(got, want) {
+	if got, want := v["Compute-A"].Managed(f.nodes.UUID), f.want(t, []string{"Compute-A", "compute-b"}, "Compute-A"); !slices.Equal(got, want) {
 		t.Errorf("20.0 Compute-A manages %d, want %d", len(got), len(want))
 	}
 	// two services differing only in case are one ring member, and both
@@ -187,12 +198,13 @@ func TestHostCase(t *testing.T) {
 	g.service("X", 0)
 	g.computes(hosts("x", "X")...)
 	w := g.views(t)
-	if !slices.Equal(w["x"].Ring, []string{"x"}) || !slices.Equal(w["x"].Managed(), w["X"].Managed()) || len(w["x"].Nodes) != 100 {
+	if !slices.Equal(w["x"].Ring, []string{"x"}) || !slices.Equal(w["x"].Managed(g.nodes.UUID), w["X"].Managed(g.nodes.UUID)) || len(w["x"].Nodes) != 100 {
 		t.Errorf("x and X: rings %v %v, %d and %d nodes", w["x"].Ring, w["X"].Ring, len(w["x"].Nodes), len(w["X"].Nodes))
 	}
-	for _, c := range Claims(Views(g.in)) {
-		if len(c) != 2 {
-			t.Fatalf("claims %v, want two", c)
+	claims := Claims(Views(g.input()), g.nodes.UUID)
+	for _, n := range g.nodes {
+		if c := claims[n.UUID]; len(c) != 2 {
+			t.Fatalf("node %s: claims %v, want two", n.UUID, c)
 		}
 	}
 }
@@ -207,19 +219,19 @@ func TestInstances(t *testing.T) {
 	f.nodes[3].InstanceUUID = "i-upper" // instances.host "A": not a's (exact)
 	f.nodes[4].InstanceUUID = "i-none"  // no such instance
 	f.in.Cell.Instances = []Instance{
-		{UUID: "i-a", Host: "a", Node: f.nodes[0].UUID},
-		{UUID: "i-b", Host: "b", Node: f.nodes[1].UUID},
-		{UUID: "i-upper", Host: "A"},
+		{UUID: KeyOf("i-a"), Host: "a", Node: KeyOf(f.nodes[0].UUID)},
+		{UUID: KeyOf("i-b"), Host: "b", Node: KeyOf(f.nodes[1].UUID)},
+		{UUID: KeyOf("i-upper"), Host: "A"},
 	}
 	f.computes(hosts("a", "b")...)
 	v := f.views(t)
-	if v["a"].Nodes[f.nodes[0].UUID] != rules.NovaSourceInstance || v["b"].Nodes[f.nodes[1].UUID] != rules.NovaSourceInstance {
+	if source(v["a"], f.nodes, f.nodes[0].UUID) != rules.NovaSourceInstance || source(v["b"], f.nodes, f.nodes[1].UUID) != rules.NovaSourceInstance {
 		t.Error("each compute manages the nodes of its instances")
 	}
-	if _, ok := v["a"].Nodes[f.nodes[1].UUID]; ok {
+	if source(v["a"], f.nodes, f.nodes[1].UUID) != rules.NovaSourceNone {
 		t.Error("a manages b's instance's node")
 	}
-	claims := Claims(Views(f.input()))
+	claims := Claims(Views(f.input()), f.nodes.UUID)
 	for i := 2; i <= 4; i++ {
 		if c, ok := claims[f.nodes[i].UUID]; ok {
 			t.Errorf("node %d (instance %s) claimed by %v", i, f.nodes[i].InstanceUUID, c)
@@ -253,7 +265,7 @@ func TestPeerListAndGroups(t *testing.T) {
 	if want := []string{"a", "b"}; !slices.Equal(v["a"].Ring, want) || !slices.Equal(v["b"].Ring, want) {
 		t.Errorf("rings %v %v, want %v (d down)", v["a"].Ring, v["b"].Ring, want)
 	}
-	for _, u := range append(v["a"].Managed(), v["b"].Managed()...) {
+	for _, u := range append(v["a"].Managed(f.nodes.UUID), v["b"].Managed(f.nodes.UUID)...) {
 		if i := slices.IndexFunc(f.nodes, func(n IronicNode) bool { return n.UUID == u }); f.nodes[i].ConductorGroup != "g1" {
 			t.Errorf("a or b manages %s of group %q", u, f.nodes[i].ConductorGroup)
 		}
@@ -271,7 +283,7 @@ func TestPeerListAndGroups(t *testing.T) {
 	if want := []string{"a", "b", "c", "f"}; !slices.Equal(v["f"].Ring, want) {
 		t.Errorf("f's ring %v, want %v", v["f"].Ring, want)
 	}
-	if got, want := v["f"].Managed(), f.want(t, []string{"a", "b", "c", "f"}, "f"); !slices.Equal(got, want) {
+	if got, want := v["f"].Managed(f.nodes.UUID), f.want(t, []string{"a", "b", "c", "f"}, "f"); !slices.Equal(got, want) {
 		t.Errorf("f manages %d, want %d", len(got), len(want))
 	}
 	// "GroupA" lists nothing from a PostgreSQL Ironic, everything of groupa from a MySQL one
@@ -300,8 +312,8 @@ func TestShard(t *testing.T) {
 	if !slices.Equal(v["A"].Ring, []string{"a"}) || !slices.Equal(v["b"].Ring, []string{"b"}) {
 		t.Errorf("shard rings %v %v, want the compute alone", v["A"].Ring, v["b"].Ring)
 	}
-	if len(v["A"].Nodes) != 1 || v["A"].Nodes[f.nodes[3].UUID] != rules.NovaSourceRing {
-		t.Errorf("A (shard s1 and a conductor group): %v", v["A"].Managed())
+	if len(v["A"].Nodes) != 1 || source(v["A"], f.nodes, f.nodes[3].UUID) != rules.NovaSourceRing {
+		t.Errorf("A (shard s1 and a conductor group): %v", v["A"].Managed(f.nodes.UUID))
 	}
 	if len(v["b"].Nodes) != 10 {
 		t.Errorf("b manages %d of shard s2's 10", len(v["b"].Nodes))
@@ -320,14 +332,14 @@ func TestTwoCells(t *testing.T) {
 	c1.service("a", 0)
 	c1.service("b", 0)
 	c2 := newFleet(rules.MustRelease("31.0"), rules.PostgreSQL, 50)
-	c2.in.Nodes = c1.in.Nodes
+	c2.nodes = c1.nodes
 	c2.service("c", 0)
 	c1.computes(hosts("a", "b")...)
 	c2.computes(hosts("c")...)
-	all := append(Views(c1.in), Views(c2.in)...)
-	for u, c := range Claims(all) {
-		if len(c) != 2 {
-			t.Fatalf("%s: %v; every node is claimed once per cell", u, c)
+	claims := Claims(append(Views(c1.input()), Views(c2.input())...), c1.nodes.UUID)
+	for _, n := range c1.nodes {
+		if c := claims[n.UUID]; len(c) != 2 {
+			t.Fatalf("%s: %v; every node is claimed once per cell", n.UUID, c)
 		}
 	}
 }

@@ -43,20 +43,85 @@ type Service struct {
 type ComputeNode struct {
 	// UUID is compute_nodes.uuid: the Ironic node's uuid for ironic
 	// computes (27.0+ looks rows up by it).
-	UUID string
+	UUID Key
 	// Host is the host of the compute that last claimed the node ("" for
 	// NULL).
 	Host               string
-	HypervisorHostname string // the Ironic node's uuid for ironic computes
+	HypervisorHostname Key // the Ironic node's uuid for ironic computes
 }
 
 // Instance is a live row (deleted = 0, the reader's filter, as
 // InstanceList.get_uuids_by_host's) of a cell's instances table, the
 // columns the answer needs.
 type Instance struct {
-	UUID string
+	UUID Key
 	Host string // NULL reads as ""; "" matches no compute
-	Node string // instances.node: the Ironic node's uuid
+	Node Key    // instances.node: the Ironic node's uuid
+}
+
+// Key is the value of a uuid column of the rows kept between reads
+// (ComputeNode, Instance): a uuid as oslo's uuidutils writes it (36
+// characters, lower-case hex) as its 16 bytes, any other text (NULL read
+// as "") as is. Two Keys are equal exactly when their texts are. The rows
+// then hold no pointer the garbage collector follows at each cycle, where
+// two strings of their own per row did: the CPU row with Nova while nodes
+// change (docs/performance.md) fails without it.
+type Key struct {
+	uuid [16]byte
+	text string // the value when it is no such uuid (or the nil uuid)
+}
+
+// KeyOf is the Key of the text s.
+func KeyOf(s string) Key {
+	var k Key
+	if len(s) != 36 {
+		return Key{text: s}
+	}
+	for i, j := 0, 0; i < 36; j++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return Key{text: s}
+			}
+			i++
+		}
+		hi, lo := unhex(s[i]), unhex(s[i+1])
+		if hi > 15 || lo > 15 {
+			return Key{text: s}
+		}
+		k.uuid[j] = hi<<4 | lo
+		i += 2
+	}
+	if k.uuid == ([16]byte{}) {
+		return Key{text: s} // the nil uuid, told apart from ""
+	}
+	return k
+}
+
+// unhex is the value of a lower-case hex digit, 255 for any other byte.
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
+}
+
+// String is k's text.
+func (k Key) String() string {
+	if k.uuid == ([16]byte{}) {
+		return k.text
+	}
+	const digits = "0123456789abcdef"
+	b := make([]byte, 0, 36)
+	for j, c := range k.uuid {
+		if j == 4 || j == 6 || j == 8 || j == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, digits[c>>4], digits[c&15])
+	}
+	return string(b)
 }
 
 // Cell is what one Nova cell database holds that the answer needs.
@@ -90,6 +155,9 @@ type IronicNode struct {
 // Nodes are Ironic's nodes, every one of them, as Nova's node list gives
 // them.
 type Nodes []IronicNode
+
+// UUID is the uuid of node i.
+func (ns Nodes) UUID(i int) string { return ns[i].UUID }
 
 // Compute is one nova-compute's own settings (its nova.conf).
 type Compute = rules.NovaCompute

@@ -31,7 +31,7 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	cell := nova.Cell{Name: "cell1", UUID: "c1",
 		Services:     []nova.Service{{ID: 1, Host: "c-a", Binary: "nova-compute", LastSeenUp: now, Version: 68}},
-		ComputeNodes: []nova.ComputeNode{{UUID: "n1", Host: "c-a", HypervisorHostname: "n1"}}}
+		ComputeNodes: []nova.ComputeNode{{UUID: nova.KeyOf("n1"), Host: "c-a", HypervisorHostname: nova.KeyOf("n1")}}}
 	r := &fakeReader{snap: &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}}
 	topo := &topology.Topology{}
 	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}}
@@ -47,10 +47,10 @@ func TestRefreshKeepsAnswerOnOutage(t *testing.T) {
 		}
 	}
 	// the views keep their nodes beside the Fleet
-	if v := s.Cells[0].Views; len(v) != 1 || !slices.Equal(v[0].Managed(), []string{"n1", "n2"}) {
+	if v := s.Cells[0].Views; len(v) != 1 || !slices.Equal(v[0].Managed(s.UUID), []string{"n1", "n2"}) {
 		t.Errorf("views after a refresh: %+v, want c-a managing n1 and n2", v)
 	}
-	if claims := nova.Claims(s.Cells[0].Views); len(claims["n1"]) != 1 || len(claims["n2"]) != 1 {
+	if claims := nova.Claims(s.Cells[0].Views, s.UUID); len(claims["n1"]) != 1 || len(claims["n2"]) != 1 {
 		t.Errorf("nova.Claims of the cached views: %+v", claims)
 	}
 	r.err = errors.New("nova_api: connection refused")
@@ -73,8 +73,8 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 	cell := nova.Cell{Name: "cell1", UUID: "c1",
 		Services: []nova.Service{{ID: 1, Host: "c-a", Binary: "nova-compute", LastSeenUp: now, Version: 68},
 			{ID: 2, Host: "c-b", Binary: "nova-compute", LastSeenUp: now, Version: 68}},
-		ComputeNodes: []nova.ComputeNode{{UUID: "n1", Host: "c-a"},
-			{UUID: "n2", Host: "c-b"}}}
+		ComputeNodes: []nova.ComputeNode{{UUID: nova.KeyOf("n1"), Host: "c-a"},
+			{UUID: nova.KeyOf("n2"), Host: "c-b"}}}
 	snap := &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}
 	topo := &topology.Topology{}
 	topo.Nodes = []topology.NodeInfo{{Node: &db.Node{UUID: "n1"}}, {Node: &db.Node{UUID: "n2"}}, {Node: &db.Node{UUID: "n3"}}}
@@ -96,7 +96,7 @@ func TestRefreshKeepsViewsWhileInputsHold(t *testing.T) {
 
 	// new rows (a new generation of compute nodes): computed again
 	rows := snap.Cells[0].Cell.ComputeNodes
-	snap.Cells[0].Cell.ComputeNodes = []nova.ComputeNode{{UUID: "n1", Host: "c-b"}, {UUID: "n2", Host: "c-b"}}
+	snap.Cells[0].Cell.ComputeNodes = []nova.ComputeNode{{UUID: nova.KeyOf("n1"), Host: "c-b"}, {UUID: nova.KeyOf("n2"), Host: "c-b"}}
 	snap.Cells[0].Generation.ComputeNodes++
 	c.Refresh(context.Background())
 	if reread := c.Current(); reread.Fleet == kept.Fleet {
@@ -172,7 +172,7 @@ func TestGetRefreshPolicy(t *testing.T) {
 	clock := now
 	cell := nova.Cell{Name: "cell1", UUID: "c1",
 		Services:     []nova.Service{{ID: 1, Host: "c-a", Binary: "nova-compute", LastSeenUp: now, Version: 68}},
-		ComputeNodes: []nova.ComputeNode{{UUID: "n1", Host: "c-a", HypervisorHostname: "n1"}}}
+		ComputeNodes: []nova.ComputeNode{{UUID: nova.KeyOf("n1"), Host: "c-a", HypervisorHostname: nova.KeyOf("n1")}}}
 	r := &countingReader{fakeReader: fakeReader{snap: &novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
 		release: make(chan struct{})}
 	topo := &topology.Topology{}

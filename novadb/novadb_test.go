@@ -74,10 +74,10 @@ func TestRead(t *testing.T) {
 		!sv[1].Disabled || sv[1].ForcedDown || !sv[1].LastSeenUp.IsZero() {
 		t.Errorf("services (deleted and other binaries left out, NULL disabled read as disabled): %+v", sv)
 	}
-	if cn := c.Cell.ComputeNodes; len(cn) != 1 || cn[0].UUID != "n1" || !slices.Equal(c.Cell.SoftDeletedHosts, []string{"c-2"}) {
+	if cn := c.Cell.ComputeNodes; len(cn) != 1 || cn[0].UUID.String() != "n1" || !slices.Equal(c.Cell.SoftDeletedHosts, []string{"c-2"}) {
 		t.Errorf("compute nodes (the live ironic ones; the soft-deleted ones' hosts apart): %+v, %q", cn, c.Cell.SoftDeletedHosts)
 	}
-	if in := c.Cell.Instances; len(in) != 2 || in[0].UUID != "i1" || in[1].UUID != "i4" {
+	if in := c.Cell.Instances; len(in) != 2 || in[0].UUID.String() != "i1" || in[1].UUID.String() != "i4" {
 		t.Errorf("instances (live, of the ironic hosts and of c-9): %+v", in)
 	}
 
@@ -195,7 +195,7 @@ func TestReadOddValues(t *testing.T) {
 		if sv == nil || !sv.Disabled || sv.ForcedDown || sv.Version != 0 || !sv.LastSeenUp.IsZero() {
 			t.Errorf("read %d: the odd service: %+v", i, sv)
 		}
-		if cn := c.Cell.ComputeNodes; len(cn) != 1 || cn[0].UUID != "n1" || !slices.Contains(c.Cell.SoftDeletedHosts, "c-5") {
+		if cn := c.Cell.ComputeNodes; len(cn) != 1 || cn[0].UUID.String() != "n1" || !slices.Contains(c.Cell.SoftDeletedHosts, "c-5") {
 			t.Errorf("read %d: compute nodes %+v, soft-deleted hosts %q: n4's odd deleted reads as deleted", i, cn, c.Cell.SoftDeletedHosts)
 		}
 		want := []string{

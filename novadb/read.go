@@ -97,10 +97,9 @@ func readProbe(s *dbconn.Session, step, query string) (probe, error) {
 }
 
 // readComputeNodes runs SQLComputeNodes. The rows are kept between reads:
-// the hosts are interned and hypervisor_hostname shares uuid's string when
-// they are equal (an ironic compute node's are), and the slice is made for
-// count, the probe's count of the table (every row, ironic or not), not
-// grown by appending.
+// the hosts are interned, the uuids kept as nova.Keys, and the slice is
+// made for count, the probe's count of the table (every row, ironic or
+// not), not grown by appending.
 // A deleted that is no integer is a warning (odd) and reads as deleted,
 // as SQLite's deleted = 0 has it.
 func readComputeNodes(s *dbconn.Session, count int64, odd *oddValues) (live []nova.ComputeNode, softDeleted []string, err error) {
@@ -128,9 +127,9 @@ func readComputeNodes(s *dbconn.Session, count int64, odd *oddValues) (live []no
 			}
 			return nil
 		}
-		cn.UUID, cn.Host = uuid.String, h
-		if cn.HypervisorHostname = cn.UUID; string(hh) != cn.UUID {
-			cn.HypervisorHostname = string(hh)
+		cn.UUID, cn.Host = nova.KeyOf(uuid.String), h
+		if cn.HypervisorHostname = cn.UUID; string(hh) != uuid.String {
+			cn.HypervisorHostname = nova.KeyOf(string(hh))
 		}
 		live = append(live, cn)
 		return nil
@@ -155,7 +154,7 @@ func readInstances(s *dbconn.Session, backend rules.Backend, cell nova.Cell, hos
 		h := interned.Str(host)
 		if !seen[uuid.String] {
 			seen[uuid.String] = true
-			out = append(out, nova.Instance{UUID: uuid.String, Host: h, Node: node.String})
+			out = append(out, nova.Instance{UUID: nova.KeyOf(uuid.String), Host: h, Node: nova.KeyOf(node.String)})
 		}
 		return nil
 	}

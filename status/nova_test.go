@@ -43,10 +43,10 @@ func TestNovaOnCallPath(t *testing.T) {
 			{ID: 2, Host: "ironic-down", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68},
 		},
 		ComputeNodes: []nova.ComputeNode{
-			{UUID: snap.Nodes[0].UUID, Host: "ironic-down", HypervisorHostname: snap.Nodes[0].UUID},
-			{UUID: "gone", Host: "ironic-up", HypervisorHostname: "gone"},
+			{UUID: nova.KeyOf(snap.Nodes[0].UUID), Host: "ironic-down", HypervisorHostname: nova.KeyOf(snap.Nodes[0].UUID)},
+			{UUID: nova.KeyOf("gone"), Host: "ironic-up", HypervisorHostname: nova.KeyOf("gone")},
 		},
-		Instances: []nova.Instance{{UUID: inst, Host: "ironic-down", Node: snap.Nodes[0].UUID}}}
+		Instances: []nova.Instance{{UUID: nova.KeyOf(inst), Host: "ironic-down", Node: nova.KeyOf(snap.Nodes[0].UUID)}}}
 	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},
 		Ironic: func(context.Context) *topology.Topology { return cache.Current().Topology }})
 	nc.Refresh(context.Background())
@@ -113,7 +113,7 @@ func TestNovaLivenessUnknownPage(t *testing.T) {
 	cell := nova.Cell{Name: "cell1", UUID: "c1", Services: []nova.Service{
 		{ID: 1, Host: "ironic-stale", Binary: "nova-compute", LastSeenUp: now.Add(-time.Hour), Version: 68}}}
 	node := cache.Current().Topology.Nodes[0].UUID
-	cell.ComputeNodes = []nova.ComputeNode{{UUID: node, Host: "ironic-stale", HypervisorHostname: node}}
+	cell.ComputeNodes = []nova.ComputeNode{{UUID: nova.KeyOf(node), Host: "ironic-stale", HypervisorHostname: nova.KeyOf(node)}}
 	settings := rules.DefaultNovaSettings()
 	settings.ServicegroupDriver = "mc"
 	nc := novacache.New(novacache.Config{Reader: novaReader{&novadb.Snapshot{ReadAt: now, Cells: []novadb.CellRead{{Cell: cell, ReadAt: now}}}},

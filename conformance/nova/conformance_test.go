@@ -288,13 +288,13 @@ func input(t *testing.T, release rules.Release, backend rules.Backend, c caseJSO
 				in.Cell.SoftDeletedHosts = append(in.Cell.SoftDeletedHosts, h)
 			}
 		default:
-			in.Cell.ComputeNodes = append(in.Cell.ComputeNodes, nova.ComputeNode{UUID: str(x.UUID), Host: str(x.Host),
-				HypervisorHostname: str(x.HypervisorHostname)})
+			in.Cell.ComputeNodes = append(in.Cell.ComputeNodes, nova.ComputeNode{UUID: nova.KeyOf(str(x.UUID)), Host: str(x.Host),
+				HypervisorHostname: nova.KeyOf(str(x.HypervisorHostname))})
 		}
 	}
 	for _, x := range res.Rows.Instances {
 		if !x.Deleted {
-			in.Cell.Instances = append(in.Cell.Instances, nova.Instance{UUID: x.UUID, Host: str(x.Host), Node: str(x.Node)})
+			in.Cell.Instances = append(in.Cell.Instances, nova.Instance{UUID: nova.KeyOf(x.UUID), Host: str(x.Host), Node: nova.KeyOf(str(x.Node))})
 		}
 	}
 	var nodes nova.Nodes
@@ -355,8 +355,8 @@ func compare(t *testing.T, release rules.Release, backend rules.Backend, c caseJ
 				}
 			}
 			gotNodes := map[string]string{}
-			for u, s := range got.Nodes {
-				gotNodes[u] = string(s)
+			for _, m := range got.Nodes {
+				gotNodes[in.Nodes[m.Node].UUID] = string(m.Source())
 			}
 			wantNodes := want.Nodes
 			if wantNodes == nil {
