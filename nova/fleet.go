@@ -101,15 +101,17 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 	for _, r := range ProblemReasons {
 		f.Problems[r] = 0
 	}
-	index := make(map[Key]int32, len(nodes))
+	index := newKeyIndex(len(nodes))
 	for i, n := range nodes {
-		index[KeyOf(n.UUID)] = int32(i)
+		index.set(KeyOf(n.UUID), int32(i))
 	}
 	type state struct{ up, upKnown, disabled bool }
 	computes := map[[2]string]state{} // cell uuid, host
 	records := make([]string, len(nodes))
 	hasRecord := make([]bool, len(nodes))
-	novaInstance := make([]Key, len(nodes))
+	// novaInstance: the node's live Nova instance (the last of the rows
+	// naming it) is none (0), Ironic's instance_uuid (1) or another (2).
+	novaInstance := make([]uint8, len(nodes))
 	upClaims := make([]int, len(nodes)) // claims of computes that are up
 	healthy := make([]bool, len(nodes)) // claimed by a compute up and enabled
 	distinct := map[FleetClaim]int32{}
@@ -141,9 +143,9 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 			}
 		}
 		for _, cn := range c.Cell.ComputeNodes {
-			i, ok := index[cn.UUID]
+			i, ok := index.get(cn.UUID)
 			if !ok {
-				i, ok = index[cn.HypervisorHostname]
+				i, ok = index.get(cn.HypervisorHostname)
 			}
 			if !ok {
 				f.Problems[ProblemOrphanRecord]++
@@ -152,8 +154,11 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 			records[i], hasRecord[i] = cn.Host, true
 		}
 		for _, in := range c.Cell.Instances {
-			if i, ok := index[in.Node]; ok {
-				novaInstance[i] = in.UUID
+			if i, ok := index.get(in.Node); ok {
+				novaInstance[i] = 2
+				if in.UUID == KeyOf(nodes[i].InstanceUUID) {
+					novaInstance[i] = 1
+				}
 				if st, known := computes[[2]string{c.Cell.UUID, in.Host}]; known && !st.up {
 					f.Problems[ProblemInstanceComputeDown]++
 				}
@@ -181,7 +186,7 @@ func NewFleet(cells []FleetCell, nodes Nodes) *Fleet {
 				}
 			}
 		}
-		if KeyOf(n.InstanceUUID) != novaInstance[i] {
+		if novaInstance[i] == 2 || novaInstance[i] == 0 && n.InstanceUUID != "" {
 			f.Problems[ProblemInstanceMismatch]++
 		}
 	}

@@ -153,16 +153,16 @@ func RingMembers(in Input, candidates []Service, c Compute) ([]string, error) {
 // (the steady-state CPU row of docs/performance.md).
 func Views(in Input) []View {
 	candidates := RingCandidates(in.Rules, in.Cell)
-	own := map[string][]Key{} // instances.host -> uuids
-	for _, i := range in.Cell.Instances {
-		own[i.Host] = append(own[i.Host], i.UUID)
+	own := map[string][]int32{} // instances.host -> indexes in in.Cell.Instances
+	for j, i := range in.Cell.Instances {
+		own[i.Host] = append(own[i.Host], int32(j))
 	}
 	// Ironic instance_uuid -> node: one node at most, as the nodes table's
 	// uniq_nodes0instance_uuid (alembic 3bea56f25597) has it.
-	byInstance := make(map[Key]int32, len(in.Nodes))
+	byInstance := newKeyIndex(len(in.Cell.Instances))
 	for i, n := range in.Nodes {
 		if n.InstanceUUID != "" {
-			byInstance[KeyOf(n.InstanceUUID)] = int32(i)
+			byInstance.set(KeyOf(n.InstanceUUID), int32(i))
 		}
 	}
 	owners := newOwners(in.Nodes)
@@ -212,13 +212,14 @@ func Views(in Input) []View {
 }
 
 // addInstances returns v's nodes and the listed nodes whose instance is one
-// of the compute's (own: its instances' uuids, each once, as instances.uuid
-// is unique: a node has one instance_uuid, so it comes at most once, and
-// never among the nodes of its ring, which have none).
-func addInstances(in Input, v View, own []Key, byInstance map[Key]int32, listed func(IronicNode) bool) []Managed {
+// of the compute's (own: its instances, by index in in.Cell.Instances, each
+// uuid once, as instances.uuid is unique: a node has one instance_uuid, so
+// it comes at most once, and never among the nodes of its ring, which have
+// none).
+func addInstances(in Input, v View, own []int32, byInstance keyIndex, listed func(IronicNode) bool) []Managed {
 	c := Compute{Host: v.Host}
-	for _, u := range own {
-		i, ok := byInstance[u]
+	for _, j := range own {
+		i, ok := byInstance.get(in.Cell.Instances[j].UUID)
 		if !ok {
 			continue
 		}

@@ -97,6 +97,40 @@ func KeyOf(s string) Key {
 	return k
 }
 
+// keyIndex maps Keys to node indexes: the uuids in 16 bytes, as Key keeps
+// them, in a map half as wide as one keyed by Key (a Nova answer's
+// transient maps are most of the peak of the peak RSS row with Nova,
+// docs/performance.md).
+type keyIndex struct {
+	uuids map[[16]byte]int32
+	texts map[string]int32 // the Keys kept as text; made at the first
+}
+
+// newKeyIndex returns an index for about n Keys.
+func newKeyIndex(n int) keyIndex { return keyIndex{uuids: make(map[[16]byte]int32, n)} }
+
+// set maps k to i.
+func (x *keyIndex) set(k Key, i int32) {
+	if k.uuid == ([16]byte{}) {
+		if x.texts == nil {
+			x.texts = map[string]int32{}
+		}
+		x.texts[k.text] = i
+		return
+	}
+	x.uuids[k.uuid] = i
+}
+
+// get is the index k maps to.
+func (x keyIndex) get(k Key) (int32, bool) {
+	if k.uuid == ([16]byte{}) {
+		i, ok := x.texts[k.text]
+		return i, ok
+	}
+	i, ok := x.uuids[k.uuid]
+	return i, ok
+}
+
 // unhex is the value of a lower-case hex digit, 255 for any other byte.
 func unhex(c byte) byte {
 	switch {
