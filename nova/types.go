@@ -64,7 +64,7 @@ type Instance struct {
 // characters, lower-case hex) as its 16 bytes, any other text (NULL read
 // as "") as is. Two Keys are equal exactly when their texts are. The rows
 // then hold no pointer the garbage collector follows at each cycle, where
-// two strings of their own per row did: the CPU row with Nova while nodes
+// a string of its own per uuid did: the CPU row with Nova while nodes
 // change (docs/performance.md) fails without it.
 type Key struct {
 	uuid [16]byte
@@ -98,9 +98,9 @@ func KeyOf(s string) Key {
 }
 
 // keyIndex maps Keys to node indexes: the uuids in 16 bytes, as Key keeps
-// them, in a map half as wide as one keyed by Key (a Nova answer's
-// transient maps are most of the peak of the peak RSS row with Nova,
-// docs/performance.md).
+// them, in a map half as wide as one keyed by Key. A Nova answer's
+// transient maps are part of the peak of the peak RSS row with Nova
+// (docs/performance.md), which fails with maps keyed by Key.
 type keyIndex struct {
 	uuids map[[16]byte]int32
 	texts map[string]int32 // the Keys kept as text; made at the first
